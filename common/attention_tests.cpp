@@ -1,0 +1,101 @@
+#include "attention_tests.h"
+
+#include <cmath>
+#include <limits>
+
+#include "cuda_check.h"
+
+namespace fs::testing {
+
+std::vector<AttentionShape> odd_shapes(DType dtype, const std::vector<int64_t>& dims) {
+  struct Sizes {
+    int64_t b, h, nq, nk;
+  };
+  const Sizes sizes[] = {{1, 1, 1, 1}, {2, 3, 17, 17}, {1, 2, 1000, 1000}, {2, 1, 17, 100},
+                         {1, 2, 1000, 1023}, {3, 1, 100, 17}};
+  std::vector<AttentionShape> out;
+  for (int64_t d : dims)
+    for (const Sizes& s : sizes)
+      for (bool causal : {false, true}) {
+        if (causal && s.nq > s.nk) continue;
+        AttentionShape shape;
+        shape.batch = s.b;
+        shape.heads = s.h;
+        shape.seq_q = s.nq;
+        shape.seq_k = s.nk;
+        shape.head_dim = d;
+        shape.causal = causal;
+        shape.dtype = dtype;
+        out.push_back(shape);
+      }
+  return out;
+}
+
+static std::string label(const AttentionShape& s) {
+  return "B=" + std::to_string(s.batch) + " H=" + std::to_string(s.heads) + " Nq=" + std::to_string(s.seq_q) +
+         " Nk=" + std::to_string(s.seq_k) + " D=" + std::to_string(s.head_dim) + (s.causal ? " causal " : " ") +
+         dtype_name(s.dtype) + " scale=" + std::to_string(s.scale);
+}
+
+void check_against_reference(const AttentionKernel& kernel, const AttentionShape& shape, uint64_t seed,
+                             const AttentionKernel* naive) {
+  INFO(kernel.stage, "/", kernel.version, " ", label(shape), " seed=", seed);
+  AttentionProblem problem(shape, seed);
+  const AttentionCheck c = problem.run(kernel);
+  REQUIRE_MESSAGE(c.status == Status::Success, status_name(c.status));
+  INFO("O: ", c.o.str(), "  LSE: ", c.lse.str());
+  CHECK(c.o.nonfinite == 0);
+  CHECK(c.lse.nonfinite == 0);
+  CHECK(within(c.o, attention_tolerance(shape.dtype)));
+  CHECK(within(c.lse, lse_tolerance(shape.dtype)));
+  if (naive && shape.dtype != DType::FP32) {
+    const AttentionCheck n = problem.run(*naive);
+    REQUIRE(n.status == Status::Success);
+    INFO("naive O: ", n.o.str(), "  naive LSE: ", n.lse.str());
+    CHECK(within_naive_budget(c.o, n.o));
+    CHECK(within_naive_budget(c.lse, n.lse));
+  }
+}
+
+void check_rejected(const AttentionKernel& kernel, const AttentionShape& ok,
+                    const std::function<void(AttentionParams&)>& make_bad, Status expected) {
+  AttentionProblem problem(ok, 1, /*max_heads=*/-1);
+  AttentionParams bad = problem.params();
+  make_bad(bad);
+  Status returned = Status::Success;
+  const bool untouched = problem.untouched_after(kernel, bad, &returned);
+  INFO(kernel.stage, "/", kernel.version, " expected ", status_name(expected), ", got ", status_name(returned));
+  CHECK(returned == expected);
+  CHECK(untouched);
+}
+
+void check_rejects_bad_inputs(const AttentionKernel& kernel, const AttentionShape& ok) {
+  check_rejected(kernel, ok, [](AttentionParams& p) { p.q = nullptr; }, Status::NullPointer);
+  check_rejected(kernel, ok, [](AttentionParams& p) { p.v = nullptr; }, Status::NullPointer);
+  check_rejected(kernel, ok, [](AttentionParams& p) { p.seq_k = 0; }, Status::InvalidSize);
+  check_rejected(kernel, ok, [](AttentionParams& p) { p.heads = -1; }, Status::InvalidSize);
+  check_rejected(kernel, ok, [](AttentionParams& p) { p.scale = std::numeric_limits<float>::infinity(); },
+                 Status::InvalidScale);
+  // Same buffers, read as fewer keys than queries: a causal mask would leave rows with no key.
+  check_rejected(kernel, ok, [](AttentionParams& p) { p.causal = 1; p.seq_k = p.seq_q - 1; },
+                 Status::UnsupportedMask);
+  check_rejected(kernel, ok, [](AttentionParams& p) { p.dtype = 3; }, Status::UnsupportedDtype);
+}
+
+void check_reports_cuda_error(const AttentionKernel& kernel, const AttentionShape& ok) {
+  AttentionProblem problem(ok, 1, /*max_heads=*/-1);
+  cudaStream_t capturing;
+  FS_CUDA_CHECK(cudaStreamCreateWithFlags(&capturing, cudaStreamNonBlocking));
+  FS_CUDA_CHECK(cudaStreamBeginCapture(capturing, cudaStreamCaptureModeGlobal));
+  const Status st = kernel.launch(problem.params(), nullptr);
+  cudaGraph_t graph = nullptr;
+  cudaStreamEndCapture(capturing, &graph);  // invalidated by the refused call: an error is expected
+  if (graph) cudaGraphDestroy(graph);
+  cudaGetLastError();
+  FS_CUDA_CHECK(cudaStreamDestroy(capturing));
+  INFO(kernel.stage, "/", kernel.version, " returned ", status_name(st), ": ", last_cuda_error());
+  CHECK(st == Status::CudaError);
+  FS_CUDA_CHECK(cudaDeviceSynchronize());  // the refusal left no sticky error behind
+}
+
+}  // namespace fs::testing

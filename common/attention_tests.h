@@ -1,0 +1,34 @@
+// Checks every attention stage's tests share: odd sizes against fp64, bad inputs, error paths.
+// They use doctest's CHECK, so they report each failing shape and carry on with the next.
+#pragma once
+
+#include <functional>
+#include <vector>
+
+#include "attention_check.h"
+#include "gpu_test.h"
+
+namespace fs::testing {
+
+// N = 1, 17, 1000 and Nq ≠ Nk (both ways), with B·H > 1, for each head_dim; causal and not (causal
+// only where Nq <= Nk). Every case draws fresh inputs from its own seed.
+std::vector<AttentionShape> odd_shapes(DType dtype, const std::vector<int64_t>& dims);
+
+// Poisoned outputs, fp64 reference for every head, O and LSE within the dtype's tolerance; for
+// fp16/bf16 with `naive` given, the error is also at most 2× the naive stage's on the same inputs.
+void check_against_reference(const AttentionKernel& kernel, const AttentionShape& shape, uint64_t seed,
+                             const AttentionKernel* naive = nullptr);
+
+// Null pointers, non-positive sizes, a non-finite scale and an impossible causal mask each return
+// their code and leave O and LSE untouched. `ok` must be a shape the kernel accepts.
+void check_rejects_bad_inputs(const AttentionKernel& kernel, const AttentionShape& ok);
+
+// A bad input built from `ok` by `make_bad` returns `expected` and writes nothing.
+void check_rejected(const AttentionKernel& kernel, const AttentionShape& ok,
+                    const std::function<void(AttentionParams&)>& make_bad, Status expected);
+
+// FS_ERR_CUDA: the launcher is called on the legacy default stream while another stream is being
+// captured in global mode, which the runtime refuses; the launcher must report it, not crash.
+void check_reports_cuda_error(const AttentionKernel& kernel, const AttentionShape& ok);
+
+}  // namespace fs::testing

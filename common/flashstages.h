@@ -1,0 +1,73 @@
+/*
+ * flashstages — the C interface of the shared library.
+ *
+ * Every stage's launcher is exported here with C linkage so that C, Python (ctypes) and other
+ * languages can call any stage. The C++ code uses these same types (common/attention.h wraps them),
+ * so there is one definition of the problem and one list of status codes.
+ *
+ * Tensors are contiguous, row-major [B, H, N, D] for Q, K, V, O and [B, H, Nq] (fp32) for LSE.
+ * Every entry validates its arguments before it launches anything; a non-zero return means nothing
+ * was written. fs_status_name / fs_status_message name every code.
+ */
+#ifndef FLASHSTAGES_H
+#define FLASHSTAGES_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32)
+#define FS_API __declspec(dllexport)
+#else
+#define FS_API __attribute__((visibility("default")))
+#endif
+
+/* Status codes. Append only: the numbers are part of the ABI. */
+typedef enum fs_status {
+  FS_SUCCESS = 0,
+  FS_ERR_NULL_POINTER = 1,         /* a required tensor pointer is null */
+  FS_ERR_INVALID_SIZE = 2,         /* a size is zero or negative */
+  FS_ERR_UNSUPPORTED_HEAD_DIM = 3, /* this kernel has no instance for head_dim */
+  FS_ERR_UNSUPPORTED_DTYPE = 4,    /* this kernel does not take this element type */
+  FS_ERR_MISALIGNED_POINTER = 5,   /* a pointer is not aligned as the kernel's vector loads need */
+  FS_ERR_UNSUPPORTED_MASK = 6,     /* causal with seq_q > seq_k: some rows would see no key */
+  FS_ERR_INVALID_SCALE = 7,        /* scale is NaN or infinite */
+  FS_ERR_OUT_OF_MEMORY = 8,        /* the kernel's workspace could not be allocated */
+  FS_ERR_CUDA = 9                  /* the CUDA runtime reported an error (no device, launch failure) */
+} fs_status;
+
+typedef enum fs_dtype { FS_FP32 = 0, FS_FP16 = 1, FS_BF16 = 2 } fs_dtype;
+
+/* One attention problem: O = softmax(scale · Q Kᵀ [+ causal mask]) V, and LSE = log Σ exp(scale · S). */
+typedef struct fs_attention_params {
+  int64_t batch;     /* B */
+  int64_t heads;     /* H */
+  int64_t seq_q;     /* Nq: query rows per head */
+  int64_t seq_k;     /* Nk: key/value rows per head */
+  int64_t head_dim;  /* D */
+  float scale;       /* softmax scale; 0 means 1/sqrt(D) */
+  int32_t causal;    /* non-zero: query i sees keys j <= i + (Nk - Nq) (bottom-right aligned) */
+  int32_t dtype;     /* fs_dtype of Q, K, V and O */
+  const void* q;     /* [B, H, Nq, D] */
+  const void* k;     /* [B, H, Nk, D] */
+  const void* v;     /* [B, H, Nk, D] */
+  void* o;           /* [B, H, Nq, D] */
+  float* lse;        /* [B, H, Nq] natural-log LSE of the scaled scores; may be null (not written) */
+} fs_attention_params;
+
+FS_API const char* fs_status_name(int status);    /* "FS_ERR_NULL_POINTER" */
+FS_API const char* fs_status_message(int status); /* one sentence for a person */
+
+/* Attention launchers, one per stage version. `stream` is a cudaStream_t (null: the default stream).
+ * They return once the work is queued; errors in queued work surface at the next synchronization. */
+FS_API int fs_naive_v1(const fs_attention_params* params, void* stream);
+FS_API int fs_tiled_v1(const fs_attention_params* params, void* stream);
+FS_API int fs_online_softmax_v1(const fs_attention_params* params, void* stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* FLASHSTAGES_H */

@@ -1,0 +1,24 @@
+// The status type every launcher returns: a C++ view of the C codes in flashstages.h.
+#pragma once
+
+#include "flashstages.h"
+
+namespace fs {
+
+enum class Status : int {
+  Success = FS_SUCCESS,
+  NullPointer = FS_ERR_NULL_POINTER,
+  InvalidSize = FS_ERR_INVALID_SIZE,
+  UnsupportedHeadDim = FS_ERR_UNSUPPORTED_HEAD_DIM,
+  UnsupportedDtype = FS_ERR_UNSUPPORTED_DTYPE,
+  MisalignedPointer = FS_ERR_MISALIGNED_POINTER,
+  UnsupportedMask = FS_ERR_UNSUPPORTED_MASK,
+  InvalidScale = FS_ERR_INVALID_SCALE,
+  OutOfMemory = FS_ERR_OUT_OF_MEMORY,
+  CudaError = FS_ERR_CUDA,
+};
+
+inline const char* status_name(Status s) { return fs_status_name(static_cast<int>(s)); }
+inline const char* status_message(Status s) { return fs_status_message(static_cast<int>(s)); }
+
+}  // namespace fs

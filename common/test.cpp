@@ -1,0 +1,251 @@
+// Tests of common/: the fp64 references against hand-computed cases, the FLOP formulas, validation
+// (every status code a bad input can produce), comparison, the command-line parser. CPU only, except
+// the last case, which checks what a launcher says when no GPU is there.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <stdexcept>
+#include <vector>
+
+#include "attention.h"
+#include "cli.h"
+#include "compare.h"
+#include "flops.h"
+#include "gpu_test.h"
+#include "random.h"
+#include "reference.h"
+
+namespace {
+
+// Fake device pointers: validation never dereferences them, so CPU tests can pass them.
+const void* fake(std::uintptr_t addr) { return reinterpret_cast<const void*>(addr); }
+
+fs::AttentionParams valid_params() {
+  fs::AttentionParams p{};
+  p.batch = 2;
+  p.heads = 3;
+  p.seq_q = 17;
+  p.seq_k = 19;
+  p.head_dim = 64;
+  p.dtype = FS_FP32;
+  p.q = fake(0x10000);
+  p.k = fake(0x20000);
+  p.v = fake(0x30000);
+  p.o = const_cast<void*>(fake(0x40000));
+  p.lse = reinterpret_cast<float*>(0x50000);
+  return p;
+}
+
+}  // namespace
+
+FS_CPU_TEST_CASE("reference forward: one key gives O = V and LSE = the single score") {
+  const double q[2] = {1.0, 2.0}, k[2] = {0.5, -1.0}, v[2] = {3.0, -4.0};
+  double o[2], lse[1];
+  fs::ref::attention_forward_head(q, k, v, 1, 1, 2, 0.5, false, o, lse);
+  CHECK(o[0] == 3.0);
+  CHECK(o[1] == -4.0);
+  CHECK(lse[0] == doctest::Approx(0.5 * (0.5 - 2.0)));
+}
+
+FS_CPU_TEST_CASE("reference forward: two keys / hand-computed softmax") {
+  // q = [1, 0], k0 = [1, 0], k1 = [0, 1], scale 1: scores 1 and 0.
+  const double q[2] = {1, 0}, k[4] = {1, 0, 0, 1}, v[4] = {1, 2, 3, 4};
+  double o[2], lse[1];
+  fs::ref::attention_forward_head(q, k, v, 1, 2, 2, 1.0, false, o, lse);
+  const double p0 = std::exp(1.0) / (std::exp(1.0) + 1.0), p1 = 1.0 - p0;
+  CHECK(o[0] == doctest::Approx(p0 * 1 + p1 * 3));
+  CHECK(o[1] == doctest::Approx(p0 * 2 + p1 * 4));
+  CHECK(lse[0] == doctest::Approx(std::log(std::exp(1.0) + 1.0)));
+}
+
+FS_CPU_TEST_CASE("reference forward: causal mask aligns to the bottom-right corner") {
+  // Nq = 2, Nk = 3: query 0 sees keys 0..1, query 1 sees keys 0..2.
+  CHECK(fs::ref::visible(0, 1, 2, 3, true));
+  CHECK_FALSE(fs::ref::visible(0, 2, 2, 3, true));
+  CHECK(fs::ref::visible(1, 2, 2, 3, true));
+  const double q[2] = {0, 0}, k[3] = {0, 0, 0}, v[3] = {1, 2, 30};  // D = 1, equal scores
+  double o[2], lse[2];
+  fs::ref::attention_forward_head(q, k, v, 2, 3, 1, 1.0, true, o, lse);
+  CHECK(o[0] == doctest::Approx(1.5));       // mean of keys 0, 1
+  CHECK(o[1] == doctest::Approx(11.0));      // mean of all three
+  CHECK(lse[0] == doctest::Approx(std::log(2.0)));
+  CHECK(lse[1] == doctest::Approx(std::log(3.0)));
+}
+
+FS_CPU_TEST_CASE("reference backward matches finite differences of the forward pass") {
+  const int64_t nq = 3, nk = 4, d = 2;
+  auto q = fs::random_uniform<double>(nq * d, 1), k = fs::random_uniform<double>(nk * d, 2),
+       v = fs::random_uniform<double>(nk * d, 3), d_o = fs::random_uniform<double>(nq * d, 4);
+  std::vector<double> dq(nq * d), dk(nk * d), dv(nk * d), delta(nq), o(nq * d), lse(nq);
+  const double scale = 0.7;
+  fs::ref::attention_backward_head(q.data(), k.data(), v.data(), d_o.data(), nq, nk, d, scale, true, dq.data(),
+                                   dk.data(), dv.data(), delta.data());
+  // L = Σ dO ∘ O; its gradient with respect to each input is what the backward pass returns.
+  auto loss = [&] {
+    fs::ref::attention_forward_head(q.data(), k.data(), v.data(), nq, nk, d, scale, true, o.data(), lse.data());
+    double l = 0;
+    for (int64_t i = 0; i < nq * d; ++i) l += d_o[i] * o[i];
+    return l;
+  };
+  auto numeric = [&](std::vector<double>& x, std::size_t i) {
+    const double h = 1e-6, keep = x[i];
+    x[i] = keep + h;
+    const double up = loss();
+    x[i] = keep - h;
+    const double down = loss();
+    x[i] = keep;
+    return (up - down) / (2 * h);
+  };
+  for (std::size_t i = 0; i < q.size(); ++i) CHECK(dq[i] == doctest::Approx(numeric(q, i)).epsilon(1e-6));
+  for (std::size_t i = 0; i < k.size(); ++i) CHECK(dk[i] == doctest::Approx(numeric(k, i)).epsilon(1e-6));
+  for (std::size_t i = 0; i < v.size(); ++i) CHECK(dv[i] == doctest::Approx(numeric(v, i)).epsilon(1e-6));
+  loss();
+  for (int64_t i = 0; i < nq; ++i) {
+    double expect = 0;
+    for (int64_t c = 0; c < d; ++c) expect += d_o[i * d + c] * o[i * d + c];
+    CHECK(delta[i] == doctest::Approx(expect));
+  }
+}
+
+FS_CPU_TEST_CASE("reference GEMM: transposes / alpha and beta / and beta = 0 ignores C") {
+  // A = [[1, 2], [3, 4]] (2×2), B = [[5, 6], [7, 8]].
+  const double a[4] = {1, 2, 3, 4}, at[4] = {1, 3, 2, 4}, b[4] = {5, 6, 7, 8}, bt[4] = {5, 7, 6, 8};
+  double c[4] = {1, 1, 1, 1};
+  fs::ref::gemm(false, false, 2, 2, 2, 1.0, a, 2, b, 2, 0.0, c, 2);
+  CHECK(c[0] == 19);
+  CHECK(c[1] == 22);
+  CHECK(c[2] == 43);
+  CHECK(c[3] == 50);
+  double ct[4] = {1, 2, 3, 4};
+  fs::ref::gemm(true, true, 2, 2, 2, 2.0, at, 2, bt, 2, -1.0, ct, 2);
+  CHECK(ct[0] == 2 * 19 - 1);
+  CHECK(ct[3] == 2 * 50 - 4);
+  double nan_c[1] = {std::numeric_limits<double>::quiet_NaN()};
+  fs::ref::gemm(false, false, 1, 1, 1, 1.0, a, 1, b, 1, 0.0, nan_c, 1);
+  CHECK(nan_c[0] == 5);
+}
+
+FS_CPU_TEST_CASE("FLOP formulas: forward 4·B·H·Nq·Nk·D / causal half / backward 2.5× / GEMM 2·M·N·K") {
+  CHECK(fs::attention_fwd_flops(2, 16, 8192, 8192, 128, false) == 4.0 * 2 * 16 * 8192.0 * 8192 * 128);
+  CHECK(fs::attention_fwd_flops(2, 16, 8192, 8192, 128, true) == 2.0 * 2 * 16 * 8192.0 * 8192 * 128);
+  fs::AttentionParams p = valid_params();
+  CHECK(fs::attention_bwd_flops(p) == 2.5 * fs::attention_fwd_flops(p));
+  CHECK(fs::gemm_flops(4096, 4096, 4096) == 2.0 * 4096.0 * 4096 * 4096);
+  // fp16: Q and O are 2·17·64 elements per head, K and V 2·19·64, LSE 17 floats per head.
+  p.dtype = FS_FP16;
+  CHECK(fs::attention_fwd_min_bytes(p) == 2.0 * 6 * (2 * 17 * 64 + 2 * 19 * 64) + 4.0 * 6 * 17);
+}
+
+FS_CPU_TEST_CASE("validation: each bad input gets its own code / in a fixed order") {
+  const fs::AttentionSupport support{fs::dtype_bit(fs::DType::FP32), 1, 256, nullptr, 0, 16};
+  CHECK(fs::validate(valid_params(), support) == fs::Status::Success);
+
+  auto with = [&](auto change) {
+    fs::AttentionParams p = valid_params();
+    change(p);
+    return fs::validate(p, support);
+  };
+  CHECK(with([](auto& p) { p.q = nullptr; }) == fs::Status::NullPointer);
+  CHECK(with([](auto& p) { p.o = nullptr; }) == fs::Status::NullPointer);
+  CHECK(with([](auto& p) { p.batch = 0; }) == fs::Status::InvalidSize);
+  CHECK(with([](auto& p) { p.seq_k = -5; }) == fs::Status::InvalidSize);
+  CHECK(with([](auto& p) { p.head_dim = 0; }) == fs::Status::InvalidSize);
+  CHECK(with([](auto& p) { p.scale = std::numeric_limits<float>::quiet_NaN(); }) == fs::Status::InvalidScale);
+  CHECK(with([](auto& p) { p.scale = std::numeric_limits<float>::infinity(); }) == fs::Status::InvalidScale);
+  CHECK(with([](auto& p) { p.scale = -0.5f; }) == fs::Status::Success);
+  CHECK(with([](auto& p) { p.dtype = FS_FP16; }) == fs::Status::UnsupportedDtype);
+  CHECK(with([](auto& p) { p.dtype = 7; }) == fs::Status::UnsupportedDtype);
+  CHECK(with([](auto& p) { p.head_dim = 257; }) == fs::Status::UnsupportedHeadDim);
+  CHECK(with([](auto& p) { p.causal = 1; p.seq_q = 20; }) == fs::Status::UnsupportedMask);
+  CHECK(with([](auto& p) { p.causal = 1; }) == fs::Status::Success);  // Nq = 17 <= Nk = 19
+  CHECK(with([](auto& p) { p.k = fake(0x20004); }) == fs::Status::MisalignedPointer);
+  CHECK(with([](auto& p) { p.lse = reinterpret_cast<float*>(0x50002); }) == fs::Status::MisalignedPointer);
+  CHECK(with([](auto& p) { p.lse = nullptr; }) == fs::Status::Success);
+  // A null pointer is reported before a bad size, a bad size before a bad dtype.
+  CHECK(with([](auto& p) { p.q = nullptr; p.batch = 0; }) == fs::Status::NullPointer);
+  CHECK(with([](auto& p) { p.batch = 0; p.dtype = FS_FP16; }) == fs::Status::InvalidSize);
+
+  const int dims[] = {32, 64, 128};
+  const fs::AttentionSupport listed{fs::dtype_bit(fs::DType::FP32), 0, 0, dims, 3, 16};
+  fs::AttentionParams p = valid_params();
+  p.head_dim = 48;
+  CHECK(fs::validate(p, listed) == fs::Status::UnsupportedHeadDim);
+  p.head_dim = 128;
+  CHECK(fs::validate(p, listed) == fs::Status::Success);
+}
+
+FS_CPU_TEST_CASE("status codes: every code has a distinct name and a message") {
+  for (int code = FS_SUCCESS; code <= FS_ERR_CUDA; ++code) {
+    CHECK(std::strncmp(fs_status_name(code), "FS_", 3) == 0);
+    CHECK(std::strlen(fs_status_message(code)) > 5);
+    for (int other = FS_SUCCESS; other < code; ++other) CHECK(std::strcmp(fs_status_name(code), fs_status_name(other)) != 0);
+  }
+  CHECK(std::string(fs_status_name(FS_ERR_CUDA + 1)) == "FS_UNKNOWN_STATUS");
+  CHECK(std::string(fs_status_name(-1)) == "FS_UNKNOWN_STATUS");
+}
+
+FS_CPU_TEST_CASE("comparison: max abs / relative L2 / NaN and exact mismatches") {
+  fs::ErrorStats e;
+  e.add(1.0, 1.0);
+  e.add(2.5, 2.0);
+  CHECK(e.max_abs == 0.5);
+  CHECK(e.rel_l2 == doctest::Approx(0.5 / std::sqrt(5.0)));
+  CHECK(e.mismatches == 1);
+  CHECK(fs::within(e, {0.5, 1.0}));
+  CHECK_FALSE(fs::within(e, {0.4, 1.0}));
+  e.add(std::numeric_limits<double>::quiet_NaN(), 0.0);
+  CHECK(e.nonfinite == 1);
+  CHECK_FALSE(fs::within(e, {1e9, 1e9}));
+
+  fs::ErrorStats naive, kernel;
+  naive.add(1.001, 1.0);
+  kernel.add(1.0019, 1.0);
+  CHECK(fs::within_naive_budget(kernel, naive));
+  kernel.add(1.0025, 1.0);
+  CHECK_FALSE(fs::within_naive_budget(kernel, naive));
+}
+
+FS_CPU_TEST_CASE("random data: reproducible / in range / never all zero / small integers are integers") {
+  const auto a = fs::random_uniform<float>(1000, 42), b = fs::random_uniform<float>(1000, 42),
+             c = fs::random_uniform<float>(1000, 43);
+  CHECK(a == b);
+  CHECK(a != c);
+  int zeros = 0;
+  for (float x : a) {
+    CHECK(x >= -1.0f);
+    CHECK(x < 1.0f);
+    zeros += x == 0.0f;
+  }
+  CHECK(zeros < 5);
+  const auto ints = fs::random_ints<__half>(1000, 7, -3, 3);
+  int seen_min = 0, seen_max = 0;
+  for (__half h : ints) {
+    const float x = fs::to_float(h);
+    CHECK(x == std::round(x));
+    CHECK(x >= -3.0f);
+    CHECK(x <= 3.0f);
+    seen_min += x == -3.0f;
+    seen_max += x == 3.0f;
+  }
+  CHECK(seen_min > 0);
+  CHECK(seen_max > 0);
+}
+
+FS_CPU_TEST_CASE("command line: values / flags / = form / and unknown options are reported") {
+  const char* argv[] = {"prog", "--seq", "1000", "--causal", "--dim=128", "--scale", "0.25", "--typo", "1"};
+  fs::CommandLine cl(9, const_cast<char**>(argv), {"causal"});
+  CHECK(cl.get_int("seq", 0) == 1000);
+  CHECK(cl.get_bool("causal", false));
+  CHECK(cl.get_int("dim", 0) == 128);
+  CHECK(cl.get_double("scale", 0) == 0.25);
+  CHECK(cl.get_int("batch", 5) == 5);
+  REQUIRE(cl.unread().size() == 1);
+  CHECK(cl.unread()[0] == "--typo");
+  const char* bad[] = {"prog", "--seq", "12x"};
+  fs::CommandLine cl2(3, const_cast<char**>(bad), {});
+  CHECK_THROWS_AS(cl2.get_int("seq", 0), std::invalid_argument);
+  const char* missing[] = {"prog", "--seq"};
+  CHECK_THROWS_AS(fs::CommandLine(2, const_cast<char**>(missing), {}), std::invalid_argument);
+}

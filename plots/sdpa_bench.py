@@ -1,0 +1,299 @@
+#!/usr/bin/env python3
+"""Time PyTorch's scaled_dot_product_attention backends as peers for the attention stages.
+
+    python3 plots/sdpa_bench.py --out results/h100-sxm/sdpa.json
+    python3 plots/sdpa_bench.py --out results/h100-sxm/sdpa.json --shape 2,16,8192,128
+
+Backends: FLASH_ATTENTION → sdpa_flash, CUDNN_ATTENTION → sdpa_cudnn, EFFICIENT_ATTENTION →
+sdpa_efficient, each forced alone with torch.nn.attention.sdpa_kernel. Shapes follow the project's
+attention benchmarks: B·N = 16384, H = 2048/D, Q/K/V/O as [B, H, N, D] contiguous, random inputs.
+Each point: 10 warm-up calls, then 30 timed calls (CUDA events around each one, L2 flushed before
+each), and the median is written. The JSON has Google Benchmark's layout, one "median" aggregate
+row per point, so plots/plot_results.py reads it like the stages' own files:
+
+    sdpa_flash/fp16/D:128/N:8192/causal:1    (+ /B:<b>/H:<h> for a --shape off the default rule)
+
+FLOPs = 4·B·H·N·N·D, halved when causal; bytes = Q, K, V read once + O written once.
+A backend that refuses a shape is skipped with a note. Without PyTorch or CUDA this prints a
+skip line and exits 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import datetime
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+SKIP_LINE = "sdpa_bench: skipped — PyTorch with CUDA not available"
+
+DEFAULT_TOKENS = 16384     # B·N, as in the stages' benchmarks
+DEFAULT_MODEL_DIM = 2048   # H·D
+DEFAULT_SEQS = (512, 1024, 2048, 4096, 8192, 16384)
+DEFAULT_DIMS = (64, 128)
+
+# Series name → name of the torch.nn.attention.SDPBackend member.
+BACKENDS = {"flash": ("sdpa_flash", "FLASH_ATTENTION"),
+            "cudnn": ("sdpa_cudnn", "CUDNN_ATTENTION"),
+            "efficient": ("sdpa_efficient", "EFFICIENT_ATTENTION")}
+DTYPE_NAMES = ("fp16", "bf16")
+
+
+def default_batch_heads(n: int, d: int) -> tuple[int, int]:
+    return max(1, DEFAULT_TOKENS // n), max(1, DEFAULT_MODEL_DIM // d)
+
+
+def attention_flops(b: int, h: int, n: int, d: int, causal: bool) -> float:
+    """Forward: S = Q·Kᵀ and O = P·V, 2·N·N·D each per (b, h); causal does half the work."""
+    flops = 4.0 * b * h * n * n * d
+    return flops / 2 if causal else flops
+
+
+def attention_bytes(b: int, h: int, n: int, d: int, element_size: int) -> float:
+    """Q, K, V read once and O written once."""
+    return 4.0 * b * h * n * d * element_size
+
+
+def bench_name(series: str, dtype: str, b: int, h: int, n: int, d: int, causal: bool) -> str:
+    name = f"{series}/{dtype}/D:{d}/N:{n}/causal:{int(causal)}"
+    if (b, h) != default_batch_heads(n, d):
+        name += f"/B:{b}/H:{h}"
+    return name
+
+
+def parse_shape(text: str) -> tuple[int, int, int, int]:
+    try:
+        b, h, n, d = (int(x) for x in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--shape wants B,H,N,D (four integers), got {text!r}")
+    if min(b, h, n, d) < 1:
+        raise argparse.ArgumentTypeError(f"--shape sizes must be positive, got {text!r}")
+    return b, h, n, d
+
+
+def planned_shapes(seqs, dims, extra) -> list[tuple[int, int, int, int]]:
+    """(B, H, N, D) for the default sweep, then each --shape not already in it."""
+    shapes = []
+    for d in dims:
+        for n in seqs:
+            shapes.append((*default_batch_heads(n, d), n, d))
+    for shape in extra:
+        if shape not in shapes:
+            shapes.append(shape)
+    return shapes
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--out", type=Path, required=True, help="JSON file to write, e.g. results/<gpu>/sdpa.json")
+    p.add_argument("--dtype", nargs="+", choices=DTYPE_NAMES, default=list(DTYPE_NAMES))
+    p.add_argument("--seq", nargs="+", type=int, default=list(DEFAULT_SEQS), metavar="N")
+    p.add_argument("--dim", nargs="+", type=int, default=list(DEFAULT_DIMS), metavar="D")
+    p.add_argument("--causal", nargs="+", type=int, choices=(0, 1), default=[0, 1])
+    p.add_argument("--backend", nargs="+", choices=list(BACKENDS), default=list(BACKENDS))
+    p.add_argument("--shape", type=parse_shape, action="append", default=[], metavar="B,H,N,D",
+                   help="an extra shape to time (repeatable), e.g. 2,16,8192,128")
+    p.add_argument("--warmup", type=int, default=10, help="untimed calls before timing (default 10)")
+    p.add_argument("--runs", type=int, default=30, help="timed calls; the median is kept (default 30)")
+    p.add_argument("--no-l2-flush", action="store_true", help="do not overwrite L2 before each timed call")
+    return p.parse_args(argv)
+
+
+# ---------------------------------------------------------------------------------------------
+# Device facts for the JSON context
+# ---------------------------------------------------------------------------------------------
+
+def cuda_driver_version() -> str:
+    """The driver's CUDA version ("13.0"), as cudaDriverGetVersion reports it; "" if unknown."""
+    try:
+        libcuda = ctypes.CDLL("libcuda.so.1")
+        version = ctypes.c_int(0)
+        if libcuda.cuDriverGetVersion(ctypes.byref(version)) != 0:
+            return ""
+        return f"{version.value // 1000}.{version.value % 1000 // 10}"
+    except (OSError, AttributeError):
+        return ""
+
+
+def max_clocks_mhz(index: int) -> tuple[str, str]:
+    """Maximum SM and memory clocks from nvidia-smi (what cudaDevAttrClockRate reports)."""
+    try:
+        out = subprocess.run(
+            ["nvidia-smi", f"--id={index}", "--query-gpu=clocks.max.sm,clocks.max.mem",
+             "--format=csv,noheader,nounits"], capture_output=True, text=True, timeout=20, check=True)
+        sm, mem = (x.strip() for x in out.stdout.strip().splitlines()[0].split(","))
+        return (sm if sm.isdigit() else "", mem if mem.isdigit() else "")
+    except (OSError, subprocess.SubprocessError, ValueError, IndexError):
+        return "", ""
+
+
+def make_context(torch, args: argparse.Namespace) -> dict[str, object]:
+    index = torch.cuda.current_device()
+    props = torch.cuda.get_device_properties(index)
+    sm_clock, mem_clock = max_clocks_mhz(index)
+    context: dict[str, object] = {
+        "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+        "host_name": socket.gethostname(),
+        "executable": "plots/sdpa_bench.py",
+        "num_cpus": os.cpu_count() or 0,
+        "library_build_type": "release",
+        "gpu_name": torch.cuda.get_device_name(index),
+        "cuda_runtime": str(torch.version.cuda),
+        "cuda_driver": cuda_driver_version(),
+        "sm_clock_mhz": sm_clock,
+        "mem_clock_mhz": mem_clock,
+        "compute_capability": f"{props.major}.{props.minor}",
+        "num_sms": str(props.multi_processor_count),
+        "torch_version": str(torch.__version__),
+        "warmup_calls": str(args.warmup),
+        "timed_calls": str(args.runs),
+        "l2_flush": "0" if args.no_l2_flush else "1",
+    }
+    return {k: v for k, v in context.items() if v != ""}
+
+
+# ---------------------------------------------------------------------------------------------
+# Timing
+# ---------------------------------------------------------------------------------------------
+
+def l2_flush_buffer(torch):
+    """A buffer twice the L2 size; writing it before a timed call evicts the previous inputs."""
+    props = torch.cuda.get_device_properties(torch.cuda.current_device())
+    l2_bytes = getattr(props, "L2_cache_size", 0) or 64 * 1024 * 1024
+    return torch.empty(2 * l2_bytes, dtype=torch.uint8, device="cuda")
+
+
+def time_call(torch, fn, warmup: int, runs: int, flush) -> tuple[float, float]:
+    """Median device time and median host CPU time of fn(), both in microseconds."""
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    device_us, cpu_us = [], []
+    for _ in range(runs):
+        if flush is not None:
+            flush.zero_()  # runs before start.record() on the same stream: not in the timing
+        cpu0 = time.process_time()
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()  # elapsed_time needs both events complete
+        cpu_us.append((time.process_time() - cpu0) * 1e6)
+        device_us.append(start.elapsed_time(end) * 1e3)  # ms → us
+    return statistics.median(device_us), statistics.median(cpu_us)
+
+
+def measure_point(torch, sdpa, backend, q, k, v, causal: bool, args, flush) -> tuple[float, float]:
+    """Time one backend on one shape; raises if the backend refuses it or gives non-finite output."""
+    from torch.nn.attention import sdpa_kernel
+
+    def call():
+        return sdpa(q, k, v, is_causal=causal)
+
+    with sdpa_kernel([backend]):
+        out = call()  # a refusal ("No available kernel") raises here, before any timing
+        if not bool(torch.isfinite(out).all()):
+            raise RuntimeError("output has NaN or Inf")
+        del out
+        return time_call(torch, call, args.warmup, args.runs, flush)
+
+
+def benchmark_rows(torch, args: argparse.Namespace) -> list[dict]:
+    import torch.nn.functional as F
+    from torch.nn.attention import SDPBackend
+
+    dtypes = {"fp16": torch.float16, "bf16": torch.bfloat16}
+    flush = None if args.no_l2_flush else l2_flush_buffer(torch)
+    torch.manual_seed(0)
+    rows = []
+    for dtype_name in args.dtype:
+        dtype = dtypes[dtype_name]
+        element_size = torch.tensor([], dtype=dtype).element_size()
+        for b, h, n, d in planned_shapes(args.seq, args.dim, args.shape):
+            try:
+                # [B, H, N, D] contiguous, random normal: never zeros, which can time faster.
+                q, k, v = (torch.randn(b, h, n, d, device="cuda", dtype=dtype) for _ in range(3))
+            except torch.cuda.OutOfMemoryError:
+                print(f"sdpa_bench: note: B={b} H={h} N={n} D={d} {dtype_name}: out of memory; skipped")
+                torch.cuda.empty_cache()
+                continue
+            for causal in (bool(c) for c in args.causal):
+                for key in args.backend:
+                    series, member = BACKENDS[key]
+                    name = bench_name(series, dtype_name, b, h, n, d, causal)
+                    backend = getattr(SDPBackend, member, None)
+                    if backend is None:
+                        print(f"sdpa_bench: note: {name}: this PyTorch has no SDPBackend.{member}; skipped")
+                        continue
+                    try:
+                        t_us, cpu_us = measure_point(torch, F.scaled_dot_product_attention, backend,
+                                                     q, k, v, causal, args, flush)
+                    except (RuntimeError, ValueError, NotImplementedError) as err:
+                        reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+                        print(f"sdpa_bench: note: {name}: backend refused or failed ({reason}); skipped")
+                        torch.cuda.empty_cache()
+                        continue
+                    flops = attention_flops(b, h, n, d, causal)
+                    rows.append({
+                        "name": name + "_median",
+                        "run_name": name,
+                        "run_type": "aggregate",
+                        "repetitions": args.runs,
+                        "threads": 1,
+                        "aggregate_name": "median",
+                        "aggregate_unit": "time",
+                        "iterations": 1,
+                        "real_time": t_us,
+                        "cpu_time": cpu_us,
+                        "time_unit": "us",
+                        "TFLOPS": flops / (t_us * 1e-6) / 1e12,
+                        "GB/s": attention_bytes(b, h, n, d, element_size) / (t_us * 1e-6) / 1e9,
+                    })
+                    print(f"sdpa_bench: {name:48s} {t_us:10.1f} us {rows[-1]['TFLOPS']:7.1f} TFLOPS")
+            del q, k, v
+            torch.cuda.empty_cache()
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    if args.warmup < 0 or args.runs < 1:
+        print("sdpa_bench: error: --warmup must be >= 0 and --runs >= 1", file=sys.stderr)
+        return 2
+    try:
+        import torch
+    except ImportError:
+        print(SKIP_LINE)
+        return 0
+    if not torch.cuda.is_available():
+        print(SKIP_LINE)
+        return 0
+    try:
+        from torch.nn.attention import SDPBackend, sdpa_kernel  # noqa: F401  (PyTorch 2.3+)
+    except ImportError:
+        print(f"sdpa_bench: skipped — PyTorch {torch.__version__} has no torch.nn.attention.sdpa_kernel"
+              " (needs 2.3 or newer)")
+        return 0
+
+    context = make_context(torch, args)
+    rows = benchmark_rows(torch, args)
+    if not rows:
+        print("sdpa_bench: error: no backend ran any shape; nothing written", file=sys.stderr)
+        return 1
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps({"context": context, "benchmarks": rows}, indent=2) + "\n",
+                        encoding="utf-8")
+    print(f"sdpa_bench: wrote {len(rows)} rows to {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

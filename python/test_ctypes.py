@@ -1,0 +1,94 @@
+"""CPU test of the C interface through ctypes: the status table, and that each launcher returns its
+named code for bad input before touching a device. Without a GPU a valid call must return FS_ERR_CUDA;
+with PyTorch and a GPU, stage 03 called through ctypes must agree with PyTorch's attention.
+
+    python3 python/test_ctypes.py build/common/libflashstages.so
+"""
+import math
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import flashstages  # noqa: E402
+
+LIB_PATH = None
+CODES = ["FS_SUCCESS", "FS_ERR_NULL_POINTER", "FS_ERR_INVALID_SIZE", "FS_ERR_UNSUPPORTED_HEAD_DIM",
+         "FS_ERR_UNSUPPORTED_DTYPE", "FS_ERR_MISALIGNED_POINTER", "FS_ERR_UNSUPPORTED_MASK",
+         "FS_ERR_INVALID_SCALE", "FS_ERR_OUT_OF_MEMORY", "FS_ERR_CUDA"]
+
+
+def valid_params(**change):
+    p = flashstages.AttentionParams(2, 3, 17, 19, 64, 0.0, 0, flashstages.FP32,
+                                    0x10000, 0x20000, 0x30000, 0x40000, 0x50000)
+    for key, value in change.items():
+        setattr(p, key, value)
+    return p
+
+
+def has_gpu():
+    try:
+        import torch
+        return torch.cuda.is_available()
+    except ImportError:
+        return None  # unknown: the no-device case is judged by the library's own answer
+
+
+class CInterface(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.lib = flashstages.load(LIB_PATH)
+
+    def code(self, launcher, params):
+        try:
+            return flashstages.call(self.lib, launcher, params)
+        except flashstages.FlashstagesError as e:
+            return e.name
+
+    def test_status_table(self):
+        for code, name in enumerate(CODES):
+            self.assertEqual(flashstages.status_name(self.lib, code), name)
+            self.assertTrue(self.lib.fs_status_message(code))
+        self.assertEqual(flashstages.status_name(self.lib, len(CODES)), "FS_UNKNOWN_STATUS")
+
+    def test_bad_inputs_return_named_codes(self):
+        for launcher in flashstages.LAUNCHERS:
+            with self.subTest(launcher=launcher):
+                self.assertEqual(self.code(launcher, valid_params(q=None)), "FS_ERR_NULL_POINTER")
+                self.assertEqual(self.code(launcher, valid_params(batch=0)), "FS_ERR_INVALID_SIZE")
+                self.assertEqual(self.code(launcher, valid_params(scale=math.nan)), "FS_ERR_INVALID_SCALE")
+                self.assertEqual(self.code(launcher, valid_params(dtype=9)), "FS_ERR_UNSUPPORTED_DTYPE")
+                self.assertEqual(self.code(launcher, valid_params(head_dim=300)), "FS_ERR_UNSUPPORTED_HEAD_DIM")
+                self.assertEqual(self.code(launcher, valid_params(causal=1, seq_q=20)), "FS_ERR_UNSUPPORTED_MASK")
+                self.assertEqual(self.code(launcher, valid_params(k=0x20002)), "FS_ERR_MISALIGNED_POINTER")
+        self.assertEqual(self.code("fs_online_softmax_v1", valid_params(head_dim=48)), "FS_ERR_UNSUPPORTED_HEAD_DIM")
+        self.assertEqual(self.code("fs_tiled_v1", valid_params(dtype=flashstages.FP16)), "FS_ERR_UNSUPPORTED_DTYPE")
+
+    def test_valid_call_without_gpu_is_a_named_cuda_error(self):
+        if has_gpu():
+            self.skipTest("this machine has a GPU; the GPU test below calls the kernels instead")
+        # Fake addresses are never touched: with no device the runtime refuses before any launch.
+        self.assertEqual(self.code("fs_naive_v1", valid_params()), "FS_ERR_CUDA")
+
+    def test_stage03_through_ctypes_matches_pytorch(self):
+        if not has_gpu():
+            self.skipTest("needs PyTorch with a CUDA GPU")
+        import torch
+        torch.manual_seed(0)
+        q, k, v = (torch.rand(2, 3, 200, 64, device="cuda") * 2 - 1 for _ in range(3))
+        o = torch.full_like(q, float("nan"))
+        lse = torch.full((2, 3, 200), float("nan"), device="cuda")
+        flashstages.attention(self.lib, "fs_online_softmax_v1", q, k, v, o, lse, causal=True)
+        torch.cuda.synchronize()
+        ref = torch.nn.functional.scaled_dot_product_attention(q.double(), k.double(), v.double(), is_causal=True)
+        self.assertLess((o.double() - ref).abs().max().item(), 1e-4)
+        scores = (q.double() @ k.double().transpose(-1, -2)) / 8.0
+        scores = scores.masked_fill(torch.ones(200, 200, device="cuda").triu(1).bool(), float("-inf"))
+        self.assertLess((lse.double() - scores.logsumexp(-1)).abs().max().item(), 1e-4)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 2:
+        sys.exit("usage: test_ctypes.py path/to/libflashstages.so")
+    LIB_PATH = sys.argv.pop(1)
+    unittest.main(verbosity=2)

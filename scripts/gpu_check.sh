@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# One batch on a GPU machine: build, GPU tests, compute-sanitizer over them, the stage executables at
+# N = 4096, benchmarks, SDPA peers, plots. Logs go to $LOGS (default logs/), results to results/<gpu>/.
+#   usage: scripts/gpu_check.sh [preset] [steps...]    steps: build test sanitize run bench plots
+#   (default: h100, all steps). It ends with a short summary table.
+set -uo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+preset=${1:-h100}; shift || true
+steps=${*:-build test sanitize run bench plots}
+logs=${LOGS:-logs}
+mkdir -p "$logs"
+build=build/$preset
+summary=$logs/summary.txt
+: >"$summary"
+note() { echo "$*" | tee -a "$summary"; }
+has() { [[ " $steps " == *" $1 "* ]]; }
+
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,power.draw \
+  --format=csv | tee "$logs/gpu.txt"
+slug=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | tr 'A-Z' 'a-z' | sed 's/[^a-z0-9]\+/-/g; s/^-//; s/-$//')
+out=results/$slug
+
+if has build; then
+  start=$SECONDS
+  cmake --preset "$preset" >"$logs/configure.log" 2>&1 && cmake --build --preset "$preset" >"$logs/build.log" 2>&1
+  note "build: rc=$? in $((SECONDS - start)) s"
+fi
+
+if has test; then
+  FLASHSTAGES_REQUIRE_GPU=1 ctest --preset "$preset" >"$logs/ctest.log" 2>&1
+  note "ctest (FLASHSTAGES_REQUIRE_GPU=1): rc=$? — $(grep -E 'tests passed|tests failed' "$logs/ctest.log" | tail -1)"
+  grep -E "Failed|\*\*\*" "$logs/ctest.log" | head -20 | tee -a "$summary"
+fi
+
+if has sanitize; then
+  for t in "$build"/stages/*/stage*_test; do
+    for tool in memcheck racecheck synccheck; do
+      log=$logs/sanitizer_$(basename "$t")_$tool.log
+      start=$SECONDS
+      timeout 300 compute-sanitizer --tool "$tool" --error-exitcode 99 "$t" -ts=gpu >"$log" 2>&1
+      rc=$?
+      note "sanitizer $tool $(basename "$t"): rc=$rc $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" | tail -1) ($((SECONDS - start)) s)"
+    done
+  done
+fi
+
+if has run; then
+  for exe in "$build"/stages/*/stage0[0-9]_*; do
+    case "$exe" in *_test|*_bench) continue ;; esac
+    for causal in 0 1; do
+      log=$logs/run_$(basename "$exe")_causal$causal.log
+      "$exe" --seq 4096 --dim 64 --causal=$causal >"$log" 2>&1
+      note "run $(basename "$exe") N=4096 D=64 causal=$causal: rc=$?"
+    done
+  done
+fi
+
+if has bench; then
+  mkdir -p "$out"
+  for b in "$build"/stages/*/stage0[0-9]_bench; do
+    name=$(basename "$b" _bench)
+    start=$SECONDS
+    "$b" --benchmark_out="$out/$name.json" --benchmark_out_format=json >"$logs/bench_$name.log" 2>&1
+    note "bench $name: rc=$? in $((SECONDS - start)) s"
+  done
+  PYTHONUNBUFFERED=1 python3 plots/sdpa_bench.py --out "$out/sdpa.json" --shape 2,16,8192,128 >"$logs/sdpa.log" 2>&1
+  note "sdpa peers: rc=$?"
+fi
+
+if has plots; then
+  readme_args=()
+  for f in README.md stages/*/README.md; do [ -f "$f" ] && readme_args+=(--readme "$f"); done
+  python3 plots/plot_results.py --results "$out" "${readme_args[@]}" >"$logs/plots.log" 2>&1
+  note "plots: rc=$?"
+fi
+
+echo
+echo "==== summary ($slug) ===="
+cat "$summary"

@@ -1,0 +1,110 @@
+// flashstages · stage 01 · v1 — naive attention: three kernels and an N×N score matrix in DRAM.
+//
+// What it does: the textbook formula, one step per kernel.
+//   1. scores_kernel   S = scale · Q Kᵀ     one thread per S element, S written to global memory
+//   2. softmax_kernel  P = softmax_rows(S)  one block per row, P written over S, LSE kept
+//   3. pv_kernel       O = P V              one thread per O element
+// Why it is slow: S is B·H·Nq·Nk elements. It is written once, read and written by the softmax, and
+// read again by the second product — 4·|S| bytes of DRAM traffic against 4·B·H·N·D for Q, K, V and O,
+// so at N = 4096, D = 64 the scores move 256× more bytes than the inputs. Each product also re-reads
+// its operands from global memory (through L1/L2) for every output element. docs/01_naive.md counts it.
+//
+// In fp16/bf16 the scores and probabilities are stored in the input type and the softmax runs in fp32:
+// the same roundings as a framework's plain `softmax(q @ k.T) @ v` — the "same-precision naive" error
+// that later stages are held to (at most 2× this stage's error against fp64).
+//
+// Run: build/stages/01_naive/stage01_naive --seq 4096 --dim 64 [--causal] [--dtype fp16]
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cfloat>
+#include <cstdint>
+
+#include "numeric.h"
+
+namespace fs::naive {
+
+// Is key j visible to query i? Causal masks align to the bottom-right corner: offset = Nk - Nq.
+__device__ __forceinline__ bool visible(int64_t i, int64_t j, int64_t offset, bool causal) {
+  return !causal || j <= i + offset;
+}
+
+// S[bh, i, j] = scale · Σ_c Q[bh, i, c] · K[bh, j, c], or -inf where masked.
+// grid (ceil(Nk/32), ceil(Nq/8), B·H), block (32, 8): threadIdx.x walks j so that the 32 lanes of a
+// warp write 32 consecutive S elements; each of them reads a whole row of K from global memory.
+template <class T>
+__global__ void scores_kernel(const T* __restrict__ q, const T* __restrict__ k, T* __restrict__ s, int64_t nq,
+                              int64_t nk, int64_t d, float scale, bool causal) {
+  const int64_t j = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  const int64_t i = blockIdx.y * int64_t(blockDim.y) + threadIdx.y;
+  const int64_t bh = blockIdx.z;
+  if (i >= nq || j >= nk) return;
+  const T* qi = q + (bh * nq + i) * d;  // [D]
+  const T* kj = k + (bh * nk + j) * d;  // [D]
+  float acc = -INFINITY;
+  if (visible(i, j, nk - nq, causal)) {
+    acc = 0.0f;
+    for (int64_t c = 0; c < d; ++c) acc += to_float(qi[c]) * to_float(kj[c]);
+    acc *= scale;
+  }
+  s[(bh * nq + i) * nk + j] = from_float<T>(acc);
+}
+
+// Row softmax in place: P[i, :] = exp(S[i, :] - LSE_i), LSE_i = m_i + log Σ_j exp(S_ij - m_i).
+// grid (Nq, B·H), block kSoftmaxThreads: three passes over the row (max, sum, normalize), each one
+// reading the row from DRAM again — the traffic the later stages remove.
+constexpr int kSoftmaxThreads = 256;
+
+// Reduces one value per thread to one value for the block; every thread gets the result.
+template <class Op>
+__device__ float block_reduce(float x, Op op, float* scratch /* [kSoftmaxThreads / 32] */) {
+  for (int offset = 16; offset > 0; offset /= 2) x = op(x, __shfl_xor_sync(0xffffffffu, x, offset));
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  if (lane == 0) scratch[warp] = x;
+  __syncthreads();  // every warp's partial is in scratch
+  x = scratch[0];
+  for (int w = 1; w < kSoftmaxThreads / 32; ++w) x = op(x, scratch[w]);
+  __syncthreads();  // all threads have read scratch before a later reduction reuses it
+  return x;
+}
+
+template <class T>
+__global__ void __launch_bounds__(kSoftmaxThreads)
+    softmax_kernel(T* __restrict__ s, float* __restrict__ lse, int64_t nq, int64_t nk) {
+  __shared__ float scratch[kSoftmaxThreads / 32];
+  const int64_t row = blockIdx.y * nq + blockIdx.x;
+  T* srow = s + row * nk;  // [Nk]
+
+  float m = -INFINITY;
+  for (int64_t j = threadIdx.x; j < nk; j += blockDim.x) m = fmaxf(m, to_float(srow[j]));
+  m = block_reduce(m, [](float a, float b) { return fmaxf(a, b); }, scratch);
+
+  float l = 0.0f;
+  for (int64_t j = threadIdx.x; j < nk; j += blockDim.x) l += expf(to_float(srow[j]) - m);
+  l = block_reduce(l, [](float a, float b) { return a + b; }, scratch);
+
+  const float row_lse = m + logf(l);
+  for (int64_t j = threadIdx.x; j < nk; j += blockDim.x) srow[j] = from_float<T>(expf(to_float(srow[j]) - row_lse));
+  if (lse && threadIdx.x == 0) lse[row] = row_lse;
+}
+
+// O[bh, i, c] = Σ_j P[bh, i, j] · V[bh, j, c]. grid (ceil(D/32), ceil(Nq/8), B·H), block (32, 8):
+// threadIdx.x walks c, so a warp reads 32 consecutive elements of each V row. Under the causal mask
+// P is zero past key i + offset, so the loop stops there.
+template <class T>
+__global__ void pv_kernel(const T* __restrict__ p, const T* __restrict__ v, T* __restrict__ o, int64_t nq,
+                          int64_t nk, int64_t d, bool causal) {
+  const int64_t c = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  const int64_t i = blockIdx.y * int64_t(blockDim.y) + threadIdx.y;
+  const int64_t bh = blockIdx.z;
+  if (i >= nq || c >= d) return;
+  const T* pi = p + (bh * nq + i) * nk;  // [Nk]
+  const T* vb = v + bh * nk * d;         // [Nk, D]
+  const int64_t j_end = causal ? i + (nk - nq) + 1 : nk;
+  float acc = 0.0f;
+  for (int64_t j = 0; j < j_end; ++j) acc += to_float(pi[j]) * to_float(vb[j * d + c]);
+  o[(bh * nq + i) * d + c] = from_float<T>(acc);
+}
+
+}  // namespace fs::naive
