@@ -49,6 +49,7 @@ Status validate(const AttentionParams& p, const AttentionSupport& support) {
   if (!aligned(p.q, align) || !aligned(p.k, align) || !aligned(p.v, align) || !aligned(p.o, align) ||
       (p.lse && !aligned(p.lse, sizeof(float))))
     return Status::MisalignedPointer;
+  if (!support.varlen && (p.seq_lens || p.cu_seqlens_q || p.cu_seqlens_k)) return Status::InvalidSeqLens;
   return Status::Success;
 }
 

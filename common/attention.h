@@ -42,9 +42,11 @@ struct AttentionSupport {
   const int* head_dims = nullptr;  // when set, only these (a list of num_head_dims values)
   int num_head_dims = 0;
   std::size_t alignment = 0;  // bytes each tensor base needs; 0 means the element size
+  bool varlen = false;        // takes seq_lens / cu_seqlens (checked by the kernel's own launcher)
 };
 
-// Checks, in this order: null pointers, sizes, scale, dtype, head_dim, mask, alignment.
+// Checks, in this order: null pointers, sizes, scale, dtype, head_dim, mask, alignment, and that no
+// variable-length arrays are given to a kernel that takes none.
 Status validate(const AttentionParams& p, const AttentionSupport& support);
 
 // "B=2 H=16 Nq=4096 Nk=4096 D=64 causal fp16"

@@ -35,10 +35,12 @@ typedef enum fs_status {
   FS_ERR_UNSUPPORTED_MASK = 6,     /* causal with seq_q > seq_k: some rows would see no key */
   FS_ERR_INVALID_SCALE = 7,        /* scale is NaN or infinite */
   FS_ERR_OUT_OF_MEMORY = 8,        /* the kernel's workspace could not be allocated */
-  FS_ERR_CUDA = 9                  /* the CUDA runtime reported an error (no device, launch failure) */
+  FS_ERR_CUDA = 9,                 /* the CUDA runtime reported an error (no device, launch failure) */
+  FS_ERR_INVALID_SEQLENS = 10,     /* seq_lens / cu_seqlens are inconsistent, or this kernel takes none */
+  FS_ERR_INVALID_LEADING_DIM = 11  /* a GEMM leading dimension is smaller than its matrix's row */
 } fs_status;
 
-typedef enum fs_dtype { FS_FP32 = 0, FS_FP16 = 1, FS_BF16 = 2 } fs_dtype;
+typedef enum fs_dtype { FS_FP32 = 0, FS_FP16 = 1, FS_BF16 = 2, FS_INT8 = 3, FS_INT32 = 4 } fs_dtype;
 
 /* One attention problem: O = softmax(scale · Q Kᵀ [+ causal mask]) V, and LSE = log Σ exp(scale · S). */
 typedef struct fs_attention_params {
@@ -55,7 +57,32 @@ typedef struct fs_attention_params {
   const void* v;     /* [B, H, Nk, D] */
   void* o;           /* [B, H, Nq, D] */
   float* lse;        /* [B, H, Nq] natural-log LSE of the scaled scores; may be null (not written) */
+  /* Variable lengths (stage 04): both null for dense batches, at most one set. Device arrays.
+   * seq_lens [B]: padded batches; entry b uses its first seq_lens[b] query rows and key rows
+   *   (<= seq_q and <= seq_k); its query rows past that get O = 0 and LSE = -inf.
+   * cu_seqlens_q / cu_seqlens_k [B+1]: packed batches; entry b owns rows cu[b] .. cu[b+1]-1 of
+   *   Q (O, LSE) and K, V, stored [H, total, D] (so seq_q / seq_k are the totals, cu[B]). */
+  const int32_t* seq_lens;
+  const int32_t* cu_seqlens_q;
+  const int32_t* cu_seqlens_k;
 } fs_attention_params;
+
+/* One GEMM: C = alpha · op(A) · op(B) + beta · C, row-major. op(A) is M×K: A is stored M×K (lda >= K),
+ * or K×M when trans_a (lda >= M). op(B) is K×N: B is stored K×N (ldb >= N), or N×K when trans_b
+ * (ldb >= K). C is M×N (ldc >= N). beta = 0 never reads C. */
+typedef struct fs_gemm_params {
+  int64_t m, n, k;
+  int32_t trans_a, trans_b;
+  int32_t ab_dtype;  /* fs_dtype of A and B */
+  int32_t c_dtype;   /* fs_dtype of C */
+  float alpha, beta;
+  const void* a;
+  int64_t lda;
+  const void* b;
+  int64_t ldb;
+  void* c;
+  int64_t ldc;
+} fs_gemm_params;
 
 FS_API const char* fs_status_name(int status);    /* "FS_ERR_NULL_POINTER" */
 FS_API const char* fs_status_message(int status); /* one sentence for a person */
@@ -65,6 +92,10 @@ FS_API const char* fs_status_message(int status); /* one sentence for a person *
 FS_API int fs_naive_v1(const fs_attention_params* params, void* stream);
 FS_API int fs_tiled_v1(const fs_attention_params* params, void* stream);
 FS_API int fs_online_softmax_v1(const fs_attention_params* params, void* stream);
+
+/* Stage 04: tensor-core FlashAttention forward. */
+
+/* Stage 06: GEMM. */
 
 #ifdef __cplusplus
 }

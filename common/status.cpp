@@ -19,11 +19,14 @@ constexpr StatusText kStatusText[] = {
     {"FS_ERR_INVALID_SCALE", "scale must be finite (0 selects 1/sqrt(head_dim))"},
     {"FS_ERR_OUT_OF_MEMORY", "the kernel's device workspace could not be allocated"},
     {"FS_ERR_CUDA", "the CUDA runtime reported an error (no usable device, or a failed launch)"},
+    {"FS_ERR_INVALID_SEQLENS", "seq_lens / cu_seqlens are inconsistent with the sizes, or this kernel takes none"},
+    {"FS_ERR_INVALID_LEADING_DIM", "a leading dimension (lda, ldb, ldc) is smaller than its matrix's row"},
 };
-static_assert(sizeof(kStatusText) / sizeof(kStatusText[0]) == FS_ERR_CUDA + 1,
+constexpr int kLastStatus = FS_ERR_INVALID_LEADING_DIM;
+static_assert(sizeof(kStatusText) / sizeof(kStatusText[0]) == kLastStatus + 1,
               "every fs_status code needs a name and a message");
 
-bool known(int status) { return status >= 0 && status <= FS_ERR_CUDA; }
+bool known(int status) { return status >= 0 && status <= kLastStatus; }
 
 }  // namespace
 

@@ -16,6 +16,8 @@ enum class Status : int {
   InvalidScale = FS_ERR_INVALID_SCALE,
   OutOfMemory = FS_ERR_OUT_OF_MEMORY,
   CudaError = FS_ERR_CUDA,
+  InvalidSeqLens = FS_ERR_INVALID_SEQLENS,
+  InvalidLeadingDim = FS_ERR_INVALID_LEADING_DIM,
 };
 
 inline const char* status_name(Status s) { return fs_status_name(static_cast<int>(s)); }

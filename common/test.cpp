@@ -163,6 +163,8 @@ FS_CPU_TEST_CASE("validation: each bad input gets its own code / in a fixed orde
   CHECK(with([](auto& p) { p.k = fake(0x20004); }) == fs::Status::MisalignedPointer);
   CHECK(with([](auto& p) { p.lse = reinterpret_cast<float*>(0x50002); }) == fs::Status::MisalignedPointer);
   CHECK(with([](auto& p) { p.lse = nullptr; }) == fs::Status::Success);
+  CHECK(with([](auto& p) { p.seq_lens = reinterpret_cast<const int32_t*>(0x60000); }) == fs::Status::InvalidSeqLens);
+  CHECK(with([](auto& p) { p.cu_seqlens_k = reinterpret_cast<const int32_t*>(0x60000); }) == fs::Status::InvalidSeqLens);
   // A null pointer is reported before a bad size, a bad size before a bad dtype.
   CHECK(with([](auto& p) { p.q = nullptr; p.batch = 0; }) == fs::Status::NullPointer);
   CHECK(with([](auto& p) { p.batch = 0; p.dtype = FS_FP16; }) == fs::Status::InvalidSize);
@@ -177,12 +179,12 @@ FS_CPU_TEST_CASE("validation: each bad input gets its own code / in a fixed orde
 }
 
 FS_CPU_TEST_CASE("status codes: every code has a distinct name and a message") {
-  for (int code = FS_SUCCESS; code <= FS_ERR_CUDA; ++code) {
+  for (int code = FS_SUCCESS; code <= FS_ERR_INVALID_LEADING_DIM; ++code) {
     CHECK(std::strncmp(fs_status_name(code), "FS_", 3) == 0);
     CHECK(std::strlen(fs_status_message(code)) > 5);
     for (int other = FS_SUCCESS; other < code; ++other) CHECK(std::strcmp(fs_status_name(code), fs_status_name(other)) != 0);
   }
-  CHECK(std::string(fs_status_name(FS_ERR_CUDA + 1)) == "FS_UNKNOWN_STATUS");
+  CHECK(std::string(fs_status_name(FS_ERR_INVALID_LEADING_DIM + 1)) == "FS_UNKNOWN_STATUS");
   CHECK(std::string(fs_status_name(-1)) == "FS_UNKNOWN_STATUS");
 }
 

@@ -33,6 +33,9 @@ class AttentionParams(ctypes.Structure):
         ("v", ctypes.c_void_p),
         ("o", ctypes.c_void_p),
         ("lse", ctypes.c_void_p),
+        ("seq_lens", ctypes.c_void_p),
+        ("cu_seqlens_q", ctypes.c_void_p),
+        ("cu_seqlens_k", ctypes.c_void_p),
     ]
 
 

@@ -15,7 +15,8 @@ import flashstages  # noqa: E402
 LIB_PATH = None
 CODES = ["FS_SUCCESS", "FS_ERR_NULL_POINTER", "FS_ERR_INVALID_SIZE", "FS_ERR_UNSUPPORTED_HEAD_DIM",
          "FS_ERR_UNSUPPORTED_DTYPE", "FS_ERR_MISALIGNED_POINTER", "FS_ERR_UNSUPPORTED_MASK",
-         "FS_ERR_INVALID_SCALE", "FS_ERR_OUT_OF_MEMORY", "FS_ERR_CUDA"]
+         "FS_ERR_INVALID_SCALE", "FS_ERR_OUT_OF_MEMORY", "FS_ERR_CUDA", "FS_ERR_INVALID_SEQLENS",
+         "FS_ERR_INVALID_LEADING_DIM"]
 
 
 def valid_params(**change):
@@ -61,6 +62,7 @@ class CInterface(unittest.TestCase):
                 self.assertEqual(self.code(launcher, valid_params(head_dim=300)), "FS_ERR_UNSUPPORTED_HEAD_DIM")
                 self.assertEqual(self.code(launcher, valid_params(causal=1, seq_q=20)), "FS_ERR_UNSUPPORTED_MASK")
                 self.assertEqual(self.code(launcher, valid_params(k=0x20002)), "FS_ERR_MISALIGNED_POINTER")
+                self.assertEqual(self.code(launcher, valid_params(seq_lens=0x60000)), "FS_ERR_INVALID_SEQLENS")
         self.assertEqual(self.code("fs_online_softmax_v1", valid_params(head_dim=48)), "FS_ERR_UNSUPPORTED_HEAD_DIM")
         self.assertEqual(self.code("fs_tiled_v1", valid_params(dtype=flashstages.FP16)), "FS_ERR_UNSUPPORTED_DTYPE")
 
