@@ -84,8 +84,10 @@ void check_rejects_bad_inputs(const AttentionKernel& kernel, const AttentionShap
 
 void check_reports_cuda_error(const AttentionKernel& kernel, const AttentionShape& ok) {
   AttentionProblem problem(ok, 1, /*max_heads=*/-1);
+  // A blocking stream: work on the legacy default stream would have to wait for it, which a stream
+  // under capture cannot allow.
   cudaStream_t capturing;
-  FS_CUDA_CHECK(cudaStreamCreateWithFlags(&capturing, cudaStreamNonBlocking));
+  FS_CUDA_CHECK(cudaStreamCreate(&capturing));
   FS_CUDA_CHECK(cudaStreamBeginCapture(capturing, cudaStreamCaptureModeGlobal));
   const Status st = kernel.launch(problem.params(), nullptr);
   cudaGraph_t graph = nullptr;

@@ -28,7 +28,8 @@ void check_rejected(const AttentionKernel& kernel, const AttentionShape& ok,
                     const std::function<void(AttentionParams&)>& make_bad, Status expected);
 
 // FS_ERR_CUDA: the launcher is called on the legacy default stream while another stream is being
-// captured in global mode, which the runtime refuses; the launcher must report it, not crash.
+// captured in global mode (an implicit dependency the runtime refuses); the launcher must report it,
+// not crash.
 void check_reports_cuda_error(const AttentionKernel& kernel, const AttentionShape& ok);
 
 }  // namespace fs::testing

@@ -33,12 +33,15 @@ if has test; then
   grep -E "Failed|\*\*\*" "$logs/ctest.log" | head -20 | tee -a "$summary"
 fi
 
+# The sanitizer runs every GPU test case except the two that provoke CUDA API errors on purpose
+# (an allocation too large to succeed, a launch during stream capture): it would count those as errors.
 if has sanitize; then
   for t in "$build"/stages/*/stage*_test; do
     for tool in memcheck racecheck synccheck; do
       log=$logs/sanitizer_$(basename "$t")_$tool.log
       start=$SECONDS
-      timeout 300 compute-sanitizer --tool "$tool" --error-exitcode 99 "$t" -ts=gpu >"$log" 2>&1
+      timeout 300 compute-sanitizer --tool "$tool" --error-exitcode 99 "$t" -ts=gpu \
+        -tce='*FS_ERR_OUT_OF_MEMORY*,*FS_ERR_CUDA*' >"$log" 2>&1
       rc=$?
       note "sanitizer $tool $(basename "$t"): rc=$rc $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" | tail -1) ($((SECONDS - start)) s)"
     done
@@ -47,7 +50,8 @@ fi
 
 if has run; then
   for exe in "$build"/stages/*/stage0[0-9]_*; do
-    case "$exe" in *_test|*_bench) continue ;; esac
+    case "$exe" in *_test|*_bench|*.cmake) continue ;; esac
+    [ -f "$exe" ] && [ -x "$exe" ] || continue
     for causal in 0 1; do
       log=$logs/run_$(basename "$exe")_causal$causal.log
       "$exe" --seq 4096 --dim 64 --causal=$causal >"$log" 2>&1

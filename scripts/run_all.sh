@@ -32,8 +32,8 @@ echo "GPU: $(nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.max
 
 status=0
 for exe in "$build"/stages/*/stage0[0-9]_*; do
-  case "$exe" in *_test|*_bench) continue ;; esac
-  [ -x "$exe" ] || continue
+  case "$exe" in *_test|*_bench|*.cmake) continue ;; esac
+  [ -f "$exe" ] && [ -x "$exe" ] || continue
   for causal in 0 1; do
     echo; echo "== $(basename "$exe") --seq 4096 --dim 64 --causal=$causal"
     "$exe" --seq 4096 --dim 64 --causal=$causal || status=1
