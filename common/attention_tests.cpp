@@ -31,6 +31,9 @@ std::vector<AttentionShape> odd_shapes(DType dtype, const std::vector<int64_t>& 
   return out;
 }
 
+// doctest prints a char* as a pointer: messages are built from std::string.
+static std::string name(const AttentionKernel& k) { return std::string(k.stage) + "/" + k.version; }
+
 static std::string label(const AttentionShape& s) {
   return "B=" + std::to_string(s.batch) + " H=" + std::to_string(s.heads) + " Nq=" + std::to_string(s.seq_q) +
          " Nk=" + std::to_string(s.seq_k) + " D=" + std::to_string(s.head_dim) + (s.causal ? " causal " : " ") +
@@ -39,10 +42,10 @@ static std::string label(const AttentionShape& s) {
 
 void check_against_reference(const AttentionKernel& kernel, const AttentionShape& shape, uint64_t seed,
                              const AttentionKernel* naive) {
-  INFO(kernel.stage, "/", kernel.version, " ", label(shape), " seed=", seed);
+  INFO(name(kernel), " ", label(shape), " seed=", seed);
   AttentionProblem problem(shape, seed);
   const AttentionCheck c = problem.run(kernel);
-  REQUIRE_MESSAGE(c.status == Status::Success, status_name(c.status));
+  REQUIRE_MESSAGE(c.status == Status::Success, std::string(status_name(c.status)));
   INFO("O: ", c.o.str(), "  LSE: ", c.lse.str());
   CHECK(c.o.nonfinite == 0);
   CHECK(c.lse.nonfinite == 0);
@@ -64,7 +67,7 @@ void check_rejected(const AttentionKernel& kernel, const AttentionShape& ok,
   make_bad(bad);
   Status returned = Status::Success;
   const bool untouched = problem.untouched_after(kernel, bad, &returned);
-  INFO(kernel.stage, "/", kernel.version, " expected ", status_name(expected), ", got ", status_name(returned));
+  INFO(name(kernel), " expected ", std::string(status_name(expected)), ", got ", std::string(status_name(returned)));
   CHECK(returned == expected);
   CHECK(untouched);
 }
@@ -95,7 +98,7 @@ void check_reports_cuda_error(const AttentionKernel& kernel, const AttentionShap
   if (graph) cudaGraphDestroy(graph);
   cudaGetLastError();
   FS_CUDA_CHECK(cudaStreamDestroy(capturing));
-  INFO(kernel.stage, "/", kernel.version, " returned ", status_name(st), ": ", last_cuda_error());
+  INFO(name(kernel), " returned ", std::string(status_name(st)), ": ", std::string(last_cuda_error()));
   CHECK(st == Status::CudaError);
   FS_CUDA_CHECK(cudaDeviceSynchronize());  // the refusal left no sticky error behind
 }
