@@ -13,7 +13,7 @@ Every ``*.json`` in the results folder is read (one file per stage, plus ``sdpa.
       gemm_<dtype>.png                       TFLOPS vs M=N=K, one line per series
   * rewrites the tables between ``<!-- results:NAME:begin -->`` / ``<!-- results:NAME:end -->``
     in each ``--readme`` file (NAME: attention, attention:<prefix>, gemm, gemm:<prefix>,
-    memory, memory:<prefix>).
+    memory, memory:<prefix>; <prefix> may list several, joined by '+': attention:stage02+stage03).
 
 Row selection: for each benchmark the ``median`` aggregate when the file has one, otherwise its
 iteration row (of several, the one with the median time). Never a best-of. Captions name the GPU, CUDA version, clocks and shapes.
@@ -608,7 +608,7 @@ def _by_n_table(heading: str, lines: dict, label) -> list[str]:
     return [heading, ""] + markdown_table("series \\ N", [str(n) for n in ns], rows) + [""]
 
 
-def attention_tables(results: Results, prefix: str | None) -> tuple[list[str], list[Run]]:
+def attention_tables(results: Results, prefix: tuple[str, ...] | None) -> tuple[list[str], list[Run]]:
     """One TFLOPS table per (dtype, D in {64, 128}, causal); with a prefix, only the dtypes
     that prefix has, and of the other series only the stage01 baseline and the sdpa_* peers."""
     runs = [r for r in results.of_kind("attention")
@@ -629,7 +629,7 @@ def attention_tables(results: Results, prefix: str | None) -> tuple[list[str], l
     return out, used
 
 
-def memory_tables(results: Results, prefix: str | None) -> tuple[list[str], list[Run]]:
+def memory_tables(results: Results, prefix: tuple[str, ...] | None) -> tuple[list[str], list[Run]]:
     runs = [r for r in memory_runs(results) if prefix is None or r.name.series.startswith(prefix)
             or is_baseline(r.name.series) or r.name.series.startswith("sdpa_")]
     if prefix is not None and not any(r.name.series.startswith(prefix) for r in runs):
@@ -647,7 +647,7 @@ def _is_power_of_two(x: int) -> bool:
     return x > 0 and x & (x - 1) == 0
 
 
-def gemm_tables(results: Results, prefix: str | None) -> tuple[list[str], list[Run]]:
+def gemm_tables(results: Results, prefix: tuple[str, ...] | None) -> tuple[list[str], list[Run]]:
     """Per dtype: square power-of-two sizes as columns; every other shape in a second table."""
     runs = [r for r in results.of_kind("gemm") if r.tflops is not None]
     out: list[str] = []
@@ -688,7 +688,8 @@ def render_block(block_name: str, results: Results) -> str:
     if kind not in BLOCK_KINDS or (colon and not prefix):
         known = ", ".join(f"{k}, {k}:<series-prefix>" for k in BLOCK_KINDS)
         raise ResultsError(f"unknown results block {block_name!r}; known: {known}")
-    body, used = BLOCK_KINDS[kind](results, prefix or None)
+    # "stage02+stage03" selects several series prefixes (str.startswith takes the tuple).
+    body, used = BLOCK_KINDS[kind](results, tuple(prefix.split("+")) if prefix else None)
     sources = _sources(used) or sorted(results.contexts, key=_natural)
     stat = f" · {statistic_text(used)}" if used else ""
     caption = (f"{setup_caption(results, sources)}{stat} · from "

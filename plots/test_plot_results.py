@@ -221,6 +221,16 @@ class CommandLineTest(unittest.TestCase):
         status, _ = run_main(["--results", str(self.results), "--readme", str(readme), "--no-plots"])
         self.assertEqual((status, readme.read_text(encoding="utf-8")), (0, new))
 
+    def test_several_prefixes_joined_by_plus(self):
+        readme = self.write("README.md", "<!-- results:attention:stage03/v1+stage03/v2:begin -->\n"
+                                         "<!-- results:attention:stage03/v1+stage03/v2:end -->\n")
+        status, log = run_main(["--results", str(self.results), "--readme", str(readme), "--no-plots"])
+        self.assertEqual(status, 0, log)
+        attention = block(readme.read_text(encoding="utf-8"), "attention:stage03/v1+stage03/v2")
+        self.assertIn("| stage03/v1 |", attention)
+        self.assertIn("| stage03/v2 |", attention)
+        self.assertIn("| stage01/naive |", attention)
+
     def test_crlf_files_keep_their_line_ends(self):
         text = "Intro\r\n<!-- results:gemm:begin -->\r\n<!-- results:gemm:end -->\r\nEnd\r\n"
         readme = self.write("crlf.md", text)
