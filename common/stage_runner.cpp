@@ -86,7 +86,8 @@ int run_attention_stage(int argc, char** argv, const char* title, std::initializ
     int failures = 0;
     std::vector<std::string> rows;
     for (const AttentionKernel& k : versions) {
-      if (!opt.only_version.empty() && opt.only_version != k.version) continue;
+      const std::string qualified = std::string(k.stage) + "/" + k.version;
+      if (!opt.only_version.empty() && opt.only_version != k.version && opt.only_version != qualified) continue;
       const double extra = double(k.extra_bytes(p));
       const double traffic = k.traffic_bytes ? k.traffic_bytes(p) : attention_fwd_min_bytes(p);
       std::printf("\n%s/%s — %s\n", k.stage, k.version, k.technique);

@@ -3,7 +3,7 @@
 // version is wrong or fails, 2 on bad arguments or no usable GPU.
 //
 //   --batch B --heads H --seq Nq --seq-k Nk --dim D --causal --scale S --dtype fp32|fp16|bf16
-//   --check 0|1 (default 1) --check-heads K --repeats R --version vN
+//   --check 0|1 (default 1) --check-heads K --repeats R --version vN|stageNN/vN (run only that one)
 // Defaults follow the benchmarks: N = 4096, D = 64, B = 16384 / N, H = 2048 / D.
 #pragma once
 

@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 # One batch on a GPU machine: build, GPU tests, compute-sanitizer over them, the stage executables at
 # N = 4096, benchmarks, SDPA peers, plots. Logs go to $LOGS (default logs/), results to results/<gpu>/.
-#   usage: scripts/gpu_check.sh [preset] [steps...]    steps: build test sanitize run bench plots
-#   (default: h100, all steps). It ends with a short summary table.
+#   usage: scripts/gpu_check.sh [preset] [steps...]
+#   steps: build test sanitize run profile bench plots (default: h100, all but profile)
+#   BENCHES="stage02 stage04" limits the benchmarks, SANITIZE="stage03 stage04" the sanitized tests.
+#   It ends with a short summary table.
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 preset=${1:-h100}; shift || true
 steps=${*:-build test sanitize run bench plots}
+benches=${BENCHES:-}
+sanitize=${SANITIZE:-}
 logs=${LOGS:-logs}
 mkdir -p "$logs"
 build=build/$preset
@@ -37,6 +41,7 @@ fi
 # (an allocation too large to succeed, a launch during stream capture): it would count those as errors.
 if has sanitize; then
   for t in "$build"/stages/*/stage*_test; do
+    [ -z "$sanitize" ] || [[ " $sanitize " == *" $(basename "$t" _test) "* ]] || continue
     for tool in memcheck racecheck synccheck; do
       log=$logs/sanitizer_$(basename "$t")_$tool.log
       start=$SECONDS
@@ -60,10 +65,27 @@ if has run; then
   done
 fi
 
+# Per-kernel time and DRAM bytes of one timed call at N = 4096, D = 64, as Nsight Compute measures
+# them (clocks left alone): the numbers docs/ compares with the traffic model.
+if has profile; then
+  metrics=gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum
+  # executable, version, kernel launches to profile: 3 warm-up calls and 1 timed call, three kernels
+  # per call in stages 01-02, one in stage 03.
+  for spec in "01_naive/stage01_naive stage01/v1 12" "02_tiled/stage02_tiled stage02/v1 12" \
+              "03_online_softmax/stage03_online_softmax stage03/v1 4"; do
+    read -r exe version count <<<"$spec"
+    name=$(basename "$exe")
+    ncu --clock-control none --metrics $metrics --csv -c "$count" "$build/stages/$exe" --seq 4096 --dim 64 \
+      --check 0 --repeats 1 --version "$version" >"$logs/ncu_$name.csv" 2>"$logs/ncu_$name.err"
+    note "ncu $name: rc=$?"
+  done
+fi
+
 if has bench; then
   mkdir -p "$out"
   for b in "$build"/stages/*/stage0[0-9]_bench; do
     name=$(basename "$b" _bench)
+    [ -z "$benches" ] || [[ " $benches " == *" $name "* ]] || continue
     start=$SECONDS
     "$b" --benchmark_out="$out/$name.json" --benchmark_out_format=json >"$logs/bench_$name.log" 2>&1
     note "bench $name: rc=$? in $((SECONDS - start)) s"
