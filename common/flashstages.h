@@ -94,8 +94,23 @@ FS_API int fs_tiled_v1(const fs_attention_params* params, void* stream);
 FS_API int fs_online_softmax_v1(const fs_attention_params* params, void* stream);
 
 /* Stage 04: tensor-core FlashAttention forward. */
+FS_API int fs_flash_fwd_v1(const fs_attention_params* params, void* stream);
+FS_API int fs_flash_fwd_v2(const fs_attention_params* params, void* stream);
+FS_API int fs_flash_fwd_v3(const fs_attention_params* params, void* stream);
+FS_API int fs_flash_fwd_v4(const fs_attention_params* params, void* stream);
 
-/* Stage 06: GEMM. */
+/* Stage 06: GEMM. One entry per version, all with the same arguments (fs_gemm_params above).
+ * v1-v5: SIMT, ab_dtype FS_FP32, c_dtype FS_FP32. v6, v7: WMMA, ab_dtype FS_FP16, c_dtype FS_FP32 or
+ * FS_FP16. v8: WMMA, ab_dtype FS_INT8, c_dtype FS_INT32 (alpha·acc + beta·C rounded to nearest).
+ * Pointers need only their element alignment; any M, N, K >= 1. */
+FS_API int fs_gemm_v1(const fs_gemm_params* params, void* stream); /* shared-memory tiling */
+FS_API int fs_gemm_v2(const fs_gemm_params* params, void* stream); /* 2D register blocking */
+FS_API int fs_gemm_v3(const fs_gemm_params* params, void* stream); /* 128-bit loads */
+FS_API int fs_gemm_v4(const fs_gemm_params* params, void* stream); /* warp tiling */
+FS_API int fs_gemm_v5(const fs_gemm_params* params, void* stream); /* double buffering */
+FS_API int fs_gemm_v6(const fs_gemm_params* params, void* stream); /* WMMA fp16 */
+FS_API int fs_gemm_v7(const fs_gemm_params* params, void* stream); /* WMMA fp16, cp.async pipeline */
+FS_API int fs_gemm_v8(const fs_gemm_params* params, void* stream); /* WMMA int8 -> int32 */
 
 #ifdef __cplusplus
 }

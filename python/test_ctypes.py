@@ -13,6 +13,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import flashstages  # noqa: E402
 
 LIB_PATH = None
+STAGE04_LAUNCHERS = ("fs_flash_fwd_v1", "fs_flash_fwd_v2", "fs_flash_fwd_v3", "fs_flash_fwd_v4")
 CODES = ["FS_SUCCESS", "FS_ERR_NULL_POINTER", "FS_ERR_INVALID_SIZE", "FS_ERR_UNSUPPORTED_HEAD_DIM",
          "FS_ERR_UNSUPPORTED_DTYPE", "FS_ERR_MISALIGNED_POINTER", "FS_ERR_UNSUPPORTED_MASK",
          "FS_ERR_INVALID_SCALE", "FS_ERR_OUT_OF_MEMORY", "FS_ERR_CUDA", "FS_ERR_INVALID_SEQLENS",
@@ -66,6 +67,20 @@ class CInterface(unittest.TestCase):
         self.assertEqual(self.code("fs_online_softmax_v1", valid_params(head_dim=48)), "FS_ERR_UNSUPPORTED_HEAD_DIM")
         self.assertEqual(self.code("fs_tiled_v1", valid_params(dtype=flashstages.FP16)), "FS_ERR_UNSUPPORTED_DTYPE")
 
+    def test_stage04_bad_inputs_return_named_codes(self):
+        # Stage 04 takes fp16/bf16 only, so its codes are checked on fp16 params (LAUNCHERS use fp32).
+        for launcher in STAGE04_LAUNCHERS:
+            with self.subTest(launcher=launcher):
+                fp16 = dict(dtype=flashstages.FP16)
+                self.assertEqual(self.code(launcher, valid_params(q=None, **fp16)), "FS_ERR_NULL_POINTER")
+                self.assertEqual(self.code(launcher, valid_params(batch=0, **fp16)), "FS_ERR_INVALID_SIZE")
+                self.assertEqual(self.code(launcher, valid_params(scale=math.nan, **fp16)), "FS_ERR_INVALID_SCALE")
+                self.assertEqual(self.code(launcher, valid_params()), "FS_ERR_UNSUPPORTED_DTYPE")
+                self.assertEqual(self.code(launcher, valid_params(head_dim=48, **fp16)), "FS_ERR_UNSUPPORTED_HEAD_DIM")
+                self.assertEqual(self.code(launcher, valid_params(causal=1, seq_q=20, **fp16)), "FS_ERR_UNSUPPORTED_MASK")
+                self.assertEqual(self.code(launcher, valid_params(k=0x20008, **fp16)), "FS_ERR_MISALIGNED_POINTER")
+                self.assertEqual(self.code(launcher, valid_params(cu_seqlens_q=0x60000, **fp16)), "FS_ERR_INVALID_SEQLENS")
+
     def test_valid_call_without_gpu_is_a_named_cuda_error(self):
         if has_gpu():
             self.skipTest("this machine has a GPU; the GPU test below calls the kernels instead")
@@ -87,6 +102,20 @@ class CInterface(unittest.TestCase):
         scores = (q.double() @ k.double().transpose(-1, -2)) / 8.0
         scores = scores.masked_fill(torch.ones(200, 200, device="cuda").triu(1).bool(), float("-inf"))
         self.assertLess((lse.double() - scores.logsumexp(-1)).abs().max().item(), 1e-4)
+
+    def test_stage04_through_ctypes_matches_pytorch(self):
+        if not has_gpu():
+            self.skipTest("needs PyTorch with a CUDA GPU")
+        import torch
+        torch.manual_seed(0)
+        q, k, v = (torch.rand(2, 3, 200, 64, device="cuda", dtype=torch.float16) * 2 - 1 for _ in range(3))
+        ref = torch.nn.functional.scaled_dot_product_attention(q.double(), k.double(), v.double(), is_causal=True)
+        for launcher in STAGE04_LAUNCHERS:
+            with self.subTest(launcher=launcher):
+                o = torch.full_like(q, float("nan"))
+                flashstages.attention(self.lib, launcher, q, k, v, o, causal=True)
+                torch.cuda.synchronize()
+                self.assertLess((o.double() - ref).abs().max().item(), 4e-3)
 
 
 if __name__ == "__main__":

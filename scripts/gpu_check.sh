@@ -3,15 +3,17 @@
 # N = 4096, benchmarks, SDPA peers, plots. Logs go to $LOGS (default logs/), results to results/<gpu>/.
 #   usage: scripts/gpu_check.sh [preset] [steps...]
 #   steps: build test sanitize run profile bench plots (default: h100, all but profile)
-#   BENCHES="stage02 stage04" limits the benchmarks, SANITIZE="stage03 stage04" the sanitized tests.
+#   Filters (space-separated stage names, default all): BENCHES, RUNS (executables), SANITIZE (test
+#   binaries); TOOLS lists the compute-sanitizer tools (default memcheck racecheck synccheck).
 #   It ends with a short summary table.
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 preset=${1:-h100}; shift || true
 steps=${*:-build test sanitize run bench plots}
-benches=${BENCHES:-}
-sanitize=${SANITIZE:-}
+tools=${TOOLS:-memcheck racecheck synccheck}
+# picked LIST NAME: is stage NAME (stage04_test -> stage04) in the filter LIST (empty: all)?
+picked() { [ -z "$1" ] || [[ " $1 " == *" ${2%%_*} "* ]]; }
 logs=${LOGS:-logs}
 mkdir -p "$logs"
 build=build/$preset
@@ -41,8 +43,8 @@ fi
 # (an allocation too large to succeed, a launch during stream capture): it would count those as errors.
 if has sanitize; then
   for t in "$build"/stages/*/stage*_test; do
-    [ -z "$sanitize" ] || [[ " $sanitize " == *" $(basename "$t" _test) "* ]] || continue
-    for tool in memcheck racecheck synccheck; do
+    picked "${SANITIZE:-}" "$(basename "$t")" || continue
+    for tool in $tools; do
       log=$logs/sanitizer_$(basename "$t")_$tool.log
       start=$SECONDS
       timeout 300 compute-sanitizer --tool "$tool" --error-exitcode 99 "$t" -ts=gpu \
@@ -54,13 +56,22 @@ if has sanitize; then
 fi
 
 if has run; then
+  # Attention stages at N = 4096, D = 64, both masks; the GEMM stage at 4096³ in each element type.
   for exe in "$build"/stages/*/stage0[0-9]_*; do
     case "$exe" in *_test|*_bench|*.cmake) continue ;; esac
     [ -f "$exe" ] && [ -x "$exe" ] || continue
+    name=$(basename "$exe")
+    picked "${RUNS:-}" "$name" || continue
+    if [[ "$name" == stage06_* ]]; then
+      for dtype in fp32 fp16 int8; do
+        "$exe" --m 4096 --n 4096 --k 4096 --dtype $dtype >"$logs/run_${name}_$dtype.log" 2>&1
+        note "run $name 4096^3 $dtype: rc=$?"
+      done
+      continue
+    fi
     for causal in 0 1; do
-      log=$logs/run_$(basename "$exe")_causal$causal.log
-      "$exe" --seq 4096 --dim 64 --causal=$causal >"$log" 2>&1
-      note "run $(basename "$exe") N=4096 D=64 causal=$causal: rc=$?"
+      "$exe" --seq 4096 --dim 64 --causal=$causal >"$logs/run_${name}_causal$causal.log" 2>&1
+      note "run $name N=4096 D=64 causal=$causal: rc=$?"
     done
   done
 fi
@@ -85,7 +96,7 @@ if has bench; then
   mkdir -p "$out"
   for b in "$build"/stages/*/stage0[0-9]_bench; do
     name=$(basename "$b" _bench)
-    [ -z "$benches" ] || [[ " $benches " == *" $name "* ]] || continue
+    picked "${BENCHES:-}" "$name" || continue
     start=$SECONDS
     "$b" --benchmark_out="$out/$name.json" --benchmark_out_format=json >"$logs/bench_$name.log" 2>&1
     note "bench $name: rc=$? in $((SECONDS - start)) s"

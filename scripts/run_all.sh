@@ -34,6 +34,13 @@ status=0
 for exe in "$build"/stages/*/stage0[0-9]_*; do
   case "$exe" in *_test|*_bench|*.cmake) continue ;; esac
   [ -f "$exe" ] && [ -x "$exe" ] || continue
+  if [[ "$(basename "$exe")" == stage06_* ]]; then
+    for dtype in fp32 fp16 int8; do
+      echo; echo "== $(basename "$exe") --m 4096 --n 4096 --k 4096 --dtype $dtype"
+      "$exe" --m 4096 --n 4096 --k 4096 --dtype $dtype || status=1
+    done
+    continue
+  fi
   for causal in 0 1; do
     echo; echo "== $(basename "$exe") --seq 4096 --dim 64 --causal=$causal"
     "$exe" --seq 4096 --dim 64 --causal=$causal || status=1

@@ -1,0 +1,114 @@
+// Stage 06 benchmarks: every version next to its cuBLAS peer ("kernel 0", same binary, same inputs),
+// at square 1024–8192 and a few non-square and odd shapes.
+//   stage06/v1..v5/fp32/M:m/N:n/K:k   and  cublas/fp32/…     (A, B untransposed)
+//   stage06/v6,v7/fp16/…  (fp16 out)  and  cublas/fp16/…, cublas/bf16/…
+//   stage06/v8/int8/…     (int32 out) and  cublaslt/int8/…   (B transposed: cuBLASLt's int8 layout)
+// Counters: TFLOPS (for int8 these are integer operations, TOPS) and GB/s of the least traffic.
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+#include "bench.h"
+#include "cublas_gemm.h"
+#include "device_buffer.h"
+#include "flops.h"
+#include "gemm.h"
+#include "random.h"
+
+namespace fs::bench {
+
+namespace {
+
+struct Mnk {
+  int64_t m, n, k;
+};
+// Square powers of two, then K = 1000 (not a multiple of the tile depth; for int8 its rows are not
+// 16-byte aligned either), an all-odd cube and a wide-K rectangle.
+const Mnk kShapes[] = {{1024, 1024, 1024}, {2048, 2048, 2048}, {4096, 4096, 4096}, {8192, 8192, 8192},
+                       {4096, 4096, 1000}, {1000, 1000, 1000}, {2048, 2048, 8192}};
+
+// One problem on the device: uniform [-1, 1] inputs (int8: the whole int8 range), C written only.
+struct Problem {
+  DeviceBuffer<unsigned char> a, b, c;
+  GemmParams p{};
+  std::unique_ptr<CublasGemm> peer;
+
+  Problem(const Mnk& s, int32_t ab_dtype, int32_t c_dtype, bool trans_b) {
+    const std::size_t in = gemm_dtype_size(ab_dtype), out = gemm_dtype_size(c_dtype);
+    a = DeviceBuffer<unsigned char>(std::size_t(s.m * s.k) * in);
+    b = DeviceBuffer<unsigned char>(std::size_t(s.k * s.n) * in);
+    c = DeviceBuffer<unsigned char>(std::size_t(s.m * s.n) * out);
+    fill(a.get(), std::size_t(s.m * s.k), ab_dtype, 1);
+    fill(b.get(), std::size_t(s.k * s.n), ab_dtype, 2);
+    p.m = s.m;
+    p.n = s.n;
+    p.k = s.k;
+    p.trans_b = trans_b;
+    p.ab_dtype = ab_dtype;
+    p.c_dtype = c_dtype;
+    p.alpha = 1.0f;
+    p.a = a.get();
+    p.lda = s.k;
+    p.b = b.get();
+    p.ldb = trans_b ? s.k : s.n;
+    p.c = c.get();
+    p.ldc = s.n;
+  }
+  static void fill(void* ptr, std::size_t n, int32_t dtype, uint64_t seed) {
+    if (dtype == FS_INT8) fill_ints_device(static_cast<int8_t*>(ptr), n, seed, -128, 127);
+    else fill_uniform_device(ptr, n, static_cast<DType>(dtype), seed);
+  }
+};
+
+std::string shape_name(const Mnk& s) {
+  return "M:" + std::to_string(s.m) + "/N:" + std::to_string(s.n) + "/K:" + std::to_string(s.k);
+}
+
+// `kernel` null: the cuBLAS peer.
+void add(const DeviceInfo& dev, const GemmKernel* kernel, const Mnk& s, int32_t ab_dtype, int32_t c_dtype,
+         bool trans_b) {
+  const std::string prefix = kernel ? std::string(kernel->stage) + "/" + kernel->version
+                                    : std::string(ab_dtype == FS_INT8 ? "cublaslt" : "cublas");
+  const std::string name = prefix + "/" + gemm_dtype_name(ab_dtype) + "/" + shape_name(s);
+  register_timed(dev, name, [=] {
+    auto problem = std::make_shared<std::unique_ptr<Problem>>();  // made by setup, outside timing
+    TimedWork w;
+    w.flops = gemm_flops(s.m, s.n, s.k);
+    w.bytes = gemm_min_bytes(s.m, s.n, s.k, double(gemm_dtype_size(ab_dtype)), double(gemm_dtype_size(c_dtype)),
+                             /*reads_c=*/false);
+    w.setup = [=] {
+      *problem = std::make_unique<Problem>(s, ab_dtype, c_dtype, trans_b);
+      Problem& pr = **problem;
+      if (!kernel) {
+        pr.peer = std::make_unique<CublasGemm>(pr.p);
+        return;
+      }
+      // One checked launch: a refused problem must stop the run, not be timed as an empty launch.
+      if (const Status st = kernel->launch(pr.p, nullptr); st != Status::Success)
+        throw std::runtime_error(name + ": " + status_name(st));
+    };
+    w.launch = [=] {
+      Problem& pr = **problem;
+      if (kernel) kernel->launch(pr.p, nullptr);
+      else pr.peer->run(pr.p);
+    };
+    return w;
+  });
+}
+
+}  // namespace
+
+void register_benchmarks(const DeviceInfo& dev) {
+  for (const Mnk& s : kShapes) {
+    add(dev, nullptr, s, FS_FP32, FS_FP32, false);
+    for (const GemmKernel* k : {&kGemmV1, &kGemmV2, &kGemmV3, &kGemmV4, &kGemmV5})
+      add(dev, k, s, FS_FP32, FS_FP32, false);
+    add(dev, nullptr, s, FS_FP16, FS_FP16, false);
+    for (const GemmKernel* k : {&kGemmV6, &kGemmV7}) add(dev, k, s, FS_FP16, FS_FP16, false);
+    add(dev, nullptr, s, FS_BF16, FS_BF16, false);
+    add(dev, nullptr, s, FS_INT8, FS_INT32, true);
+    add(dev, &kGemmV8, s, FS_INT8, FS_INT32, true);
+  }
+}
+
+}  // namespace fs::bench
