@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <exception>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -24,7 +25,14 @@ struct Options {
   std::string only_version;
 };
 
-Options parse(int argc, char** argv) {
+// The stage's own kernel is the last version; its first dtype is the default (fp16 from stage 04 on).
+DType default_dtype(unsigned dtypes) {
+  for (DType t : {DType::FP32, DType::FP16, DType::BF16})
+    if (dtypes & dtype_bit(t)) return t;
+  return DType::FP32;
+}
+
+Options parse(int argc, char** argv, DType fallback_dtype) {
   CommandLine cl(argc, argv, {"causal"});
   Options o;
   AttentionShape& s = o.shape;
@@ -35,7 +43,7 @@ Options parse(int argc, char** argv) {
   s.heads = cl.get_int("heads", s.head_dim > 0 && s.head_dim <= 2048 ? 2048 / s.head_dim : 1);
   s.causal = cl.get_bool("causal", false);
   s.scale = static_cast<float>(cl.get_double("scale", 0.0));
-  const std::string dt = cl.get("dtype", "fp32");
+  const std::string dt = cl.get("dtype", dtype_name(fallback_dtype));
   const auto dtype = parse_dtype(dt);
   if (!dtype) throw std::invalid_argument("--dtype must be fp32, fp16 or bf16, got '" + dt + "'");
   s.dtype = *dtype;
@@ -55,7 +63,7 @@ Options parse(int argc, char** argv) {
 int run_attention_stage(int argc, char** argv, const char* title, std::initializer_list<AttentionKernel> versions) {
   Options opt;
   try {
-    opt = parse(argc, argv);
+    opt = parse(argc, argv, default_dtype(std::data(versions)[versions.size() - 1].dtypes));
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return 2;
@@ -88,6 +96,10 @@ int run_attention_stage(int argc, char** argv, const char* title, std::initializ
     for (const AttentionKernel& k : versions) {
       const std::string qualified = std::string(k.stage) + "/" + k.version;
       if (!opt.only_version.empty() && opt.only_version != k.version && opt.only_version != qualified) continue;
+      if (!(k.dtypes & dtype_bit(opt.shape.dtype))) {
+        std::printf("\n%s — takes no %s: skipped\n", qualified.c_str(), dtype_name(opt.shape.dtype));
+        continue;
+      }
       const double extra = double(k.extra_bytes(p));
       const double traffic = k.traffic_bytes ? k.traffic_bytes(p) : attention_fwd_min_bytes(p);
       std::printf("\n%s/%s — %s\n", k.stage, k.version, k.technique);

@@ -4,7 +4,9 @@
 //
 //   --batch B --heads H --seq Nq --seq-k Nk --dim D --causal --scale S --dtype fp32|fp16|bf16
 //   --check 0|1 (default 1) --check-heads K --repeats R --version vN|stageNN/vN (run only that one)
-// Defaults follow the benchmarks: N = 4096, D = 64, B = 16384 / N, H = 2048 / D.
+// Defaults follow the benchmarks: N = 4096, D = 64, B = 16384 / N, H = 2048 / D; the dtype defaults to
+// the first one the stage's own kernel (the last version listed) takes. Versions that do not take the
+// chosen dtype are skipped with a note.
 #pragma once
 
 #include <initializer_list>
