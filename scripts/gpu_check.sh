@@ -47,7 +47,8 @@ if has sanitize; then
     for tool in $tools; do
       log=$logs/sanitizer_$(basename "$t")_$tool.log
       start=$SECONDS
-      timeout 300 compute-sanitizer --tool "$tool" --error-exitcode 99 "$t" -ts=gpu \
+      # v4's tuner would time every candidate under the sanitizer: use its fixed shape instead.
+      FLASHSTAGES_AUTOTUNE=0 timeout 300 compute-sanitizer --tool "$tool" --error-exitcode 99 "$t" -ts=gpu \
         -tce='*FS_ERR_OUT_OF_MEMORY*,*FS_ERR_CUDA*' >"$log" 2>&1
       rc=$?
       note "sanitizer $tool $(basename "$t"): rc=$rc $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" | tail -1) ($((SECONDS - start)) s)"
@@ -107,7 +108,7 @@ fi
 
 if has plots; then
   readme_args=()
-  for f in README.md stages/*/README.md; do [ -f "$f" ] && readme_args+=(--readme "$f"); done
+  for f in README.md stages/*/README.md docs/*.md; do [ -f "$f" ] && readme_args+=(--readme "$f"); done
   python3 plots/plot_results.py --results "$out" "${readme_args[@]}" >"$logs/plots.log" 2>&1
   note "plots: rc=$?"
 fi

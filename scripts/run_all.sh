@@ -13,7 +13,7 @@ cmake --build --preset "$preset"
 build=build/$preset
 
 readme_args=()
-for f in README.md stages/*/README.md; do [ -f "$f" ] && readme_args+=(--readme "$f"); done
+for f in README.md stages/*/README.md docs/*.md; do [ -f "$f" ] && readme_args+=(--readme "$f"); done
 if ! nvidia-smi -L >/dev/null 2>&1; then
   echo
   echo "No NVIDIA GPU on this machine: nothing was run or timed."
