@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <cstring>
-#include <thread>
 
+#include "parallel.h"
 #include "random.h"
 #include "reference.h"
 
@@ -79,24 +79,18 @@ AttentionProblem::AttentionProblem(const AttentionShape& s, uint64_t seed, int m
   m.ref_lse.resize(m.heads.size());
   AttentionParams p = params();
   const double scale = softmax_scale(p);
-  // The fp64 reference is the slow part of every check: one thread per checked head.
-  std::vector<std::thread> workers;
-  const unsigned width = std::max(1u, std::thread::hardware_concurrency());
-  for (unsigned w = 0; w < width && w < m.heads.size(); ++w) {
-    workers.emplace_back([&, w] {
-      for (std::size_t i = w; i < m.heads.size(); i += width) {
-        const int64_t h = m.heads[i];
-        const auto q = head_slice(hq, s.dtype, h, s.seq_q, s.head_dim);
-        const auto k = head_slice(hk, s.dtype, h, s.seq_k, s.head_dim);
-        const auto v = head_slice(hv, s.dtype, h, s.seq_k, s.head_dim);
-        m.ref_o[i].resize(s.seq_q * s.head_dim);
-        m.ref_lse[i].resize(s.seq_q);
-        ref::attention_forward_head(q.data(), k.data(), v.data(), s.seq_q, s.seq_k, s.head_dim, scale,
-                                    s.causal, m.ref_o[i].data(), m.ref_lse[i].data());
-      }
-    });
-  }
-  for (auto& t : workers) t.join();
+  parallel_for(m.heads.size(), [&](std::size_t begin, std::size_t end) {
+    for (std::size_t i = begin; i < end; ++i) {
+      const int64_t h = m.heads[i];
+      const auto q = head_slice(hq, s.dtype, h, s.seq_q, s.head_dim);
+      const auto k = head_slice(hk, s.dtype, h, s.seq_k, s.head_dim);
+      const auto v = head_slice(hv, s.dtype, h, s.seq_k, s.head_dim);
+      m.ref_o[i].resize(s.seq_q * s.head_dim);
+      m.ref_lse[i].resize(s.seq_q);
+      ref::attention_forward_head(q.data(), k.data(), v.data(), s.seq_q, s.seq_k, s.head_dim, scale, s.causal,
+                                  m.ref_o[i].data(), m.ref_lse[i].data());
+    }
+  });
 }
 
 AttentionProblem::~AttentionProblem() = default;

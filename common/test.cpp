@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <mutex>
+#include <utility>
 #include <stdexcept>
 #include <vector>
 
@@ -14,6 +16,7 @@
 #include "compare.h"
 #include "flops.h"
 #include "gpu_test.h"
+#include "parallel.h"
 #include "random.h"
 #include "reference.h"
 
@@ -233,6 +236,26 @@ FS_CPU_TEST_CASE("random data: reproducible / in range / never all zero / small 
   }
   CHECK(seen_min > 0);
   CHECK(seen_max > 0);
+}
+
+FS_CPU_TEST_CASE("parallel_for covers every index exactly once in contiguous chunks") {
+  for (std::size_t count : {std::size_t(0), std::size_t(1), std::size_t(3), std::size_t(1000)}) {
+    std::vector<int> hits(count, 0);
+    std::mutex lock;
+    std::vector<std::pair<std::size_t, std::size_t>> chunks;
+    fs::parallel_for(count, [&](std::size_t begin, std::size_t end) {
+      for (std::size_t i = begin; i < end; ++i) ++hits[i];  // chunks are disjoint: no race
+      std::lock_guard<std::mutex> guard(lock);
+      chunks.emplace_back(begin, end);
+    });
+    for (int h : hits) CHECK(h == 1);
+    std::size_t covered = 0;
+    for (const auto& [begin, end] : chunks) {
+      CHECK(begin < end);
+      covered += end - begin;
+    }
+    CHECK(covered == count);
+  }
 }
 
 FS_CPU_TEST_CASE("command line: values / flags / = form / and unknown options are reported") {

@@ -2,13 +2,13 @@
 
 #include <algorithm>
 #include <cstring>
-#include <thread>
 #include <type_traits>
 #include <vector>
 
 #include "cuda_check.h"
 #include "device_buffer.h"
 #include "numeric.h"
+#include "parallel.h"
 #include "random.h"
 #include "reference.h"
 
@@ -145,24 +145,18 @@ GemmProblem::GemmProblem(const GemmShape& s, uint64_t seed, int64_t check_rows)
   m.ref.resize(m.rows.size() * std::size_t(s.n));
   // The fp64 reference is the slow part: the checked rows are split among threads, each running
   // ref::gemm on its rows of op(A) (gathered into an untransposed block) against all of op(B).
-  const std::size_t width = std::max(1u, std::thread::hardware_concurrency());
-  const std::size_t per = (m.rows.size() + width - 1) / width;
-  std::vector<std::thread> workers;
-  for (std::size_t first = 0; first < m.rows.size(); first += per) {
-    workers.emplace_back([&, first] {
-      const std::size_t count = std::min(per, m.rows.size() - first);
-      std::vector<double> a_rows(count * std::size_t(s.k)), c_rows(count * std::size_t(s.n));
-      for (std::size_t r = 0; r < count; ++r) {
-        const int64_t i = m.rows[first + r];
-        for (int64_t p = 0; p < s.k; ++p) a_rows[r * s.k + p] = a[m.la.at(s.trans_a ? p : i, s.trans_a ? i : p)];
-        for (int64_t j = 0; j < s.n; ++j) c_rows[r * s.n + j] = c0[m.lc.at(i, j)];
-      }
-      ref::gemm(false, s.trans_b, int64_t(count), s.n, s.k, s.alpha, a_rows.data(), s.k, b.data() + m.lb.shift,
-                m.lb.ld, s.beta, c_rows.data(), s.n);
-      for (std::size_t e = 0; e < c_rows.size(); ++e) m.ref[first * s.n + e] = round_to(s.c_dtype, c_rows[e]);
-    });
-  }
-  for (auto& t : workers) t.join();
+  parallel_for(m.rows.size(), [&](std::size_t first, std::size_t last) {
+    const std::size_t count = last - first;
+    std::vector<double> a_rows(count * std::size_t(s.k)), c_rows(count * std::size_t(s.n));
+    for (std::size_t r = 0; r < count; ++r) {
+      const int64_t i = m.rows[first + r];
+      for (int64_t p = 0; p < s.k; ++p) a_rows[r * s.k + p] = a[m.la.at(s.trans_a ? p : i, s.trans_a ? i : p)];
+      for (int64_t j = 0; j < s.n; ++j) c_rows[r * s.n + j] = c0[m.lc.at(i, j)];
+    }
+    ref::gemm(false, s.trans_b, int64_t(count), s.n, s.k, s.alpha, a_rows.data(), s.k, b.data() + m.lb.shift,
+              m.lb.ld, s.beta, c_rows.data(), s.n);
+    for (std::size_t e = 0; e < c_rows.size(); ++e) m.ref[first * s.n + e] = round_to(s.c_dtype, c_rows[e]);
+  });
 }
 
 GemmProblem::~GemmProblem() = default;
