@@ -7,13 +7,15 @@
     flashstages.attention(lib, "fs_online_softmax_v1", q, k, v, o, causal=True)
 
 Tensors are contiguous [B, H, N, D] (torch tensors, or anything with .data_ptr(); plain integers are
-taken as device addresses). Every launcher validates before it launches and a bad call raises
+taken as device addresses). The GEMM versions of stage 06 take a GemmParams struct through call(). Every launcher validates before it launches and a bad call raises
 FlashstagesError naming the code, e.g. FS_ERR_UNSUPPORTED_HEAD_DIM.
 """
 import ctypes
 
-FP32, FP16, BF16 = 0, 1, 2
+FP32, FP16, BF16, INT8, INT32 = 0, 1, 2, 3, 4
 LAUNCHERS = ("fs_naive_v1", "fs_tiled_v1", "fs_online_softmax_v1")
+STAGE04_LAUNCHERS = ("fs_flash_fwd_v1", "fs_flash_fwd_v2", "fs_flash_fwd_v3", "fs_flash_fwd_v4")
+GEMM_LAUNCHERS = tuple(f"fs_gemm_v{i}" for i in range(1, 9))
 
 
 class AttentionParams(ctypes.Structure):
@@ -39,6 +41,28 @@ class AttentionParams(ctypes.Structure):
     ]
 
 
+class GemmParams(ctypes.Structure):
+    """Mirror of fs_gemm_params: C = alpha · op(A) · op(B) + beta · C, row-major (common/flashstages.h)."""
+
+    _fields_ = [
+        ("m", ctypes.c_int64),
+        ("n", ctypes.c_int64),
+        ("k", ctypes.c_int64),
+        ("trans_a", ctypes.c_int32),
+        ("trans_b", ctypes.c_int32),
+        ("ab_dtype", ctypes.c_int32),
+        ("c_dtype", ctypes.c_int32),
+        ("alpha", ctypes.c_float),
+        ("beta", ctypes.c_float),
+        ("a", ctypes.c_void_p),
+        ("lda", ctypes.c_int64),
+        ("b", ctypes.c_void_p),
+        ("ldb", ctypes.c_int64),
+        ("c", ctypes.c_void_p),
+        ("ldc", ctypes.c_int64),
+    ]
+
+
 class FlashstagesError(RuntimeError):
     def __init__(self, code, name, message):
         super().__init__(f"{name} ({code}): {message}")
@@ -51,10 +75,11 @@ def load(path):
     lib.fs_status_name.argtypes = [ctypes.c_int]
     lib.fs_status_message.restype = ctypes.c_char_p
     lib.fs_status_message.argtypes = [ctypes.c_int]
-    for name in LAUNCHERS:
-        fn = getattr(lib, name)
-        fn.restype = ctypes.c_int
-        fn.argtypes = [ctypes.POINTER(AttentionParams), ctypes.c_void_p]
+    for names, params in ((LAUNCHERS + STAGE04_LAUNCHERS, AttentionParams), (GEMM_LAUNCHERS, GemmParams)):
+        for name in names:
+            fn = getattr(lib, name)
+            fn.restype = ctypes.c_int
+            fn.argtypes = [ctypes.POINTER(params), ctypes.c_void_p]
     return lib
 
 
@@ -63,7 +88,8 @@ def status_name(lib, code):
 
 
 def call(lib, launcher, params, stream=None):
-    """Calls one launcher; returns 0 or raises FlashstagesError."""
+    """Calls one launcher with its params struct (AttentionParams or GemmParams); returns 0 or raises
+    FlashstagesError."""
     code = getattr(lib, launcher)(ctypes.byref(params), stream)
     if code != 0:
         raise FlashstagesError(code, status_name(lib, code), lib.fs_status_message(code).decode())

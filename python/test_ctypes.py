@@ -13,7 +13,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import flashstages  # noqa: E402
 
 LIB_PATH = None
-STAGE04_LAUNCHERS = ("fs_flash_fwd_v1", "fs_flash_fwd_v2", "fs_flash_fwd_v3", "fs_flash_fwd_v4")
+STAGE04_LAUNCHERS = flashstages.STAGE04_LAUNCHERS
 CODES = ["FS_SUCCESS", "FS_ERR_NULL_POINTER", "FS_ERR_INVALID_SIZE", "FS_ERR_UNSUPPORTED_HEAD_DIM",
          "FS_ERR_UNSUPPORTED_DTYPE", "FS_ERR_MISALIGNED_POINTER", "FS_ERR_UNSUPPORTED_MASK",
          "FS_ERR_INVALID_SCALE", "FS_ERR_OUT_OF_MEMORY", "FS_ERR_CUDA", "FS_ERR_INVALID_SEQLENS",
@@ -23,6 +23,21 @@ CODES = ["FS_SUCCESS", "FS_ERR_NULL_POINTER", "FS_ERR_INVALID_SIZE", "FS_ERR_UNS
 def valid_params(**change):
     p = flashstages.AttentionParams(2, 3, 17, 19, 64, 0.0, 0, flashstages.FP32,
                                     0x10000, 0x20000, 0x30000, 0x40000, 0x50000)
+    for key, value in change.items():
+        setattr(p, key, value)
+    return p
+
+
+# The element types each GEMM version takes (inputs, output), from common/flashstages.h.
+GEMM_TYPES = {**{f"fs_gemm_v{i}": (flashstages.FP32, flashstages.FP32) for i in range(1, 6)},
+              "fs_gemm_v6": (flashstages.FP16, flashstages.FP32), "fs_gemm_v7": (flashstages.FP16, flashstages.FP16),
+              "fs_gemm_v8": (flashstages.INT8, flashstages.INT32)}
+
+
+def gemm_params(launcher, **change):
+    ab, c = GEMM_TYPES[launcher]
+    p = flashstages.GemmParams(m=17, n=33, k=65, ab_dtype=ab, c_dtype=c, alpha=1.0, beta=0.0,
+                               a=0x10000, lda=65, b=0x20000, ldb=33, c=0x30000, ldc=33)
     for key, value in change.items():
         setattr(p, key, value)
     return p
@@ -81,11 +96,29 @@ class CInterface(unittest.TestCase):
                 self.assertEqual(self.code(launcher, valid_params(k=0x20008, **fp16)), "FS_ERR_MISALIGNED_POINTER")
                 self.assertEqual(self.code(launcher, valid_params(cu_seqlens_q=0x60000, **fp16)), "FS_ERR_INVALID_SEQLENS")
 
+    def test_gemm_bad_inputs_return_named_codes(self):
+        for launcher in flashstages.GEMM_LAUNCHERS:
+            with self.subTest(launcher=launcher):
+                self.assertEqual(self.code(launcher, gemm_params(launcher, b=None)), "FS_ERR_NULL_POINTER")
+                self.assertEqual(self.code(launcher, gemm_params(launcher, k=0)), "FS_ERR_INVALID_SIZE")
+                self.assertEqual(self.code(launcher, gemm_params(launcher, lda=64)), "FS_ERR_INVALID_LEADING_DIM")
+                # Transposed A is K×M: its rows need M = 17 elements, so lda = 17 is enough then.
+                self.assertEqual(self.code(launcher, gemm_params(launcher, trans_a=1, lda=16)),
+                                 "FS_ERR_INVALID_LEADING_DIM")
+                self.assertEqual(self.code(launcher, gemm_params(launcher, ab_dtype=flashstages.BF16)),
+                                 "FS_ERR_UNSUPPORTED_DTYPE")
+        # Element alignment is all any version asks; int8 inputs have none to miss, their int32 C does.
+        self.assertEqual(self.code("fs_gemm_v1", gemm_params("fs_gemm_v1", a=0x10002)), "FS_ERR_MISALIGNED_POINTER")
+        self.assertEqual(self.code("fs_gemm_v8", gemm_params("fs_gemm_v8", c=0x30002)), "FS_ERR_MISALIGNED_POINTER")
+
     def test_valid_call_without_gpu_is_a_named_cuda_error(self):
         if has_gpu():
             self.skipTest("this machine has a GPU; the GPU test below calls the kernels instead")
         # Fake addresses are never touched: with no device the runtime refuses before any launch.
         self.assertEqual(self.code("fs_naive_v1", valid_params()), "FS_ERR_CUDA")
+        for launcher in flashstages.GEMM_LAUNCHERS:
+            with self.subTest(launcher=launcher):
+                self.assertEqual(self.code(launcher, gemm_params(launcher)), "FS_ERR_CUDA")
 
     def test_stage03_through_ctypes_matches_pytorch(self):
         if not has_gpu():
