@@ -16,4 +16,18 @@ std::string unsupported_device_reason(const DeviceInfo& dev, int needed_cc) {
          " if the kernels allow it)";
 }
 
+std::optional<DeviceInfo> usable_device(std::string* why) {
+  std::string reason;
+  auto dev = query_device(0, &reason);
+  if (!dev) {
+    *why = "no CUDA GPU available (" + reason + ")";
+    return std::nullopt;
+  }
+  if (reason = unsupported_device_reason(*dev); !reason.empty()) {
+    *why = "unsupported GPU: " + reason;
+    return std::nullopt;
+  }
+  return dev;
+}
+
 }  // namespace fs

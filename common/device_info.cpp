@@ -2,7 +2,6 @@
 
 #include <cuda_runtime.h>
 
-#include <cctype>
 #include <cstdio>
 
 namespace fs {
@@ -33,16 +32,6 @@ PerSmRates rates_for(int cc) {
 
 std::string cuda_version_string(int version) {
   return std::to_string(version / 1000) + "." + std::to_string((version % 1000) / 10);
-}
-
-std::string DeviceInfo::slug() const {
-  std::string s;
-  for (char c : name) {
-    if (std::isalnum(static_cast<unsigned char>(c))) s += static_cast<char>(std::tolower(c));
-    else if (!s.empty() && s.back() != '-') s += '-';
-  }
-  while (!s.empty() && s.back() == '-') s.pop_back();
-  return s;
 }
 
 std::string DeviceInfo::summary() const {

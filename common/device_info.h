@@ -33,7 +33,6 @@ struct DeviceInfo {
 
   int cc() const { return cc_major * 10 + cc_minor; }
   std::string cc_string() const { return std::to_string(cc_major) + "." + std::to_string(cc_minor); }
-  std::string slug() const;  // "nvidia-h100-80gb-hbm3": the results/ folder name
   std::string summary() const;
 };
 

@@ -70,13 +70,9 @@ int run_attention_stage(int argc, char** argv, const char* title, std::initializ
   }
   std::printf("flashstages %s\n", title);
   std::string why;
-  const auto dev = query_device(0, &why);
+  const auto dev = usable_device(&why);
   if (!dev) {
-    std::printf("no CUDA GPU available (%s): nothing to run\n", why.c_str());
-    return 2;
-  }
-  if (const std::string reason = unsupported_device_reason(*dev); !reason.empty()) {
-    std::printf("unsupported GPU: %s\n", reason.c_str());
+    std::printf("%s: nothing to run\n", why.c_str());
     return 2;
   }
   std::printf("device: %s\n", dev->summary().c_str());

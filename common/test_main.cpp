@@ -21,10 +21,8 @@ int g_skipped = 0;
 const char* missing_gpu() {
   static const std::optional<std::string> why = []() -> std::optional<std::string> {
     std::string reason;
-    const auto dev = query_device(0, &reason);
-    if (!dev) return reason;
-    if (std::string r = unsupported_device_reason(*dev); !r.empty()) return r;
-    return std::nullopt;
+    if (usable_device(&reason)) return std::nullopt;
+    return reason;
   }();
   return why ? why->c_str() : nullptr;
 }

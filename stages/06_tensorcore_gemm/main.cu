@@ -94,13 +94,9 @@ int main(int argc, char** argv) {
   }
   std::printf("flashstages stage 06 — GEMM: SIMT fp32, WMMA fp16 and int8, against cuBLAS\n");
   std::string why;
-  const auto dev = query_device(0, &why);
+  const auto dev = usable_device(&why);
   if (!dev) {
-    std::printf("no CUDA GPU available (%s): nothing to run\n", why.c_str());
-    return 2;
-  }
-  if (const std::string reason = unsupported_device_reason(*dev); !reason.empty()) {
-    std::printf("unsupported GPU: %s\n", reason.c_str());
+    std::printf("%s: nothing to run\n", why.c_str());
     return 2;
   }
   std::printf("device: %s\n", dev->summary().c_str());
