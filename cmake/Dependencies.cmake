@@ -1,6 +1,13 @@
-# doctest and Google Benchmark: the system's packages when present (Debian: doctest-dev,
-# libbenchmark-dev), otherwise fetched from their repositories at configure time.
+# doctest, Google Benchmark and CLI11: the system's packages when present (Debian: doctest-dev,
+# libbenchmark-dev, libcli11-dev), otherwise fetched from their repositories at configure time.
 include(FetchContent)
+
+find_package(CLI11 CONFIG QUIET)
+if(NOT CLI11_FOUND)
+  message(STATUS "CLI11 not found: fetching v2.4.2")
+  FetchContent_Declare(cli11 GIT_REPOSITORY https://github.com/CLIUtils/CLI11.git GIT_TAG v2.4.2 GIT_SHALLOW TRUE)
+  FetchContent_MakeAvailable(cli11)
+endif()
 
 if(FLASHSTAGES_BUILD_TESTS)
   find_package(doctest CONFIG QUIET)

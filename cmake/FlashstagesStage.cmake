@@ -1,27 +1,119 @@
-# flashstages_add_stage(<prefix> KERNELS <cu files> [MAIN main.cu] [TEST test.cu] [BENCH bench.cu] [EXE name])
+# How a stage joins the build.
 #
-# The kernels and launchers go into the one shared library, libflashstages; the stage gets its
-# executable (<prefix>_<exe>), its doctest binary (<prefix>_test, each TEST_CASE a CTest test labelled
-# by its suite, cpu or gpu; exit code 77 means skipped) and its benchmark binary (<prefix>_bench).
+# flashstages_add_stage(<prefix> KERNELS <cu files> [ARCHS <CUDA architectures>] [MAIN main.cu]
+#                       [TEST test.cu] [BENCH bench.cu] [EXE name] [TOOLS <libraries>])
+#
+# The stage's kernels and launchers are an object library, <prefix>_kernels, compiled for the stage's
+# own CUDA architectures (ARCHS, default CMAKE_CUDA_ARCHITECTURES; stage 07 gives 90a) and linked into
+# the one shared library, libflashstages. CMake has no per-source architectures: an object library per
+# stage is how two stages get different ones. The GPUs those architectures run on reach the stage's
+# sources as FS_STAGE_ARCHS (compute capabilities, "80 86 87 89 90"): each kernel descriptor states
+# them, and a launch on any other GPU returns FS_ERR_UNSUPPORTED_DEVICE.
+#
+# The stage also gets its executable (<prefix>_<exe>), its doctest binary (<prefix>_test, each
+# TEST_CASE a CTest test labelled by its suite, cpu or gpu; exit code 77 means skipped) and its
+# benchmark binary (<prefix>_bench), all linked with the host tools (and TOOLS, e.g. flashstages_cublas).
+# Stage sources include each other's headers only by stage-qualified paths
+# ("stages/04_flash_fwd/flash_fwd.h"): no stage folder is on any include path.
+
+# Compute capabilities a GPU can have, for expanding an architecture into the GPUs its code runs on.
+set(FLASHSTAGES_KNOWN_CCS 80 86 87 89 90 100 103 110 120 121)
+
+# flashstages_runs_on(<out> <archs>): the compute capabilities that code built for <archs> runs on,
+# separated by spaces. sm_XY code runs on X.Y and the later minor versions of X (sm_80 on 8.6 and 8.9);
+# architecture-specific code (sm_90a) runs on its own version alone. Code is not counted as running
+# on a newer major version, even where embedded PTX could be compiled for it: that is untested.
+function(flashstages_runs_on out archs)
+  set(ccs)
+  foreach(arch IN LISTS archs)
+    if(NOT arch MATCHES "^([0-9]+)(a?)(-real|-virtual)?$")
+      message(FATAL_ERROR "flashstages: CUDA architecture '${arch}' is not a number such as 80 or 90a; "
+                          "list the architectures (e.g. -DCMAKE_CUDA_ARCHITECTURES=\"80;90\")")
+    endif()
+    set(num ${CMAKE_MATCH_1})
+    if(CMAKE_MATCH_2 STREQUAL "a")
+      list(APPEND ccs ${num})
+      continue()
+    endif()
+    math(EXPR major "${num} / 10")
+    foreach(cc IN LISTS FLASHSTAGES_KNOWN_CCS)
+      math(EXPR cc_major "${cc} / 10")
+      if(cc_major EQUAL major AND cc GREATER_EQUAL num)
+        list(APPEND ccs ${cc})
+      endif()
+    endforeach()
+  endforeach()
+  list(REMOVE_DUPLICATES ccs)
+  list(SORT ccs COMPARE NATURAL)
+  string(REPLACE ";" " " ccs "${ccs}")
+  set(${out} "${ccs}" PARENT_SCOPE)
+endfunction()
+
+# Compile options of every CUDA source that holds kernels.
+function(flashstages_kernel_options target)
+  target_compile_options(${target} PRIVATE
+    $<$<COMPILE_LANGUAGE:CUDA>:-lineinfo>
+    $<$<AND:$<COMPILE_LANGUAGE:CUDA>,$<BOOL:${FLASHSTAGES_FAST_MATH}>>:--use_fast_math>
+    $<$<AND:$<COMPILE_LANGUAGE:CUDA>,$<BOOL:${FLASHSTAGES_PTXAS_VERBOSE}>>:-Xptxas=-v>)
+endfunction()
+
 function(flashstages_add_stage prefix)
-  cmake_parse_arguments(ARG "" "MAIN;TEST;BENCH;EXE" "KERNELS" ${ARGN})
-  target_sources(flashstages PRIVATE ${ARG_KERNELS})
-  target_include_directories(flashstages PUBLIC $<BUILD_INTERFACE:${CMAKE_CURRENT_SOURCE_DIR}>)
+  cmake_parse_arguments(ARG "" "MAIN;TEST;BENCH;EXE" "KERNELS;ARCHS;TOOLS" ${ARGN})
+  if(NOT ARG_ARCHS)
+    set(ARG_ARCHS ${CMAKE_CUDA_ARCHITECTURES})
+  endif()
+  flashstages_runs_on(ccs "${ARG_ARCHS}")
+
+  add_library(${prefix}_kernels OBJECT ${ARG_KERNELS})
+  set_target_properties(${prefix}_kernels PROPERTIES CUDA_ARCHITECTURES "${ARG_ARCHS}")
+  target_compile_definitions(${prefix}_kernels PRIVATE "FS_STAGE_ARCHS=\"${ccs}\"")
+  target_link_libraries(${prefix}_kernels PRIVATE flashstages_headers)
+  flashstages_kernel_options(${prefix}_kernels)
+  target_link_libraries(flashstages PRIVATE ${prefix}_kernels)
+  set_property(GLOBAL APPEND PROPERTY FLASHSTAGES_STAGES ${prefix})
+  message(STATUS "flashstages: ${prefix} built for ${ARG_ARCHS}: runs on compute capability ${ccs}")
 
   if(ARG_MAIN)
     add_executable(${prefix}_${ARG_EXE} ${ARG_MAIN})
-    target_link_libraries(${prefix}_${ARG_EXE} PRIVATE flashstages_host)
+    target_link_libraries(${prefix}_${ARG_EXE} PRIVATE flashstages_tools ${ARG_TOOLS})
   endif()
 
   if(ARG_TEST AND FLASHSTAGES_BUILD_TESTS)
     add_executable(${prefix}_test ${ARG_TEST})
-    target_link_libraries(${prefix}_test PRIVATE flashstages_host flashstages_test_main)
-    doctest_discover_tests(${prefix}_test ADD_LABELS 1
-                           PROPERTIES SKIP_RETURN_CODE 77)
+    target_link_libraries(${prefix}_test PRIVATE flashstages_tools flashstages_test_main ${ARG_TOOLS})
+    doctest_discover_tests(${prefix}_test ADD_LABELS 1 PROPERTIES SKIP_RETURN_CODE 77)
   endif()
 
   if(ARG_BENCH AND FLASHSTAGES_BUILD_BENCHMARKS)
     add_executable(${prefix}_bench ${ARG_BENCH})
-    target_link_libraries(${prefix}_bench PRIVATE flashstages_host flashstages_bench_main)
+    target_link_libraries(${prefix}_bench PRIVATE flashstages_tools flashstages_bench_main ${ARG_TOOLS})
   endif()
+endfunction()
+
+# The registry's table (common/lib/kernel.cpp reads it): one KernelList per stage, in the order the
+# stages were added. Each stage defines <prefix>_kernels() beside its descriptors.
+function(flashstages_write_kernel_table)
+  get_property(stages GLOBAL PROPERTY FLASHSTAGES_STAGES)
+  set(decls "")
+  set(items "")
+  foreach(stage IN LISTS stages)
+    string(APPEND decls "KernelList ${stage}_kernels();\n")
+    string(APPEND items "    ${stage}_kernels(),\n")
+  endforeach()
+  list(LENGTH stages count)
+  set(file ${PROJECT_BINARY_DIR}/generated/kernel_table.cpp)
+  file(CONFIGURE OUTPUT ${file} CONTENT
+"// Written by CMake (cmake/FlashstagesStage.cmake): every stage's list of kernels, in stage order.
+#include \"common/lib/kernel.h\"
+
+namespace fs {
+
+${decls}
+extern const KernelList kStageKernels[] = {
+${items}};
+extern const int kStageCount = ${count};
+
+}  // namespace fs
+")
+  target_sources(flashstages PRIVATE ${file})
 endfunction()

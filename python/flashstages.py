@@ -7,19 +7,21 @@
     flashstages.attention(lib, "fs_online_softmax_v1", q, k, v, o, causal=True)
 
 Tensors are contiguous [B, H, N, D] (torch tensors, or anything with .data_ptr(); plain integers are
-taken as device addresses). The GEMM versions of stage 06 take a GemmParams struct through call(). Every launcher validates before it launches and a bad call raises
-FlashstagesError naming the code, e.g. FS_ERR_UNSUPPORTED_HEAD_DIM.
+taken as device addresses). The GEMM versions of stage 06 take a GemmParams struct through call().
+Every launcher validates before it launches and a bad call raises FlashstagesError naming the code,
+e.g. FS_ERR_UNSUPPORTED_HEAD_DIM. kernels(lib) lists every launcher the library holds, as the
+library describes it (fs_kernel_count / fs_kernel_at): its C entry, stage, version, the types and
+head_dims it takes and the GPUs it runs on.
 """
 import ctypes
 
 FP32, FP16, BF16, INT8, INT32 = 0, 1, 2, 3, 4
-LAUNCHERS = ("fs_naive_v1", "fs_tiled_v1", "fs_online_softmax_v1")
-STAGE04_LAUNCHERS = ("fs_flash_fwd_v1", "fs_flash_fwd_v2", "fs_flash_fwd_v3", "fs_flash_fwd_v4")
-GEMM_LAUNCHERS = tuple(f"fs_gemm_v{i}" for i in range(1, 9))
+DTYPE_NAMES = {FP32: "fp32", FP16: "fp16", BF16: "bf16", INT8: "int8", INT32: "int32"}
+PROBLEM_ATTENTION, PROBLEM_GEMM = 0, 1
 
 
 class AttentionParams(ctypes.Structure):
-    """Mirror of fs_attention_params in common/flashstages.h (same order, same C types)."""
+    """Mirror of fs_attention_params in common/lib/flashstages.h (same order, same C types)."""
 
     _fields_ = [
         ("batch", ctypes.c_int64),
@@ -38,11 +40,12 @@ class AttentionParams(ctypes.Structure):
         ("seq_lens", ctypes.c_void_p),
         ("cu_seqlens_q", ctypes.c_void_p),
         ("cu_seqlens_k", ctypes.c_void_p),
+        ("max_seq_q", ctypes.c_int64),
     ]
 
 
 class GemmParams(ctypes.Structure):
-    """Mirror of fs_gemm_params: C = alpha · op(A) · op(B) + beta · C, row-major (common/flashstages.h)."""
+    """Mirror of fs_gemm_params: C = alpha · op(A) · op(B) + beta · C, row-major (common/lib/flashstages.h)."""
 
     _fields_ = [
         ("m", ctypes.c_int64),
@@ -63,6 +66,39 @@ class GemmParams(ctypes.Structure):
     ]
 
 
+class KernelInfo(ctypes.Structure):
+    """Mirror of fs_kernel_info: one launcher as the library describes it (common/lib/flashstages.h)."""
+
+    _fields_ = [
+        ("entry", ctypes.c_char_p),
+        ("stage", ctypes.c_char_p),
+        ("version", ctypes.c_char_p),
+        ("technique", ctypes.c_char_p),
+        ("problem", ctypes.c_int32),
+        ("in_dtypes", ctypes.c_uint32),
+        ("out_dtypes", ctypes.c_uint32),
+        ("num_head_dims", ctypes.c_int32),
+        ("head_dims", ctypes.c_int32 * 8),
+        ("max_head_dim", ctypes.c_int32),
+        ("num_archs", ctypes.c_int32),
+        ("archs", ctypes.c_int32 * 16),
+        ("smem_bytes", ctypes.c_uint64),
+    ]
+
+    @property
+    def name(self):
+        return self.entry.decode()
+
+    @property
+    def dtypes(self):
+        return [code for code in DTYPE_NAMES if self.in_dtypes & (1 << code)]
+
+    def takes_head_dim(self, d):
+        if self.num_head_dims == 0:
+            return 1 <= d <= self.max_head_dim
+        return d in list(self.head_dims)[: self.num_head_dims]
+
+
 class FlashstagesError(RuntimeError):
     def __init__(self, code, name, message):
         super().__init__(f"{name} ({code}): {message}")
@@ -75,12 +111,28 @@ def load(path):
     lib.fs_status_name.argtypes = [ctypes.c_int]
     lib.fs_status_message.restype = ctypes.c_char_p
     lib.fs_status_message.argtypes = [ctypes.c_int]
-    for names, params in ((LAUNCHERS + STAGE04_LAUNCHERS, AttentionParams), (GEMM_LAUNCHERS, GemmParams)):
-        for name in names:
-            fn = getattr(lib, name)
-            fn.restype = ctypes.c_int
-            fn.argtypes = [ctypes.POINTER(params), ctypes.c_void_p]
+    lib.fs_kernel_count.restype = ctypes.c_int
+    lib.fs_kernel_count.argtypes = []
+    lib.fs_kernel_at.restype = ctypes.POINTER(KernelInfo)
+    lib.fs_kernel_at.argtypes = [ctypes.c_int]
+    lib.fs_kernel_check_device.restype = ctypes.c_int
+    lib.fs_kernel_check_device.argtypes = [ctypes.POINTER(KernelInfo), ctypes.c_int]
+    lib.fs_check_varlen.restype = ctypes.c_int
+    lib.fs_check_varlen.argtypes = [ctypes.POINTER(AttentionParams), ctypes.c_void_p]
+    for info in kernels(lib):
+        fn = getattr(lib, info.name)
+        fn.restype = ctypes.c_int
+        params = AttentionParams if info.problem == PROBLEM_ATTENTION else GemmParams
+        fn.argtypes = [ctypes.POINTER(params), ctypes.c_void_p]
     return lib
+
+
+def kernels(lib, problem=None, stage=None):
+    """Every launcher the library holds (KernelInfo), in stage and version order; optionally only
+    those of one problem kind (PROBLEM_ATTENTION, PROBLEM_GEMM) or one stage ("stage04")."""
+    found = [lib.fs_kernel_at(i).contents for i in range(lib.fs_kernel_count())]
+    return [k for k in found
+            if (problem is None or k.problem == problem) and (stage is None or k.stage.decode() == stage)]
 
 
 def status_name(lib, code):

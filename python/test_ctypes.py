@@ -13,11 +13,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import flashstages  # noqa: E402
 
 LIB_PATH = None
-STAGE04_LAUNCHERS = flashstages.STAGE04_LAUNCHERS
 CODES = ["FS_SUCCESS", "FS_ERR_NULL_POINTER", "FS_ERR_INVALID_SIZE", "FS_ERR_UNSUPPORTED_HEAD_DIM",
          "FS_ERR_UNSUPPORTED_DTYPE", "FS_ERR_MISALIGNED_POINTER", "FS_ERR_UNSUPPORTED_MASK",
          "FS_ERR_INVALID_SCALE", "FS_ERR_OUT_OF_MEMORY", "FS_ERR_CUDA", "FS_ERR_INVALID_SEQLENS",
-         "FS_ERR_INVALID_LEADING_DIM"]
+         "FS_ERR_INVALID_LEADING_DIM", "FS_ERR_UNSUPPORTED_DEVICE"]
 
 
 def valid_params(**change):
@@ -28,15 +27,14 @@ def valid_params(**change):
     return p
 
 
-# The element types each GEMM version takes (inputs, output), from common/flashstages.h.
-GEMM_TYPES = {**{f"fs_gemm_v{i}": (flashstages.FP32, flashstages.FP32) for i in range(1, 6)},
-              "fs_gemm_v6": (flashstages.FP16, flashstages.FP32), "fs_gemm_v7": (flashstages.FP16, flashstages.FP16),
-              "fs_gemm_v8": (flashstages.INT8, flashstages.INT32)}
+def first_type(mask):
+    return next(code for code in flashstages.DTYPE_NAMES if mask & (1 << code))
 
 
-def gemm_params(launcher, **change):
-    ab, c = GEMM_TYPES[launcher]
-    p = flashstages.GemmParams(m=17, n=33, k=65, ab_dtype=ab, c_dtype=c, alpha=1.0, beta=0.0,
+def gemm_params(info, **change):
+    """A valid problem for a GEMM version: its first input and output types (from the registry)."""
+    p = flashstages.GemmParams(m=17, n=33, k=65, ab_dtype=first_type(info.in_dtypes),
+                               c_dtype=first_type(info.out_dtypes), alpha=1.0, beta=0.0,
                                a=0x10000, lda=65, b=0x20000, ldb=33, c=0x30000, ldc=33)
     for key, value in change.items():
         setattr(p, key, value)
@@ -68,57 +66,65 @@ class CInterface(unittest.TestCase):
             self.assertTrue(self.lib.fs_status_message(code))
         self.assertEqual(flashstages.status_name(self.lib, len(CODES)), "FS_UNKNOWN_STATUS")
 
-    def test_bad_inputs_return_named_codes(self):
-        for launcher in flashstages.LAUNCHERS:
-            with self.subTest(launcher=launcher):
-                self.assertEqual(self.code(launcher, valid_params(q=None)), "FS_ERR_NULL_POINTER")
-                self.assertEqual(self.code(launcher, valid_params(batch=0)), "FS_ERR_INVALID_SIZE")
-                self.assertEqual(self.code(launcher, valid_params(scale=math.nan)), "FS_ERR_INVALID_SCALE")
-                self.assertEqual(self.code(launcher, valid_params(dtype=9)), "FS_ERR_UNSUPPORTED_DTYPE")
-                self.assertEqual(self.code(launcher, valid_params(head_dim=300)), "FS_ERR_UNSUPPORTED_HEAD_DIM")
-                self.assertEqual(self.code(launcher, valid_params(causal=1, seq_q=20)), "FS_ERR_UNSUPPORTED_MASK")
-                self.assertEqual(self.code(launcher, valid_params(k=0x20002)), "FS_ERR_MISALIGNED_POINTER")
-                self.assertEqual(self.code(launcher, valid_params(seq_lens=0x60000)), "FS_ERR_INVALID_SEQLENS")
-        self.assertEqual(self.code("fs_online_softmax_v1", valid_params(head_dim=48)), "FS_ERR_UNSUPPORTED_HEAD_DIM")
-        self.assertEqual(self.code("fs_tiled_v1", valid_params(dtype=flashstages.FP16)), "FS_ERR_UNSUPPORTED_DTYPE")
+    def test_registry_lists_every_launcher(self):
+        infos = flashstages.kernels(self.lib)
+        self.assertEqual(len(infos), self.lib.fs_kernel_count())
+        names = [k.name for k in infos]
+        self.assertEqual(len(names), len(set(names)))
+        for k in infos:
+            with self.subTest(kernel=k.name):
+                self.assertTrue(hasattr(self.lib, k.name))
+                self.assertGreater(k.num_archs, 0)
+                self.assertTrue(k.dtypes)
+        self.assertFalse(self.lib.fs_kernel_at(len(infos)))  # a null pointer past the end
+        self.assertEqual([k.version.decode() for k in flashstages.kernels(self.lib, stage="stage04")],
+                         ["v1", "v2", "v3", "v4", "v5"])
 
-    def test_stage04_bad_inputs_return_named_codes(self):
-        # Stage 04 takes fp16/bf16 only, so its codes are checked on fp16 params (LAUNCHERS use fp32).
-        for launcher in STAGE04_LAUNCHERS:
+    def test_attention_bad_inputs_return_named_codes(self):
+        for info in flashstages.kernels(self.lib, problem=flashstages.PROBLEM_ATTENTION):
+            launcher = info.name
             with self.subTest(launcher=launcher):
-                fp16 = dict(dtype=flashstages.FP16)
-                self.assertEqual(self.code(launcher, valid_params(q=None, **fp16)), "FS_ERR_NULL_POINTER")
-                self.assertEqual(self.code(launcher, valid_params(batch=0, **fp16)), "FS_ERR_INVALID_SIZE")
-                self.assertEqual(self.code(launcher, valid_params(scale=math.nan, **fp16)), "FS_ERR_INVALID_SCALE")
-                self.assertEqual(self.code(launcher, valid_params()), "FS_ERR_UNSUPPORTED_DTYPE")
-                self.assertEqual(self.code(launcher, valid_params(head_dim=48, **fp16)), "FS_ERR_UNSUPPORTED_HEAD_DIM")
-                self.assertEqual(self.code(launcher, valid_params(causal=1, seq_q=20, **fp16)), "FS_ERR_UNSUPPORTED_MASK")
-                self.assertEqual(self.code(launcher, valid_params(k=0x20008, **fp16)), "FS_ERR_MISALIGNED_POINTER")
-                self.assertEqual(self.code(launcher, valid_params(cu_seqlens_q=0x60000, **fp16)), "FS_ERR_INVALID_SEQLENS")
+                ok = dict(dtype=info.dtypes[0], head_dim=64)
+                self.assertEqual(self.code(launcher, valid_params(q=None, **ok)), "FS_ERR_NULL_POINTER")
+                self.assertEqual(self.code(launcher, valid_params(batch=0, **ok)), "FS_ERR_INVALID_SIZE")
+                self.assertEqual(self.code(launcher, valid_params(batch=1 << 62, **ok)), "FS_ERR_INVALID_SIZE")
+                self.assertEqual(self.code(launcher, valid_params(scale=math.nan, **ok)), "FS_ERR_INVALID_SCALE")
+                self.assertEqual(self.code(launcher, valid_params(**{**ok, "dtype": 9})), "FS_ERR_UNSUPPORTED_DTYPE")
+                self.assertEqual(self.code(launcher, valid_params(**{**ok, "dtype": flashstages.INT8})),
+                                 "FS_ERR_UNSUPPORTED_DTYPE")
+                bad_dim = next(d for d in (300, 48, 96) if not info.takes_head_dim(d))
+                self.assertEqual(self.code(launcher, valid_params(**{**ok, "head_dim": bad_dim})),
+                                 "FS_ERR_UNSUPPORTED_HEAD_DIM")
+                self.assertEqual(self.code(launcher, valid_params(causal=1, seq_q=20, **ok)), "FS_ERR_UNSUPPORTED_MASK")
+                self.assertEqual(self.code(launcher, valid_params(k=0x20002, **ok)), "FS_ERR_MISALIGNED_POINTER")
+                # One variable-length array alone is never valid: seq_lens to a kernel that takes none,
+                # or cu_seqlens_q without cu_seqlens_k.
+                self.assertEqual(self.code(launcher, valid_params(cu_seqlens_q=0x60000, **ok)), "FS_ERR_INVALID_SEQLENS")
 
     def test_gemm_bad_inputs_return_named_codes(self):
-        for launcher in flashstages.GEMM_LAUNCHERS:
+        for info in flashstages.kernels(self.lib, problem=flashstages.PROBLEM_GEMM):
+            launcher = info.name
             with self.subTest(launcher=launcher):
-                self.assertEqual(self.code(launcher, gemm_params(launcher, b=None)), "FS_ERR_NULL_POINTER")
-                self.assertEqual(self.code(launcher, gemm_params(launcher, k=0)), "FS_ERR_INVALID_SIZE")
-                self.assertEqual(self.code(launcher, gemm_params(launcher, lda=64)), "FS_ERR_INVALID_LEADING_DIM")
+                self.assertEqual(self.code(launcher, gemm_params(info, b=None)), "FS_ERR_NULL_POINTER")
+                self.assertEqual(self.code(launcher, gemm_params(info, k=0)), "FS_ERR_INVALID_SIZE")
+                self.assertEqual(self.code(launcher, gemm_params(info, lda=64)), "FS_ERR_INVALID_LEADING_DIM")
                 # Transposed A is K×M: its rows need M = 17 elements, so lda = 17 is enough then.
-                self.assertEqual(self.code(launcher, gemm_params(launcher, trans_a=1, lda=16)),
+                self.assertEqual(self.code(launcher, gemm_params(info, trans_a=1, lda=16)),
                                  "FS_ERR_INVALID_LEADING_DIM")
-                self.assertEqual(self.code(launcher, gemm_params(launcher, ab_dtype=flashstages.BF16)),
+                self.assertEqual(self.code(launcher, gemm_params(info, ab_dtype=flashstages.BF16)),
                                  "FS_ERR_UNSUPPORTED_DTYPE")
-        # Element alignment is all any version asks; int8 inputs have none to miss, their int32 C does.
-        self.assertEqual(self.code("fs_gemm_v1", gemm_params("fs_gemm_v1", a=0x10002)), "FS_ERR_MISALIGNED_POINTER")
-        self.assertEqual(self.code("fs_gemm_v8", gemm_params("fs_gemm_v8", c=0x30002)), "FS_ERR_MISALIGNED_POINTER")
+                # Element alignment is all any version asks: C is at least 2 bytes wide.
+                self.assertEqual(self.code(launcher, gemm_params(info, c=0x30001)), "FS_ERR_MISALIGNED_POINTER")
 
     def test_valid_call_without_gpu_is_a_named_cuda_error(self):
         if has_gpu():
             self.skipTest("this machine has a GPU; the GPU test below calls the kernels instead")
         # Fake addresses are never touched: with no device the runtime refuses before any launch.
         self.assertEqual(self.code("fs_naive_v1", valid_params()), "FS_ERR_CUDA")
-        for launcher in flashstages.GEMM_LAUNCHERS:
-            with self.subTest(launcher=launcher):
-                self.assertEqual(self.code(launcher, gemm_params(launcher)), "FS_ERR_CUDA")
+        for info in flashstages.kernels(self.lib, problem=flashstages.PROBLEM_GEMM):
+            with self.subTest(launcher=info.name):
+                self.assertEqual(self.code(info.name, gemm_params(info)), "FS_ERR_CUDA")
+        self.assertEqual(self.lib.fs_kernel_check_device(self.lib.fs_kernel_at(0), 0), 9)  # FS_ERR_CUDA
 
     def test_stage03_through_ctypes_matches_pytorch(self):
         if not has_gpu():
@@ -143,7 +149,8 @@ class CInterface(unittest.TestCase):
         torch.manual_seed(0)
         q, k, v = (torch.rand(2, 3, 200, 64, device="cuda", dtype=torch.float16) * 2 - 1 for _ in range(3))
         ref = torch.nn.functional.scaled_dot_product_attention(q.double(), k.double(), v.double(), is_causal=True)
-        for launcher in STAGE04_LAUNCHERS:
+        for info in flashstages.kernels(self.lib, stage="stage04"):
+            launcher = info.name
             with self.subTest(launcher=launcher):
                 o = torch.full_like(q, float("nan"))
                 flashstages.attention(self.lib, launcher, q, k, v, o, causal=True)

@@ -2,16 +2,20 @@
 # One batch on a GPU machine: build, GPU tests, compute-sanitizer over them, the stage executables at
 # N = 4096, benchmarks, SDPA peers, plots. Logs go to $LOGS (default logs/), results to results/<gpu>/.
 #   usage: scripts/gpu_check.sh [preset] [steps...]
-#   steps: build test sanitize run profile bench plots (default: h100, all but profile)
+#   steps: build test sanitize run profile bench plots compare (default: h100, build test sanitize run
+#          bench plots)
 #   Filters (space-separated stage names, default all): BENCHES, RUNS (executables), SANITIZE (test
-#   binaries); TOOLS lists the compute-sanitizer tools (default memcheck racecheck synccheck).
+#   binaries: stage01 … stage06, common); TOOLS lists the compute-sanitizer tools (default all four).
+#   compare: BASELINE=<source tree of an earlier commit> is built beside this one and the headline
+#   benchmarks of both run in the same call (old, new, new, old), then scripts/compare_bench.py
+#   prints the ratios (MAP=old=new,... names renamed versions).
 #   It ends with a short summary table.
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 preset=${1:-h100}; shift || true
 steps=${*:-build test sanitize run bench plots}
-tools=${TOOLS:-memcheck racecheck synccheck}
+tools=${TOOLS:-racecheck initcheck memcheck synccheck}  # the slowest first
 # picked LIST NAME: is stage NAME (stage04_test -> stage04) in the filter LIST (empty: all)?
 picked() { [ -z "$1" ] || [[ " $1 " == *" ${2%%_*} "* ]]; }
 logs=${LOGS:-logs}
@@ -34,26 +38,43 @@ if has build; then
 fi
 
 if has test; then
-  FLASHSTAGES_REQUIRE_GPU=1 ctest --preset "$preset" >"$logs/ctest.log" 2>&1
-  note "ctest (FLASHSTAGES_REQUIRE_GPU=1): rc=$? — $(grep -E 'tests passed|tests failed' "$logs/ctest.log" | tail -1)"
+  start=$SECONDS
+  FLASHSTAGES_REQUIRE_GPU=1 ctest --preset "$preset" -j 4 >"$logs/ctest.log" 2>&1
+  note "ctest (FLASHSTAGES_REQUIRE_GPU=1): rc=$? in $((SECONDS - start)) s — $(grep -E 'tests passed|tests failed' "$logs/ctest.log" | tail -1)"
   grep -E "Failed|\*\*\*" "$logs/ctest.log" | head -20 | tee -a "$summary"
 fi
 
-# The sanitizer runs every GPU test case except the two that provoke CUDA API errors on purpose
-# (an allocation too large to succeed, a launch during stream capture): it would count those as errors.
+# Every GPU test case of the chosen binaries under each tool, with the tests' sanitizer sizes
+# (FLASHSTAGES_SANITIZER=1: small, but several tiles and a tail in every direction) and v5's tuner off
+# (it would time every candidate under the tool). Left out: the two cases that provoke CUDA API errors
+# on purpose (an allocation too large to succeed, a launch refused during a capture), which the tool
+# would count as errors. Every (tool, binary) pair is its own process, SANITIZE_JOBS (default 8) at a
+# time, the slowest (racecheck over stages 06 and 04) first.
 if has sanitize; then
-  for t in "$build"/stages/*/stage*_test; do
-    picked "${SANITIZE:-}" "$(basename "$t")" || continue
-    for tool in $tools; do
-      log=$logs/sanitizer_$(basename "$t")_$tool.log
-      start=$SECONDS
-      # v4's tuner would time every candidate under the sanitizer: use its fixed shape instead.
-      FLASHSTAGES_AUTOTUNE=0 timeout 300 compute-sanitizer --tool "$tool" --error-exitcode 99 "$t" -ts=gpu \
-        -tce='*FS_ERR_OUT_OF_MEMORY*,*FS_ERR_CUDA*' >"$log" 2>&1
-      rc=$?
-      note "sanitizer $tool $(basename "$t"): rc=$rc $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" | tail -1) ($((SECONDS - start)) s)"
+  binaries=()
+  for t in "$build"/stages/06_*/stage*_test "$build"/stages/04_*/stage*_test "$build"/stages/0[1-3]_*/stage*_test \
+           "$build"/common/common_test; do
+    picked "${SANITIZE:-}" "$(basename "$t")" && binaries+=("$t")
+  done
+  sanitize_one() {  # tool binary
+    local log=$logs/sanitizer_$(basename "$2")_$1.log t0=$SECONDS
+    FLASHSTAGES_SANITIZER=1 FLASHSTAGES_AUTOTUNE=0 timeout 420 compute-sanitizer --tool "$1" --error-exitcode 99 \
+      "$2" -ts=gpu -tce='*FS_ERR_OUT_OF_MEMORY*,*FS_ERR_CUDA*' >"$log" 2>&1
+    echo "sanitizer $1 $(basename "$2"): rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" | tail -1) ($((SECONDS - t0)) s)" \
+      >"$log.summary"
+  }
+  start=$SECONDS
+  for tool in $tools; do
+    for t in "${binaries[@]}"; do
+      while [ "$(jobs -rp | wc -l)" -ge "${SANITIZE_JOBS:-8}" ]; do wait -n; done
+      sanitize_one "$tool" "$t" &
     done
   done
+  wait
+  for tool in $tools; do
+    for t in "${binaries[@]}"; do cat "$logs/sanitizer_$(basename "$t")_$tool.log.summary" | tee -a "$summary"; done
+  done
+  note "sanitizer: all tools over all binaries in $((SECONDS - start)) s"
 fi
 
 if has run; then
@@ -104,6 +125,31 @@ if has bench; then
   done
   PYTHONUNBUFFERED=1 python3 plots/sdpa_bench.py --out "$out/sdpa.json" --shape 2,16,8192,128 >"$logs/sdpa.log" 2>&1
   note "sdpa peers: rc=$?"
+fi
+
+# The headline benchmarks of an earlier commit and of this tree, in the same call, ABBA order.
+if has compare; then
+  baseline=${BASELINE:?compare needs BASELINE=<source tree of the earlier commit>}
+  start=$SECONDS
+  (cd "$baseline" && cmake --preset "$preset" -DCMAKE_PREFIX_PATH="$root/.deps" >"$root/$logs/configure_baseline.log" 2>&1 &&
+    cmake --build --preset "$preset" >"$root/$logs/build_baseline.log" 2>&1)
+  note "build baseline: rc=$? in $((SECONDS - start)) s"
+  filters=("stage01/v1/fp32/D:64/N:1024/" "stage0[23]/v1/fp32/D:64/N:4096/" "stage04/v[0-9]/fp16/D:(64|128)/N:8192/"
+           "stage06/v[0-9]/.*/M:4096/N:4096/K:4096")
+  filter=$(IFS='|'; echo "${filters[*]}")
+  run_bench() {  # tree label
+    for b in "$1"/build/$preset/stages/*/stage0[0-9]_bench; do
+      FLASHSTAGES_AUTOTUNE=verbose "$b" --benchmark_filter="$filter" \
+        --benchmark_out="$logs/compare_$2_$(basename "$b" _bench).json" \
+        --benchmark_out_format=json >>"$logs/compare_$2.log" 2>&1 || note "compare: $b failed"
+    done
+  }
+  for label in old1 new1 new2 old2; do
+    case $label in old*) run_bench "$baseline" "$label" ;; new*) run_bench "$root" "$label" ;; esac
+  done
+  python3 scripts/compare_bench.py --old "$logs"/compare_old1_*.json --old "$logs"/compare_old2_*.json \
+    --new "$logs"/compare_new1_*.json --new "$logs"/compare_new2_*.json --map "${MAP:-}" | tee "$logs/compare.txt"
+  note "compare: rc=${PIPESTATUS[0]} in $((SECONDS - start)) s"
 fi
 
 if has plots; then

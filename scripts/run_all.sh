@@ -16,6 +16,10 @@ readme_args=()
 for f in README.md stages/*/README.md docs/*.md; do [ -f "$f" ] && readme_args+=(--readme "$f"); done
 if ! nvidia-smi -L >/dev/null 2>&1; then
   echo
+  if [ "${FLASHSTAGES_REQUIRE_GPU:-0}" != 0 ]; then
+    echo "FLASHSTAGES_REQUIRE_GPU=1 but no NVIDIA GPU or driver was found: nothing was run." >&2
+    exit 1
+  fi
   echo "No NVIDIA GPU on this machine: nothing was run or timed."
   echo "Drawing the plots and tables from the committed results instead:"
   for dir in results/*/; do

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what flashstages needs to build and test on a Debian/Ubuntu machine: CMake, Ninja, doctest,
-# Google Benchmark (Debian packages) and matplotlib (PyPI). The CUDA Toolkit must already be there.
+# Google Benchmark, CLI11 (Debian packages) and matplotlib (PyPI). The CUDA Toolkit must already be there.
 # Skips what is present; on a machine with a staged prefix (.deps, see README) installs nothing.
 #   usage: scripts/setup.sh        (sourced or run; prints the CMake prefix to use, if any)
 set -euo pipefail
@@ -15,6 +15,7 @@ if [ ! -d "$root/.deps" ]; then
   command -v ninja >/dev/null || need+=(ninja-build)
   [ -f /usr/include/doctest/doctest.h ] || need+=(doctest-dev)
   [ -f /usr/include/benchmark/benchmark.h ] || need+=(libbenchmark-dev)
+  [ -f /usr/include/CLI/CLI.hpp ] || need+=(libcli11-dev)
   if [ ${#need[@]} -gt 0 ]; then
     echo "setup: installing ${need[*]}"
     SUDO=$([ "$(id -u)" -eq 0 ] && echo "" || echo sudo)

@@ -1,17 +1,10 @@
-// Stage 01 — naive attention. The launcher every version of this stage shares, and its description.
+// Stage 01 — naive attention. Its version, as the registry lists it (fs_naive_v1 in C).
 #pragma once
 
-#include "attention_kernel.h"
+#include "common/lib/kernel.h"
 
 namespace fs {
 
-Status launch_naive_v1(const AttentionParams& params, cudaStream_t stream);
-
-// The score matrix S (B·H·Nq·Nk elements in the input dtype) plus LSE.
-std::size_t naive_extra_bytes(const AttentionParams& params);
-// Q, K, V read, O written, plus S written, read and written by the softmax, and read again: 4·|S|.
-double naive_traffic_bytes(const AttentionParams& params);
-
-extern const AttentionKernel kNaiveV1;
+extern const KernelDesc kNaiveV1;
 
 }  // namespace fs

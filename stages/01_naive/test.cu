@@ -1,27 +1,30 @@
 // Stage 01 tests: naive attention against fp64 at odd sizes in every dtype, and its error paths.
-#include <limits>
-
-#include "attention_tests.h"
+#include "common/tools/attention_tests.h"
 #include "naive.h"
 
 using namespace fs;
 
 FS_GPU_TEST_CASE("stage01 v1 matches fp64 at odd sizes / fp32") {
   FS_SKIP_WITHOUT_GPU();
+  if (!testing::runs_here(kNaiveV1)) return;
   uint64_t seed = 100;
-  for (const auto& shape : testing::odd_shapes(DType::FP32, {32, 64, 128})) testing::check_against_reference(kNaiveV1, shape, ++seed);
+  for (const auto& shape : testing::odd_shapes(DType::FP32, {32, 64, 128}))
+    testing::check_against_reference(kNaiveV1, shape, ++seed);
 }
 
 FS_GPU_TEST_CASE("stage01 v1 matches fp64 at odd sizes / fp16 and bf16") {
   FS_SKIP_WITHOUT_GPU();
+  if (!testing::runs_here(kNaiveV1)) return;
   uint64_t seed = 200;
   for (DType t : {DType::FP16, DType::BF16})
-    for (const auto& shape : testing::odd_shapes(t, {64, 128})) testing::check_against_reference(kNaiveV1, shape, ++seed);
+    for (const auto& shape : testing::odd_shapes(t, {64, 128}))
+      testing::check_against_reference(kNaiveV1, shape, ++seed);
 }
 
 FS_GPU_TEST_CASE("stage01 v1 honours a custom scale and odd head_dims") {
   FS_SKIP_WITHOUT_GPU();
-  AttentionShape s{2, 2, 33, 65, 7, true, -0.3f, DType::FP32};
+  if (!testing::runs_here(kNaiveV1)) return;
+  AttentionParams s = attention_shape(2, 2, 33, 65, 7, DType::FP32, /*causal=*/true, -0.3f);
   testing::check_against_reference(kNaiveV1, s, 300);
   s.head_dim = 256;
   s.scale = 0.05f;
@@ -30,7 +33,7 @@ FS_GPU_TEST_CASE("stage01 v1 honours a custom scale and odd head_dims") {
 
 FS_GPU_TEST_CASE("stage01 v1 rejects bad inputs and writes nothing") {
   FS_SKIP_WITHOUT_GPU();
-  const AttentionShape ok{1, 2, 17, 17, 64, false, 0.0f, DType::FP32};
+  const AttentionParams ok = attention_shape(1, 2, 17, 17, 64, DType::FP32);
   testing::check_rejects_bad_inputs(kNaiveV1, ok);
   testing::check_rejected(kNaiveV1, ok, [](AttentionParams& p) { p.head_dim = 300; }, Status::UnsupportedHeadDim);
   testing::check_rejected(kNaiveV1, ok, [](AttentionParams& p) { p.k = static_cast<const char*>(p.k) + 2; },
@@ -40,13 +43,13 @@ FS_GPU_TEST_CASE("stage01 v1 rejects bad inputs and writes nothing") {
 FS_GPU_TEST_CASE("stage01 v1 reports FS_ERR_OUT_OF_MEMORY when the N×N buffer cannot fit") {
   FS_SKIP_WITHOUT_GPU();
   // D = 1 keeps Q, K, V small while S = Nq·Nk·4 bytes = 1 TiB.
-  const AttentionShape ok{1, 1, 1 << 19, 1 << 19, 1, false, 0.0f, DType::FP32};
-  testing::check_rejected(kNaiveV1, ok, [](AttentionParams&) {}, Status::OutOfMemory);
+  testing::check_rejected(kNaiveV1, attention_shape(1, 1, 1 << 19, 1 << 19, 1, DType::FP32), [](AttentionParams&) {},
+                          Status::OutOfMemory);
 }
 
 FS_GPU_TEST_CASE("stage01 v1 reports FS_ERR_CUDA when the runtime refuses the work") {
   FS_SKIP_WITHOUT_GPU();
-  testing::check_reports_cuda_error(kNaiveV1, {1, 1, 17, 17, 64, false, 0.0f, DType::FP32});
+  testing::check_reports_cuda_error(kNaiveV1, attention_shape(1, 1, 17, 17, 64, DType::FP32));
 }
 
 FS_CPU_TEST_CASE("stage01 v1 through the C interface: FS_ERR_CUDA without a GPU / codes before any launch") {

@@ -1,18 +1,21 @@
 // Stage 02 tests: tiled attention against fp64 at odd sizes (tails of every tile), and its error paths.
-#include "attention_tests.h"
+#include "common/tools/attention_tests.h"
 #include "tiled.h"
 
 using namespace fs;
 
 FS_GPU_TEST_CASE("stage02 v1 matches fp64 at odd sizes") {
   FS_SKIP_WITHOUT_GPU();
+  if (!testing::runs_here(kTiledV1)) return;
   uint64_t seed = 1100;
-  for (const auto& shape : testing::odd_shapes(DType::FP32, {32, 64, 128})) testing::check_against_reference(kTiledV1, shape, ++seed);
+  for (const auto& shape : testing::odd_shapes(DType::FP32, {32, 64, 128}))
+    testing::check_against_reference(kTiledV1, shape, ++seed);
 }
 
 FS_GPU_TEST_CASE("stage02 v1 honours a custom scale and head_dims that are not multiples of the tile") {
   FS_SKIP_WITHOUT_GPU();
-  AttentionShape s{2, 2, 130, 200, 7, true, -0.3f, DType::FP32};
+  if (!testing::runs_here(kTiledV1)) return;
+  AttentionParams s = attention_shape(2, 2, 130, 200, 7, DType::FP32, /*causal=*/true, -0.3f);
   testing::check_against_reference(kTiledV1, s, 1200);
   s.head_dim = 256;
   s.scale = 0.05f;
@@ -21,7 +24,7 @@ FS_GPU_TEST_CASE("stage02 v1 honours a custom scale and head_dims that are not m
 
 FS_GPU_TEST_CASE("stage02 v1 rejects bad inputs and writes nothing") {
   FS_SKIP_WITHOUT_GPU();
-  const AttentionShape ok{1, 2, 17, 17, 64, false, 0.0f, DType::FP32};
+  const AttentionParams ok = attention_shape(1, 2, 17, 17, 64, DType::FP32);
   testing::check_rejects_bad_inputs(kTiledV1, ok);
   testing::check_rejected(kTiledV1, ok, [](AttentionParams& p) { p.head_dim = 300; }, Status::UnsupportedHeadDim);
   testing::check_rejected(kTiledV1, ok, [](AttentionParams& p) { p.dtype = FS_FP16; }, Status::UnsupportedDtype);
@@ -31,7 +34,7 @@ FS_GPU_TEST_CASE("stage02 v1 rejects bad inputs and writes nothing") {
 
 FS_GPU_TEST_CASE("stage02 v1 reports FS_ERR_OUT_OF_MEMORY and FS_ERR_CUDA") {
   FS_SKIP_WITHOUT_GPU();
-  testing::check_rejected(kTiledV1, {1, 1, 1 << 19, 1 << 19, 1, false, 0.0f, DType::FP32}, [](AttentionParams&) {},
+  testing::check_rejected(kTiledV1, attention_shape(1, 1, 1 << 19, 1 << 19, 1, DType::FP32), [](AttentionParams&) {},
                           Status::OutOfMemory);
-  testing::check_reports_cuda_error(kTiledV1, {1, 1, 17, 17, 64, false, 0.0f, DType::FP32});
+  testing::check_reports_cuda_error(kTiledV1, attention_shape(1, 1, 17, 17, 64, DType::FP32));
 }

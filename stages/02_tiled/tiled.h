@@ -1,12 +1,10 @@
-// Stage 02 — tiled attention (S still in DRAM). The launcher every version of this stage shares.
+// Stage 02 — tiled attention (S still in DRAM). Its version, as the registry lists it (fs_tiled_v1).
 #pragma once
 
-#include "attention_kernel.h"
+#include "common/lib/kernel.h"
 
 namespace fs {
 
-Status launch_tiled_v1(const AttentionParams& params, cudaStream_t stream);
-
-extern const AttentionKernel kTiledV1;
+extern const KernelDesc kTiledV1;
 
 }  // namespace fs

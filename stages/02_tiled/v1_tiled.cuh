@@ -3,7 +3,8 @@
 // What changes from stage 01: S = scale · Q Kᵀ and O = P V are computed by one tiled matrix-product
 // kernel. A block owns a 64×64 tile of the output; it walks the reduction dimension 16 at a time,
 // staging a 64×16 slice of A and a 16×64 slice of B in shared memory, and each of its 256 threads
-// accumulates a 4×4 piece of the tile in registers. The softmax is stage 01's kernel, unchanged.
+// accumulates a 4×4 piece of the tile in registers. The softmax is stage 01's kernel, unchanged
+// (common/device/row_softmax.cuh).
 // Why it is faster: stage 01 reads 2 operands from global memory per multiply-add. Here every value a
 // block loads is used 64 times from shared memory, and every value a thread loads from shared memory
 // is used 4 times from registers, so the products stop waiting on memory.

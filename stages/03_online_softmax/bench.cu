@@ -1,8 +1,7 @@
 // Stage 03 benchmarks: fused online-softmax attention in fp32 over the project's grid. Without an
 // N×N buffer every N fits.
-#include "bench.h"
-#include "online_softmax.h"
+#include "common/tools/bench.h"
 
 void fs::bench::register_benchmarks(const DeviceInfo& dev) {
-  register_attention(dev, kOnlineSoftmaxV1, AttentionGrid{});
+  register_attention_stage(dev, "stage03", AttentionGrid{});
 }

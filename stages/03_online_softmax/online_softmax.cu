@@ -1,52 +1,49 @@
-// Stage 03 launcher: validates, picks the head_dim instance, launches one fused kernel.
+// Stage 03: the launch of the fused kernel (one instance per head_dim), its descriptor and its C entry.
+#include "common/lib/cuda_check.h"
+#include "common/lib/flops.h"
 #include "online_softmax.h"
-
-#include "cuda_check.h"
 #include "v1_online_softmax.cuh"
 
 namespace fs {
 
 namespace {
 
-constexpr int kHeadDims[] = {32, 64, 128};
+using Elements = Dtypes<DType::FP32>;
+using HeadDimList = HeadDims<32, 64, 128>;
 // float4 loads of Q, K, V need 16-byte aligned bases (rows are D·4 bytes, a multiple of 16).
-const AttentionSupport kSupport{dtype_bit(DType::FP32), 0, 0, kHeadDims, 3, 16};
+constexpr AttentionSupport kSupport = attention_support<Elements, HeadDimList>(16, /*varlen=*/false);
 
-template <int D>
-Status launch_v1(const AttentionParams& p, cudaStream_t stream) {
-  constexpr std::size_t smem = online::TileConfig<D>::kSmemBytes;
-  // Above 48 KB a kernel must opt in to the larger dynamic shared memory carve-out.
-  FS_RETURN_IF_CUDA_ERROR(
-      cudaFuncSetAttribute(online::online_softmax_v1_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-  const int64_t blocks = (p.seq_q + online::kBr - 1) / online::kBr * p.batch * p.heads;
-  online::online_softmax_v1_kernel<D><<<dim3(unsigned(blocks)), online::kThreads, smem, stream>>>(
-      static_cast<const float*>(p.q), static_cast<const float*>(p.k), static_cast<const float*>(p.v),
-      static_cast<float*>(p.o), p.lse, p.seq_q, p.seq_k, softmax_scale(p) * online::kLog2e, p.causal != 0);
-  FS_RETURN_IF_CUDA_ERROR(cudaGetLastError());
-  return Status::Success;
+Status run(const AttentionProblem& pr, cudaStream_t stream) {
+  const AttentionParams& p = pr.p;
+  return HeadDimList::dispatch(p.head_dim, [&](auto d) {
+    constexpr int D = decltype(d)::value;
+    constexpr std::size_t smem = online::TileConfig<D>::kSmemBytes;
+    // Above 48 KB a kernel must opt in to the larger dynamic shared memory carve-out.
+    FS_RETURN_IF_CUDA_ERROR(cudaFuncSetAttribute(online::online_softmax_v1_kernel<D>,
+                                                 cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+    const int64_t blocks = (p.seq_q + online::kBr - 1) / online::kBr * p.batch * p.heads;
+    online::online_softmax_v1_kernel<D><<<dim3(unsigned(blocks)), online::kThreads, smem, stream>>>(
+        static_cast<const float*>(p.q), static_cast<const float*>(p.k), static_cast<const float*>(p.v),
+        static_cast<float*>(p.o), p.lse, p.seq_q, p.seq_k, pr.scale * online::kLog2e, p.causal != 0);
+    FS_RETURN_IF_CUDA_ERROR(cudaGetLastError());
+    return Status::Success;
+  });
 }
+
+constexpr std::size_t kSmemBytes =
+    HeadDimList::max_of([](auto d) { return online::TileConfig<decltype(d)::value>::kSmemBytes; });
 
 }  // namespace
 
-Status launch_online_softmax_v1(const AttentionParams& p, cudaStream_t stream) {
-  if (const Status st = validate(p, kSupport); st != Status::Success) return st;
-  switch (p.head_dim) {
-    case 32: return launch_v1<32>(p, stream);
-    case 64: return launch_v1<64>(p, stream);
-    default: return launch_v1<128>(p, stream);
-  }
+const KernelDesc kOnlineSoftmaxV1 = attention_kernel(
+    {"fs_online_softmax_v1", "stage03", "v1", "one fused kernel: K/V tiles through shared memory, running max and sum"},
+    kSupport, kStageArchs, kSmemBytes, run, lse_extra_bytes);
+
+KernelList stage03_kernels() {
+  static const KernelDesc* const versions[] = {&kOnlineSoftmaxV1};
+  return kernel_list(versions);
 }
-
-std::size_t online_softmax_extra_bytes(const AttentionParams& p) { return std::size_t(lse_elems(p)) * sizeof(float); }
-
-const AttentionKernel kOnlineSoftmaxV1{"stage03", "v1",
-                                       "one fused kernel: K/V tiles through shared memory, running max and sum",
-                                       launch_online_softmax_v1, online_softmax_extra_bytes, nullptr,
-                                       dtype_bit(DType::FP32)};
 
 }  // namespace fs
 
-extern "C" int fs_online_softmax_v1(const fs_attention_params* params, void* stream) {
-  if (!params) return FS_ERR_NULL_POINTER;
-  return static_cast<int>(fs::launch_online_softmax_v1(*params, static_cast<cudaStream_t>(stream)));
-}
+FS_EXPORT_ATTENTION(fs_online_softmax_v1, fs::kOnlineSoftmaxV1)

@@ -1,12 +1,13 @@
 // Stage 03 tests: the fused kernel against fp64 at odd sizes (tails in both tile directions, Nq ≠ Nk,
 // causal rows that end mid-tile), its LSE, and its error paths.
-#include "attention_tests.h"
+#include "common/tools/attention_tests.h"
 #include "online_softmax.h"
 
 using namespace fs;
 
 FS_GPU_TEST_CASE("stage03 v1 matches fp64 at odd sizes") {
   FS_SKIP_WITHOUT_GPU();
+  if (!testing::runs_here(kOnlineSoftmaxV1)) return;
   uint64_t seed = 2100;
   for (const auto& shape : testing::odd_shapes(DType::FP32, {32, 64, 128}))
     testing::check_against_reference(kOnlineSoftmaxV1, shape, ++seed);
@@ -14,14 +15,16 @@ FS_GPU_TEST_CASE("stage03 v1 matches fp64 at odd sizes") {
 
 FS_GPU_TEST_CASE("stage03 v1 honours a custom scale over many key tiles") {
   FS_SKIP_WITHOUT_GPU();
+  if (!testing::runs_here(kOnlineSoftmaxV1)) return;
   // Large scores (scale 2) make the running max move often: the rescaling must be exact.
-  testing::check_against_reference(kOnlineSoftmaxV1, {1, 2, 300, 1500, 64, true, 2.0f, DType::FP32}, 2200);
-  testing::check_against_reference(kOnlineSoftmaxV1, {2, 1, 129, 1000, 128, false, -0.4f, DType::FP32}, 2201);
+  const KernelDesc& k = kOnlineSoftmaxV1;
+  testing::check_against_reference(k, attention_shape(1, 2, 300, 1500, 64, DType::FP32, /*causal=*/true, 2.0f), 2200);
+  testing::check_against_reference(k, attention_shape(2, 1, 129, 1000, 128, DType::FP32, false, -0.4f), 2201);
 }
 
 FS_GPU_TEST_CASE("stage03 v1 rejects bad inputs and writes nothing") {
   FS_SKIP_WITHOUT_GPU();
-  const AttentionShape ok{1, 2, 17, 17, 64, false, 0.0f, DType::FP32};
+  const AttentionParams ok = attention_shape(1, 2, 17, 17, 64, DType::FP32);
   testing::check_rejects_bad_inputs(kOnlineSoftmaxV1, ok);
   testing::check_rejected(kOnlineSoftmaxV1, ok, [](AttentionParams& p) { p.head_dim = 48; },
                           Status::UnsupportedHeadDim);
@@ -33,5 +36,5 @@ FS_GPU_TEST_CASE("stage03 v1 rejects bad inputs and writes nothing") {
 
 FS_GPU_TEST_CASE("stage03 v1 reports FS_ERR_CUDA when the runtime refuses the work") {
   FS_SKIP_WITHOUT_GPU();
-  testing::check_reports_cuda_error(kOnlineSoftmaxV1, {1, 1, 17, 17, 64, false, 0.0f, DType::FP32});
+  testing::check_reports_cuda_error(kOnlineSoftmaxV1, attention_shape(1, 1, 17, 17, 64, DType::FP32));
 }

@@ -1,10 +1,10 @@
-// Stage 04 v3: one tile shape per head_dim (v3::Config).
-#include "flash_fwd.h"
+// Stage 04 v3: the launch of v3_cp_async.cuh's kernel, in a translation unit of its own so that the versions
+// compile in parallel. (Its descriptor and C entry are in flash_fwd.cu, beside the other versions'.)
 #include "launch.cuh"
-#include "v3_cp_async_ldmatrix.cuh"
+#include "v3_cp_async.cuh"
 
-fs::Status fs::launch_flash_fwd_v3(const AttentionParams& p, cudaStream_t stream) {
-  return flash::launch_version<flash::v3::Config>(p, stream, [](auto shape) {
-    return flash::v3::flash_fwd_v3_kernel<typename decltype(shape)::Elem, decltype(shape)::kHeadDim>;
+fs::Status fs::flash::run_v3(const AttentionProblem& pr, cudaStream_t stream) {
+  return launch_version<v3::Config>(pr, stream, [](auto t, auto d) {
+    return v3::flash_fwd_v3_kernel<typename decltype(t)::type, decltype(d)::value>;
   });
 }

@@ -1,94 +1,47 @@
-// Stage 04 launch plumbing that every version's launcher shares: the validated problem, the kernels'
-// arguments, the dispatch over (element type, head_dim) and one kernel launch. Host code.
+// Stage 04: what the launch of every version shares — the instances each version is compiled for
+// (one list: it drives the dispatch and the validation alike) and the launch of a version that has
+// one tile shape per head_dim. Host code.
 #pragma once
 
 #include <cuda_runtime.h>
 
-#include <climits>
+#include <cstddef>
 
-#include "attention.h"
-#include "cuda_check.h"
-#include "flash_common.cuh"
+#include "common/device/attention.cuh"
+#include "common/lib/attention.h"
+#include "common/lib/dispatch.h"
 
 namespace fs::flash {
 
-// A call that passed prepare(): the params, plus what the grid needs from the variable lengths.
-struct Problem {
-  AttentionParams p;
-  int64_t max_seq_q;  // the longest query sequence of the batch: sizes the grid
-  float scale_log2;   // softmax_scale(p) · log2(e)
-};
+using Elements = Dtypes<DType::FP16, DType::BF16>;
+using HeadDimList = HeadDims<32, 64, 128, 256>;
 
-// Checks a call and fills `out`. In order: validate() (common/attention.h) for fp16/bf16,
-// head_dim 32/64/128/256, 16-byte aligned tensors; then the variable lengths — seq_lens and cu_seqlens
-// not both, cu_seqlens_q and cu_seqlens_k together, device arrays, and values consistent with the sizes
-// (0 <= seq_lens[b] <= min(Nq, Nk); cu[0] = 0, non-decreasing, cu[B] = the total; under the causal mask
-// no entry with more queries than keys). Checking values means reading them: one copy of B (+1)
-// integers to the host and a synchronization of `stream` per call that passes them.
-Status prepare(const AttentionParams& p, cudaStream_t stream, Problem* out);
+// 16-byte alignment: cp.async and the 16-byte loads move whole 16-byte chunks, and every row, D·2
+// bytes, is a multiple of 16. Dense, padded (seq_lens) and packed (cu_seqlens) batches.
+constexpr AttentionSupport kSupport = attention_support<Elements, HeadDimList>(16, /*varlen=*/true);
 
-template <class T>
-Args<T> make_args(const Problem& pr, int Br) {
-  const AttentionParams& p = pr.p;
-  Args<T> a;
-  a.q = static_cast<const T*>(p.q);
-  a.k = static_cast<const T*>(p.k);
-  a.v = static_cast<const T*>(p.v);
-  a.o = static_cast<T*>(p.o);
-  a.lse = p.lse;
-  a.seq_q = p.seq_q;
-  a.seq_k = p.seq_k;
-  a.heads = p.heads;
-  a.q_tiles = (pr.max_seq_q + Br - 1) / Br;
-  a.scale_log2 = pr.scale_log2;
-  a.causal = p.causal != 0;
-  a.seq_lens = p.seq_lens;
-  a.cu_seqlens_q = p.cu_seqlens_q;
-  a.cu_seqlens_k = p.cu_seqlens_k;
-  return a;
-}
-
-// A compile-time (element type, head_dim) pair, the argument dispatch() passes on.
-template <class T, int D>
-struct Shape {
-  using Elem = T;
-  static constexpr int kHeadDim = D;
-};
-
-// Calls f(Shape<T, D>{}) for the problem's dtype and head_dim (prepare() admitted only these).
-template <class F>
-Status dispatch(const Problem& pr, F&& f) {
-  const bool fp16 = dtype_of(pr.p) == DType::FP16;
-  switch (pr.p.head_dim) {
-    case 32: return fp16 ? f(Shape<__half, 32>{}) : f(Shape<__nv_bfloat16, 32>{});
-    case 64: return fp16 ? f(Shape<__half, 64>{}) : f(Shape<__nv_bfloat16, 64>{});
-    case 128: return fp16 ? f(Shape<__half, 128>{}) : f(Shape<__nv_bfloat16, 128>{});
-    default: return fp16 ? f(Shape<__half, 256>{}) : f(Shape<__nv_bfloat16, 256>{});
-  }
-}
-
-// One launch of a kernel built for tile configuration C: B·H·ceil(max Nq / Br) blocks.
-template <class C, class T>
-Status launch_kernel(void (*kernel)(Args<T>), const Problem& pr, cudaStream_t stream) {
-  const Args<T> a = make_args<T>(pr, C::kBr);
-  const int64_t blocks = pr.p.batch * pr.p.heads * a.q_tiles;
-  if (blocks > INT_MAX) return Status::InvalidSize;  // gridDim.x limit: about 2^31 · 64 query rows
-  // Above 48 KB a kernel must opt in to the larger dynamic shared memory carve-out.
-  FS_RETURN_IF_CUDA_ERROR(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(C::kSmemBytes)));
-  kernel<<<unsigned(blocks), C::kThreads, C::kSmemBytes, stream>>>(a);
-  FS_RETURN_IF_CUDA_ERROR(cudaGetLastError());
-  return Status::Success;
-}
-
-// The whole launcher of a version with one tile shape per head_dim: prepare, dispatch, launch
-// kernel_of(Shape<T, D>{}) — the version's kernel for (T, D) — with tile configuration Config<D>.
+// Launches kernel_of(DtypeTag<t>{}, std::integral_constant<int, D>{}), the version's kernel for the
+// problem's dtype and head_dim, with tile configuration Config<D>.
 template <template <int> class Config, class KernelOf>
-Status launch_version(const AttentionParams& p, cudaStream_t stream, KernelOf kernel_of) {
-  Problem pr;
-  if (const Status st = prepare(p, stream, &pr); st != Status::Success) return st;
-  return dispatch(pr, [&](auto shape) {
-    return launch_kernel<Config<decltype(shape)::kHeadDim>>(kernel_of(shape), pr, stream);
+Status launch_version(const AttentionProblem& pr, cudaStream_t stream, KernelOf kernel_of) {
+  return Elements::dispatch(pr.p.dtype, [&](auto t) {
+    return HeadDimList::dispatch(pr.p.head_dim, [&](auto d) {
+      return attn::launch_kernel<Config<decltype(d)::value>>(kernel_of(t, d), pr, stream);
+    });
   });
+}
+
+// Each version's launch (flash_fwd_vN.cu, v5_autotune.cu): validated params, a GPU that can run it.
+Status run_v1(const AttentionProblem& pr, cudaStream_t stream);
+Status run_v2(const AttentionProblem& pr, cudaStream_t stream);
+Status run_v3(const AttentionProblem& pr, cudaStream_t stream);
+Status run_v4(const AttentionProblem& pr, cudaStream_t stream);
+Status run_v5(const AttentionProblem& pr, cudaStream_t stream);
+
+// The shared memory of the version's largest instance, for its descriptor (the device check).
+template <template <int> class Config>
+constexpr std::size_t max_smem_bytes() {
+  return HeadDimList::max_of([](auto d) { return Config<decltype(d)::value>::kSmemBytes; });
 }
 
 }  // namespace fs::flash

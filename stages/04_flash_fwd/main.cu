@@ -1,11 +1,10 @@
-// Stage 04 executable: runs the naive stage (the fp16/bf16 baseline) and the four stage 04 versions
+// Stage 04 executable: runs the naive stage (the fp16/bf16 baseline) and the five stage 04 versions
 // on the same problem, checks each against the fp64 reference, times them.
-//   stage04_flash_fwd --dtype fp16 --seq 8192 --dim 128 --batch 2 --heads 16 [--causal] [--version v4]
-#include "flash_fwd.h"
-#include "naive.h"
-#include "stage_runner.h"
+//   stage04_flash_fwd --dtype fp16 --seq 8192 --dim 128 --batch 2 --heads 16 [--causal] [--version v5]
+#include "common/tools/runner.h"
 
 int main(int argc, char** argv) {
-  return fs::run_attention_stage(argc, argv, "stage 04 — FlashAttention-2 forward on tensor cores (mma.sync)",
-                                 {fs::kNaiveV1, fs::kFlashFwdV1, fs::kFlashFwdV2, fs::kFlashFwdV3, fs::kFlashFwdV4});
+  return fs::run_stage(argc, argv,
+                       {"stage 04 — FlashAttention-2 forward on tensor cores (mma.sync)", {"stage04"}, {"stage01/v1"},
+                        nullptr});
 }

@@ -1,47 +1,51 @@
-// Stage 04 tests: every version, fp16 and bf16, head_dim 32/64/128/256, against fp64 at odd sizes
+// Stage 04 tests: every version, fp16 and bf16, every head_dim it takes, against fp64 at odd sizes
 // (tails in both tile directions, Nq ≠ Nk, causal aligned bottom-right) with the error at most 2× the
 // naive stage's in the same precision, LSE included; custom scales; padded (seq_lens) and packed
-// (cu_seqlens) batches against a per-entry reference; every v4 candidate shape; error paths.
+// (cu_seqlens) batches against a per-entry reference, and entries that break the rules left unwritten;
+// every v5 candidate shape; error paths. The versions, their head_dims and the naive baseline come
+// from the library's registry.
+#include <algorithm>
 #include <cmath>
-#include <cstring>
-#include <iterator>
-#include <limits>
 #include <string>
 #include <vector>
 
-#include "attention_tests.h"
-#include "cuda_check.h"
+#include "common/lib/random.h"
+#include "common/tools/attention_tests.h"
+#include "common/tools/check.h"
+#include "common/tools/device_buffer.h"
+#include "common/tools/reference.h"
 #include "flash_fwd.h"
-#include "naive.h"
-#include "random.h"
-#include "reference.h"
 
 using namespace fs;
 
 namespace {
 
-const AttentionKernel* const kVersions[] = {&kFlashFwdV1, &kFlashFwdV2, &kFlashFwdV3, &kFlashFwdV4};
-const std::vector<int64_t> kHeadDims = {32, 64, 128, 256};
+const KernelDesc& naive() { return *find_kernels("stage01/v1").at(0); }
+
+std::vector<int64_t> head_dims(const KernelDesc& k) {
+  return std::vector<int64_t>(k.info.head_dims, k.info.head_dims + k.info.num_head_dims);
+}
 
 // Odd shapes in both dtypes at one head_dim, each against fp64 and the naive stage.
-void check_odd_shapes(const AttentionKernel& kernel, int64_t d, uint64_t seed) {
+void check_odd_shapes(const KernelDesc& kernel, int64_t d, uint64_t seed) {
   for (DType t : {DType::FP16, DType::BF16})
-    for (const auto& shape : testing::odd_shapes(t, {d})) testing::check_against_reference(kernel, shape, ++seed, &kNaiveV1);
+    for (const auto& shape : testing::odd_shapes(t, {d}))
+      testing::check_against_reference(kernel, shape, ++seed, &naive());
 }
 
-// v4's candidate shapes as kernels of their own, so that each one is checked whatever the tuner picks.
+// v5's candidate shapes as kernels of their own, so that each one is checked whatever the tuner picks.
 template <int I>
-Status launch_candidate(const AttentionParams& p, cudaStream_t stream) {
-  return launch_flash_fwd_v4_candidate(p, I, stream);
+Status run_candidate(const AttentionProblem& pr, cudaStream_t stream) {
+  return launch_flash_fwd_v5_candidate(pr.p, I, stream);
 }
-AttentionKernel candidate_kernel(Status (*launch)(const AttentionParams&, cudaStream_t)) {
-  AttentionKernel k = kFlashFwdV4;
-  k.launch = launch;
+KernelDesc candidate_kernel(AttentionRun run) {
+  KernelDesc k = kFlashFwdV5;
+  k.run_attention = run;
   return k;
 }
-const AttentionKernel kCandidates[] = {candidate_kernel(launch_candidate<0>), candidate_kernel(launch_candidate<1>),
-                                       candidate_kernel(launch_candidate<2>), candidate_kernel(launch_candidate<3>),
-                                       candidate_kernel(launch_candidate<4>), candidate_kernel(launch_candidate<5>)};
+const KernelDesc kCandidates[] = {candidate_kernel(run_candidate<0>), candidate_kernel(run_candidate<1>),
+                                  candidate_kernel(run_candidate<2>), candidate_kernel(run_candidate<3>),
+                                  candidate_kernel(run_candidate<4>), candidate_kernel(run_candidate<5>)};
 
 // A batch of variable-length sequences. Padded: [B, H, seq_q, D] with lens[b] rows used of each;
 // packed: [H, total, D] with entry b at rows cu[b] .. cu[b+1]-1. Inputs random in [-1, 1].
@@ -63,74 +67,96 @@ struct Varlen {
   int64_t k_total() const { return (packed() ? 1 : batch) * heads * seq_k; }
 };
 
+// The batch's tensors on the device, with its length arrays, and the params that point at them.
+template <class T>
+struct VarlenBuffers {
+  std::vector<T> hq, hk, hv;
+  DeviceBuffer<T> q, k, v, o;
+  DeviceBuffer<float> lse;
+  DeviceBuffer<int32_t> lens, cu_q, cu_k;
+  AttentionParams p{};
+
+  VarlenBuffers(const Varlen& c, uint64_t seed)
+      : hq(random_uniform<T>(c.q_total() * c.d, seed)), hk(random_uniform<T>(c.k_total() * c.d, seed + 1)),
+        hv(random_uniform<T>(c.k_total() * c.d, seed + 2)), q(hq), k(hk), v(hv), o(hq.size()), lse(c.q_total()) {
+    const DType dtype = std::is_same_v<T, __half> ? DType::FP16 : DType::BF16;
+    p = attention_shape(c.batch, c.heads, c.seq_q, c.seq_k, c.d, dtype, c.causal);
+    p.q = q.get();
+    p.k = k.get();
+    p.v = v.get();
+    p.o = o.get();
+    p.lse = lse.get();
+    if (c.packed()) {
+      cu_q = DeviceBuffer<int32_t>(c.cu_q);
+      cu_k = DeviceBuffer<int32_t>(c.cu_k);
+      p.cu_seqlens_q = cu_q.get();
+      p.cu_seqlens_k = cu_k.get();
+    } else {
+      lens = DeviceBuffer<int32_t>(c.lens);
+      p.seq_lens = lens.get();
+    }
+    o.poison();
+    lse.poison();
+  }
+};
+
 // Runs `kernel` on the batch and checks every row of O and LSE against fp64, entry by entry: rows
 // that take part within the dtype's tolerance, the others (padding, or no key at all) exactly O = 0 and
-// LSE = -inf.
+// LSE = -inf. Packed batches run twice: with max_seq_q = 0 ("unknown") and with the value
+// fs_check_varlen computes.
 template <class T>
-void check_varlen(const AttentionKernel& kernel, const Varlen& c, uint64_t seed) {
-  const DType dtype = std::is_same_v<T, __half> ? DType::FP16 : DType::BF16;
+void check_varlen_batch(const KernelDesc& kernel, const Varlen& c, uint64_t seed) {
+  VarlenBuffers<T> buf(c, seed);
   // doctest prints a char* as a pointer: the message is built as a std::string.
-  const std::string what = std::string(kernel.stage) + "/" + kernel.version + (c.packed() ? " packed" : " padded") +
-                           " B=" + std::to_string(c.batch) + " H=" + std::to_string(c.heads) + " D=" +
-                           std::to_string(c.d) + (c.causal ? " causal " : " ") + dtype_name(dtype) +
-                           " seed=" + std::to_string(seed);
-  INFO(what);
-  const auto hq = random_uniform<T>(c.q_total() * c.d, seed), hk = random_uniform<T>(c.k_total() * c.d, seed + 1),
-             hv = random_uniform<T>(c.k_total() * c.d, seed + 2);
-  DeviceBuffer<T> q(hq), k(hk), v(hv), o(hq.size());
-  DeviceBuffer<float> lse(c.q_total());
-  DeviceBuffer<int32_t> lens, cu_q, cu_k;
-  // fs_attention_params in declaration order; the variable-length pointers follow below.
-  AttentionParams p{c.batch, c.heads, c.seq_q, c.seq_k, c.d, /*scale=*/0.0f, c.causal, static_cast<int32_t>(dtype),
-                    q.get(), k.get(), v.get(), o.get(), lse.get()};
-  if (c.packed()) {
-    cu_q = DeviceBuffer<int32_t>(c.cu_q);
-    cu_k = DeviceBuffer<int32_t>(c.cu_k);
-    p.cu_seqlens_q = cu_q.get();
-    p.cu_seqlens_k = cu_k.get();
-  } else {
-    lens = DeviceBuffer<int32_t>(c.lens);
-    p.seq_lens = lens.get();
-  }
-  o.poison();
-  lse.poison();
-  const Status st = kernel.launch(p, nullptr);
-  REQUIRE_MESSAGE(st == Status::Success, std::string(status_name(st)));
-  FS_CUDA_CHECK(cudaDeviceSynchronize());
-  const auto out_o = o.download();
-  const auto out_lse = lse.download();
+  INFO(kernel.qualified(), std::string(c.packed() ? " packed " : " padded "), describe(buf.p), " seed=", seed);
+  for (bool tight : {false, true}) {
+    if (tight && !c.packed()) break;
+    AttentionParams p = buf.p;
+    if (tight) REQUIRE(fs::check_varlen(&p, nullptr) == Status::Success);
+    buf.o.poison();
+    buf.lse.poison();
+    const Status st = launch(kernel, p, nullptr);
+    REQUIRE_MESSAGE(st == Status::Success, std::string(status_name(st)));
+    FS_CUDA_CHECK(cudaDeviceSynchronize());
+    const auto out_o = buf.o.download();
+    const auto out_lse = buf.lse.download();
 
-  ErrorStats err_o, err_lse;
-  int64_t wrong_padding = 0;
-  const double scale = 1.0 / std::sqrt(double(c.d));
-  for (int64_t b = 0; b < c.batch; ++b)
-    for (int64_t h = 0; h < c.heads; ++h) {
-      const int64_t nq = c.nq(b), nk = c.nk(b), q0 = c.q_row0(b, h), k0 = c.k_row0(b, h);
-      std::vector<double> rq(nq * c.d), rk(nk * c.d), rv(nk * c.d), ro(nq * c.d), rl(nq);
-      for (int64_t i = 0; i < nq * c.d; ++i) rq[i] = to_double(hq[q0 * c.d + i]);
-      for (int64_t i = 0; i < nk * c.d; ++i) rk[i] = to_double(hk[k0 * c.d + i]), rv[i] = to_double(hv[k0 * c.d + i]);
-      const bool has_keys = nk > 0;
-      if (has_keys) ref::attention_forward_head(rq.data(), rk.data(), rv.data(), nq, nk, c.d, scale, c.causal, ro.data(), rl.data());
-      for (int64_t r = 0; r < c.rows(b); ++r) {
-        const float got_lse = out_lse[q0 + r];
-        if (r < nq && has_keys) {
-          for (int64_t e = 0; e < c.d; ++e) err_o.add(to_double(out_o[(q0 + r) * c.d + e]), ro[r * c.d + e]);
-          err_lse.add(got_lse, rl[r]);
-        } else {
-          for (int64_t e = 0; e < c.d; ++e) wrong_padding += to_double(out_o[(q0 + r) * c.d + e]) != 0.0;
-          wrong_padding += !(std::isinf(got_lse) && got_lse < 0);
+    ErrorStats err_o, err_lse;
+    int64_t wrong_padding = 0;
+    const double scale = 1.0 / std::sqrt(double(c.d));
+    for (int64_t b = 0; b < c.batch; ++b)
+      for (int64_t h = 0; h < c.heads; ++h) {
+        const int64_t nq = c.nq(b), nk = c.nk(b), q0 = c.q_row0(b, h), k0 = c.k_row0(b, h);
+        std::vector<double> rq(nq * c.d), rk(nk * c.d), rv(nk * c.d), ro(nq * c.d), rl(nq);
+        for (int64_t i = 0; i < nq * c.d; ++i) rq[i] = to_double(buf.hq[q0 * c.d + i]);
+        for (int64_t i = 0; i < nk * c.d; ++i)
+          rk[i] = to_double(buf.hk[k0 * c.d + i]), rv[i] = to_double(buf.hv[k0 * c.d + i]);
+        const bool has_keys = nk > 0;
+        if (has_keys)
+          ref::attention_forward_head(rq.data(), rk.data(), rv.data(), nq, nk, c.d, scale, c.causal, ro.data(),
+                                      rl.data());
+        for (int64_t r = 0; r < c.rows(b); ++r) {
+          const float got_lse = out_lse[q0 + r];
+          if (r < nq && has_keys) {
+            for (int64_t e = 0; e < c.d; ++e) err_o.add(to_double(out_o[(q0 + r) * c.d + e]), ro[r * c.d + e]);
+            err_lse.add(got_lse, rl[r]);
+          } else {
+            for (int64_t e = 0; e < c.d; ++e) wrong_padding += to_double(out_o[(q0 + r) * c.d + e]) != 0.0;
+            wrong_padding += !(std::isinf(got_lse) && got_lse < 0);
+          }
         }
       }
-    }
-  INFO("O: ", err_o.str(), "  LSE: ", err_lse.str(), "  wrong padding values: ", wrong_padding);
-  CHECK(err_o.count > 0);
-  CHECK(within(err_o, attention_tolerance(dtype)));
-  CHECK(within(err_lse, lse_tolerance(dtype)));
-  CHECK(wrong_padding == 0);
+    INFO("max_seq_q=", p.max_seq_q, "  O: ", err_o.str(), "  LSE: ", err_lse.str(), "  wrong padding values: ",
+         wrong_padding);
+    CHECK(err_o.count > 0);
+    CHECK(within(err_o, attention_tolerance(dtype_of(p))));
+    CHECK(within(err_lse, lse_tolerance(dtype_of(p))));
+    CHECK(wrong_padding == 0);
+  }
 }
 
 // Padded and packed batches, with and without the causal mask, at head_dim d, in both dtypes.
-void check_varlen_layouts(const AttentionKernel& kernel, int64_t d, uint64_t seed) {
+void check_varlen_layouts(const KernelDesc& kernel, int64_t d, uint64_t seed) {
   Varlen padded{3, 2, d, false, {200, 0, 77}};
   padded.seq_q = 200;
   padded.seq_k = 230;  // keys past seq_lens[b] exist but must not be read
@@ -140,105 +166,148 @@ void check_varlen_layouts(const AttentionKernel& kernel, int64_t d, uint64_t see
   Varlen packed_causal{3, 2, d, true, {}, 300, 400, {0, 70, 70, 300}, {0, 100, 150, 400}};
   for (bool causal : {false, true}) {
     padded.causal = causal;
-    check_varlen<__half>(kernel, padded, ++seed);
-    check_varlen<__nv_bfloat16>(kernel, padded, ++seed);
+    check_varlen_batch<__half>(kernel, padded, ++seed);
+    check_varlen_batch<__nv_bfloat16>(kernel, padded, ++seed);
   }
-  check_varlen<__half>(kernel, packed, ++seed);
-  check_varlen<__nv_bfloat16>(kernel, packed_causal, ++seed);
+  check_varlen_batch<__half>(kernel, packed, ++seed);
+  check_varlen_batch<__nv_bfloat16>(kernel, packed_causal, ++seed);
+}
+
+// A layout whose lengths break a rule: fs_check_varlen names it, and a launch writes nothing for the
+// entries that break it (checked on the device) while it computes the others.
+struct BadLayout {
+  const char* what;
+  Varlen layout;
+  int64_t max_seq_q;            // packed: as given to the launch
+  Status named;                 // what fs_check_varlen returns
+  std::vector<bool> skipped;    // per entry: left unwritten
+};
+
+void check_bad_layout(const KernelDesc& kernel, const BadLayout& bad) {
+  INFO(kernel.qualified(), " ", std::string(bad.what));
+  const Varlen& c = bad.layout;
+  VarlenBuffers<__half> buf(c, 9000);
+  AttentionParams p = buf.p;
+  p.max_seq_q = bad.max_seq_q;
+  AttentionParams checked = p;
+  CHECK(fs::check_varlen(&checked, nullptr) == bad.named);
+  REQUIRE(launch(kernel, p, nullptr) == Status::Success);
+  FS_CUDA_CHECK(cudaDeviceSynchronize());
+  const auto out = buf.o.download();
+  for (int64_t b = 0; b < c.batch; ++b) {
+    // The rows entry b owns, as far as they lie inside O.
+    const int64_t first = c.packed() ? std::clamp<int64_t>(c.cu_q[b], 0, c.seq_q) : b * c.heads * c.seq_q;
+    const int64_t last = c.packed() ? std::clamp<int64_t>(c.cu_q[b + 1], first, c.seq_q) : first + c.heads * c.seq_q;
+    int64_t poisoned = 0, rows = 0;
+    for (int64_t h = 0; h < (c.packed() ? c.heads : 1); ++h)
+      for (int64_t r = first; r < last; ++r, ++rows) {
+        const int64_t row = c.packed() ? h * c.seq_q + r : r;
+        poisoned += std::isnan(to_float(out[row * c.d]));
+      }
+    INFO("entry ", b, ": ", poisoned, " of ", rows, " rows unwritten");
+    CHECK(poisoned == (bad.skipped[b] ? rows : 0));
+  }
 }
 
 }  // namespace
 
-// One test case per version and head_dim, so that CTest can run them side by side.
-#define FS_STAGE04_ODD_SHAPES(V, D)                                                         \
-  FS_GPU_TEST_CASE("stage04 v" #V " matches fp64 at odd sizes / D=" #D) {                     \
-    FS_SKIP_WITHOUT_GPU();                                                                   \
-    check_odd_shapes(*kVersions[V - 1], D, 4000 + 100 * V + D);                              \
+FS_GPU_TEST_CASE("stage04 every version matches fp64 at odd sizes in every head_dim it takes") {
+  FS_SKIP_WITHOUT_GPU();
+  for (const KernelDesc* k : find_kernels("stage04")) {
+    if (!testing::runs_here(*k)) continue;
+    for (int64_t d : head_dims(*k)) check_odd_shapes(*k, d, 4000 + 100 * d);
   }
-FS_STAGE04_ODD_SHAPES(1, 32)
-FS_STAGE04_ODD_SHAPES(1, 64)
-FS_STAGE04_ODD_SHAPES(1, 128)
-FS_STAGE04_ODD_SHAPES(1, 256)
-FS_STAGE04_ODD_SHAPES(2, 32)
-FS_STAGE04_ODD_SHAPES(2, 64)
-FS_STAGE04_ODD_SHAPES(2, 128)
-FS_STAGE04_ODD_SHAPES(2, 256)
-FS_STAGE04_ODD_SHAPES(3, 32)
-FS_STAGE04_ODD_SHAPES(3, 64)
-FS_STAGE04_ODD_SHAPES(3, 128)
-FS_STAGE04_ODD_SHAPES(3, 256)
-FS_STAGE04_ODD_SHAPES(4, 32)
-FS_STAGE04_ODD_SHAPES(4, 64)
-FS_STAGE04_ODD_SHAPES(4, 128)
-FS_STAGE04_ODD_SHAPES(4, 256)
+}
 
 FS_GPU_TEST_CASE("stage04 every version honours a custom scale over many key blocks") {
   FS_SKIP_WITHOUT_GPU();
   // Scale 2 makes the running max move often (the rescaling must be exact); a negative scale turns the
   // row maximum into the minimum of Q Kᵀ (a kernel that takes max(S) before scaling gets it wrong).
-  for (const AttentionKernel* k : kVersions) {
-    testing::check_against_reference(*k, {1, 2, 300, 1500, 64, true, 2.0f, DType::FP16}, 5000, &kNaiveV1);
-    testing::check_against_reference(*k, {2, 1, 129, 1000, 128, false, -0.4f, DType::BF16}, 5001, &kNaiveV1);
+  for (const KernelDesc* k : find_kernels("stage04")) {
+    if (!testing::runs_here(*k)) continue;
+    testing::check_against_reference(*k, attention_shape(1, 2, 300, 1500, 64, DType::FP16, true, 2.0f), 5000, &naive());
+    testing::check_against_reference(*k, attention_shape(2, 1, 129, 1000, 128, DType::BF16, false, -0.4f), 5001,
+                                     &naive());
   }
 }
 
 FS_GPU_TEST_CASE("stage04 every version handles padded and packed variable lengths") {
   FS_SKIP_WITHOUT_GPU();
   uint64_t seed = 6000;
-  for (const AttentionKernel* k : kVersions)
-    for (int64_t d : kHeadDims) {
+  for (const KernelDesc* k : find_kernels("stage04")) {
+    if (!testing::runs_here(*k)) continue;
+    for (int64_t d : head_dims(*k)) {
       check_varlen_layouts(*k, d, seed);
       seed += 10;
     }
+  }
 }
 
-#define FS_STAGE04_V4_CANDIDATES(D)                                                          \
-  FS_GPU_TEST_CASE("stage04 v4 every candidate tile shape matches fp64 / D=" #D) {           \
-    FS_SKIP_WITHOUT_GPU();                                                                   \
-    const int n = flash_fwd_v4_num_candidates(D);                                            \
-    REQUIRE(n >= 1);                                                                         \
-    REQUIRE(n <= int(std::size(kCandidates)));                                               \
-    for (int i = 0; i < n; ++i) {                                                            \
-      INFO("candidate ", i, ": ", flash_fwd_v4_candidate_name(D, i));                        \
-      if (!flash_fwd_v4_candidate_fits(D, i)) {                                              \
-        MESSAGE("not on this GPU (shared memory): " << flash_fwd_v4_candidate_name(D, i));   \
-        continue;                                                                            \
-      }                                                                                      \
-      check_odd_shapes(kCandidates[i], D, 7000 + 100 * i + D);                               \
-      check_varlen_layouts(kCandidates[i], D, 8000 + 100 * i + D);                           \
-    }                                                                                        \
-  }
-FS_STAGE04_V4_CANDIDATES(32)
-FS_STAGE04_V4_CANDIDATES(64)
-FS_STAGE04_V4_CANDIDATES(128)
-FS_STAGE04_V4_CANDIDATES(256)
-
-FS_GPU_TEST_CASE("stage04 v4 tunes once per head_dim and mask and remembers the choice") {
+FS_GPU_TEST_CASE("stage04 lengths that break the rules: fs_check_varlen names them, the kernels skip those entries") {
   FS_SKIP_WITHOUT_GPU();
-  for (int64_t d : kHeadDims)
-    for (bool causal : {false, true}) {
-      const int first = flash_fwd_v4_choice(d, DType::FP16, causal);
-      INFO("D=", d, " causal=", causal, " → ", flash_fwd_v4_candidate_name(d, first));
-      CHECK(first >= 0);
-      CHECK(first < flash_fwd_v4_num_candidates(d));
-      CHECK(flash_fwd_v4_choice(d, DType::FP16, causal) == first);
-      MESSAGE("v4 picks " << flash_fwd_v4_candidate_name(d, first) << " for D=" << d << std::string(causal ? " causal" : ""));
+  // Dense sizes Nq = 17, Nk = 40 for the padded cases; totals for the packed ones.
+  Varlen long_lens{2, 2, 64, false, {17, 18}, 17, 40};  // 18 > min(Nq, Nk) = 17
+  Varlen short_total{2, 2, 64, false, {}, 17, 40, {0, 10, 16}, {0, 5, 40}};  // ends before Nq = 17
+  Varlen decreasing{2, 2, 64, false, {}, 17, 40, {0, 20, 17}, {0, 5, 40}};   // 20 > the total, then down
+  Varlen causal_more_q{2, 2, 64, true, {}, 17, 40, {0, 10, 17}, {0, 5, 40}}; // entry 0: 10 queries, 5 keys
+  Varlen too_long{2, 2, 64, false, {}, 17, 40, {0, 10, 17}, {0, 5, 40}};      // entry 0 longer than max_seq_q
+  const BadLayout cases[] = {
+      {"padded, a length past min(Nq, Nk)", long_lens, 0, Status::InvalidSeqLens, {false, true}},
+      {"packed, offsets that end before the total", short_total, 0, Status::InvalidSeqLens, {false, false}},
+      {"packed, offsets past the total and decreasing", decreasing, 0, Status::InvalidSeqLens, {true, true}},
+      {"packed causal, an entry with more queries than keys", causal_more_q, 0, Status::UnsupportedMask,
+       {true, false}},
+      {"packed, an entry longer than max_seq_q", too_long, 8, Status::Success, {true, false}},
+  };
+  for (const KernelDesc* k : find_kernels("stage04")) {
+    if (!testing::runs_here(*k)) continue;
+    for (const BadLayout& bad : cases) check_bad_layout(*k, bad);
+  }
+}
+
+FS_GPU_TEST_CASE("stage04 v5 every candidate tile shape matches fp64") {
+  FS_SKIP_WITHOUT_GPU();
+  for (int64_t d : head_dims(kFlashFwdV5)) {
+    const int n = flash_fwd_v5_num_candidates(d);
+    REQUIRE(n >= 1);
+    REQUIRE(n <= int(std::size(kCandidates)));
+    for (int i = 0; i < n; ++i) {
+      INFO("D=", d, " candidate ", i, ": ", flash_fwd_v5_candidate_name(d, i));
+      if (!flash_fwd_v5_candidate_runs_here(d, i)) {
+        MESSAGE("not on this GPU (shared memory): " << flash_fwd_v5_candidate_name(d, i));
+        continue;
+      }
+      check_odd_shapes(kCandidates[i], d, 7000 + 100 * i + d);
+      check_varlen_layouts(kCandidates[i], d, 8000 + 100 * i + d);
     }
-  CHECK(flash_fwd_v4_num_candidates(48) == 0);
-  CHECK(flash_fwd_v4_choice(48, DType::FP16, false) == -1);
+  }
+}
+
+FS_GPU_TEST_CASE("stage04 v5 tunes once per head_dim and mask and remembers the choice") {
+  FS_SKIP_WITHOUT_GPU();
+  for (int64_t d : head_dims(kFlashFwdV5))
+    for (bool causal : {false, true}) {
+      const int first = flash_fwd_v5_choice(d, DType::FP16, causal, nullptr);
+      INFO("D=", d, " causal=", causal, " → ", flash_fwd_v5_candidate_name(d, first));
+      CHECK(first >= 0);
+      CHECK(first < flash_fwd_v5_num_candidates(d));
+      CHECK(flash_fwd_v5_choice(d, DType::FP16, causal, nullptr) == first);
+      MESSAGE("v5 picks " << flash_fwd_v5_candidate_name(d, first) << " for D=" << d
+                          << std::string(causal ? " causal" : ""));
+    }
+  CHECK(flash_fwd_v5_num_candidates(48) == 0);
+  CHECK(flash_fwd_v5_choice(48, DType::FP16, false, nullptr) == -1);
+  CHECK(flash_fwd_v5_choice(64, DType::FP32, false, nullptr) == -1);
 }
 
 FS_GPU_TEST_CASE("stage04 every version rejects bad inputs and writes nothing") {
   FS_SKIP_WITHOUT_GPU();
-  const AttentionShape ok{2, 2, 17, 40, 64, false, 0.0f, DType::FP16};
+  const AttentionParams ok = attention_shape(2, 2, 17, 40, 64, DType::FP16);
   DeviceBuffer<int32_t> lens(std::vector<int32_t>{17, 5});
-  DeviceBuffer<int32_t> long_lens(std::vector<int32_t>{17, 18});    // 18 > Nq
   DeviceBuffer<int32_t> cu_q(std::vector<int32_t>{0, 10, 17});
-  DeviceBuffer<int32_t> cu_k(std::vector<int32_t>{0, 5, 40});       // entry 0: 10 queries, 5 keys
-  DeviceBuffer<int32_t> cu_short(std::vector<int32_t>{0, 10, 16});  // ends before Nq = 17
-  DeviceBuffer<int32_t> cu_down(std::vector<int32_t>{0, 20, 17});   // decreasing
+  DeviceBuffer<int32_t> cu_k(std::vector<int32_t>{0, 5, 40});
   const std::vector<int32_t> host_lens{17, 5};
-  for (const AttentionKernel* k : kVersions) {
+  for (const KernelDesc* k : find_kernels("stage04")) {
     testing::check_rejects_bad_inputs(*k, ok);
     auto rejected = [&](const std::function<void(AttentionParams&)>& bad, Status expected) {
       testing::check_rejected(*k, ok, bad, expected);
@@ -249,28 +318,27 @@ FS_GPU_TEST_CASE("stage04 every version rejects bad inputs and writes nothing") 
     // 8-byte aligned is not enough: cp.async and the vector loads move 16 bytes.
     rejected([](AttentionParams& p) { p.q = static_cast<const char*>(p.q) + 8; }, Status::MisalignedPointer);
     rejected([](AttentionParams& p) { p.o = static_cast<char*>(p.o) + 2; }, Status::MisalignedPointer);
-    rejected([&](AttentionParams& p) { p.seq_lens = lens.get(), p.cu_seqlens_q = cu_q.get(), p.cu_seqlens_k = cu_k.get(); },
-             Status::InvalidSeqLens);
+    rejected(
+        [&](AttentionParams& p) { p.seq_lens = lens.get(), p.cu_seqlens_q = cu_q.get(), p.cu_seqlens_k = cu_k.get(); },
+        Status::InvalidSeqLens);
     rejected([&](AttentionParams& p) { p.cu_seqlens_q = cu_q.get(); }, Status::InvalidSeqLens);
-    rejected([&](AttentionParams& p) { p.seq_lens = long_lens.get(); }, Status::InvalidSeqLens);
     rejected([&](AttentionParams& p) { p.seq_lens = host_lens.data(); }, Status::InvalidSeqLens);
-    rejected([&](AttentionParams& p) { p.cu_seqlens_q = cu_short.get(), p.cu_seqlens_k = cu_k.get(); },
+    rejected([&](AttentionParams& p) { p.cu_seqlens_q = cu_q.get(), p.cu_seqlens_k = cu_k.get(), p.max_seq_q = 18; },
              Status::InvalidSeqLens);
-    rejected([&](AttentionParams& p) { p.cu_seqlens_q = cu_down.get(), p.cu_seqlens_k = cu_k.get(); },
+    rejected([&](AttentionParams& p) { p.cu_seqlens_q = cu_q.get(), p.cu_seqlens_k = cu_k.get(), p.max_seq_q = -1; },
              Status::InvalidSeqLens);
-    rejected([&](AttentionParams& p) { p.causal = 1, p.cu_seqlens_q = cu_q.get(), p.cu_seqlens_k = cu_k.get(); },
-             Status::UnsupportedMask);
   }
 }
 
 FS_GPU_TEST_CASE("stage04 every version reports FS_ERR_CUDA when the runtime refuses the work") {
   FS_SKIP_WITHOUT_GPU();
-  for (const AttentionKernel* k : kVersions) testing::check_reports_cuda_error(*k, {1, 1, 17, 17, 64, false, 0.0f, DType::FP16});
+  for (const KernelDesc* k : find_kernels("stage04"))
+    testing::check_reports_cuda_error(*k, attention_shape(1, 1, 17, 17, 64, DType::FP16));
 }
 
 FS_CPU_TEST_CASE("stage04 through the C interface: named codes before any launch") {
   using Launcher = int (*)(const fs_attention_params*, void*);
-  const Launcher launchers[] = {fs_flash_fwd_v1, fs_flash_fwd_v2, fs_flash_fwd_v3, fs_flash_fwd_v4};
+  const Launcher launchers[] = {fs_flash_fwd_v1, fs_flash_fwd_v2, fs_flash_fwd_v3, fs_flash_fwd_v4, fs_flash_fwd_v5};
   fs_attention_params p{};
   p.batch = p.heads = p.seq_q = p.seq_k = 1;
   p.head_dim = 64;
@@ -291,6 +359,8 @@ FS_CPU_TEST_CASE("stage04 through the C interface: named codes before any launch
     CHECK(with(launch, [](auto& b) { b.cu_seqlens_k = reinterpret_cast<const int32_t*>(0x30000); }) ==
           FS_ERR_INVALID_SEQLENS);
   }
+  CHECK(fs_check_varlen(nullptr, nullptr) == FS_ERR_NULL_POINTER);
+  CHECK(fs_check_varlen(&p, nullptr) == FS_SUCCESS);  // dense: nothing to check
   if (testing::missing_gpu()) {
     // Valid arguments reach the runtime, which has no device to give: a named error, not a crash.
     for (Launcher launch : launchers) CHECK(launch(&p, nullptr) == FS_ERR_CUDA);

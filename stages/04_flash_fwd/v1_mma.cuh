@@ -2,19 +2,27 @@
 // rows, P kept in registers.
 //
 // What changes from stage 03: both products run on the tensor cores, in fp16 or bf16 with fp32
-// accumulators, through mma.sync.m16n8k16 (mma.cuh). The work is split as in FlashAttention-2: a block
-// owns Br = 64 query rows and each of its 4 warps owns 16 of them, so a warp computes whole rows of
-// S = Q Kᵀ for a key block, runs the online softmax on them without talking to any other warp, turns
-// its P into the A operand of O += P V in registers (flash_common.cuh: p_fragment), and
-// accumulates its own 16 rows of O. Only K and V are shared between the warps, through shared memory.
+// accumulators, through mma.sync.m16n8k16 (common/device/sm80.cuh). The work is split as in
+// FlashAttention-2: a block owns Br = 64 query rows and each of its 4 warps owns 16 of them, so a
+// warp computes whole rows of S = Q Kᵀ for a key block, runs the online softmax on them without
+// talking to any other warp, turns its P into the A operand of O += P V in registers
+// (flash_common.cuh: p_fragment), and accumulates its own 16 rows of O. Only K and V are shared
+// between the warps, through shared memory.
 //   for each key block j (Bc keys):
-//     sK, sV ← K_j, V_j                     all threads, 16-byte loads, then a barrier
+//     sK, sV ← K_j, V_j                     all threads, 16-byte loads (load_tile), then a barrier
 //     rS = Q K_jᵀ                           per warp: 16 × Bc, (D/16)·(Bc/8) mma
 //     mask, online softmax, P → A fragments per warp, registers only
 //     rO += P V_j                           per warp: 16 × D, (Bc/16)·(D/8) mma
+// The tile loader and the 32-bit fragment gathers from padded shared memory (load_tile, lds_a,
+// lds_b_rows, lds_b_cols), the tile location and the mask are shared with the later versions
+// (common/device/attention.cuh); the softmax and the epilogue too (flash_common.cuh).
+// Measured (H100, fp16, D = 128, N = 8192, TFLOPS non-causal / causal; results/nvidia-h100-80gb-hbm3/
+// stage04.json, stage04/v1/fp16/D:128/N:8192/causal:0|1): 170.1 / 85.6 — the causal pass does the full
+// work, so it runs at half the rate that counts only the visible half.
 // What it still lacks: the causal mask is applied element by element to every key block, even those
-// it hides completely (v2 skips them); fragments are gathered from shared memory 32 (for V: 16) bits at
-// a time, and every tile load stalls the block until it lands (v3: ldmatrix and cp.async).
+// it hides completely (v2 skips them); every tile load stalls the block until it lands (v3: cp.async
+// double buffering); fragments are gathered from shared memory 32 (for V: 16) bits at a time (v4:
+// ldmatrix).
 //
 // Run: build/h100/stages/04_flash_fwd/stage04_flash_fwd --dtype fp16 --seq 8192 --dim 128 --batch 2 --heads 16 --version v1
 #pragma once
@@ -33,58 +41,9 @@ struct Config {
   // Q fragments stay in registers for the whole key loop (D/4 registers per 16 rows). At D = 256 that
   // would be 64 registers beside 128 for O: they are read from shared memory at every key block instead.
   static constexpr bool kQInRegs = D <= 128;
-  // Rows padded by 8 elements (16 bytes): the 8 lanes reading one column of fragments hit 8 different
-  // 4-byte banks instead of one (docs/04_flash_fwd.md, "bank conflicts").
-  static constexpr int kStride = D + 8;
+  static constexpr int kStride = D + 8;  // padded rows (common/device/attention.cuh)
   static constexpr std::size_t kSmemBytes = std::size_t(kBr + 2 * kBc) * kStride * 2;
 };
-
-// Rows [first, first + rows) of a sequence's [n, D] matrix into a padded shared tile, 16 bytes per
-// load and store; rows past n become zeros (a zero V row times P = 0 adds nothing; garbage could be NaN).
-template <class T, int D, int kThreads>
-__device__ __forceinline__ void load_tile(T* dst /* [rows][D+8] */, const T* src /* [n, D] */, int64_t first,
-                                          int rows, int64_t n) {
-  constexpr int kChunks = D / 8;  // 16-byte chunks per row
-  for (int e = threadIdx.x; e < rows * kChunks; e += kThreads) {
-    const int r = e / kChunks, c = e % kChunks * 8;
-    uint4 x = make_uint4(0, 0, 0, 0);
-    if (first + r < n) x = *reinterpret_cast<const uint4*>(src + (first + r) * D + c);
-    *reinterpret_cast<uint4*>(dst + r * (D + 8) + c) = x;
-  }
-}
-
-__device__ __forceinline__ uint32_t lds32(const void* p) { return *reinterpret_cast<const uint32_t*>(p); }
-
-// A fragment (16 rows × 16 columns starting at r0, k0) of a padded row-major tile.
-template <int kStride, class T>
-__device__ __forceinline__ void lds_a(uint32_t (&a)[4], const T* tile, int r0, int k0) {
-  const int g = threadIdx.x % 32 / 4, t = threadIdx.x % 4;
-  const T* p = tile + (r0 + g) * kStride + k0 + 2 * t;
-  a[0] = lds32(p);
-  a[1] = lds32(p + 8 * kStride);
-  a[2] = lds32(p + 8);
-  a[3] = lds32(p + 8 * kStride + 8);
-}
-
-// B fragment of S = Q Kᵀ (k = head dim k0.., n = keys n0..n0+7): B[k][n] = K[n][k], so each register
-// is two neighbours in a row of sK.
-template <int kStride, class T>
-__device__ __forceinline__ void lds_b_rows(uint32_t& b0, uint32_t& b1, const T* tile, int n0, int k0) {
-  const int g = threadIdx.x % 32 / 4, t = threadIdx.x % 4;
-  const T* p = tile + (n0 + g) * kStride + k0 + 2 * t;
-  b0 = lds32(p);
-  b1 = lds32(p + 8);
-}
-
-// B fragment of O += P V (k = keys k0.., n = head dim n0..n0+7): B[k][n] = V[k][n], so each register
-// pairs two rows of sV in one column: two 16-bit loads.
-template <int kStride, class T>
-__device__ __forceinline__ void lds_b_cols(uint32_t& b0, uint32_t& b1, const T* tile, int k0, int n0) {
-  const int g = threadIdx.x % 32 / 4, t = threadIdx.x % 4;
-  const uint16_t* p = reinterpret_cast<const uint16_t*>(tile) + (k0 + 2 * t) * kStride + n0 + g;
-  b0 = pack2_bits(p[0], p[kStride]);
-  b1 = pack2_bits(p[8 * kStride], p[9 * kStride]);
-}
 
 // grid: B·H·ceil(Nq/Br) blocks of kThreads. Warp w owns query rows q0 + 16w .. q0 + 16w + 15.
 template <class T, int D>

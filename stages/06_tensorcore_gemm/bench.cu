@@ -8,12 +8,12 @@
 #include <stdexcept>
 #include <string>
 
-#include "bench.h"
-#include "cublas_gemm.h"
-#include "device_buffer.h"
-#include "flops.h"
-#include "gemm.h"
-#include "random.h"
+#include "common/lib/flops.h"
+#include "common/lib/random.h"
+#include "common/tools/bench.h"
+#include "common/tools/check.h"
+#include "common/tools/cublas_gemm.h"
+#include "common/tools/device_buffer.h"
 
 namespace fs::bench {
 
@@ -34,7 +34,7 @@ struct Problem {
   std::unique_ptr<CublasGemm> peer;
 
   Problem(const Mnk& s, int32_t ab_dtype, int32_t c_dtype, bool trans_b) {
-    const std::size_t in = gemm_dtype_size(ab_dtype), out = gemm_dtype_size(c_dtype);
+    const std::size_t in = dtype_size(DType(ab_dtype)), out = dtype_size(DType(c_dtype));
     a = DeviceBuffer<unsigned char>(std::size_t(s.m * s.k) * in);
     b = DeviceBuffer<unsigned char>(std::size_t(s.k * s.n) * in);
     c = DeviceBuffer<unsigned char>(std::size_t(s.m * s.n) * out);
@@ -55,8 +55,8 @@ struct Problem {
     p.ldc = s.n;
   }
   static void fill(void* ptr, std::size_t n, int32_t dtype, uint64_t seed) {
-    if (dtype == FS_INT8) fill_ints_device(static_cast<int8_t*>(ptr), n, seed, -128, 127);
-    else fill_uniform_device(ptr, n, static_cast<DType>(dtype), seed);
+    if (dtype == FS_INT8) FS_CHECK_STATUS(fill_random_device(ptr, n, DType::INT8, seed, -128.0f, 127.0f));
+    else FS_CHECK_STATUS(fill_random_device(ptr, n, static_cast<DType>(dtype), seed));
   }
 };
 
@@ -65,16 +65,15 @@ std::string shape_name(const Mnk& s) {
 }
 
 // `kernel` null: the cuBLAS peer.
-void add(const DeviceInfo& dev, const GemmKernel* kernel, const Mnk& s, int32_t ab_dtype, int32_t c_dtype,
+void add(const DeviceInfo& dev, const KernelDesc* kernel, const Mnk& s, int32_t ab_dtype, int32_t c_dtype,
          bool trans_b) {
-  const std::string prefix = kernel ? std::string(kernel->stage) + "/" + kernel->version
-                                    : std::string(ab_dtype == FS_INT8 ? "cublaslt" : "cublas");
-  const std::string name = prefix + "/" + gemm_dtype_name(ab_dtype) + "/" + shape_name(s);
+  const std::string prefix = kernel ? kernel->qualified() : std::string(ab_dtype == FS_INT8 ? "cublaslt" : "cublas");
+  const std::string name = prefix + "/" + dtype_name(DType(ab_dtype)) + "/" + shape_name(s);
   register_timed(dev, name, [=] {
     auto problem = std::make_shared<std::unique_ptr<Problem>>();  // made by setup, outside timing
     TimedWork w;
     w.flops = gemm_flops(s.m, s.n, s.k);
-    w.bytes = gemm_min_bytes(s.m, s.n, s.k, double(gemm_dtype_size(ab_dtype)), double(gemm_dtype_size(c_dtype)),
+    w.bytes = gemm_min_bytes(s.m, s.n, s.k, double(dtype_size(DType(ab_dtype))), double(dtype_size(DType(c_dtype))),
                              /*reads_c=*/false);
     w.setup = [=] {
       *problem = std::make_unique<Problem>(s, ab_dtype, c_dtype, trans_b);
@@ -84,30 +83,34 @@ void add(const DeviceInfo& dev, const GemmKernel* kernel, const Mnk& s, int32_t 
         return;
       }
       // One checked launch: a refused problem must stop the run, not be timed as an empty launch.
-      if (const Status st = kernel->launch(pr.p, nullptr); st != Status::Success)
+      if (const Status st = launch(*kernel, pr.p, nullptr); st != Status::Success)
         throw std::runtime_error(name + ": " + status_name(st));
     };
     w.launch = [=] {
       Problem& pr = **problem;
-      if (kernel) kernel->launch(pr.p, nullptr);
+      if (kernel) launch(*kernel, pr.p, nullptr);
       else pr.peer->run(pr.p);
     };
     return w;
   });
 }
 
+// The peer, then every version of the stage that takes these types (and runs on this GPU).
+void add_all(const DeviceInfo& dev, const Mnk& s, DType ab, DType c, bool trans_b) {
+  add(dev, nullptr, s, int32_t(ab), int32_t(c), trans_b);
+  for (const KernelDesc* k : find_kernels("stage06"))
+    if (in_set(k->gemm.ab_dtypes, int32_t(ab)) && in_set(k->gemm.c_dtypes, int32_t(c)) && runs_on(*k, dev))
+      add(dev, k, s, int32_t(ab), int32_t(c), trans_b);
+}
+
 }  // namespace
 
 void register_benchmarks(const DeviceInfo& dev) {
   for (const Mnk& s : kShapes) {
-    add(dev, nullptr, s, FS_FP32, FS_FP32, false);
-    for (const GemmKernel* k : {&kGemmV1, &kGemmV2, &kGemmV3, &kGemmV4, &kGemmV5})
-      add(dev, k, s, FS_FP32, FS_FP32, false);
-    add(dev, nullptr, s, FS_FP16, FS_FP16, false);
-    for (const GemmKernel* k : {&kGemmV6, &kGemmV7}) add(dev, k, s, FS_FP16, FS_FP16, false);
-    add(dev, nullptr, s, FS_BF16, FS_BF16, false);
-    add(dev, nullptr, s, FS_INT8, FS_INT32, true);
-    add(dev, &kGemmV8, s, FS_INT8, FS_INT32, true);
+    add_all(dev, s, DType::FP32, DType::FP32, false);
+    add_all(dev, s, DType::FP16, DType::FP16, false);
+    add_all(dev, s, DType::BF16, DType::BF16, false);
+    add_all(dev, s, DType::INT8, DType::INT32, true);  // cuBLASLt's int8 layout: B transposed
   }
 }
 

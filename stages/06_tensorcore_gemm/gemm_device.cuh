@@ -1,13 +1,16 @@
 // Device helpers the stage 06 kernels share, each introduced by the version named beside it: the
 // alpha/beta epilogue (v1), guarded 128-bit loads (v3), shared tiles in their stored orientation,
-// element copies and the staged store of C (v6), cp.async copies and the grouped tile order (v7), the
-// int8 panel tile (v8). Kept here once so that each vN_*.cuh shows only its own idea.
+// element copies and the staged store of C (v6), cp.async tile streams (the sm80 wrappers of
+// common/device/sm80.cuh) and the grouped tile order (v7), the int8 panel tile (v8). Kept here once
+// so that each vN_*.cuh shows only its own idea.
 #pragma once
 
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
+
+#include "common/device/sm80.cuh"
 
 namespace fs::gemm {
 
@@ -158,22 +161,6 @@ __device__ __forceinline__ void store_staged(TOut* C, int64_t ldc, int64_t M, in
   }
 }
 
-// ---- v7: asynchronous copies global -> shared (sm_80+), named after their PTX instructions -------
-// cp.async.cg: 16 bytes global -> shared without passing through registers, cached in L2 only (the
-// tile is used once per block from shared memory). Both addresses 16-byte aligned, the 16 source bytes
-// inside the matrix.
-__device__ __forceinline__ void cp_async_cg_16(void* smem_dst, const void* gmem_src) {
-  const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem_dst));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(gmem_src));
-}
-// Closes the group of copies this thread issued since the last commit.
-__device__ __forceinline__ void cp_async_commit_group() { asm volatile("cp.async.commit_group;\n" ::); }
-// Waits until at most `kPending` of this thread's groups are still in flight.
-template <int kPending>
-__device__ __forceinline__ void cp_async_wait_group() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending));
-}
-
 // The tile copies of v7 and v8: one cp.async of 16 bytes per chunk of 16 / sizeof(T) elements along
 // the stored rows, into a Tile (PaddedTile or PanelTile) of one pipeline stage. As TileStream does for
 // v3–v5, a thread's chunks share one column and sit kRowStep stored rows apart, so one source pointer
@@ -209,7 +196,8 @@ struct AsyncTileStream {
     if (rows_left > (kCopies - 1) * kRowStep && cols_left >= kChunk) {
       const T* q = p;
 #pragma unroll
-      for (int i = 0; i < kCopies; ++i, q += row_stride) cp_async_cg_16(s + Tile::at(r + i * kRowStep, c), q);
+      for (int i = 0; i < kCopies; ++i, q += row_stride)
+        sm80::cp_async_cg_16(s + Tile::at(r + i * kRowStep, c), q);
       return;
     }
     // At an edge, a chunk partly or wholly outside the matrix takes its valid elements one by one and
@@ -222,7 +210,7 @@ struct AsyncTileStream {
       const T* q = p + i * row_stride;
       const int n = rows_left > i * kRowStep ? valid : 0;  // valid elements in this chunk
       if (n == kChunk) {
-        cp_async_cg_16(dst, q);
+        sm80::cp_async_cg_16(dst, q);
       } else {
 #pragma unroll
         for (int j = 0; j < kChunk; ++j) dst[j] = j < n ? q[j] : T(0);

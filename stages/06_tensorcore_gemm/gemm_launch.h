@@ -1,29 +1,39 @@
-// What every stage 06 launcher does around its kernel: validate, pick the instance compiled for the
-// transposes, launch, and turn a CUDA error into Status::CudaError.
+// What every stage 06 launch does around its kernel: pick the instance compiled for the transposes,
+// launch, and turn a CUDA error into Status::CudaError. Host code.
 #pragma once
 
 #include <cuda_runtime.h>
 
+#include <cstddef>
 #include <cstdint>
 
-#include "cuda_check.h"
-#include "gemm.h"
+#include "common/lib/cuda_check.h"
+#include "common/lib/dispatch.h"
+#include "common/lib/gemm.h"
 
 namespace fs::gemm {
 
 // `Version` has a static member template run<kTransA, kTransB>(params, stream) that enqueues the kernel
 // and returns the first error of its own setup calls (cudaSuccess when there are none).
 template <class Version>
-Status launch_transposes(const GemmParams& p, cudaStream_t stream, const GemmSupport& support) {
-  if (const Status st = validate_gemm(p, support); st != Status::Success) return st;
-  cudaError_t err;
-  if (!p.trans_a)
-    err = p.trans_b ? Version::template run<false, true>(p, stream) : Version::template run<false, false>(p, stream);
-  else
-    err = p.trans_b ? Version::template run<true, true>(p, stream) : Version::template run<true, false>(p, stream);
-  FS_RETURN_IF_CUDA_ERROR(err);
-  FS_RETURN_IF_CUDA_ERROR(cudaGetLastError());  // a refused launch shows up here
-  return Status::Success;
+Status launch_transposes(const GemmParams& p, cudaStream_t stream) {
+  return dispatch_bool(p.trans_a, [&](auto ta) {
+    return dispatch_bool(p.trans_b, [&](auto tb) {
+      FS_RETURN_IF_CUDA_ERROR((Version::template run<decltype(ta)::value, decltype(tb)::value>(p, stream)));
+      FS_RETURN_IF_CUDA_ERROR(cudaGetLastError());  // a refused launch shows up here
+      return Status::Success;
+    });
+  });
+}
+
+// The dynamic shared memory of the largest of the four transpose instances of Config<kTransA, kTransB>.
+template <template <bool, bool> class Config>
+constexpr std::size_t max_smem_bytes() {
+  const std::size_t s[] = {Config<false, false>::kSmemBytes, Config<false, true>::kSmemBytes,
+                           Config<true, false>::kSmemBytes, Config<true, true>::kSmemBytes};
+  std::size_t m = 0;
+  for (std::size_t x : s) m = x > m ? x : m;
+  return m;
 }
 
 // Blocks of a 1D grid with one block per bm×bn tile of C (the kernels derive the tile from blockIdx.x,

@@ -1,4 +1,4 @@
-// Stage 06 launchers for the SIMT fp32 versions v1–v5, and their C exports.
+// Stage 06: the SIMT fp32 versions v1–v5 — their launches, descriptors and C entries.
 #include "gemm.h"
 #include "gemm_launch.h"
 #include "v1_smem_tiling.cuh"
@@ -11,7 +11,7 @@ namespace fs {
 
 namespace {
 
-const GemmSupport kSimtSupport{FS_FP32, gemm_dtype_bit(FS_FP32)};
+const GemmSupport kSimtSupport{Dtypes<DType::FP32>::kMask, Dtypes<DType::FP32>::kMask};
 
 // The kernels' argument lists: v1 and v2 load element by element; v3–v5 also take whether A and B
 // allow float4 loads (16-byte aligned base, leading dimension a multiple of 4).
@@ -73,40 +73,26 @@ struct V5 {
 
 }  // namespace
 
-Status launch_gemm_v1(const GemmParams& p, cudaStream_t s) { return gemm::launch_transposes<V1>(p, s, kSimtSupport); }
-Status launch_gemm_v2(const GemmParams& p, cudaStream_t s) { return gemm::launch_transposes<V2>(p, s, kSimtSupport); }
-Status launch_gemm_v3(const GemmParams& p, cudaStream_t s) { return gemm::launch_transposes<V3>(p, s, kSimtSupport); }
-Status launch_gemm_v4(const GemmParams& p, cudaStream_t s) { return gemm::launch_transposes<V4>(p, s, kSimtSupport); }
-Status launch_gemm_v5(const GemmParams& p, cudaStream_t s) { return gemm::launch_transposes<V5>(p, s, kSimtSupport); }
-
-const GemmKernel kGemmV1{"stage06", "v1", "SIMT fp32: 32x32 shared-memory tiles, one output per thread",
-                         launch_gemm_v1, kSimtSupport};
-const GemmKernel kGemmV2{"stage06", "v2", "SIMT fp32: 128x128 tiles, 8x8 outputs per thread in registers",
-                         launch_gemm_v2, kSimtSupport};
-const GemmKernel kGemmV3{"stage06", "v3", "SIMT fp32: 128-bit global and shared loads", launch_gemm_v3,
-                         kSimtSupport};
-const GemmKernel kGemmV4{"stage06", "v4", "SIMT fp32: 4 warps of 64x64, 8x16 outputs per thread, conflict-free LDS.128",
-                         launch_gemm_v4, kSimtSupport};
-const GemmKernel kGemmV5{"stage06", "v5", "SIMT fp32: double-buffered shared memory, next tile in flight",
-                         launch_gemm_v5, kSimtSupport};
+// Shared memory is static in every SIMT version (at most 16 KB): nothing dynamic to check.
+const KernelDesc kGemmV1 = gemm_kernel(
+    {"fs_gemm_v1", "stage06", "v1", "SIMT fp32: 32x32 shared-memory tiles, one output per thread"}, kSimtSupport,
+    kStageArchs, 0, gemm::launch_transposes<V1>);
+const KernelDesc kGemmV2 = gemm_kernel(
+    {"fs_gemm_v2", "stage06", "v2", "SIMT fp32: 128x128 tiles, 8x8 outputs per thread in registers"}, kSimtSupport,
+    kStageArchs, 0, gemm::launch_transposes<V2>);
+const KernelDesc kGemmV3 = gemm_kernel({"fs_gemm_v3", "stage06", "v3", "SIMT fp32: 128-bit global and shared loads"},
+                                       kSimtSupport, kStageArchs, 0, gemm::launch_transposes<V3>);
+const KernelDesc kGemmV4 = gemm_kernel(
+    {"fs_gemm_v4", "stage06", "v4", "SIMT fp32: 4 warps of 64x64, 8x16 outputs per thread, conflict-free LDS.128"},
+    kSimtSupport, kStageArchs, 0, gemm::launch_transposes<V4>);
+const KernelDesc kGemmV5 = gemm_kernel(
+    {"fs_gemm_v5", "stage06", "v5", "SIMT fp32: double-buffered shared memory, next tile in flight"}, kSimtSupport,
+    kStageArchs, 0, gemm::launch_transposes<V5>);
 
 }  // namespace fs
 
-// The C interface: one entry per version; `stream` is a cudaStream_t (null: the default stream).
-extern "C" {
-int fs_gemm_v1(const fs_gemm_params* p, void* s) {
-  return p ? int(fs::launch_gemm_v1(*p, cudaStream_t(s))) : FS_ERR_NULL_POINTER;
-}
-int fs_gemm_v2(const fs_gemm_params* p, void* s) {
-  return p ? int(fs::launch_gemm_v2(*p, cudaStream_t(s))) : FS_ERR_NULL_POINTER;
-}
-int fs_gemm_v3(const fs_gemm_params* p, void* s) {
-  return p ? int(fs::launch_gemm_v3(*p, cudaStream_t(s))) : FS_ERR_NULL_POINTER;
-}
-int fs_gemm_v4(const fs_gemm_params* p, void* s) {
-  return p ? int(fs::launch_gemm_v4(*p, cudaStream_t(s))) : FS_ERR_NULL_POINTER;
-}
-int fs_gemm_v5(const fs_gemm_params* p, void* s) {
-  return p ? int(fs::launch_gemm_v5(*p, cudaStream_t(s))) : FS_ERR_NULL_POINTER;
-}
-}
+FS_EXPORT_GEMM(fs_gemm_v1, fs::kGemmV1)
+FS_EXPORT_GEMM(fs_gemm_v2, fs::kGemmV2)
+FS_EXPORT_GEMM(fs_gemm_v3, fs::kGemmV3)
+FS_EXPORT_GEMM(fs_gemm_v4, fs::kGemmV4)
+FS_EXPORT_GEMM(fs_gemm_v5, fs::kGemmV5)

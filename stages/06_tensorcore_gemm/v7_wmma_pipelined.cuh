@@ -128,11 +128,11 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
   for (int s = 0; s < kStages - 1; ++s) {
     if (s < k_tiles) load_next(s);
-    gemm::cp_async_commit_group();
+    sm80::cp_async_commit_group();
   }
 
   for (int64_t kt = 0; kt < k_tiles; ++kt) {
-    gemm::cp_async_wait_group<kStages - 2>();  // this thread's copies of tile kt have landed
+    sm80::cp_async_wait_group<kStages - 2>();  // this thread's copies of tile kt have landed
     // Everyone's copies of tile kt have landed (and element-copied stores are visible); and every
     // warp has finished the MMAs of step kt-1, so its stage, (kt-1) % kStages, may be refilled.
     __syncthreads();
@@ -155,14 +155,14 @@ __global__ void __launch_bounds__(kThreads, 1)
       // them: right after the barrier every warp wants the tensor cores at once (measured faster).
       if (kk == 0) {
         if (kt + kStages - 1 < k_tiles) load_next(int((kt + kStages - 1) % kStages));
-        gemm::cp_async_commit_group();
+        sm80::cp_async_commit_group();
       }
     }
   }
 
   // Epilogue. The staging strips alias the pipeline buffers: no copy may still be landing (only empty
   // groups remain, but wait anyway) and every warp must be done reading them.
-  gemm::cp_async_wait_group<0>();
+  sm80::cp_async_wait_group<0>();
   __syncthreads();
   float* strip = reinterpret_cast<float*>(smem) + warp * kF * kLdC;  // (16, 64+4): one row of fragments
 #pragma unroll

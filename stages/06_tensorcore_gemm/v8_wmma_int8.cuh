@@ -2,8 +2,9 @@
 //
 // What changes from v7: the element types and the shared layout, not the pipeline.
 //  * int8 inputs, int32 accumulators: every product of two int8 values and every partial sum is an
-//    integer held exactly, so the result is exact while |sum| < 2^31, i.e. for K <= 2^31 / 128^2 =
-//    131072 at worst-case inputs (docs/06_tensorcore_gemm.md, "Why INT8 is exact").
+//    integer held exactly, so the result is exact while |sum| <= 2^31 - 1, i.e. for K <= 131071 at
+//    worst-case inputs (131072·128² = 2^31 already overflows; docs/06_tensorcore_gemm.md, "Why INT8
+//    is exact").
 //  * v7's 128×256×64 block tile and late-issued copies; at one byte per element a stage is half
 //    v7's size, so the pipeline is 4 stages deep in 97 KB (measured a little faster than 3 here).
 //  * Panels instead of padded rows (gemm::PanelTile): an int8 fragment at k = 16 would start 16 bytes
@@ -113,11 +114,11 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
   for (int s = 0; s < kStages - 1; ++s) {
     if (s < k_tiles) load_next(s);
-    gemm::cp_async_commit_group();
+    sm80::cp_async_commit_group();
   }
 
   for (int64_t kt = 0; kt < k_tiles; ++kt) {
-    gemm::cp_async_wait_group<kStages - 2>();  // this thread's copies of tile kt have landed
+    sm80::cp_async_wait_group<kStages - 2>();  // this thread's copies of tile kt have landed
     // Everyone's copies of tile kt have landed (and element-copied stores are visible); and every
     // warp has finished the MMAs of step kt-1, so its stage, (kt-1) % kStages, may be refilled.
     __syncthreads();
@@ -144,14 +145,14 @@ __global__ void __launch_bounds__(kThreads, 1)
       // them: right after the barrier every warp wants the tensor cores at once (measured faster).
       if (kk == 0) {
         if (kt + kStages - 1 < k_tiles) load_next(int((kt + kStages - 1) % kStages));
-        gemm::cp_async_commit_group();
+        sm80::cp_async_commit_group();
       }
     }
   }
 
   // Epilogue. The staging strips alias the pipeline buffers: no copy may still be landing (only empty
   // groups remain, but wait anyway) and every warp must be done reading them.
-  gemm::cp_async_wait_group<0>();
+  sm80::cp_async_wait_group<0>();
   __syncthreads();
   int32_t* strip = reinterpret_cast<int32_t*>(smem) + warp * kF * kLdC;  // (16, 64+4): one row of fragments
 #pragma unroll

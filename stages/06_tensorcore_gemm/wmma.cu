@@ -1,4 +1,5 @@
-// Stage 06 launchers for the tensor-core versions v6–v8 (WMMA), and their C exports.
+// Stage 06: the tensor-core versions v6–v8 (WMMA) — their launches, descriptors and C entries, and
+// the list of the stage's versions.
 #include <cuda_fp16.h>
 
 #include "gemm.h"
@@ -11,8 +12,8 @@ namespace fs {
 
 namespace {
 
-const GemmSupport kFp16Support{FS_FP16, gemm_dtype_bit(FS_FP32) | gemm_dtype_bit(FS_FP16)};
-const GemmSupport kInt8Support{FS_INT8, gemm_dtype_bit(FS_INT32)};
+const GemmSupport kFp16Support{Dtypes<DType::FP16>::kMask, Dtypes<DType::FP32, DType::FP16>::kMask};
+const GemmSupport kInt8Support{Dtypes<DType::INT8>::kMask, Dtypes<DType::INT32>::kMask};
 
 const __half* a_half(const GemmParams& p) { return static_cast<const __half*>(p.a); }
 const __half* b_half(const GemmParams& p) { return static_cast<const __half*>(p.b); }
@@ -61,29 +62,27 @@ struct V8 {
 
 }  // namespace
 
-Status launch_gemm_v6(const GemmParams& p, cudaStream_t s) { return gemm::launch_transposes<V6>(p, s, kFp16Support); }
-Status launch_gemm_v7(const GemmParams& p, cudaStream_t s) { return gemm::launch_transposes<V7>(p, s, kFp16Support); }
-Status launch_gemm_v8(const GemmParams& p, cudaStream_t s) { return gemm::launch_transposes<V8>(p, s, kInt8Support); }
+// v6's shared memory is static (under 48 KB); v7 and v8 opt in to more, the largest of their
+// transpose instances.
+const KernelDesc kGemmV6 = gemm_kernel(
+    {"fs_gemm_v6", "stage06", "v6", "WMMA fp16: 64x64 tiles, 2x2 fragments per warp, element copies"}, kFp16Support,
+    kStageArchs, 0, gemm::launch_transposes<V6>);
+const KernelDesc kGemmV7 = gemm_kernel(
+    {"fs_gemm_v7", "stage06", "v7",
+     "WMMA fp16: 128x256x64 tiles, 4x4 fragments per warp, 3-stage cp.async, padded smem"},
+    kFp16Support, kStageArchs, gemm::max_smem_bytes<gemm_v7::Config>(), gemm::launch_transposes<V7>);
+const KernelDesc kGemmV8 = gemm_kernel(
+    {"fs_gemm_v8", "stage06", "v8", "WMMA int8 -> int32: v7's pipeline, 16-wide smem panels"}, kInt8Support,
+    kStageArchs, gemm::max_smem_bytes<gemm_v8::Config>(), gemm::launch_transposes<V8>);
 
-const GemmKernel kGemmV6{"stage06", "v6", "WMMA fp16: 64x64 tiles, 2x2 fragments per warp, element copies",
-                         launch_gemm_v6, kFp16Support};
-const GemmKernel kGemmV7{"stage06", "v7",
-                         "WMMA fp16: 128x256x64 tiles, 4x4 fragments per warp, 3-stage cp.async, padded smem",
-                         launch_gemm_v7, kFp16Support};
-const GemmKernel kGemmV8{"stage06", "v8", "WMMA int8 -> int32: v7's pipeline, 16-wide smem panels",
-                         launch_gemm_v8, kInt8Support};
+KernelList stage06_kernels() {
+  static const KernelDesc* const versions[] = {&kGemmV1, &kGemmV2, &kGemmV3, &kGemmV4,
+                                               &kGemmV5, &kGemmV6, &kGemmV7, &kGemmV8};
+  return kernel_list(versions);
+}
 
 }  // namespace fs
 
-// The C interface: one entry per version; `stream` is a cudaStream_t (null: the default stream).
-extern "C" {
-int fs_gemm_v6(const fs_gemm_params* p, void* s) {
-  return p ? int(fs::launch_gemm_v6(*p, cudaStream_t(s))) : FS_ERR_NULL_POINTER;
-}
-int fs_gemm_v7(const fs_gemm_params* p, void* s) {
-  return p ? int(fs::launch_gemm_v7(*p, cudaStream_t(s))) : FS_ERR_NULL_POINTER;
-}
-int fs_gemm_v8(const fs_gemm_params* p, void* s) {
-  return p ? int(fs::launch_gemm_v8(*p, cudaStream_t(s))) : FS_ERR_NULL_POINTER;
-}
-}
+FS_EXPORT_GEMM(fs_gemm_v6, fs::kGemmV6)
+FS_EXPORT_GEMM(fs_gemm_v7, fs::kGemmV7)
+FS_EXPORT_GEMM(fs_gemm_v8, fs::kGemmV8)

@@ -1,0 +1,116 @@
+// flashstages — the sm_80 PTX instructions the kernels are built from, one wrapper each, named after
+// the instruction. Every one of them exists from sm_80 (Ampere) on, and Hopper runs them too; what
+// Hopper adds (TMA, mbarrier, wgmma) gets a header of its own, sm90.cuh, in the same style.
+//
+//   mma_m16n8k16          mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}.{f16,bf16}.f32   D = A·B + D
+//   ldmatrix_x4           ldmatrix.sync.aligned.m8n8.x4.shared.b16     four 8×8 tiles → fragments
+//   ldmatrix_x4_trans     the same, transposed on the way (a tile whose rows are k)
+//   cp_async_cg_16        cp.async.cg.shared.global, 16 bytes global → shared, no registers
+//   cp_async_cg_16_zfill  the same with a source size: 0 reads nothing and writes 16 zero bytes
+//   cp_async_commit_group / cp_async_wait_group<N>   close a group of copies / wait until <= N pend
+//   ex2_approx_ftz        ex2.approx.ftz.f32: 2^x on the special-function unit, one instruction
+//
+// The m16n8k16 fragment layouts (docs/04_flash_fwd.md draws them): with lane = 4·g + t (g = lane / 4
+// is the "group", t = lane % 4 the thread in it):
+//   A 16×16 (row-major): a[0] = A[g][2t..2t+1]     a[1] = A[g+8][2t..2t+1]
+//                        a[2] = A[g][2t+8..2t+9]   a[3] = A[g+8][2t+8..2t+9]
+//   B 16×8  (k × n):     b[0] = B[2t..2t+1][g]     b[1] = B[2t+8..2t+9][g]
+//   C 16×8  (fp32):      c[0..1] = C[g][2t..2t+1]  c[2..3] = C[g+8][2t..2t+1]
+// Two fp16/bf16 values travel in one 32-bit register, the lower column (or k) in the low half.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstdint>
+#include <type_traits>
+
+namespace fs::sm80 {
+
+// D = A·B + D for one 16×8 output tile, k = 16, fp32 accumulators. T is __half or __nv_bfloat16.
+// Not volatile: it only reads and writes registers, so the compiler may schedule it like arithmetic
+// (the shared-memory instructions below stay volatile: they must not move across barriers).
+template <class T>
+__device__ __forceinline__ void mma_m16n8k16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  if constexpr (std::is_same_v<T, __half>) {
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  } else {
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  }
+}
+
+// Lanes 8i..8i+7 give the shared-memory addresses of the 16-byte rows of tile i; register r[i]
+// receives tile i laid out as an mma fragment: lane 4·g + t holds row g, elements 2t and 2t+1.
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t row_address) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(row_address));
+}
+
+// The same, transposed: lane 4·g + t holds column g, elements (rows) 2t and 2t+1.
+__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], uint32_t row_address) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(row_address));
+}
+
+// The 32-bit shared-memory address of a generic pointer into shared memory, as ldmatrix and
+// cp.async take it.
+__device__ __forceinline__ uint32_t smem_address(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+// Copies 16 bytes global → shared without passing through registers, cached in L2 only (.cg: the tile
+// is reused from shared memory, not L1). Both addresses 16-byte aligned, all 16 source bytes valid.
+__device__ __forceinline__ void cp_async_cg_16(void* dst, const void* src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem_address(dst)), "l"(src));
+}
+
+// The same, reading only the first src_bytes (0 or 16 here) and zero-filling the rest: with 0 nothing
+// is read, so a row past the end of a matrix becomes zeros without a separate store.
+__device__ __forceinline__ void cp_async_cg_16_zfill(void* dst, const void* src, int src_bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_address(dst)), "l"(src),
+               "r"(src_bytes));
+}
+
+// Closes the group of copies this thread issued since the last commit.
+__device__ __forceinline__ void cp_async_commit_group() { asm volatile("cp.async.commit_group;\n" ::); }
+
+// Waits until at most N committed groups of this thread are still in flight.
+template <int N>
+__device__ __forceinline__ void cp_async_wait_group() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
+
+// 2^x in one MUFU instruction (relative error about 2^-22; subnormal results flush to 0, ex2(-inf) = 0).
+// Plain exp2f adds range handling around the same instruction unless the build uses --use_fast_math.
+__device__ __forceinline__ float ex2_approx_ftz(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+
+// ---- Packing two 16-bit values into one fragment register ----------------------------------------
+
+// Two floats rounded to T and packed: lo in bits 0..15, hi in bits 16..31.
+template <class T>
+__device__ __forceinline__ uint32_t pack2(float lo, float hi) {
+  if constexpr (std::is_same_v<T, __half>) {
+    const __half2 h = __floats2half2_rn(lo, hi);
+    return *reinterpret_cast<const uint32_t*>(&h);
+  } else {
+    const __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
+    return *reinterpret_cast<const uint32_t*>(&h);
+  }
+}
+
+// Two 16-bit values packed the same way (for fragments gathered one element at a time).
+__device__ __forceinline__ uint32_t pack2_bits(uint16_t lo, uint16_t hi) { return uint32_t(lo) | (uint32_t(hi) << 16); }
+
+}  // namespace fs::sm80

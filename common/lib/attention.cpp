@@ -1,0 +1,123 @@
+#include "common/lib/attention.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <vector>
+
+#include "common/lib/cuda_check.h"
+#include "common/lib/sizes.h"
+
+namespace fs {
+
+namespace {
+
+bool aligned(const void* ptr, std::size_t bytes) { return reinterpret_cast<std::uintptr_t>(ptr) % bytes == 0; }
+
+bool head_dim_supported(int64_t d, const AttentionSupport& s) {
+  if (s.num_head_dims == 0) return d >= 1 && d <= s.max_head_dim;
+  return std::find(s.head_dims, s.head_dims + s.num_head_dims, d) != s.head_dims + s.num_head_dims;
+}
+
+// Every tensor's byte count fits in 64 bits (the kernels index in 64 bits; a product that wraps
+// would make a huge problem look small).
+bool sizes_fit(const AttentionParams& p) {
+  const int64_t e = int64_t(dtype_size(dtype_of(p)));
+  return fits_product({p.batch, p.heads, std::max(p.seq_q, p.seq_k), p.head_dim, e});
+}
+
+// A pointer the runtime does not know as device (or managed) memory is refused: the kernels read
+// the variable-length arrays on the device.
+Status device_array(const int32_t* ptr) {
+  cudaPointerAttributes attr{};
+  FS_RETURN_IF_CUDA_ERROR(cudaPointerGetAttributes(&attr, ptr));
+  if (attr.type != cudaMemoryTypeDevice && attr.type != cudaMemoryTypeManaged) return Status::InvalidSeqLens;
+  return Status::Success;
+}
+
+Status read_lengths(const int32_t* device, int64_t count, cudaStream_t stream, std::vector<int32_t>* host) {
+  host->resize(count);
+  FS_RETURN_IF_CUDA_ERROR(
+      cudaMemcpyAsync(host->data(), device, count * sizeof(int32_t), cudaMemcpyDeviceToHost, stream));
+  FS_RETURN_IF_CUDA_ERROR(cudaStreamSynchronize(stream));
+  return Status::Success;
+}
+
+// cu [B+1]: starts at 0, never decreases, ends at the total.
+bool valid_offsets(const std::vector<int32_t>& cu, int64_t total) {
+  return cu.front() == 0 && cu.back() == total && std::is_sorted(cu.begin(), cu.end());
+}
+
+}  // namespace
+
+float softmax_scale(const AttentionParams& p) {
+  return p.scale != 0.0f ? p.scale : 1.0f / std::sqrt(static_cast<float>(p.head_dim));
+}
+
+Status validate(const AttentionParams& p, const AttentionSupport& support) {
+  if (!p.q || !p.k || !p.v || !p.o) return Status::NullPointer;
+  if (p.batch <= 0 || p.heads <= 0 || p.seq_q <= 0 || p.seq_k <= 0 || p.head_dim <= 0) return Status::InvalidSize;
+  if (!std::isfinite(p.scale)) return Status::InvalidScale;
+  if (!in_set(support.dtypes, p.dtype)) return Status::UnsupportedDtype;
+  if (!head_dim_supported(p.head_dim, support)) return Status::UnsupportedHeadDim;
+  if (!sizes_fit(p)) return Status::InvalidSize;
+  // Bottom-right alignment leaves the first Nq - Nk query rows with no visible key.
+  if (p.causal && p.seq_q > p.seq_k) return Status::UnsupportedMask;
+  const std::size_t align = support.alignment ? support.alignment : dtype_size(dtype_of(p));
+  if (!aligned(p.q, align) || !aligned(p.k, align) || !aligned(p.v, align) || !aligned(p.o, align) ||
+      (p.lse && !aligned(p.lse, sizeof(float))))
+    return Status::MisalignedPointer;
+  const bool padded = p.seq_lens != nullptr, packed = p.cu_seqlens_q || p.cu_seqlens_k;
+  if (!padded && !packed) return Status::Success;
+  if (!support.varlen) return Status::InvalidSeqLens;
+  if (padded && packed) return Status::InvalidSeqLens;                  // one layout at a time
+  if (!p.cu_seqlens_q != !p.cu_seqlens_k) return Status::InvalidSeqLens;  // packed needs both
+  if (packed && (p.max_seq_q < 0 || p.max_seq_q > p.seq_q)) return Status::InvalidSeqLens;
+  for (const int32_t* array : {p.seq_lens, p.cu_seqlens_q, p.cu_seqlens_k})
+    if (array) FS_RETURN_IF_ERROR(device_array(array));
+  return Status::Success;
+}
+
+AttentionProblem prepare(const AttentionParams& p) {
+  const bool packed = p.cu_seqlens_q != nullptr;
+  return {p, softmax_scale(p), packed && p.max_seq_q > 0 ? p.max_seq_q : p.seq_q};
+}
+
+Status check_varlen(AttentionParams* p, cudaStream_t stream) {
+  if (!p->seq_lens && !p->cu_seqlens_q && !p->cu_seqlens_k) return Status::Success;
+  if (p->batch <= 0 || p->seq_q <= 0 || p->seq_k <= 0) return Status::InvalidSize;
+  if (p->seq_lens && (p->cu_seqlens_q || p->cu_seqlens_k)) return Status::InvalidSeqLens;
+  if (!p->cu_seqlens_q != !p->cu_seqlens_k) return Status::InvalidSeqLens;
+  for (const int32_t* array : {p->seq_lens, p->cu_seqlens_q, p->cu_seqlens_k})
+    if (array) FS_RETURN_IF_ERROR(device_array(array));
+  std::vector<int32_t> lens, cu_q, cu_k;
+  if (p->seq_lens) {
+    FS_RETURN_IF_ERROR(read_lengths(p->seq_lens, p->batch, stream, &lens));
+    for (int32_t n : lens)
+      if (n < 0 || n > std::min(p->seq_q, p->seq_k)) return Status::InvalidSeqLens;
+    return Status::Success;
+  }
+  FS_RETURN_IF_ERROR(read_lengths(p->cu_seqlens_q, p->batch + 1, stream, &cu_q));
+  FS_RETURN_IF_ERROR(read_lengths(p->cu_seqlens_k, p->batch + 1, stream, &cu_k));
+  if (!valid_offsets(cu_q, p->seq_q) || !valid_offsets(cu_k, p->seq_k)) return Status::InvalidSeqLens;
+  int64_t longest = 0;
+  for (int64_t b = 0; b < p->batch; ++b) {
+    const int64_t nq = cu_q[b + 1] - cu_q[b], nk = cu_k[b + 1] - cu_k[b];
+    if (p->causal && nq > nk) return Status::UnsupportedMask;  // the dense rule, per entry
+    longest = std::max(longest, nq);
+  }
+  p->max_seq_q = longest;
+  return Status::Success;
+}
+
+std::string describe(const AttentionParams& p) {
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "B=%lld H=%lld Nq=%lld Nk=%lld D=%lld %s%s scale=%.4g",
+                static_cast<long long>(p.batch), static_cast<long long>(p.heads),
+                static_cast<long long>(p.seq_q), static_cast<long long>(p.seq_k),
+                static_cast<long long>(p.head_dim), p.causal ? "causal " : "",
+                is_dtype(p.dtype) ? dtype_name(dtype_of(p)) : "?", softmax_scale(p));
+  return buf;
+}
+
+}  // namespace fs

@@ -1,0 +1,106 @@
+// The attention problem every attention stage solves: what a kernel takes, the validation each
+// launch runs first, and the validated problem the kernels are launched with. Host code.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "common/lib/dispatch.h"
+#include "common/lib/dtype.h"
+#include "common/lib/flashstages.h"
+#include "common/lib/status.h"
+
+namespace fs {
+
+using AttentionParams = fs_attention_params;
+
+inline DType dtype_of(const AttentionParams& p) { return static_cast<DType>(p.dtype); }
+
+// The scale the kernels use: 0 in the params selects 1/sqrt(D).
+float softmax_scale(const AttentionParams& p);
+
+// Element counts, in 64 bits (B·H·N·D passes 2^31 at realistic sizes). Only for validated params.
+inline int64_t q_elems(const AttentionParams& p) { return p.batch * p.heads * p.seq_q * p.head_dim; }
+inline int64_t kv_elems(const AttentionParams& p) { return p.batch * p.heads * p.seq_k * p.head_dim; }
+inline int64_t lse_elems(const AttentionParams& p) { return p.batch * p.heads * p.seq_q; }
+
+// What one attention kernel takes. Built from the kernel's instance lists (attention_support), so the
+// validation and the kernel's dispatch cannot disagree.
+struct AttentionSupport {
+  uint32_t dtypes = 0;        // dtype_bit() set
+  int num_head_dims = 0;      // 0: any head_dim from 1 to max_head_dim; otherwise head_dims[0..n)
+  int head_dims[8] = {};
+  int max_head_dim = 0;
+  std::size_t alignment = 0;  // bytes each tensor base needs; 0 means the element size
+  bool varlen = false;        // takes seq_lens / cu_seqlens
+};
+
+template <class DtypeList, class HeadDimList>
+constexpr AttentionSupport attention_support(std::size_t alignment, bool varlen) {
+  AttentionSupport s;
+  s.dtypes = DtypeList::kMask;
+  s.num_head_dims = HeadDimList::kCount;
+  if constexpr (HeadDimList::kCount > 0)
+    for (int i = 0; i < HeadDimList::kCount; ++i) s.head_dims[i] = HeadDimList::kValues[i];
+  s.max_head_dim = HeadDimList::kMax;
+  s.alignment = alignment;
+  s.varlen = varlen;
+  return s;
+}
+
+// Checks, in this order: null pointers, sizes, scale, dtype, head_dim, mask, alignment; then the
+// variable-length fields: none for a kernel that takes none, seq_lens and cu_seqlens not both,
+// cu_seqlens_q and cu_seqlens_k together, 0 <= max_seq_q <= seq_q, device-accessible arrays. Their
+// values are checked on the device by the kernels (and on the host by check_varlen).
+Status validate(const AttentionParams& p, const AttentionSupport& support);
+
+// A call that passed validate(): the params, and what every kernel derives from them.
+struct AttentionProblem {
+  AttentionParams p;
+  float scale;        // softmax_scale(p)
+  int64_t max_seq_q;  // the most query rows of one entry: sizes the grid (seq_q unless packed)
+};
+AttentionProblem prepare(const AttentionParams& p);  // for validated params
+
+// Kernels whose grid puts B·H in blockIdx.y or .z (stages 01 and 02) are limited to 65535 heads per
+// launch: larger batches run in slices of heads, one after another on the stream. for_each_head_slice
+// calls f(HeadSlice<T>) for each slice and stops at the first error.
+constexpr int64_t kMaxHeadsPerLaunch = 65535;
+
+template <class T>
+struct HeadSlice {
+  const T* q;       // [heads, Nq, D]
+  const T* k;       // [heads, Nk, D]
+  const T* v;       // [heads, Nk, D]
+  T* o;             // [heads, Nq, D]
+  float* lse;       // [heads, Nq] or null
+  unsigned heads;   // at most kMaxHeadsPerLaunch
+};
+
+template <class T, class F>
+Status for_each_head_slice(const AttentionParams& p, F&& f) {
+  const int64_t total = p.batch * p.heads;
+  for (int64_t bh0 = 0; bh0 < total; bh0 += kMaxHeadsPerLaunch) {
+    HeadSlice<T> s;
+    s.q = static_cast<const T*>(p.q) + bh0 * p.seq_q * p.head_dim;
+    s.k = static_cast<const T*>(p.k) + bh0 * p.seq_k * p.head_dim;
+    s.v = static_cast<const T*>(p.v) + bh0 * p.seq_k * p.head_dim;
+    s.o = static_cast<T*>(p.o) + bh0 * p.seq_q * p.head_dim;
+    s.lse = p.lse ? p.lse + bh0 * p.seq_q : nullptr;
+    s.heads = static_cast<unsigned>(total - bh0 < kMaxHeadsPerLaunch ? total - bh0 : kMaxHeadsPerLaunch);
+    FS_RETURN_IF_ERROR(f(s));
+  }
+  return Status::Success;
+}
+
+// The host-side check behind fs_check_varlen: reads the arrays (one copy and a synchronization of
+// `stream`), names what is wrong, and for packed batches sets p->max_seq_q.
+Status check_varlen(AttentionParams* p, cudaStream_t stream);
+
+// "B=2 H=16 Nq=4096 Nk=4096 D=64 causal fp16 scale=0.125"
+std::string describe(const AttentionParams& p);
+
+}  // namespace fs

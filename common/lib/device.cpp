@@ -1,0 +1,69 @@
+#include "common/lib/device.h"
+
+#include <algorithm>
+
+#include "common/lib/cuda_check.h"
+
+namespace fs {
+
+namespace {
+
+bool cc_listed(const fs_kernel_info& k, int cc) {
+  return std::find(k.archs, k.archs + k.num_archs, cc) != k.archs + k.num_archs;
+}
+
+std::string arch_list(const fs_kernel_info& k) {
+  std::string s;
+  for (int i = 0; i < k.num_archs; ++i) s += (i ? ", sm_" : "sm_") + std::to_string(k.archs[i]);
+  return s.empty() ? "no GPU (built for none)" : s;
+}
+
+}  // namespace
+
+Status current_device(DeviceProps* props) {
+  int device = 0;
+  FS_RETURN_IF_CUDA_ERROR(cudaGetDevice(&device));
+  // A handful of devices per process at most: each thread keeps what it read.
+  thread_local DeviceProps known[16];
+  thread_local bool read[16] = {};
+  if (device >= 0 && device < 16 && read[device]) {
+    *props = known[device];
+    return Status::Success;
+  }
+  DeviceProps d;
+  d.device = device;
+  int major = 0, minor = 0, optin = 0, l2 = 0;
+  FS_RETURN_IF_CUDA_ERROR(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  FS_RETURN_IF_CUDA_ERROR(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+  FS_RETURN_IF_CUDA_ERROR(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  FS_RETURN_IF_CUDA_ERROR(cudaDeviceGetAttribute(&d.sms, cudaDevAttrMultiProcessorCount, device));
+  FS_RETURN_IF_CUDA_ERROR(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device));
+  d.cc = major * 10 + minor;
+  d.smem_per_block_optin = std::size_t(optin);
+  d.l2_bytes = std::size_t(l2);
+  if (device >= 0 && device < 16) known[device] = d, read[device] = true;
+  *props = d;
+  return Status::Success;
+}
+
+Status device_supports(const fs_kernel_info& kernel, const DeviceProps& dev) {
+  if (!cc_listed(kernel, dev.cc) || kernel.smem_bytes > dev.smem_per_block_optin) return Status::UnsupportedDevice;
+  return Status::Success;
+}
+
+std::string unsupported_reason(const fs_kernel_info& kernel, const DeviceProps& dev) {
+  if (!cc_listed(kernel, dev.cc))
+    return "sm_" + std::to_string(dev.cc) + " is not among the GPUs this build runs it on (" + arch_list(kernel) + ")";
+  if (kernel.smem_bytes > dev.smem_per_block_optin)
+    return "a block needs " + std::to_string(kernel.smem_bytes / 1024) + " KiB of shared memory, the GPU allows " +
+           std::to_string(dev.smem_per_block_optin / 1024) + " KiB";
+  return {};
+}
+
+Status check_current_device(const fs_kernel_info& kernel) {
+  DeviceProps dev;
+  FS_RETURN_IF_ERROR(current_device(&dev));
+  return device_supports(kernel, dev);
+}
+
+}  // namespace fs

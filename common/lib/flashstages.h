@@ -1,0 +1,170 @@
+/*
+ * flashstages — the C interface of the shared library.
+ *
+ * Every stage's launcher is exported here with C linkage so that C, Python (ctypes) and other
+ * languages can call any stage. The C++ code uses these same types (common/lib/attention.h and
+ * gemm.h wrap them), so there is one definition of each problem and one list of status codes.
+ * fs_kernel_count / fs_kernel_at describe every launcher: what it takes and which GPUs it runs on.
+ *
+ * Tensors are contiguous, row-major [B, H, N, D] for Q, K, V, O and [B, H, Nq] (fp32) for LSE.
+ * Every entry validates its arguments before it launches anything; a non-zero return means nothing
+ * was written. fs_status_name / fs_status_message name every code.
+ */
+#ifndef FLASHSTAGES_H
+#define FLASHSTAGES_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32)
+#define FS_API __declspec(dllexport)
+#else
+#define FS_API __attribute__((visibility("default")))
+#endif
+
+/* Status codes. Append only: the numbers are part of the ABI. */
+typedef enum fs_status {
+  FS_SUCCESS = 0,
+  FS_ERR_NULL_POINTER = 1,         /* a required tensor pointer is null */
+  FS_ERR_INVALID_SIZE = 2,         /* a size is zero or negative */
+  FS_ERR_UNSUPPORTED_HEAD_DIM = 3, /* this kernel has no instance for head_dim */
+  FS_ERR_UNSUPPORTED_DTYPE = 4,    /* this kernel does not take this element type */
+  FS_ERR_MISALIGNED_POINTER = 5,   /* a pointer is not aligned as the kernel's vector loads need */
+  FS_ERR_UNSUPPORTED_MASK = 6,     /* causal with seq_q > seq_k: some rows would see no key */
+  FS_ERR_INVALID_SCALE = 7,        /* scale is NaN or infinite */
+  FS_ERR_OUT_OF_MEMORY = 8,        /* the kernel's workspace could not be allocated */
+  FS_ERR_CUDA = 9,                 /* the CUDA runtime reported an error (no device, launch failure) */
+  FS_ERR_INVALID_SEQLENS = 10,     /* seq_lens / cu_seqlens are inconsistent, or this kernel takes none */
+  FS_ERR_INVALID_LEADING_DIM = 11, /* a GEMM leading dimension is smaller than its matrix's row */
+  FS_ERR_UNSUPPORTED_DEVICE = 12   /* this kernel has no code for the current GPU, or needs more shared memory */
+} fs_status;
+
+/* Element types. A kernel's set of types is a bit mask: bit (1 << dtype). */
+typedef enum fs_dtype { FS_FP32 = 0, FS_FP16 = 1, FS_BF16 = 2, FS_INT8 = 3, FS_INT32 = 4 } fs_dtype;
+
+/* One attention problem: O = softmax(scale · Q Kᵀ [+ causal mask]) V, and LSE = log Σ exp(scale · S). */
+typedef struct fs_attention_params {
+  int64_t batch;     /* B */
+  int64_t heads;     /* H */
+  int64_t seq_q;     /* Nq: query rows per head */
+  int64_t seq_k;     /* Nk: key/value rows per head */
+  int64_t head_dim;  /* D */
+  float scale;       /* softmax scale; 0 means 1/sqrt(D) */
+  int32_t causal;    /* non-zero: query i sees keys j <= i + (Nk - Nq) (bottom-right aligned) */
+  int32_t dtype;     /* fs_dtype of Q, K, V and O */
+  const void* q;     /* [B, H, Nq, D] */
+  const void* k;     /* [B, H, Nk, D] */
+  const void* v;     /* [B, H, Nk, D] */
+  void* o;           /* [B, H, Nq, D] */
+  float* lse;        /* [B, H, Nq] natural-log LSE of the scaled scores; may be null (not written) */
+  /* Variable lengths (stage 04): both null for dense batches, at most one set. Device arrays.
+   * seq_lens [B]: padded batches; entry b uses its first seq_lens[b] query rows and key rows
+   *   (<= seq_q and <= seq_k); its query rows past that get O = 0 and LSE = -inf.
+   * cu_seqlens_q / cu_seqlens_k [B+1]: packed batches; entry b owns rows cu[b] .. cu[b+1]-1 of
+   *   Q (O, LSE) and K, V, stored [H, total, D] (so seq_q / seq_k are the totals, cu[B]).
+   * The launchers never read these arrays on the host (so they can be captured into a CUDA graph):
+   * the kernels check each entry on the device and write nothing for an entry that breaks the
+   * rules. fs_check_varlen checks a layout on the host, once, and names what is wrong. */
+  const int32_t* seq_lens;
+  const int32_t* cu_seqlens_q;
+  const int32_t* cu_seqlens_k;
+  /* Packed batches: the most query rows of any entry, or 0 for "unknown" (then seq_q, the total).
+   * It sizes the grid: every entry gets ceil(max_seq_q / Br) query tiles per head, so a tight value
+   * saves launching tiles that hold no row. fs_check_varlen computes it. An entry longer than
+   * max_seq_q breaks the rules (see above). Ignored for dense and padded batches. */
+  int64_t max_seq_q;
+} fs_attention_params;
+
+/* One GEMM: C = alpha · op(A) · op(B) + beta · C, row-major. op(A) is M×K: A is stored M×K (lda >= K),
+ * or K×M when trans_a (lda >= M). op(B) is K×N: B is stored K×N (ldb >= N), or N×K when trans_b
+ * (ldb >= K). C is M×N (ldc >= N). beta = 0 never reads C. */
+typedef struct fs_gemm_params {
+  int64_t m, n, k;
+  int32_t trans_a, trans_b;
+  int32_t ab_dtype;  /* fs_dtype of A and B */
+  int32_t c_dtype;   /* fs_dtype of C */
+  float alpha, beta;
+  const void* a;
+  int64_t lda;
+  const void* b;
+  int64_t ldb;
+  void* c;
+  int64_t ldc;
+} fs_gemm_params;
+
+FS_API const char* fs_status_name(int status);    /* "FS_ERR_NULL_POINTER" */
+FS_API const char* fs_status_message(int status); /* one sentence for a person */
+
+/* ---- What the library holds ----------------------------------------------------------------- */
+
+/* Which params struct a launcher takes. */
+typedef enum fs_problem { FS_PROBLEM_ATTENTION = 0, FS_PROBLEM_GEMM = 1 } fs_problem;
+
+/* One launcher, as the library describes it. */
+typedef struct fs_kernel_info {
+  const char* entry;      /* the C entry that runs it: "fs_flash_fwd_v3" */
+  const char* stage;      /* "stage04" */
+  const char* version;    /* "v3" */
+  const char* technique;  /* one line: what this version does */
+  int32_t problem;        /* fs_problem */
+  uint32_t in_dtypes;     /* bit (1 << fs_dtype) per type it takes: Q, K, V (attention), A, B (GEMM) */
+  uint32_t out_dtypes;    /* per type it writes: O (attention: always the input's type), C (GEMM) */
+  int32_t num_head_dims;  /* attention: how many entries of head_dims hold; 0: any head_dim <= max_head_dim */
+  int32_t head_dims[8];
+  int32_t max_head_dim;
+  int32_t num_archs;      /* the GPUs it runs on, as compute capabilities (major·10 + minor): exactly */
+  int32_t archs[16];      /*   those this build carries code for; no other GPU, older or newer */
+  uint64_t smem_bytes;    /* the dynamic shared memory a block needs: a GPU must allow that much per block */
+} fs_kernel_info;
+
+FS_API int fs_kernel_count(void);
+FS_API const fs_kernel_info* fs_kernel_at(int index); /* null outside 0 .. fs_kernel_count() - 1 */
+/* FS_SUCCESS when the kernel can run on CUDA device `device`, FS_ERR_UNSUPPORTED_DEVICE when it
+ * cannot (fs_status_message says why in general), FS_ERR_CUDA when there is no such device. */
+FS_API int fs_kernel_check_device(const fs_kernel_info* kernel, int device);
+
+/* ---- Attention -------------------------------------------------------------------------------- */
+
+/* Attention launchers, one per stage version. `stream` is a cudaStream_t (null: the default stream).
+ * They return once the work is queued; errors in queued work surface at the next synchronization. */
+FS_API int fs_naive_v1(const fs_attention_params* params, void* stream);
+FS_API int fs_tiled_v1(const fs_attention_params* params, void* stream);
+FS_API int fs_online_softmax_v1(const fs_attention_params* params, void* stream);
+
+/* Stage 04: tensor-core FlashAttention forward. */
+FS_API int fs_flash_fwd_v1(const fs_attention_params* params, void* stream);
+FS_API int fs_flash_fwd_v2(const fs_attention_params* params, void* stream);
+FS_API int fs_flash_fwd_v3(const fs_attention_params* params, void* stream);
+FS_API int fs_flash_fwd_v4(const fs_attention_params* params, void* stream);
+FS_API int fs_flash_fwd_v5(const fs_attention_params* params, void* stream);
+
+/* Checks a variable-length layout on the host, once, outside the launch path: copies seq_lens or
+ * cu_seqlens_q/k to the host, synchronizes `stream`, and returns FS_ERR_INVALID_SEQLENS (values that
+ * do not fit the sizes: a length outside 0 .. min(seq_q, seq_k); offsets that do not start at 0,
+ * decrease, or do not end at the totals) or FS_ERR_UNSUPPORTED_MASK (causal, an entry with more
+ * queries than keys). For packed batches it sets params->max_seq_q. Dense params return FS_SUCCESS. */
+FS_API int fs_check_varlen(fs_attention_params* params, void* stream);
+
+/* ---- GEMM ------------------------------------------------------------------------------------- */
+
+/* Stage 06: GEMM. One entry per version, all with the same arguments (fs_gemm_params above).
+ * v1-v5: SIMT, ab_dtype FS_FP32, c_dtype FS_FP32. v6, v7: WMMA, ab_dtype FS_FP16, c_dtype FS_FP32 or
+ * FS_FP16. v8: WMMA, ab_dtype FS_INT8, c_dtype FS_INT32 (alpha·acc + beta·C rounded to nearest).
+ * Pointers need only their element alignment; any M, N, K >= 1. */
+FS_API int fs_gemm_v1(const fs_gemm_params* params, void* stream); /* shared-memory tiling */
+FS_API int fs_gemm_v2(const fs_gemm_params* params, void* stream); /* 2D register blocking */
+FS_API int fs_gemm_v3(const fs_gemm_params* params, void* stream); /* 128-bit loads */
+FS_API int fs_gemm_v4(const fs_gemm_params* params, void* stream); /* warp tiling */
+FS_API int fs_gemm_v5(const fs_gemm_params* params, void* stream); /* double buffering */
+FS_API int fs_gemm_v6(const fs_gemm_params* params, void* stream); /* WMMA fp16 */
+FS_API int fs_gemm_v7(const fs_gemm_params* params, void* stream); /* WMMA fp16, cp.async pipeline */
+FS_API int fs_gemm_v8(const fs_gemm_params* params, void* stream); /* WMMA int8 -> int32 */
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* FLASHSTAGES_H */

@@ -1,0 +1,41 @@
+// The GEMM problem every GEMM stage solves, what a kernel takes, and the validation each launch runs
+// first. Host code.
+//
+//   C = alpha · op(A) · op(B) + beta · C, row-major; op(A) is M×K, op(B) is K×N, C is M×N.
+//   A is stored M×K (lda >= K), or K×M when trans_a (lda >= M); B is stored K×N (ldb >= N), or N×K
+//   when trans_b (ldb >= K); ldc >= N. beta = 0 never reads C.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "common/lib/dtype.h"
+#include "common/lib/flashstages.h"
+#include "common/lib/status.h"
+
+namespace fs {
+
+using GemmParams = fs_gemm_params;
+
+// What one GEMM kernel takes: sets of input (A, B) and output (C) types, as dtype_bit() masks.
+struct GemmSupport {
+  uint32_t ab_dtypes = 0;
+  uint32_t c_dtypes = 0;
+};
+
+// Checks, in this order: null pointers (FS_ERR_NULL_POINTER), sizes (FS_ERR_INVALID_SIZE: not
+// positive, or a matrix whose byte count passes 64 bits), leading dimensions
+// (FS_ERR_INVALID_LEADING_DIM), dtypes (FS_ERR_UNSUPPORTED_DTYPE), and that every pointer is aligned
+// to its element size (FS_ERR_MISALIGNED_POINTER). Wider alignment is never required: the kernels
+// with 16-byte loads check it themselves and fall back to element loads in the same kernel.
+Status validate(const GemmParams& p, const GemmSupport& support);
+
+// The element counts A, B and C span in memory: the last row needs only its used columns.
+int64_t gemm_a_span(const GemmParams& p);
+int64_t gemm_b_span(const GemmParams& p);
+int64_t gemm_c_span(const GemmParams& p);
+
+// "M=4096 N=4096 K=4096 B^T fp16->fp32 alpha=1 beta=0"
+std::string describe(const GemmParams& p);
+
+}  // namespace fs

@@ -1,0 +1,159 @@
+// How every kernel version describes itself, and the one way it is launched.
+//
+// A stage defines one KernelDesc per version: its name, what it takes (built from the same instance
+// lists its dispatch uses, common/lib/dispatch.h), the GPUs it runs on, and `run`, the version's own
+// launch. Everything else goes through launch() below, the same for every version of every stage:
+//   validate the params  →  check that the current GPU can run the kernel  →  run(problem, stream)
+// so a bad call returns its named code before anything touches the device. The C entries are made
+// by FS_EXPORT_ATTENTION / FS_EXPORT_GEMM from the descriptor, and the registry (all_kernels(), and
+// fs_kernel_count / fs_kernel_at for C and Python) lists every descriptor of every stage.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/lib/attention.h"
+#include "common/lib/flashstages.h"
+#include "common/lib/gemm.h"
+#include "common/lib/status.h"
+
+namespace fs {
+
+// A version's own launch, called with params that passed validation on a GPU that can run it.
+using AttentionRun = Status (*)(const AttentionProblem&, cudaStream_t);
+using GemmRun = Status (*)(const GemmParams&, cudaStream_t);
+
+struct KernelDesc {
+  fs_kernel_info info;
+  AttentionSupport attention;  // attention kernels: what validate() admits
+  GemmSupport gemm;            // GEMM kernels: the same
+  AttentionRun run_attention = nullptr;
+  GemmRun run_gemm = nullptr;
+  // Attention: device memory the launch allocates beyond Q, K, V, O and LSE (the N×N score buffer of
+  // stages 01–02), and the modelled DRAM traffic, for GB/s (null: the least possible,
+  // attention_fwd_min_bytes). Both may be null for GEMM kernels.
+  std::size_t (*extra_bytes)(const AttentionParams&) = nullptr;
+  double (*traffic_bytes)(const AttentionParams&) = nullptr;
+
+  std::string qualified() const { return std::string(info.stage) + "/" + info.version; }  // "stage04/v3"
+  bool is_attention() const { return info.problem == FS_PROBLEM_ATTENTION; }
+};
+
+// The GPUs a stage's kernels run on, as compute capabilities: CMake computes them from the stage's
+// CUDA architectures and hands them to the stage's sources as the string FS_STAGE_ARCHS ("80 86 90";
+// a string because nvcc splits -D values at commas), read here into kStageArchs.
+struct ArchSet {
+  int count = 0;
+  int cc[16] = {};
+};
+constexpr ArchSet parse_archs(const char* s) {
+  ArchSet a;
+  int value = 0;
+  bool digits = false;
+  for (;; ++s) {
+    if (*s >= '0' && *s <= '9') {
+      value = value * 10 + (*s - '0');
+      digits = true;
+    } else {
+      if (digits && a.count < 16) a.cc[a.count++] = value;
+      value = 0;
+      digits = false;
+      if (!*s) return a;
+    }
+  }
+}
+#ifdef FS_STAGE_ARCHS
+static constexpr ArchSet kStageArchs = parse_archs(FS_STAGE_ARCHS);
+#endif
+
+// Names of a version, as the registry and the benchmarks show them.
+struct KernelName {
+  const char* entry;      // "fs_flash_fwd_v3"
+  const char* stage;      // "stage04"
+  const char* version;    // "v3"
+  const char* technique;  // one line
+};
+
+constexpr fs_kernel_info kernel_info(const KernelName& n, fs_problem problem, uint32_t in, uint32_t out,
+                                     const ArchSet& archs, std::size_t smem_bytes) {
+  fs_kernel_info i{};
+  i.entry = n.entry;
+  i.stage = n.stage;
+  i.version = n.version;
+  i.technique = n.technique;
+  i.problem = problem;
+  i.in_dtypes = in;
+  i.out_dtypes = out;
+  i.num_archs = archs.count;
+  for (int a = 0; a < archs.count; ++a) i.archs[a] = archs.cc[a];
+  i.smem_bytes = smem_bytes;
+  return i;
+}
+
+// An attention version. smem_bytes: the most dynamic shared memory one of its blocks asks for (the
+// device check compares it with what the GPU allows).
+constexpr KernelDesc attention_kernel(const KernelName& n, const AttentionSupport& support, const ArchSet& archs,
+                                      std::size_t smem_bytes, AttentionRun run,
+                                      std::size_t (*extra_bytes)(const AttentionParams&),
+                                      double (*traffic_bytes)(const AttentionParams&) = nullptr) {
+  KernelDesc k{kernel_info(n, FS_PROBLEM_ATTENTION, support.dtypes, support.dtypes, archs, smem_bytes)};
+  k.info.num_head_dims = support.num_head_dims;
+  for (int i = 0; i < support.num_head_dims; ++i) k.info.head_dims[i] = support.head_dims[i];
+  k.info.max_head_dim = support.max_head_dim;
+  k.attention = support;
+  k.run_attention = run;
+  k.extra_bytes = extra_bytes;
+  k.traffic_bytes = traffic_bytes;
+  return k;
+}
+
+// A GEMM version.
+constexpr KernelDesc gemm_kernel(const KernelName& n, const GemmSupport& support, const ArchSet& archs,
+                                 std::size_t smem_bytes, GemmRun run) {
+  KernelDesc k{kernel_info(n, FS_PROBLEM_GEMM, support.ab_dtypes, support.c_dtypes, archs, smem_bytes)};
+  k.gemm = support;
+  k.run_gemm = run;
+  return k;
+}
+
+// Validate, check the device, run (see the top of this file).
+Status launch(const KernelDesc& kernel, const AttentionParams& params, cudaStream_t stream);
+Status launch(const KernelDesc& kernel, const GemmParams& params, cudaStream_t stream);
+
+// Every kernel of every stage, in stage and version order.
+const std::vector<const KernelDesc*>& all_kernels();
+// Those whose "stage/version" is `name` or starts with `name` + "/": "stage04" or "stage04/v3".
+std::vector<const KernelDesc*> find_kernels(std::string_view name);
+
+// One stage's versions, in order; each stage defines stageNN_kernels() beside its descriptors, and
+// CMake writes the table that lists every stage's (kernel_table.cpp in the build tree).
+struct KernelList {
+  const KernelDesc* const* items;
+  int count;
+};
+template <std::size_t N>
+constexpr KernelList kernel_list(const KernelDesc* const (&items)[N]) {
+  return {items, int(N)};
+}
+
+namespace detail {
+int export_call(const KernelDesc& kernel, const fs_attention_params* params, void* stream);
+int export_call(const KernelDesc& kernel, const fs_gemm_params* params, void* stream);
+}  // namespace detail
+
+}  // namespace fs
+
+// The C entry of a version: a null params pointer is FS_ERR_NULL_POINTER, everything else is
+// launch(descriptor, *params, stream).
+#define FS_EXPORT_ATTENTION(entry, descriptor)                                     \
+  extern "C" FS_API int entry(const fs_attention_params* params, void* stream) {   \
+    return ::fs::detail::export_call(descriptor, params, stream);                   \
+  }
+#define FS_EXPORT_GEMM(entry, descriptor)                                      \
+  extern "C" FS_API int entry(const fs_gemm_params* params, void* stream) {    \
+    return ::fs::detail::export_call(descriptor, params, stream);               \
+  }

@@ -1,0 +1,42 @@
+#include "common/lib/status.h"
+
+namespace {
+
+struct StatusText {
+  const char* name;
+  const char* message;
+};
+
+// Indexed by the code; the static_assert below keeps it in step with the enum.
+constexpr StatusText kStatusText[] = {
+    {"FS_SUCCESS", "success"},
+    {"FS_ERR_NULL_POINTER", "a required tensor pointer (q, k, v or o) is null"},
+    {"FS_ERR_INVALID_SIZE", "every size must be positive"},
+    {"FS_ERR_UNSUPPORTED_HEAD_DIM", "this kernel has no instance for this head_dim"},
+    {"FS_ERR_UNSUPPORTED_DTYPE", "this kernel does not take this element type"},
+    {"FS_ERR_MISALIGNED_POINTER", "a tensor pointer is not aligned as this kernel's loads need"},
+    {"FS_ERR_UNSUPPORTED_MASK", "causal masking needs seq_q <= seq_k, or some query rows would see no key"},
+    {"FS_ERR_INVALID_SCALE", "scale must be finite (0 selects 1/sqrt(head_dim))"},
+    {"FS_ERR_OUT_OF_MEMORY", "the kernel's device workspace could not be allocated"},
+    {"FS_ERR_CUDA", "the CUDA runtime reported an error (no usable device, or a failed launch)"},
+    {"FS_ERR_INVALID_SEQLENS", "seq_lens / cu_seqlens are inconsistent with the sizes, or this kernel takes none"},
+    {"FS_ERR_INVALID_LEADING_DIM", "a leading dimension (lda, ldb, ldc) is smaller than its matrix's row"},
+    {"FS_ERR_UNSUPPORTED_DEVICE",
+     "this kernel cannot run on the current GPU: this build has no code for its architecture, or a block "
+     "needs more shared memory than the GPU allows"},
+};
+constexpr int kLastStatus = FS_ERR_UNSUPPORTED_DEVICE;
+static_assert(sizeof(kStatusText) / sizeof(kStatusText[0]) == kLastStatus + 1,
+              "every fs_status code needs a name and a message");
+
+bool known(int status) { return status >= 0 && status <= kLastStatus; }
+
+}  // namespace
+
+extern "C" const char* fs_status_name(int status) {
+  return known(status) ? kStatusText[status].name : "FS_UNKNOWN_STATUS";
+}
+
+extern "C" const char* fs_status_message(int status) {
+  return known(status) ? kStatusText[status].message : "not a flashstages status code";
+}

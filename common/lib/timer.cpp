@@ -1,0 +1,55 @@
+#include "common/lib/timer.h"
+
+#include <algorithm>
+
+#include "common/lib/cuda_check.h"
+
+namespace fs {
+
+GpuTimer::GpuTimer() {
+  cudaError_t err = cudaEventCreate(&start_);
+  if (err == cudaSuccess) err = cudaEventCreate(&stop_);
+  if (err != cudaSuccess) status_ = record_cuda_error(err);
+}
+
+GpuTimer::~GpuTimer() {
+  if (start_) cudaEventDestroy(start_);
+  if (stop_) cudaEventDestroy(stop_);
+}
+
+Status GpuTimer::begin(cudaStream_t stream) {
+  FS_RETURN_IF_ERROR(status_);
+  FS_RETURN_IF_CUDA_ERROR(cudaEventRecord(start_, stream));
+  return Status::Success;
+}
+
+Status GpuTimer::end(cudaStream_t stream, float* ms) {
+  FS_RETURN_IF_ERROR(status_);
+  FS_RETURN_IF_CUDA_ERROR(cudaEventRecord(stop_, stream));
+  FS_RETURN_IF_CUDA_ERROR(cudaEventSynchronize(stop_));
+  FS_RETURN_IF_CUDA_ERROR(cudaEventElapsedTime(ms, start_, stop_));
+  return Status::Success;
+}
+
+Status time_launches(const std::function<Status()>& launch, const TimingOptions& opt, cudaStream_t stream,
+                     std::vector<float>* ms, const std::function<Status()>& before_each) {
+  for (int i = 0; i < opt.warmup; ++i) FS_RETURN_IF_ERROR(launch());
+  GpuTimer timer;
+  for (int i = 0; i < opt.repeats; ++i) {
+    if (before_each) FS_RETURN_IF_ERROR(before_each());
+    FS_RETURN_IF_ERROR(timer.begin(stream));
+    FS_RETURN_IF_ERROR(launch());
+    float t = 0.0f;
+    FS_RETURN_IF_ERROR(timer.end(stream, &t));
+    ms->push_back(t);
+  }
+  return Status::Success;
+}
+
+float median(std::vector<float> values) {
+  if (values.empty()) return 0.0f;
+  std::nth_element(values.begin(), values.begin() + values.size() / 2, values.end());
+  return values[values.size() / 2];
+}
+
+}  // namespace fs

@@ -1,0 +1,80 @@
+"""CPU test of the stage executables' command lines: --help answers with every flag and its default,
+and a bad flag is refused with a message that names it, exit code 2, before any GPU is looked for
+(so on a machine without one the message is still about the flag).
+
+    python3 common/test_cli.py build/.../stage01_naive build/.../stage03_online_softmax \
+        build/.../stage04_flash_fwd build/.../stage06_gemm
+"""
+import subprocess
+import sys
+import unittest
+
+EXES = {}
+
+
+def run(exe, *args):
+    p = subprocess.run([EXES[exe], *args], capture_output=True, text=True, timeout=60)
+    return p.returncode, p.stdout + p.stderr
+
+
+class CommandLine(unittest.TestCase):
+    def test_help_lists_every_flag_with_its_default(self):
+        for exe, flags in (("stage01", ["--batch", "--heads", "--seq", "--seq-k", "--dim", "--causal", "--scale",
+                                        "--dtype", "--check", "--check-heads", "--repeats", "--version"]),
+                           ("stage06", ["--m", "--n", "--k", "--dtype", "--c-dtype", "--trans-a", "--trans-b",
+                                        "--alpha", "--beta", "--check", "--check-rows", "--repeats", "--version"])):
+            for spelling in ("--help", "-h"):
+                with self.subTest(exe=exe, spelling=spelling):
+                    code, out = run(exe, spelling)
+                    self.assertEqual(code, 0, out)
+                    for flag in flags:
+                        self.assertIn(flag, out)
+                    self.assertIn("=4096", out)  # a default, shown beside its flag
+                    self.assertNotIn("GPU", out.splitlines()[0])
+
+    def refused(self, exe, args, names):
+        with self.subTest(exe=exe, args=args):
+            code, out = run(exe, *args)
+            self.assertEqual(code, 2, out)
+            self.assertIn("error:", out)
+            self.assertIn(names, out)
+            self.assertNotIn("no NVIDIA GPU", out)
+            self.assertNotIn("no CUDA GPU", out)
+
+    def test_bad_values_name_their_flag(self):
+        for args, names in ((["--seq", "0"], "--seq"), (["--seq=0"], "--seq"), (["--seq", "0", "--batch", "2"], "--seq"),
+                            (["--seq", "-5"], "--seq"), (["--seq", "abc"], "--seq"), (["--heads", "-1"], "--heads"),
+                            (["--batch", "0"], "--batch"), (["--scale", "nan"], "--scale"), (["--repeats", "0"], "--repeats"),
+                            (["--dtype", "fp64"], "--dtype"), (["--version", "v9"], "--version"),
+                            (["--bogus", "1"], "--bogus"), (["extra"], "extra"), (["--seq"], "--seq"),
+                            (["--causal", "--seq", "20", "--seq-k", "10"], "--causal"),
+                            (["--batch", str(1 << 62), "--seq", "1"], "too large")):
+            self.refused("stage01", args, names)
+
+    def test_the_stage_own_versions_decide_what_is_taken(self):
+        # Stage 03's baselines would take D = 96, its own kernel does not; stage 04 takes no fp32.
+        self.refused("stage03", ["--dim", "96"], "--dim")
+        self.refused("stage04", ["--dtype", "fp32"], "--dtype")
+        self.refused("stage04", ["--dim", "48"], "--dim")
+        self.refused("stage06", ["--m", "0"], "--m")
+        self.refused("stage06", ["--dtype", "int8", "--c-dtype", "fp16"], "--c-dtype")
+        self.refused("stage06", ["--version", "v9"], "--version")
+
+    def test_valid_flags_reach_the_gpu_check(self):
+        # With valid flags the executable goes on to look for a GPU: without one it says so plainly.
+        code, out = run("stage04", "--seq", "17", "--dim", "64", "--causal=1", "--version", "v3", "--check", "0",
+                        "--repeats", "1")
+        if "no NVIDIA GPU or driver was found" in out:
+            self.assertEqual(code, 2, out)
+            self.assertNotIn("insufficient", out.splitlines()[-1].split("(")[0])
+        else:
+            self.assertEqual(code, 0, out)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 5:
+        sys.exit("usage: test_cli.py stage01 stage03 stage04 stage06 (paths to the executables)")
+    for name, path in zip(("stage01", "stage03", "stage04", "stage06"), sys.argv[1:5]):
+        EXES[name] = path
+    del sys.argv[1:5]
+    unittest.main(verbosity=2)

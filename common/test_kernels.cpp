@@ -1,0 +1,244 @@
+// Tests of the plumbing every kernel goes through: the registry and its C view, the static switch,
+// the device check on made-up GPUs (CPU only), and on a GPU, every launcher captured into a CUDA
+// graph and replayed.
+#include <doctest/doctest.h>
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <cstring>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "common/lib/cuda_check.h"
+#include "common/lib/device.h"
+#include "common/lib/dispatch.h"
+#include "common/lib/kernel.h"
+#include "common/tools/attention_check.h"
+#include "common/tools/check.h"
+#include "common/tools/device_buffer.h"
+#include "common/tools/gemm_check.h"
+#include "common/tools/gpu_test.h"
+
+using namespace fs;
+
+namespace {
+
+std::vector<int> archs_of(const fs_kernel_info& k) { return std::vector<int>(k.archs, k.archs + k.num_archs); }
+
+}  // namespace
+
+FS_CPU_TEST_CASE("registry: every stage's versions, in order, each with a C entry and a consistent description") {
+  const auto& all = all_kernels();
+  REQUIRE(all.size() >= 16);
+  CHECK(fs_kernel_count() == int(all.size()));
+  CHECK(fs_kernel_at(-1) == nullptr);
+  CHECK(fs_kernel_at(fs_kernel_count()) == nullptr);
+  std::set<std::string> entries, names;
+  std::string previous;
+  for (int i = 0; i < fs_kernel_count(); ++i) {
+    const fs_kernel_info* info = fs_kernel_at(i);
+    REQUIRE(info == &all[i]->info);
+    INFO(all[i]->qualified());
+    CHECK(entries.insert(info->entry).second);
+    CHECK(names.insert(all[i]->qualified()).second);
+    CHECK(all[i]->qualified() > previous);  // stage, then version order
+    previous = all[i]->qualified();
+    CHECK(dlsym(RTLD_DEFAULT, info->entry) != nullptr);  // the C entry it names exists
+    CHECK(std::strlen(info->technique) > 10);
+    CHECK(info->num_archs > 0);
+    CHECK(info->in_dtypes != 0);
+    if (info->problem == FS_PROBLEM_ATTENTION) {
+      CHECK(bool(all[i]->run_attention));
+      CHECK(bool(all[i]->extra_bytes));
+      CHECK(info->out_dtypes == info->in_dtypes);
+      CHECK(info->max_head_dim > 0);
+    } else {
+      CHECK(info->problem == FS_PROBLEM_GEMM);
+      CHECK(bool(all[i]->run_gemm));
+    }
+  }
+  CHECK(find_kernels("stage04").size() == 5);
+  CHECK(find_kernels("stage04/v3").size() == 1);
+  CHECK(find_kernels("stage0").empty());  // a prefix must end at a '/'
+  CHECK(find_kernels("stage04/v9").empty());
+}
+
+FS_CPU_TEST_CASE("static switch: one list gives the instances and what the kernel takes") {
+  using Dts = Dtypes<DType::FP16, DType::BF16>;
+  using Dims = HeadDims<32, 64, 128>;
+  int seen = 0;
+  CHECK(Dims::dispatch(64, [&](auto d) { return seen = decltype(d)::value, Status::Success; }) == Status::Success);
+  CHECK(seen == 64);
+  CHECK(Dims::dispatch(96, [&](auto) { return Status::Success; }) == Status::UnsupportedHeadDim);
+  CHECK(Dims::dispatch(256, [&](auto) { return Status::Success; }) == Status::UnsupportedHeadDim);
+  CHECK(Dts::dispatch(FS_BF16, [&](auto t) {
+          return std::is_same_v<typename decltype(t)::type, __nv_bfloat16> ? Status::Success : Status::CudaError;
+        }) == Status::Success);
+  CHECK(Dts::dispatch(FS_FP32, [&](auto) { return Status::Success; }) == Status::UnsupportedDtype);
+  CHECK(Dts::dispatch(42, [&](auto) { return Status::Success; }) == Status::UnsupportedDtype);
+  CHECK(dispatch_bool(true, [](auto b) { return decltype(b)::value ? Status::Success : Status::CudaError; }) ==
+        Status::Success);
+  constexpr AttentionSupport s = attention_support<Dts, Dims>(16, true);
+  static_assert(s.dtypes == (dtype_bit(DType::FP16) | dtype_bit(DType::BF16)));
+  static_assert(s.num_head_dims == 3 && s.head_dims[2] == 128 && s.max_head_dim == 128);
+  static_assert(Dims::max_of([](auto d) { return std::size_t(decltype(d)::value) * 2; }) == 256);
+  // Every stage 04 version takes exactly the head_dims its dispatch has instances for.
+  for (const KernelDesc* k : find_kernels("stage04")) {
+    INFO(k->qualified());
+    CHECK(std::vector<int>(k->info.head_dims, k->info.head_dims + k->info.num_head_dims) ==
+          std::vector<int>{32, 64, 128, 256});
+  }
+}
+
+FS_CPU_TEST_CASE("device check: decided from the device's properties alone, on made-up GPUs") {
+  const KernelDesc& v7 = *find_kernels("stage06/v7").at(0);
+  const KernelDesc& v1 = *find_kernels("stage04/v1").at(0);
+  // stage 06 v7 asks for more than 99 KiB per block: an sm_86 (RTX 30xx, 99 KiB) cannot run it, an
+  // A100 (163 KiB) or an H100 (227 KiB) can, whatever architectures this build carries.
+  REQUIRE(v7.info.smem_bytes > 99 * 1024);
+  const int cc = archs_of(v7.info).front();
+  DeviceProps small{0, cc, 99 * 1024, 84, 6u << 20}, large{0, cc, 227 * 1024, 132, 50u << 20};
+  CHECK(device_supports(v7.info, small) == Status::UnsupportedDevice);
+  CHECK(unsupported_reason(v7.info, small).find("99 KiB") != std::string::npos);
+  CHECK(device_supports(v7.info, large) == Status::Success);
+  CHECK(unsupported_reason(v7.info, large).empty());
+  // A compute capability the build has no code for: older (sm_75) or newer (a hypothetical sm_130).
+  for (int other : {75, 130}) {
+    const DeviceProps dev{0, other, 227 * 1024, 132, 50u << 20};
+    INFO("sm_", other);
+    CHECK(device_supports(v1.info, dev) == Status::UnsupportedDevice);
+    CHECK(unsupported_reason(v1.info, dev).find("sm_" + std::to_string(other)) != std::string::npos);
+  }
+  // An exact set: every listed capability runs, and sm_90 code is not claimed for sm_80 or sm_100.
+  for (int listed : archs_of(v1.info))
+    CHECK(device_supports(v1.info, {0, listed, 227 * 1024, 1, 1}) == Status::Success);
+  CHECK(fs_kernel_check_device(nullptr, 0) == FS_ERR_NULL_POINTER);
+}
+
+FS_CPU_TEST_CASE("device check through the C interface without a GPU is FS_ERR_CUDA") {
+  if (!testing::missing_gpu()) {
+    testing::record_skip();
+    MESSAGE("SKIPPED: this machine has a GPU (the graph test below runs every kernel on it)");
+    return;
+  }
+  CHECK(fs_kernel_check_device(fs_kernel_at(0), 0) == FS_ERR_CUDA);
+}
+
+namespace {
+
+// Captures `launch` on a non-blocking stream in global mode (the strictest: any call that is not
+// allowed during a capture fails it), instantiates the graph, then replays it twice.
+void capture_and_replay(const std::function<Status(cudaStream_t)>& launch, const std::function<void()>& before_replay) {
+  cudaStream_t stream;
+  FS_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  FS_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+  const Status st = launch(stream);
+  cudaGraph_t graph = nullptr;
+  const cudaError_t end = cudaStreamEndCapture(stream, &graph);
+  INFO("launch during capture: ", std::string(status_name(st)), " (", std::string(last_cuda_error()),
+       "); end of capture: ", std::string(cudaGetErrorString(end)));
+  REQUIRE(st == Status::Success);
+  REQUIRE(end == cudaSuccess);
+  cudaGraphExec_t exec = nullptr;
+  FS_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+  for (int replay = 0; replay < 2; ++replay) {
+    before_replay();
+    FS_CUDA_CHECK(cudaGraphLaunch(exec, stream));
+    FS_CUDA_CHECK(cudaStreamSynchronize(stream));
+  }
+  FS_CUDA_CHECK(cudaGraphExecDestroy(exec));
+  FS_CUDA_CHECK(cudaGraphDestroy(graph));
+  FS_CUDA_CHECK(cudaStreamDestroy(stream));
+}
+
+// The first type a kernel takes, and a head_dim it takes (64 where it can).
+DType first_dtype(uint32_t set) {
+  for (DType t : kAllDtypes)
+    if (set & dtype_bit(t)) return t;
+  return DType::FP32;
+}
+int64_t some_head_dim(const KernelDesc& k) {
+  if (k.info.num_head_dims == 0) return 64;
+  const int* end = k.info.head_dims + k.info.num_head_dims;
+  return std::find(k.info.head_dims, end, 64) != end ? 64 : k.info.head_dims[0];
+}
+
+}  // namespace
+
+FS_GPU_TEST_CASE("every launcher can be captured into a CUDA graph, and the replays are right") {
+  FS_SKIP_WITHOUT_GPU();
+  uint64_t seed = 30000;
+  for (const KernelDesc* k : all_kernels()) {
+    if (!testing::runs_here(*k)) continue;
+    INFO(k->qualified());
+    if (k->is_attention()) {
+      const DType t = first_dtype(k->info.in_dtypes);
+      const AttentionParams shape = attention_shape(2, 3, 100, 130, some_head_dim(*k), t, /*causal=*/true);
+      AttentionFixture fixture(shape, ++seed);
+      // Once outside a capture first, as a program would before capturing (v5 tunes here).
+      REQUIRE(fixture.run(*k).status == Status::Success);
+      capture_and_replay([&](cudaStream_t s) { return launch(*k, fixture.params(), s); },
+                         [&] { fixture.poison_outputs(); });
+      const AttentionCheck c = fixture.compare();
+      INFO("O: ", c.o.str(), "  LSE: ", c.lse.str());
+      CHECK(c.passed(attention_tolerance(t), lse_tolerance(t)));
+    } else {
+      const DType ab = first_dtype(k->info.in_dtypes);
+      GemmCase g = gemm_case(100, 130, 70, ab, first_dtype(k->info.out_dtypes));
+      g.integers = ab != DType::FP32;
+      GemmFixture fixture(g, ++seed);
+      capture_and_replay([&](cudaStream_t s) { return launch(*k, fixture.params(), s); }, [&] { fixture.reset_c(); });
+      const GemmCheck c = fixture.compare();
+      INFO("C: ", c.c.str());
+      CHECK(gemm_passed(g, c));
+    }
+  }
+}
+
+FS_GPU_TEST_CASE("variable-length launches can be captured too: nothing is read on the host") {
+  FS_SKIP_WITHOUT_GPU();
+  // Packed batches of three entries, the lengths in device memory, max_seq_q given and not.
+  const std::vector<int32_t> cu_q{0, 40, 41, 100}, cu_k{0, 50, 80, 130};
+  DeviceBuffer<int32_t> d_cu_q(cu_q), d_cu_k(cu_k);
+  uint64_t seed = 31000;
+  for (const KernelDesc* k : all_kernels()) {
+    if (!k->is_attention() || !k->attention.varlen || !testing::runs_here(*k)) continue;
+    for (int64_t max_seq_q : {int64_t(0), int64_t(59)}) {
+      INFO(k->qualified(), " max_seq_q=", max_seq_q);
+      // One head, packed [H, total, D]: the same memory as a dense B = 1, H = 1 problem of the totals.
+      const DType t = first_dtype(k->info.in_dtypes);
+      AttentionFixture fixture(attention_shape(1, 1, 100, 130, 64, t), ++seed, /*max_heads=*/-1);
+      AttentionParams p = fixture.params();
+      p.batch = 3;
+      p.cu_seqlens_q = d_cu_q.get();
+      p.cu_seqlens_k = d_cu_k.get();
+      p.max_seq_q = max_seq_q;
+      REQUIRE(launch(*k, p, nullptr) == Status::Success);
+      FS_CUDA_CHECK(cudaDeviceSynchronize());
+      DeviceBuffer<unsigned char> eager(std::size_t(100 * 64) * dtype_size(t));
+      FS_CUDA_CHECK(cudaMemcpy(eager.get(), p.o, eager.bytes(), cudaMemcpyDeviceToDevice));
+      capture_and_replay([&](cudaStream_t s) { return launch(*k, p, s); }, [&] { fixture.poison_outputs(); });
+      // The replay writes exactly what the eager launch wrote (the eager one is checked in stage 04's tests).
+      std::vector<unsigned char> a(eager.bytes()), b(eager.bytes());
+      FS_CUDA_CHECK(cudaMemcpy(a.data(), eager.get(), a.size(), cudaMemcpyDeviceToHost));
+      FS_CUDA_CHECK(cudaMemcpy(b.data(), p.o, b.size(), cudaMemcpyDeviceToHost));
+      CHECK(a == b);
+    }
+  }
+}
+
+FS_GPU_TEST_CASE("stage04 v5 called for the first time inside a capture takes v4's shape and still tunes later") {
+  FS_SKIP_WITHOUT_GPU();
+  const KernelDesc& v5 = *find_kernels("stage04/v5").at(0);
+  if (!testing::runs_here(v5)) return;
+  // A key no earlier call of this process has tuned: D = 32, bf16, causal.
+  const AttentionParams shape = attention_shape(1, 2, 77, 200, 32, DType::BF16, /*causal=*/true);
+  AttentionFixture fixture(shape, 32000);
+  capture_and_replay([&](cudaStream_t s) { return launch(v5, fixture.params(), s); },
+                     [&] { fixture.poison_outputs(); });
+  const AttentionCheck c = fixture.compare();
+  CHECK(c.passed(attention_tolerance(DType::BF16), lse_tolerance(DType::BF16)));
+  // Outside the capture the same key is tuned and the result stays right.
+  CHECK(fixture.run(v5).passed(attention_tolerance(DType::BF16), lse_tolerance(DType::BF16)));
+}

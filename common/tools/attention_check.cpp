@@ -1,0 +1,173 @@
+#include "common/tools/attention_check.h"
+
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+#include "common/lib/random.h"
+#include "common/tools/device_buffer.h"
+#include "common/tools/parallel.h"
+#include "common/tools/reference.h"
+
+namespace fs {
+
+namespace {
+
+// Draws n values uniform in [-1, 1], rounded to dtype, as raw bytes ready to upload.
+std::vector<unsigned char> draw(DType t, std::size_t n, uint64_t seed) {
+  std::vector<unsigned char> bytes(n * dtype_size(t));
+  auto store = [&](auto values) { std::memcpy(bytes.data(), values.data(), bytes.size()); };
+  switch (t) {
+    case DType::FP32: store(random_uniform<float>(n, seed)); break;
+    case DType::FP16: store(random_uniform<__half>(n, seed)); break;
+    case DType::BF16: store(random_uniform<__nv_bfloat16>(n, seed)); break;
+    default: throw std::invalid_argument(std::string("no attention inputs of type ") + dtype_name(t));
+  }
+  return bytes;
+}
+
+double element(const unsigned char* bytes, DType t, std::size_t i) {
+  switch (t) {
+    case DType::FP32: { float x; std::memcpy(&x, bytes + 4 * i, 4); return x; }
+    case DType::FP16: { __half x; std::memcpy(&x, bytes + 2 * i, 2); return to_double(x); }
+    case DType::BF16: { __nv_bfloat16 x; std::memcpy(&x, bytes + 2 * i, 2); return to_double(x); }
+    default: return 0.0;
+  }
+}
+
+std::vector<double> head_slice(const std::vector<unsigned char>& bytes, DType t, int64_t head, int64_t rows,
+                               int64_t d) {
+  std::vector<double> out(rows * d);
+  for (int64_t i = 0; i < rows * d; ++i) out[i] = element(bytes.data(), t, head * rows * d + i);
+  return out;
+}
+
+// Evenly spaced heads, always including the first and the last; none when max_heads < 0.
+std::vector<int64_t> pick_heads(int64_t total, int max_heads) {
+  std::vector<int64_t> heads;
+  if (max_heads < 0) return heads;
+  if (max_heads == 0 || total <= max_heads) {
+    for (int64_t i = 0; i < total; ++i) heads.push_back(i);
+  } else if (max_heads == 1) {
+    heads.push_back(0);
+  } else {
+    for (int i = 0; i < max_heads; ++i) heads.push_back(i * (total - 1) / (max_heads - 1));
+  }
+  return heads;
+}
+
+}  // namespace
+
+struct AttentionFixture::Impl {
+  std::vector<int64_t> heads;  // flat b·H + h indices that are checked
+  std::vector<std::vector<double>> ref_o, ref_lse;
+  DeviceBuffer<unsigned char> q, k, v, o;
+  DeviceBuffer<float> lse;
+};
+
+AttentionParams attention_shape(int64_t batch, int64_t heads, int64_t seq_q, int64_t seq_k, int64_t head_dim,
+                                DType dtype, bool causal, float scale) {
+  AttentionParams p{};
+  p.batch = batch;
+  p.heads = heads;
+  p.seq_q = seq_q;
+  p.seq_k = seq_k;
+  p.head_dim = head_dim;
+  p.scale = scale;
+  p.causal = causal;
+  p.dtype = static_cast<int32_t>(dtype);
+  return p;
+}
+
+AttentionFixture::AttentionFixture(const AttentionParams& s, uint64_t seed, int max_heads)
+    : shape_(s), impl_(std::make_unique<Impl>()) {
+  const DType dtype = dtype_of(s);
+  const int64_t bh = s.batch * s.heads;
+  const std::size_t nq = bh * s.seq_q * s.head_dim, nk = bh * s.seq_k * s.head_dim;
+  const auto hq = draw(dtype, nq, seed), hk = draw(dtype, nk, seed + 1), hv = draw(dtype, nk, seed + 2);
+  Impl& m = *impl_;
+  m.q = DeviceBuffer<unsigned char>(hq);
+  m.k = DeviceBuffer<unsigned char>(hk);
+  m.v = DeviceBuffer<unsigned char>(hv);
+  m.o = DeviceBuffer<unsigned char>(nq * dtype_size(dtype));
+  m.lse = DeviceBuffer<float>(bh * s.seq_q);
+
+  m.heads = pick_heads(bh, max_heads);
+  m.ref_o.resize(m.heads.size());
+  m.ref_lse.resize(m.heads.size());
+  const double scale = softmax_scale(s);
+  parallel_for(m.heads.size(), [&](std::size_t begin, std::size_t end) {
+    for (std::size_t i = begin; i < end; ++i) {
+      const int64_t h = m.heads[i];
+      const auto q = head_slice(hq, dtype, h, s.seq_q, s.head_dim);
+      const auto k = head_slice(hk, dtype, h, s.seq_k, s.head_dim);
+      const auto v = head_slice(hv, dtype, h, s.seq_k, s.head_dim);
+      m.ref_o[i].resize(s.seq_q * s.head_dim);
+      m.ref_lse[i].resize(s.seq_q);
+      ref::attention_forward_head(q.data(), k.data(), v.data(), s.seq_q, s.seq_k, s.head_dim, scale, s.causal,
+                                  m.ref_o[i].data(), m.ref_lse[i].data());
+    }
+  });
+}
+
+AttentionFixture::~AttentionFixture() = default;
+
+AttentionParams AttentionFixture::params() const {
+  AttentionParams p = shape_;
+  p.q = impl_->q.get();
+  p.k = impl_->k.get();
+  p.v = impl_->v.get();
+  p.o = impl_->o.get();
+  p.lse = impl_->lse.get();
+  return p;
+}
+
+void AttentionFixture::poison_outputs() {
+  impl_->o.poison();
+  impl_->lse.poison();
+}
+
+AttentionCheck AttentionFixture::compare() const {
+  const Impl& m = *impl_;
+  const auto o = m.o.download();
+  const auto lse = m.lse.download();
+  const int64_t rows = shape_.seq_q, d = shape_.head_dim;
+  AttentionCheck result;
+  for (std::size_t i = 0; i < m.heads.size(); ++i) {
+    const int64_t h = m.heads[i];
+    for (int64_t e = 0; e < rows * d; ++e)
+      result.o.add(element(o.data(), dtype_of(shape_), h * rows * d + e), m.ref_o[i][e]);
+    for (int64_t r = 0; r < rows; ++r) result.lse.add(lse[h * rows + r], m.ref_lse[i][r]);
+  }
+  result.heads_checked = static_cast<int>(m.heads.size());
+  return result;
+}
+
+AttentionCheck AttentionFixture::run(const KernelDesc& kernel, cudaStream_t stream) {
+  poison_outputs();
+  const Status st = launch(kernel, params(), stream);
+  if (st != Status::Success) {
+    AttentionCheck failed;
+    failed.status = st;
+    return failed;
+  }
+  FS_CUDA_CHECK(cudaStreamSynchronize(stream));
+  return compare();
+}
+
+bool AttentionFixture::untouched_after(const KernelDesc& kernel, const AttentionParams& bad, Status* returned) {
+  Impl& m = *impl_;
+  poison_outputs();
+  *returned = launch(kernel, bad, nullptr);
+  FS_CUDA_CHECK(cudaDeviceSynchronize());
+  const auto o = m.o.download();
+  const auto lse = m.lse.download();
+  auto all_poison = [](const unsigned char* p, std::size_t n) {
+    return std::all_of(p, p + n, [](unsigned char b) { return b == 0xFF; });
+  };
+  return all_poison(o.data(), o.size()) &&
+         all_poison(reinterpret_cast<const unsigned char*>(lse.data()), lse.size() * sizeof(float));
+}
+
+}  // namespace fs

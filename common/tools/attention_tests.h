@@ -1,0 +1,36 @@
+// Checks every attention stage's tests share: odd sizes against fp64, bad inputs, error paths.
+// They use doctest's CHECK, so they report each failing shape and carry on with the next.
+#pragma once
+
+#include <functional>
+#include <vector>
+
+#include "common/tools/attention_check.h"
+#include "common/tools/gpu_test.h"
+
+namespace fs::testing {
+
+// N = 1, 17, 1000 and Nq ≠ Nk (both ways), with B·H > 1, for each head_dim; causal and not (causal
+// only where Nq <= Nk). Under the sanitizer (sanitizer_sizes()) 1000 becomes 200 and 1023 becomes
+// 223: still several tiles with tails. Every case draws fresh inputs from its own seed.
+std::vector<AttentionParams> odd_shapes(DType dtype, const std::vector<int64_t>& dims);
+
+// Poisoned outputs, fp64 reference for every head, O and LSE within the dtype's tolerance; for
+// fp16/bf16 with `naive` given, the error is also at most 2× the naive stage's on the same inputs.
+void check_against_reference(const KernelDesc& kernel, const AttentionParams& shape, uint64_t seed,
+                             const KernelDesc* naive = nullptr);
+
+// Null pointers, non-positive sizes, a non-finite scale, an impossible causal mask and a non-float
+// dtype each return their code and leave O and LSE untouched. `ok` must be a shape the kernel accepts.
+void check_rejects_bad_inputs(const KernelDesc& kernel, const AttentionParams& ok);
+
+// A bad input built from `ok` by `make_bad` returns `expected` and writes nothing.
+void check_rejected(const KernelDesc& kernel, const AttentionParams& ok,
+                    const std::function<void(AttentionParams&)>& make_bad, Status expected);
+
+// FS_ERR_CUDA: the launcher is called on the legacy default stream while another stream is being
+// captured in global mode (an implicit dependency the runtime refuses); the launcher must report it,
+// not crash.
+void check_reports_cuda_error(const KernelDesc& kernel, const AttentionParams& ok);
+
+}  // namespace fs::testing

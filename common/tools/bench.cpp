@@ -1,0 +1,123 @@
+#include "common/tools/bench.h"
+
+#include <cstdio>
+
+#include "common/lib/flops.h"
+#include "common/lib/random.h"
+#include "common/tools/check.h"
+#include "common/tools/device_buffer.h"
+#include "common/tools/timing.h"
+
+namespace fs::bench {
+
+namespace {
+
+constexpr int kRepetitions = 5;
+constexpr double kMinTimeSeconds = 0.05;
+
+// Times `launch` in the benchmark loop: L2 flushed before each run, CUDA events around it.
+void timed_loop(benchmark::State& state, const DeviceInfo& dev, double flops, double bytes,
+                const std::function<void()>& launch) {
+  for (int i = 0; i < 2; ++i) launch();  // warm-up: module load, first-touch of pools, the v5 tuner
+  FS_CUDA_CHECK(cudaDeviceSynchronize());
+  L2Flusher flusher(dev.l2_bytes);
+  GpuTimer timer;
+  double total_s = 0.0;
+  for (auto _ : state) {
+    flusher.flush();
+    FS_CHECK_STATUS(timer.begin(nullptr));
+    launch();
+    float ms = 0.0f;
+    FS_CHECK_STATUS(timer.end(nullptr, &ms));
+    state.SetIterationTime(ms * 1e-3);
+    total_s += ms * 1e-3;
+  }
+  // Rates are computed here from the event time: Google Benchmark's kIsRate divides by CPU time.
+  const double iters = double(state.iterations());
+  state.counters["TFLOPS"] = flops * iters / total_s * 1e-12;
+  state.counters["GB/s"] = bytes * iters / total_s * 1e-9;
+}
+
+benchmark::internal::Benchmark* configure(benchmark::internal::Benchmark* b) {
+  return b->UseManualTime()
+      ->Unit(benchmark::kMillisecond)
+      ->Repetitions(kRepetitions)
+      ->ReportAggregatesOnly(true)
+      ->MinTime(kMinTimeSeconds);
+}
+
+}  // namespace
+
+bool runs_on(const KernelDesc& kernel, const DeviceInfo& dev) {
+  const std::string why = unsupported_reason(kernel.info, props_of(dev));
+  if (why.empty()) return true;
+  std::printf("skipped %s: %s\n", kernel.qualified().c_str(), why.c_str());
+  return false;
+}
+
+AttentionParams grid_params(DType dtype, int64_t d, int64_t n, bool causal) {
+  AttentionParams p{};
+  p.batch = n >= 16384 ? 1 : 16384 / n;
+  p.heads = 2048 / d;
+  p.seq_q = p.seq_k = n;
+  p.head_dim = d;
+  p.causal = causal;
+  p.dtype = static_cast<int32_t>(dtype);
+  return p;
+}
+
+void register_attention(const DeviceInfo& dev, const KernelDesc& kernel, const AttentionGrid& grid) {
+  if (!runs_on(kernel, dev)) return;
+  for (DType dtype : grid.dtypes) {
+    if (!in_set(kernel.attention.dtypes, int32_t(dtype))) continue;
+    for (int64_t d : grid.dims)
+      for (int64_t n : grid.seqs)
+        for (bool causal : grid.causal) {
+          const AttentionParams shape = grid_params(dtype, d, n, causal);
+          const double need = attention_fwd_min_bytes(shape) + double(kernel.extra_bytes(shape));
+          if (need > 0.9 * double(dev.global_mem)) continue;
+          const std::string name = kernel.qualified() + "/" + dtype_name(dtype) + "/D:" + std::to_string(d) +
+                                   "/N:" + std::to_string(n) + "/causal:" + std::to_string(int(causal));
+          const KernelDesc* k = &kernel;
+          auto* b = benchmark::RegisterBenchmark(name.c_str(), [&dev, k, shape](benchmark::State& state) {
+            const DType t = dtype_of(shape);
+            const std::size_t e = dtype_size(t);
+            DeviceBuffer<unsigned char> q(q_elems(shape) * e), kb(kv_elems(shape) * e), v(kv_elems(shape) * e),
+                o(q_elems(shape) * e);
+            DeviceBuffer<float> lse(lse_elems(shape));
+            FS_CHECK_STATUS(fill_random_device(q.get(), q_elems(shape), t, 1));
+            FS_CHECK_STATUS(fill_random_device(kb.get(), kv_elems(shape), t, 2));
+            FS_CHECK_STATUS(fill_random_device(v.get(), kv_elems(shape), t, 3));
+            AttentionParams p = shape;
+            p.q = q.get();
+            p.k = kb.get();
+            p.v = v.get();
+            p.o = o.get();
+            p.lse = lse.get();
+            if (const Status st = launch(*k, p, nullptr); st != Status::Success) {
+              state.SkipWithError(status_name(st));
+              return;
+            }
+            const double traffic = k->traffic_bytes ? k->traffic_bytes(p) : attention_fwd_min_bytes(p);
+            timed_loop(state, dev, attention_fwd_flops(p), traffic, [&] { launch(*k, p, nullptr); });
+            state.counters["extra_bytes"] = double(k->extra_bytes(p));
+          });
+          configure(b);
+        }
+  }
+}
+
+void register_attention_stage(const DeviceInfo& dev, const char* stage, const AttentionGrid& grid) {
+  for (const KernelDesc* k : find_kernels(stage)) register_attention(dev, *k, grid);
+}
+
+void register_timed(const DeviceInfo& dev, const std::string& name, std::function<TimedWork()> make) {
+  auto* b = benchmark::RegisterBenchmark(name.c_str(), [&dev, make](benchmark::State& state) {
+    TimedWork w = make();
+    if (w.setup) w.setup();
+    timed_loop(state, dev, w.flops, w.bytes, w.launch);
+  });
+  configure(b);
+}
+
+}  // namespace fs::bench

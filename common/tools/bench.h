@@ -1,0 +1,51 @@
+// Google Benchmark helpers shared by every stage's bench.cu.
+//
+// Names: <stage>/<version>/<dtype>/D:<d>/N:<n>/causal:<0|1> for attention and
+// <stage>/<version>/<dtype>/M:<m>/N:<n>/K:<k> for GEMM; peers use their own first part (cublas/…).
+// Time is manual (CUDA events around each launch, L2 flushed before it); counters are TFLOPS, GB/s and,
+// for attention, extra_bytes. Each benchmark runs 5 repetitions and reports their median (plus mean,
+// stddev, cv): the plots read the median. The kernels come from the library's registry; one the GPU
+// cannot run is left out with a line saying why.
+#pragma once
+
+#include <benchmark/benchmark.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "common/lib/kernel.h"
+#include "common/tools/device_info.h"
+
+namespace fs::bench {
+
+// Every stage's bench.cu defines this; the shared main calls it once the GPU is known.
+void register_benchmarks(const DeviceInfo& dev);
+
+// Whether `kernel` runs on `dev`; if not, prints "skipped stage07/v1: <reason>".
+bool runs_on(const KernelDesc& kernel, const DeviceInfo& dev);
+
+// The attention grid of the project: B·N = 16384 (B at least 1), H = 2048 / D.
+struct AttentionGrid {
+  std::vector<DType> dtypes{DType::FP32};
+  std::vector<int64_t> dims{64, 128};
+  std::vector<int64_t> seqs{512, 1024, 2048, 4096, 8192, 16384};
+  std::vector<bool> causal{false, true};
+};
+AttentionParams grid_params(DType dtype, int64_t d, int64_t n, bool causal);
+
+// Registers the kernel at every grid point it takes whose tensors and workspace fit in 90% of device
+// memory; register_attention_stage does it for every version of a stage ("stage04").
+void register_attention(const DeviceInfo& dev, const KernelDesc& kernel, const AttentionGrid& grid);
+void register_attention_stage(const DeviceInfo& dev, const char* stage, const AttentionGrid& grid);
+
+// One timed GEMM-like run for peers and GEMM stages: `launch` is called once per iteration.
+struct TimedWork {
+  double flops;
+  double bytes;
+  std::function<void()> setup;   // allocations and random fill, once, outside timing
+  std::function<void()> launch;  // must enqueue on the default stream
+};
+void register_timed(const DeviceInfo& dev, const std::string& name, std::function<TimedWork()> make);
+
+}  // namespace fs::bench

@@ -1,0 +1,62 @@
+// Comparing a kernel's output with an fp64 reference, and the tolerances, named per dtype in one place.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "common/lib/dtype.h"
+
+namespace fs {
+
+struct ErrorStats {
+  double max_abs = 0.0;     // max |out - ref|
+  double rel_l2 = 0.0;      // ‖out - ref‖₂ / ‖ref‖₂
+  int64_t nonfinite = 0;    // NaN or Inf in out: unwritten (poisoned) or broken elements
+  int64_t mismatches = 0;   // out != ref exactly (meaningful for exact checks)
+  int64_t count = 0;
+
+  void add(double out, double ref);  // accumulate one element
+  void merge(const ErrorStats& other);
+  std::string str() const;           // "max_abs=1.2e-06 rel_l2=3.4e-07"
+ private:
+  double sq_err_ = 0.0, sq_ref_ = 0.0;
+};
+
+struct Tolerance {
+  double max_abs;
+  double rel_l2;
+};
+
+// Attention output O (|O| <= max|V| = 1 on the tests' inputs) against fp64. fp32 kernels accumulate in
+// fp32; fp16/bf16 kernels are further held to the naive-stage rule below.
+constexpr Tolerance kAttentionTolerance[] = {
+    /* fp32 */ {1e-4, 2e-5},
+    /* fp16 */ {4e-3, 4e-3},
+    /* bf16 */ {3e-2, 3e-2},
+};
+// LSE (always fp32). For fp16/bf16 the scores are rounded before the softmax in the naive stage.
+constexpr Tolerance kLseTolerance[] = {
+    /* fp32 */ {1e-4, 1e-5},
+    /* fp16 */ {4e-3, 2e-3},
+    /* bf16 */ {3e-2, 1e-2},
+};
+inline Tolerance attention_tolerance(DType t) { return kAttentionTolerance[static_cast<int>(t)]; }
+inline Tolerance lse_tolerance(DType t) { return kLseTolerance[static_cast<int>(t)]; }
+
+// fp32 GEMM against fp64: K products summed in fp32, so the bound grows with K (√K for random signs).
+Tolerance sgemm_tolerance(int64_t k);
+
+// The FlashAttention rule for low precision: a kernel's max error against fp64 may be at most
+// kNaiveErrorFactor × the error of the naive stage run in the same dtype on the same inputs
+// (plus a floor for the case where the naive stage happens to be exact).
+constexpr double kNaiveErrorFactor = 2.0;
+constexpr double kNaiveErrorFloor = 1e-5;
+
+inline bool within(const ErrorStats& e, const Tolerance& t) {
+  return e.nonfinite == 0 && e.max_abs <= t.max_abs && e.rel_l2 <= t.rel_l2;
+}
+inline bool within_naive_budget(const ErrorStats& kernel, const ErrorStats& naive) {
+  return kernel.nonfinite == 0 && kernel.max_abs <= kNaiveErrorFactor * naive.max_abs + kNaiveErrorFloor;
+}
+
+}  // namespace fs

@@ -1,0 +1,53 @@
+// GPU test cases: without a GPU they are reported as skipped (exit code 77, which CTest shows as
+// "Skipped"), never as passed; with FLASHSTAGES_REQUIRE_GPU=1 a missing GPU fails them. A kernel the
+// GPU at hand cannot run (FS_ERR_UNSUPPORTED_DEVICE: no code for its architecture, too little shared
+// memory) is skipped the same way, with the reason.
+//
+//   FS_GPU_TEST_CASE("stage01 matches fp64 at odd sizes") {
+//     FS_SKIP_WITHOUT_GPU();
+//     for (const KernelDesc* k : kernels) {
+//       if (!testing::runs_here(*k)) continue;
+//       ...
+//     }
+//   }
+#pragma once
+
+#include <doctest/doctest.h>
+
+#include <cstdint>
+#include <string>
+
+#include "common/lib/kernel.h"
+
+namespace fs::testing {
+
+// Null when a usable GPU is present, otherwise why not (the runtime's answer).
+const char* missing_gpu();
+bool gpu_required();  // FLASHSTAGES_REQUIRE_GPU=1
+void record_skip();
+
+// Whether the current GPU can run `kernel`; if not, the case reports it skipped, with the reason.
+bool runs_here(const KernelDesc& kernel);
+
+// FLASHSTAGES_SANITIZER=1 (set by scripts/gpu_check.sh around compute-sanitizer): the tests pick
+// their smaller sizes, which still cover every code path (several tiles, tails in every direction)
+// but let racecheck and initcheck, which are slow per access, finish in minutes.
+bool sanitizer_sizes();
+// `full` normally, `small` under the sanitizer.
+inline int64_t size_for_run(int64_t full, int64_t small) { return sanitizer_sizes() ? small : full; }
+
+}  // namespace fs::testing
+
+#define FS_GPU_TEST_CASE(name) TEST_CASE(name * doctest::test_suite("gpu"))
+#define FS_CPU_TEST_CASE(name) TEST_CASE(name * doctest::test_suite("cpu"))
+
+#define FS_SKIP_WITHOUT_GPU()                                                                 \
+  do {                                                                                        \
+    if (const char* fs_why_ = ::fs::testing::missing_gpu()) {                                 \
+      if (::fs::testing::gpu_required())                                                      \
+        FAIL("FLASHSTAGES_REQUIRE_GPU=1 but no usable CUDA GPU: " << std::string(fs_why_));   \
+      ::fs::testing::record_skip();                                                           \
+      MESSAGE("SKIPPED (no CUDA GPU: " << std::string(fs_why_) << ")");                       \
+      return;                                                                                 \
+    }                                                                                         \
+  } while (0)

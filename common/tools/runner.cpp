@@ -1,0 +1,518 @@
+#include "common/tools/runner.h"
+
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <exception>
+#include <limits>
+#include <stdexcept>
+
+#include "common/lib/flops.h"
+#include "common/lib/kernel.h"
+#include "common/tools/attention_check.h"
+#include "common/tools/device_info.h"
+#include "common/tools/gemm_check.h"
+#include "common/tools/timing.h"
+
+namespace fs {
+
+namespace {
+
+// ---- Command-line values ---------------------------------------------------------------------
+
+CLI::Validator at_least(int64_t lo) {
+  return CLI::Validator(
+      [lo](std::string& s) -> std::string {
+        int64_t v = 0;
+        if (!CLI::detail::lexical_cast(s, v)) return "expects an integer, got '" + s + "'";
+        if (v < lo) return "must be at least " + std::to_string(lo) + ", got " + s;
+        return {};
+      },
+      ">=" + std::to_string(lo));
+}
+
+const CLI::Validator kFinite(
+    [](std::string& s) -> std::string {
+      double v = 0;
+      if (!CLI::detail::lexical_cast(s, v)) return "expects a number, got '" + s + "'";
+      if (!std::isfinite(v)) return "must be a finite number, got " + s;
+      return {};
+    },
+    "FINITE");
+
+// The names of the dtypes in a dtype_bit() set: "fp16, bf16".
+std::string dtype_list(uint32_t set) {
+  std::string s;
+  for (DType t : kAllDtypes)
+    if (set & dtype_bit(t)) s += (s.empty() ? "" : ", ") + std::string(dtype_name(t));
+  return s;
+}
+
+const char* first_dtype(uint32_t set) {
+  for (DType t : kAllDtypes)
+    if (set & dtype_bit(t)) return dtype_name(t);
+  return "none";
+}
+
+std::string join(const std::vector<std::string>& items) {
+  std::string s;
+  for (const auto& i : items) s += (s.empty() ? "" : ", ") + i;
+  return s;
+}
+
+// A bad combination of flags, found after parsing: exit code 2 with this message.
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// Fake, well-aligned device pointers: validation never dereferences them, so the problem can be
+// checked before any GPU is looked for.
+void* fake_pointer(int i) { return reinterpret_cast<void*>(std::uintptr_t(0x100000) * (i + 1)); }
+
+// ---- What every run shares -------------------------------------------------------------------
+
+struct Common {
+  bool check = true;
+  int repeats = 20;
+  std::string only_version;
+};
+
+struct Row {
+  std::string name, verdict = "unchecked";
+  double ms = 0, rate = 0, extra_mib = -1;
+};
+
+// The problem of one run: its inputs on the device, the check of one kernel against fp64, a launch.
+class Problem {
+ public:
+  virtual ~Problem() = default;
+  virtual void print_header(const DeviceInfo& dev) const = 0;
+  virtual double flops() const = 0;
+  virtual const char* unit() const = 0;  // "TFLOPS", "TOPS"
+  virtual double peak(const DeviceInfo& dev) const = 0;
+  virtual double traffic_bytes(const KernelDesc* k) const = 0;
+  virtual double extra_bytes(const KernelDesc* k) const = 0;  // < 0: not reported
+  // Checks once against fp64, prints the line, returns "PASS", "FAIL" or the failed launch's status.
+  virtual std::string check(const KernelDesc* k, const std::function<Status()>& launch) = 0;
+  virtual Status launch(const KernelDesc& k) = 0;
+};
+
+// Checks and times one implementation (a kernel, or the peer when `k` is null); false when it failed.
+bool measure(Problem& problem, const Common& opt, const DeviceInfo& dev, const KernelDesc* k, const std::string& name,
+             const std::string& technique, const std::function<Status()>& launch, std::vector<Row>* rows) {
+  std::printf("\n%s — %s\n", name.c_str(), technique.c_str());
+  Row row;
+  row.name = name;
+  if (k) {
+    const double extra = problem.extra_bytes(k);
+    char memory[48] = "none";
+    if (extra >= 0) std::snprintf(memory, sizeof memory, "%.1f MiB", extra / (1 << 20));
+    std::printf("  extra device memory: %s; modelled DRAM traffic %.1f MB\n", memory, problem.traffic_bytes(k) / 1e6);
+    row.extra_mib = extra < 0 ? -1 : extra / (1 << 20);
+  }
+  if (opt.check) {
+    row.verdict = problem.check(k, launch);
+    if (row.verdict != "PASS" && row.verdict != "FAIL") return false;
+  }
+  try {
+    row.ms = median(time_runs(launch, {3, opt.repeats}, dev.l2_bytes));
+  } catch (const std::exception& e) {
+    std::printf("  launch failed while timing: %s\n", e.what());
+    return false;
+  }
+  row.rate = problem.flops() / (row.ms * 1e-3) * 1e-12;
+  const double peak = problem.peak(dev);
+  std::printf("  time: median %.3f ms of %d runs -> %.2f %s (%.1f%% of peak), %.0f GB/s modelled\n", row.ms,
+              opt.repeats, row.rate, problem.unit(), 100.0 * row.rate / peak,
+              problem.traffic_bytes(k) / (row.ms * 1e-3) * 1e-9);
+  rows->push_back(row);
+  return row.verdict != "FAIL";
+}
+
+// ---- Attention -------------------------------------------------------------------------------
+
+struct AttentionOptions {
+  int64_t batch = 0, heads = 0, seq = 4096, seq_k = 0, dim = 64, check_heads = -1;
+  bool causal = false;
+  double scale = 0.0;
+  std::string dtype;
+};
+
+class AttentionJob : public Problem {
+ public:
+  AttentionJob(const AttentionParams& shape, int check_heads)
+      : fixture_(shape, /*seed=*/20261122, check_heads) {}
+  void print_header(const DeviceInfo&) const override {
+    const AttentionParams p = fixture_.params();
+    std::printf("problem: %s\n", describe(p).c_str());
+    std::printf("work: %.3g FLOP; least traffic (Q, K, V, O, LSE once) %.1f MB\n", flops(),
+                attention_fwd_min_bytes(p) / 1e6);
+  }
+  double flops() const override { return attention_fwd_flops(fixture_.shape()); }
+  const char* unit() const override { return "TFLOPS"; }
+  double peak(const DeviceInfo& dev) const override {
+    return dtype_of(fixture_.shape()) == DType::FP32 ? dev.peak_fp32_tflops : dev.peak_fp16_tflops;
+  }
+  double traffic_bytes(const KernelDesc* k) const override {
+    const AttentionParams p = fixture_.params();
+    return k && k->traffic_bytes ? k->traffic_bytes(p) : attention_fwd_min_bytes(p);
+  }
+  double extra_bytes(const KernelDesc* k) const override { return double(k->extra_bytes(fixture_.params())); }
+  std::string check(const KernelDesc* k, const std::function<Status()>&) override {
+    const AttentionCheck c = fixture_.run(*k);
+    if (c.status != Status::Success) {
+      std::printf("  launch failed: %s (%s)\n", status_name(c.status), status_message(c.status));
+      return status_name(c.status);
+    }
+    const DType t = dtype_of(fixture_.shape());
+    const bool ok = c.passed(attention_tolerance(t), lse_tolerance(t));
+    std::printf("  check vs fp64 (%d heads): O %s | LSE %s -> %s\n", c.heads_checked, c.o.str().c_str(),
+                c.lse.str().c_str(), ok ? "PASS" : "FAIL");
+    return ok ? "PASS" : "FAIL";
+  }
+  Status launch(const KernelDesc& k) override { return fs::launch(k, fixture_.params(), nullptr); }
+
+ private:
+  AttentionFixture fixture_;
+};
+
+void add_attention_options(CLI::App& app, AttentionOptions& o, const std::string& default_dtype,
+                           const std::vector<std::string>& dtypes) {
+  o.dtype = default_dtype;
+  app.add_option("--batch", o.batch, "B, batch entries [default: 16384 / N, at least 1]")->check(at_least(1));
+  app.add_option("--heads", o.heads, "H, heads [default: 2048 / D, at least 1]")->check(at_least(1));
+  app.add_option("--seq", o.seq, "Nq, query rows per head")->capture_default_str()->check(at_least(1));
+  app.add_option("--seq-k", o.seq_k, "Nk, key and value rows per head [default: Nq]")->check(at_least(1));
+  app.add_option("--dim", o.dim, "D, head_dim")->capture_default_str()->check(at_least(1));
+  app.add_flag("--causal", o.causal, "causal mask, aligned bottom-right (also --causal=0/1)");
+  app.add_option("--scale", o.scale, "softmax scale; 0 selects 1/sqrt(D)")->capture_default_str()->check(kFinite);
+  app.add_option("--dtype", o.dtype, "element type of Q, K, V, O")
+      ->capture_default_str()
+      ->check(CLI::IsMember(dtypes));
+  app.add_option("--check-heads", o.check_heads,
+                 "heads checked against fp64; 0 = all [default: all, 8 or 2 as the problem grows]")
+      ->check(at_least(0));
+}
+
+AttentionParams attention_params(const AttentionOptions& o) {
+  AttentionParams p{};
+  p.seq_q = o.seq;
+  p.seq_k = o.seq_k ? o.seq_k : o.seq;
+  p.head_dim = o.dim;
+  p.batch = o.batch ? o.batch : std::max<int64_t>(1, 16384 / o.seq);
+  p.heads = o.heads ? o.heads : std::max<int64_t>(1, 2048 / o.dim);
+  p.causal = o.causal;
+  p.scale = float(o.scale);
+  p.dtype = static_cast<int32_t>(*parse_dtype(o.dtype));
+  return p;
+}
+
+// Why no version takes the problem, in terms of the flags.
+std::string attention_refusal(Status st, const AttentionParams& p, const KernelDesc& k) {
+  switch (st) {
+    case Status::UnsupportedHeadDim: {
+      std::string dims;
+      for (int i = 0; i < k.info.num_head_dims; ++i) dims += (i ? ", " : "") + std::to_string(k.info.head_dims[i]);
+      if (dims.empty()) dims = "1 to " + std::to_string(k.info.max_head_dim);
+      return "--dim: " + std::to_string(p.head_dim) + " is not a head_dim " + k.info.stage + " takes (" + dims + ")";
+    }
+    case Status::UnsupportedDtype:
+      return std::string("--dtype: ") + dtype_name(dtype_of(p)) + " is not taken by " + k.info.stage + " (" +
+             dtype_list(k.info.in_dtypes) + ")";
+    case Status::UnsupportedMask:
+      return "--causal needs Nq <= Nk (--seq " + std::to_string(p.seq_q) + ", --seq-k " + std::to_string(p.seq_k) +
+             "): the first query rows would see no key";
+    case Status::InvalidSize:
+      return "--batch, --heads, --seq, --seq-k, --dim: " + describe(p) + " is too large (its byte counts pass 2^63)";
+    default:
+      return describe(p) + ": " + status_message(st);
+  }
+}
+
+// ---- GEMM ------------------------------------------------------------------------------------
+
+struct GemmOptions {
+  int64_t m = 4096, n = 0, k = 0, check_rows = 64;
+  std::string dtype = "fp32", c_dtype;
+  int trans_a = 0, trans_b = -1;
+  double alpha = 1.0, beta = 0.0;
+};
+
+class GemmJob : public Problem {
+ public:
+  GemmJob(const GemmCase& g, int64_t check_rows) : case_(g), fixture_(g, /*seed=*/20261206, check_rows) {}
+  void print_header(const DeviceInfo& dev) const override {
+    std::printf("problem: %s\n", describe(case_).c_str());
+    std::printf("work: %.3g %s; least traffic (A, B read once, C written once) %.1f MB; peak %.1f %s\n", flops(),
+                int8() ? "OP" : "FLOP", traffic_bytes(nullptr) / 1e6, peak(dev), unit());
+  }
+  double flops() const override { return gemm_flops(case_.shape.m, case_.shape.n, case_.shape.k); }
+  const char* unit() const override { return int8() ? "TOPS" : "TFLOPS"; }
+  double peak(const DeviceInfo& dev) const override {
+    return case_.shape.ab_dtype == FS_FP32 ? dev.peak_fp32_tflops : int8() ? dev.peak_int8_tops : dev.peak_fp16_tflops;
+  }
+  double traffic_bytes(const KernelDesc*) const override {
+    const GemmParams& s = case_.shape;
+    return gemm_min_bytes(s.m, s.n, s.k, double(dtype_size(DType(s.ab_dtype))), double(dtype_size(DType(s.c_dtype))),
+                          s.beta != 0.0f);
+  }
+  double extra_bytes(const KernelDesc*) const override { return -1; }
+  std::string check(const KernelDesc*, const std::function<Status()>& launch) override {
+    const GemmCheck c = fixture_.run([&](const GemmParams&) { return launch(); });
+    if (c.status != Status::Success) {
+      std::printf("  launch failed: %s (%s)\n", status_name(c.status), status_message(c.status));
+      return status_name(c.status);
+    }
+    const bool ok = gemm_passed(case_, c);
+    std::printf("  check vs fp64 (%lld rows): %s, %lld mismatches%s -> %s\n", (long long)c.rows_checked,
+                c.c.str().c_str(), (long long)c.c.mismatches, c.outside_untouched ? "" : ", C PADDING WRITTEN",
+                ok ? "PASS" : "FAIL");
+    return ok ? "PASS" : "FAIL";
+  }
+  Status launch(const KernelDesc& k) override { return fs::launch(k, fixture_.params(), nullptr); }
+  GemmParams params() const { return fixture_.params(); }
+
+ private:
+  bool int8() const { return case_.shape.ab_dtype == FS_INT8; }
+  GemmCase case_;
+  GemmFixture fixture_;
+};
+
+void add_gemm_options(CLI::App& app, GemmOptions& o, const std::vector<std::string>& dtypes) {
+  app.add_option("--m", o.m, "M, rows of C")->capture_default_str()->check(at_least(1));
+  app.add_option("--n", o.n, "N, columns of C [default: M]")->check(at_least(1));
+  app.add_option("--k", o.k, "K, the reduction [default: M]")->check(at_least(1));
+  app.add_option("--dtype", o.dtype, "element type of A and B")->capture_default_str()->check(CLI::IsMember(dtypes));
+  app.add_option("--c-dtype", o.c_dtype, "element type of C [default: int32 for int8, else the input type]")
+      ->check(CLI::IsMember({"fp32", "fp16", "bf16", "int32"}));
+  app.add_option("--trans-a", o.trans_a, "A stored K×M")->capture_default_str()->check(CLI::Range(0, 1));
+  app.add_option("--trans-b", o.trans_b, "B stored N×K [default: 1 for int8, cuBLASLt's layout; else 0]")
+      ->check(CLI::Range(0, 1));
+  app.add_option("--alpha", o.alpha, "C = alpha·op(A)·op(B) + beta·C")->capture_default_str()->check(kFinite);
+  app.add_option("--beta", o.beta, "beta = 0 never reads C")->capture_default_str()->check(kFinite);
+  app.add_option("--check-rows", o.check_rows, "rows of C checked against fp64; 0 = all")
+      ->capture_default_str()
+      ->check(at_least(0));
+}
+
+GemmCase gemm_problem(const GemmOptions& o) {
+  const DType ab = *parse_dtype(o.dtype);
+  const DType c = o.c_dtype.empty() ? (ab == DType::INT8 ? DType::INT32 : ab) : *parse_dtype(o.c_dtype);
+  const int trans_b = o.trans_b >= 0 ? o.trans_b : ab == DType::INT8;
+  GemmCase g = gemm_case(o.m, o.n ? o.n : o.m, o.k ? o.k : o.m, ab, c, o.trans_a != 0, trans_b != 0);
+  g.shape.alpha = float(o.alpha);
+  g.shape.beta = float(o.beta);
+  g.integers = ab != DType::FP32;  // fp16 and int8 run on small integers: the check is exact
+  return g;
+}
+
+std::string gemm_refusal(Status st, const GemmParams& p, const std::vector<const KernelDesc*>& judged) {
+  uint32_t in = 0, out = 0;
+  std::vector<std::string> names;
+  for (const KernelDesc* k : judged) {
+    in |= k->info.in_dtypes;
+    out |= k->info.out_dtypes;
+    names.push_back(k->qualified());
+  }
+  switch (st) {
+    case Status::UnsupportedDtype:
+      return std::string("--dtype/--c-dtype: ") + dtype_name(DType(p.ab_dtype)) + " -> " +
+             dtype_name(DType(p.c_dtype)) + " is not taken by " +
+             (judged.size() == 1 ? names.front() : "any version") + " (inputs: " + dtype_list(in) +
+             "; outputs: " + dtype_list(out) + ")";
+    case Status::InvalidSize: return "--m, --n, --k: " + describe(p) + " is too large (its byte counts pass 2^63)";
+    default: return describe(p) + ": " + status_message(st);
+  }
+}
+
+// ---- The run ---------------------------------------------------------------------------------
+
+std::vector<const KernelDesc*> resolve(const std::vector<std::string>& names) {
+  std::vector<const KernelDesc*> out;
+  for (const auto& n : names)
+    for (const KernelDesc* k : find_kernels(n)) out.push_back(k);
+  return out;
+}
+
+bool selected(const KernelDesc& k, const std::string& only) {
+  return only.empty() || only == k.info.version || only == k.qualified();
+}
+
+}  // namespace
+
+int run_stage(int argc, char** argv, const StageRun& stage) {
+  const std::vector<const KernelDesc*> own = resolve(stage.kernels), baselines = resolve(stage.baselines);
+  if (own.empty()) {
+    std::fprintf(stderr, "error: the library holds no kernel named %s\n", join(stage.kernels).c_str());
+    return 2;
+  }
+  const bool attention = own.front()->is_attention();
+  uint32_t own_dtypes = 0;
+  for (const KernelDesc* k : own) own_dtypes |= k->info.in_dtypes;
+  std::vector<std::string> dtype_names;
+  for (DType t : kAllDtypes)
+    if ((own_dtypes & dtype_bit(t)) && (attention || t != DType::INT32)) dtype_names.push_back(dtype_name(t));
+
+  CLI::App app{std::string("flashstages ") + stage.title};
+  app.get_formatter()->column_width(34);
+  Common common;
+  AttentionOptions ao;
+  GemmOptions go;
+  if (attention) {
+    // The default dtype is the first one the stage's own kernel (the last version) takes.
+    add_attention_options(app, ao, first_dtype(own.back()->info.in_dtypes), dtype_names);
+  } else {
+    add_gemm_options(app, go, dtype_names);
+  }
+  app.add_option("--check", common.check, "check every version against fp64 first (0: time only)")
+      ->capture_default_str();
+  app.add_option("--repeats", common.repeats, "timed runs per version (the median is reported)")
+      ->capture_default_str()
+      ->check(at_least(1));
+  std::vector<std::string> versions;
+  for (const KernelDesc* k : baselines) versions.push_back(k->qualified());
+  for (const KernelDesc* k : own) versions.push_back(k->qualified());
+  app.add_option("--version", common.only_version, "run only this version (vN or stageNN/vN): " + join(versions));
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    std::printf("%s", app.help().c_str());
+    return 0;
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "error: %s\nRun with --help for the options and their defaults.\n", e.what());
+    return 2;
+  }
+
+  // Everything the arguments decide is checked here, before any GPU is looked for: each selected
+  // version validates the problem as its launch would (on fake pointers), and a version that refuses
+  // it is skipped with the reason; when every one refuses, that is a usage error.
+  std::unique_ptr<Problem> problem;
+  std::vector<std::pair<const KernelDesc*, Status>> verdicts;  // baselines first, then the stage's own
+  AttentionParams ap{};
+  GemmCase gc;
+  try {
+    std::vector<const KernelDesc*> all = baselines;
+    all.insert(all.end(), own.begin(), own.end());
+    if (attention) {
+      ap = attention_params(ao);
+    } else {
+      gc = gemm_problem(go);
+    }
+    for (const KernelDesc* k : all) {
+      if (!selected(*k, common.only_version)) continue;
+      if (attention) {
+        AttentionParams fake = ap;
+        fake.q = fake_pointer(0), fake.k = fake_pointer(1), fake.v = fake_pointer(2), fake.o = fake_pointer(3);
+        verdicts.emplace_back(k, validate(fake, k->attention));
+      } else {
+        GemmParams fake = gc.shape;
+        fake.a = fake_pointer(0), fake.b = fake_pointer(1), fake.c = fake_pointer(2);
+        fake.lda = fake.trans_a ? fake.m : fake.k;
+        fake.ldb = fake.trans_b ? fake.k : fake.n;
+        fake.ldc = fake.n;
+        verdicts.emplace_back(k, validate(fake, k->gemm));
+      }
+    }
+    if (verdicts.empty())
+      throw UsageError("--version: " + common.only_version + " is not a version here (" + join(versions) + ")");
+    // The flags are for the stage's own versions (the baselines run where they can): at least one of
+    // those selected must take the problem.
+    std::vector<std::pair<const KernelDesc*, Status>> mine;
+    for (const auto& v : verdicts)
+      if (std::find(own.begin(), own.end(), v.first) != own.end()) mine.push_back(v);
+    const auto& judged = mine.empty() ? verdicts : mine;
+    if (std::none_of(judged.begin(), judged.end(), [](const auto& v) { return v.second == Status::Success; })) {
+      const auto& [k, st] = judged.back();
+      std::vector<const KernelDesc*> kernels;
+      for (const auto& v : judged) kernels.push_back(v.first);
+      throw UsageError(attention ? attention_refusal(st, ap, *k) : gemm_refusal(st, gc.shape, kernels));
+    }
+  } catch (const UsageError& e) {
+    std::fprintf(stderr, "error: %s\nRun with --help for the options and their defaults.\n", e.what());
+    return 2;
+  }
+
+  std::printf("flashstages %s\n", stage.title);
+  std::string why;
+  const auto dev = query_device(0, &why);
+  if (!dev) {
+    std::printf("%s: nothing to run\n", why.c_str());
+    return 2;
+  }
+  std::printf("device: %s\n", dev->summary().c_str());
+
+  try {
+    if (attention) {
+      // The fp64 reference costs 4·Nq·Nk·D per head: check every head of small problems, two of large.
+      const double per_head = double(ap.seq_q) * double(ap.seq_k) * double(ap.head_dim);
+      const int heads = ao.check_heads >= 0 ? int(ao.check_heads) : per_head > 2e8 ? 2 : per_head > 2e7 ? 8 : 0;
+      problem = std::make_unique<AttentionJob>(ap, common.check ? heads : -1);
+    } else {
+      problem = std::make_unique<GemmJob>(gc, common.check ? go.check_rows : -1);
+    }
+    problem->print_header(*dev);
+
+    int failures = 0;
+    std::vector<Row> rows;
+    double peer_ms = 0;
+    if (!attention && stage.gemm_peer) {
+      GemmJob& g = static_cast<GemmJob&>(*problem);
+      std::unique_ptr<GemmPeer> peer;
+      try {
+        peer = stage.gemm_peer(g.params());
+      } catch (const std::exception& e) {
+        std::printf("\npeer unavailable for this problem: %s\n", e.what());
+      }
+      if (peer) {
+        const std::string name = std::string(peer->name()) + "/" + dtype_name(DType(gc.shape.ab_dtype));
+        const auto run_peer = [&] {
+          peer->run(g.params(), nullptr);
+          return Status::Success;
+        };
+        if (!measure(*problem, common, *dev, nullptr, name, "kernel 0: the vendor library", run_peer, &rows))
+          ++failures;
+        if (!rows.empty()) peer_ms = rows.back().ms;
+      }
+    }
+    for (const auto& [k, verdict] : verdicts) {
+      if (verdict == Status::UnsupportedDtype) {
+        std::printf("\n%s — takes no %s: skipped\n", k->qualified().c_str(),
+                    dtype_name(DType(attention ? ap.dtype : gc.shape.ab_dtype)));
+        continue;
+      }
+      if (verdict != Status::Success) {
+        std::printf("\n%s — skipped: %s (%s)\n", k->qualified().c_str(), status_name(verdict),
+                    status_message(verdict));
+        continue;
+      }
+      const std::string why_not = unsupported_reason(k->info, props_of(*dev));
+      if (!why_not.empty()) {
+        std::printf("\n%s — skipped: %s\n", k->qualified().c_str(), why_not.c_str());
+        continue;
+      }
+      if (!measure(*problem, common, *dev, k, k->qualified(), k->info.technique,
+                   [&, k = k] { return problem->launch(*k); }, &rows))
+        ++failures;
+    }
+
+    const double peak = problem->peak(*dev);
+    std::printf("\n%-16s %10s %9s %8s %10s  %s\n", "implementation", "ms", problem->unit(), "%peak",
+                attention ? "extra MiB" : "vs peer", "check");
+    for (const Row& r : rows) {
+      char extra[32] = "-";
+      if (attention && r.extra_mib >= 0) std::snprintf(extra, sizeof extra, "%.1f", r.extra_mib);
+      if (!attention && peer_ms > 0) std::snprintf(extra, sizeof extra, "%.2fx", peer_ms / r.ms);
+      std::printf("%-16s %10.3f %9.2f %7.1f%% %10s  %s\n", r.name.c_str(), r.ms, r.rate, 100.0 * r.rate / peak, extra,
+                  r.verdict.c_str());
+    }
+    if (failures) std::printf("%d implementation(s) FAILED\n", failures);
+    return failures ? 1 : 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  }
+}
+
+}  // namespace fs

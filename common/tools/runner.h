@@ -1,0 +1,44 @@
+// The body of every stage's executable, one runner over the library's kernel descriptors: read the
+// problem from the command line and check it (before looking for a GPU), then run every version on
+// the same inputs — each checked against the fp64 reference, then timed — and print one row per
+// version. Exit code 0 when every version passed, 1 when one was wrong or failed, 2 on bad arguments
+// or without a usable GPU.
+//
+// Attention stages:  --batch --heads --seq --seq-k --dim --causal --scale --dtype --check-heads
+// GEMM stages:       --m --n --k --dtype --c-dtype --trans-a --trans-b --alpha --beta --check-rows
+// Both:              --check 0|1  --repeats R  --version vN|stageNN/vN  --help
+// Defaults follow the benchmarks (attention: N = 4096, D = 64, B = 16384 / N, H = 2048 / D; GEMM:
+// 4096³); --help lists every flag with its default.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/lib/gemm.h"
+
+namespace fs {
+
+// A vendor library run beside the GEMM versions on the same problem ("kernel 0").
+class GemmPeer {
+ public:
+  virtual ~GemmPeer() = default;
+  virtual const char* name() const = 0;  // "cublas": the row's name and the benchmark-name prefix
+  virtual void run(const GemmParams& p, cudaStream_t stream) = 0;
+};
+
+struct StageRun {
+  const char* title;                   // "stage 04 — FlashAttention-2 forward on tensor cores (mma.sync)"
+  std::vector<std::string> kernels;    // the stage's own versions, as the registry names them: "stage04"
+  std::vector<std::string> baselines;  // earlier stages run on the same problem: "stage01/v1"
+  // GEMM stages: makes the vendor peer for a problem (null: none); it may throw when the library has
+  // no kernel for the problem, and the run goes on without it.
+  std::function<std::unique_ptr<GemmPeer>(const GemmParams&)> gemm_peer;
+};
+
+int run_stage(int argc, char** argv, const StageRun& stage);
+
+}  // namespace fs

@@ -1,0 +1,84 @@
+#!/usr/bin/env python3
+"""Checks the links from the docs and READMEs into the code: every linked file exists, every #Lnn
+(or #Lnn-Lmm) anchor is inside it, a text that says "line 96" links to line 96, and where the link
+text names an identifier
+([`locate`](...#L88), [copy_kv](...#L65), [TileCopy](...#L66)) the linked line (or, for a declaration
+split over two lines, the one after it) holds it. Code moves as
+the stages grow; this test makes a link that no longer lands where its text says fail.
+
+    python3 scripts/check_doc_links.py            (from anywhere; exit 1 and one line per bad link)
+    python3 scripts/check_doc_links.py --fix      (moves a named link to the nearest line holding
+                                                   its name, and says so; read the result)
+"""
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+LINK = re.compile(r"\[([^\]]+)\]\(([^)\s#]+)(?:#L(\d+)(?:-L?(\d+))?)?\)")
+IDENTIFIER = re.compile(r"^`?([A-Za-z_][A-Za-z0-9_]*(?:::[A-Za-z_][A-Za-z0-9_]*)*)(?:\(\))?`?$")
+# Link texts that read as words rather than names: "[here](...)", "[v7](...)".
+WORDS = re.compile(r"^(here|this|there|it|the [a-z ]+|v\d+)$")
+
+
+def documents():
+    yield ROOT / "README.md"
+    yield from sorted((ROOT / "docs").glob("*.md"))
+    yield from sorted((ROOT / "stages").glob("*/README.md"))
+    yield from sorted((ROOT / "plots").glob("README.md"))
+    yield from sorted((ROOT / "results").glob("*/README.md"))
+
+
+def nearest(lines, name, around):
+    """The line number holding `name` closest to `around`, or None."""
+    hits = [i + 1 for i, text in enumerate(lines) if name in text]
+    return min(hits, key=lambda i: abs(i - around)) if hits else None
+
+
+def main():
+    fix = "--fix" in sys.argv[1:]
+    bad = []
+    for doc in documents():
+        text_lines = doc.read_text().splitlines()
+        changed = False
+        for n, line in enumerate(text_lines, 1):
+            for m in LINK.finditer(line):
+                text, target, first, last = m.groups()
+                if "://" in target or target.startswith("mailto:") or target.endswith(".md") and not first:
+                    continue
+                path = (doc.parent / target).resolve()
+                where = f"{doc.relative_to(ROOT)}:{n}: [{text}]({target}{'#L' + first if first else ''})"
+                if not path.exists():
+                    bad.append(f"{where}: no such file")
+                    continue
+                if not first or path.is_dir():
+                    continue
+                lines = path.read_text().splitlines()
+                lo, hi = int(first), int(last or first)
+                if not 1 <= lo <= hi <= len(lines):
+                    bad.append(f"{where}: line {lo} is past the end ({len(lines)} lines)")
+                    continue
+                said = re.search(r"\blines? (\d+)", text)
+                if said and int(said.group(1)) != lo:
+                    bad.append(f"{where}: the text says line {said.group(1)}, the link goes to line {lo}")
+                ident = IDENTIFIER.match(text.strip())
+                if ident and not WORDS.match(text.strip()):
+                    name = ident.group(1).split("::")[-1]
+                    # A declaration may put its name on the line after its attributes.
+                    if not any(name in lines[i - 1] for i in range(lo, min(hi + 1, len(lines)) + 1)):
+                        moved = nearest(lines, name, lo) if fix and not last else None
+                        if moved:
+                            old = m.group(0)
+                            text_lines[n - 1] = text_lines[n - 1].replace(old, old.replace(f"#L{first})", f"#L{moved})"))
+                            changed = True
+                            print(f"{where}: moved to line {moved}: {lines[moved - 1].strip()[:80]}")
+                        else:
+                            bad.append(f"{where}: line {lo} does not hold `{name}`: {lines[lo - 1].strip()[:80]}")
+        if changed:
+            doc.write_text("\n".join(text_lines) + "\n")
+    print("\n".join(bad) if bad else "every link lands where its text says")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,216 @@
+// flashstages · stage 04 · v5 — v4's kernel with the tile shape chosen per (head_dim, dtype, mask) by
+// timing a few candidate shapes on the current GPU at first use, remembered for the process.
+//
+// What changes from v4: nothing inside the kernel; this file is host code. v4 runs one shape (Br = 64,
+// four warps of 16 rows) everywhere; the best shape depends on the head_dim and the GPU, through
+// registers per thread (rO alone is D/2 fp32 registers per 16 rows), shared memory per block (Q plus
+// two K and V buffers), blocks per SM, and how often a K or V fragment read from shared memory is
+// reused (once per 16-row tile a warp owns). So, like the autotuner the Triton tutorials lean on, v5
+// keeps a short list of shapes per head_dim (the first is v4's) and, the first time it meets a
+// (GPU, head_dim, dtype, mask), times each on a synthetic problem (B·H = 16, N = 8192) and keeps the
+// fastest (common/lib/tuner.h: FLASHSTAGES_AUTOTUNE=0 skips the timing and takes v4's shape,
+// FLASHSTAGES_AUTOTUNE=verbose prints every timing).
+//   Br×Bc, warps    the query rows per block and keys per block; warps of 16 or 32 rows (kMT = 1, 2)
+//   Q: regs / smem  Q fragments held in registers for the whole key loop, or re-read at every block
+// The tuning problem is built like any call (prepare), drawn with the common device fill and timed
+// with CUDA events on the caller's stream, its buffers from the stream-ordered pool: a few
+// milliseconds per key, once. A first call made while the stream is capturing a CUDA graph takes v4's
+// shape without tuning (nothing can be timed inside a capture).
+// Measured (H100, fp16, D = 128, N = 8192, TFLOPS non-causal / causal; stage04.json,
+// stage04/v5/fp16/D:128/N:8192/causal:0|1): 363.5 / 330.0 — 1.19× / 1.17× over v4; SDPA's
+// FlashAttention-2 backend measured 334.7 / 304.8 in the same run (sdpa.json).
+//
+// Run: build/h100/stages/04_flash_fwd/stage04_flash_fwd --dtype fp16 --seq 8192 --dim 128 --batch 2 --heads 16 --version v5
+#include <cuda_runtime.h>
+
+#include <string>
+#include <vector>
+
+#include "common/lib/device.h"
+#include "common/lib/random.h"
+#include "common/lib/tuner.h"
+#include "common/lib/workspace.h"
+#include "flash_fwd.h"
+#include "launch.cuh"
+#include "v4_ldmatrix_swizzle.cuh"
+
+namespace fs::flash::v5 {
+
+namespace {
+
+using v4::TileConfig;
+
+// One candidate shape, with its launch (either dtype).
+struct Candidate {
+  int br, bc, warps, min_blocks;
+  bool q_in_regs;
+  std::size_t smem_bytes;
+  Status (*launch)(const AttentionProblem&, cudaStream_t);
+};
+
+template <class C>
+Status launch_candidate(const AttentionProblem& pr, cudaStream_t stream) {
+  return Elements::dispatch(pr.p.dtype, [&](auto t) {
+    return attn::launch_kernel<C>(v4::flash_fwd_v4_kernel<typename decltype(t)::type, C::kHeadDim, C>, pr, stream);
+  });
+}
+
+template <class... Cs>
+std::vector<Candidate> candidate_list() {
+  return {Candidate{Cs::kBr, Cs::kBc, Cs::kWarps, Cs::kMinBlocks, Cs::kQInRegs, Cs::kSmemBytes,
+                    launch_candidate<Cs>}...};
+}
+
+// The shapes per head_dim, v4's first; the others won somewhere in a wider sweep on an H100 (the
+// stage README lists it). Registers bound them: 32 rows per warp (kMT = 2) at D = 128 would need 128
+// registers for rO, 64 for S and 64 for Q, so those shapes re-read Q from shared memory
+// (FlashAttention-2's own choice for D = 128: Br = 128, Bc = 64, four warps); the last D = 128 and
+// D = 64 shapes instead cap registers so that three blocks share an SM. Every head_dim of
+// HeadDimList needs its list: a missing one does not compile.
+template <int D>
+std::vector<Candidate> shapes();
+template <>
+std::vector<Candidate> shapes<32>() {
+  return candidate_list<v4::Config<32>, TileConfig<32, 4, 2, 64, true>, TileConfig<32, 4, 1, 128, true>>();
+}
+template <>
+std::vector<Candidate> shapes<64>() {
+  return candidate_list<v4::Config<64>, TileConfig<64, 4, 2, 64, true>, TileConfig<64, 4, 1, 128, true>,
+                        TileConfig<64, 4, 1, 64, true, 3>>();
+}
+template <>
+std::vector<Candidate> shapes<128>() {
+  return candidate_list<v4::Config<128>, TileConfig<128, 4, 2, 64, false>, TileConfig<128, 4, 2, 32, false>,
+                        TileConfig<128, 4, 1, 32, true, 3>>();
+}
+template <>
+std::vector<Candidate> shapes<256>() {
+  return candidate_list<v4::Config<256>, TileConfig<256, 8, 1, 64, false>, TileConfig<256, 8, 1, 32, false>>();
+}
+
+const std::vector<Candidate>& candidates(int64_t head_dim) {
+  static const std::vector<Candidate> none;
+  const std::vector<Candidate>* found = &none;
+  HeadDimList::dispatch(head_dim, [&](auto d) {
+    static const std::vector<Candidate> list = shapes<decltype(d)::value>();
+    found = &list;
+    return Status::Success;
+  });
+  return *found;
+}
+
+std::string name(const Candidate& c) {
+  return "Br=" + std::to_string(c.br) + " Bc=" + std::to_string(c.bc) + " warps=" + std::to_string(c.warps) +
+         (c.q_in_regs ? " Q:regs " : " Q:smem ") + std::to_string(c.smem_bytes / 1024) + "KB" +
+         (c.min_blocks > 1 ? " " + std::to_string(c.min_blocks) + "/SM" : "");
+}
+
+bool runs_here(const Candidate& c) {
+  DeviceProps dev;
+  return current_device(&dev) == Status::Success && c.smem_bytes <= dev.smem_per_block_optin;
+}
+
+// The tuning problem: B = 1, H = 16, N = 8192 in the head_dim, dtype and mask being tuned, uniform
+// random inputs (timing on zeros can flatter a kernel), its buffers freed when it goes.
+class TuningProblem {
+ public:
+  TuningProblem(cudaStream_t stream) : stream_(stream) {}
+  ~TuningProblem() {
+    for (void* b : buffers_)
+      if (b) workspace_free(b, stream_);
+  }
+  Status make(int64_t head_dim, DType dtype, bool causal, AttentionProblem* out) {
+    AttentionParams p{};
+    p.batch = 1;
+    p.heads = 16;
+    p.seq_q = p.seq_k = 8192;
+    p.head_dim = head_dim;
+    p.dtype = static_cast<int32_t>(dtype);
+    p.causal = causal;
+    const int64_t elems = q_elems(p);
+    for (void*& b : buffers_) FS_RETURN_IF_ERROR(workspace_alloc(&b, std::size_t(elems) * dtype_size(dtype), stream_));
+    for (int i = 0; i < 3; ++i)
+      FS_RETURN_IF_ERROR(fill_random_device(buffers_[i], elems, dtype, 4000 + i, -1.0f, 1.0f, stream_));
+    p.q = buffers_[0];
+    p.k = buffers_[1];
+    p.v = buffers_[2];
+    p.o = buffers_[3];
+    FS_RETURN_IF_ERROR(validate(p, kSupport));
+    *out = prepare(p);
+    return Status::Success;
+  }
+
+ private:
+  cudaStream_t stream_;
+  void* buffers_[4] = {};
+};
+
+Tuner& tuner() {
+  static Tuner t("flash_fwd v5");  // one per process: what it learned serves every later call
+  return t;
+}
+
+// The candidate for the problem's (device, head_dim, dtype, mask), timed on `stream` at first use.
+Status choose(int64_t head_dim, DType dtype, bool causal, cudaStream_t stream, int* index) {
+  DeviceProps dev;
+  FS_RETURN_IF_ERROR(current_device(&dev));
+  const std::string key = "device " + std::to_string(dev.device) + " D=" + std::to_string(head_dim) + " " +
+                          dtype_name(dtype) + (causal ? " causal" : "");
+  const auto& list = candidates(head_dim);
+  TuningProblem problem(stream);
+  AttentionProblem pr{};
+  return tuner().choose(
+      key, stream,
+      [&](Tuner::Candidates* c) {
+        FS_RETURN_IF_ERROR(problem.make(head_dim, dtype, causal, &pr));
+        c->count = int(list.size());
+        c->usable = [&](int i) { return runs_here(list[i]); };
+        c->name = [&](int i) { return name(list[i]); };
+        c->run = [&](int i) { return list[i].launch(pr, stream); };
+        return Status::Success;
+      },
+      index);
+}
+
+}  // namespace
+
+}  // namespace fs::flash::v5
+
+fs::Status fs::flash::run_v5(const AttentionProblem& pr, cudaStream_t stream) {
+  int index = 0;
+  FS_RETURN_IF_ERROR(v5::choose(pr.p.head_dim, dtype_of(pr.p), pr.p.causal != 0, stream, &index));
+  return v5::candidates(pr.p.head_dim)[index].launch(pr, stream);
+}
+
+namespace fs {
+
+using flash::v5::candidates;
+
+int flash_fwd_v5_num_candidates(int64_t head_dim) { return int(candidates(head_dim).size()); }
+
+std::string flash_fwd_v5_candidate_name(int64_t head_dim, int index) {
+  const auto& list = candidates(head_dim);
+  return index >= 0 && index < int(list.size()) ? flash::v5::name(list[index]) : std::string("none");
+}
+
+bool flash_fwd_v5_candidate_runs_here(int64_t head_dim, int index) {
+  const auto& list = candidates(head_dim);
+  return index >= 0 && index < int(list.size()) && flash::v5::runs_here(list[index]);
+}
+
+Status launch_flash_fwd_v5_candidate(const AttentionParams& p, int index, cudaStream_t stream) {
+  FS_RETURN_IF_ERROR(validate(p, kFlashFwdV5.attention));
+  FS_RETURN_IF_ERROR(check_current_device(kFlashFwdV5.info));
+  const auto& list = candidates(p.head_dim);
+  if (index < 0 || index >= int(list.size())) return Status::InvalidSize;  // no such candidate
+  if (!flash::v5::runs_here(list[index])) return Status::UnsupportedDevice;
+  return list[index].launch(prepare(p), stream);
+}
+
+int flash_fwd_v5_choice(int64_t head_dim, DType dtype, bool causal, cudaStream_t stream) {
+  int index = -1;
+  if (candidates(head_dim).empty() || !in_set(flash::kSupport.dtypes, int32_t(dtype))) return -1;
+  return flash::v5::choose(head_dim, dtype, causal, stream, &index) == Status::Success ? index : -1;
+}
+
+}  // namespace fs
