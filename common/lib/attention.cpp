@@ -1,7 +1,9 @@
 #include "common/lib/attention.h"
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <vector>
 
@@ -85,7 +87,8 @@ AttentionProblem prepare(const AttentionParams& p) {
 
 Status check_varlen(AttentionParams* p, cudaStream_t stream) {
   if (!p->seq_lens && !p->cu_seqlens_q && !p->cu_seqlens_k) return Status::Success;
-  if (p->batch <= 0 || p->seq_q <= 0 || p->seq_k <= 0) return Status::InvalidSize;
+  // The arrays hold B (+1) int32 values: a batch past the int32 range cannot be a real layout.
+  if (p->batch <= 0 || p->batch >= INT32_MAX || p->seq_q <= 0 || p->seq_k <= 0) return Status::InvalidSize;
   if (p->seq_lens && (p->cu_seqlens_q || p->cu_seqlens_k)) return Status::InvalidSeqLens;
   if (!p->cu_seqlens_q != !p->cu_seqlens_k) return Status::InvalidSeqLens;
   for (const int32_t* array : {p->seq_lens, p->cu_seqlens_q, p->cu_seqlens_k})

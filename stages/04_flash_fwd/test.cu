@@ -361,6 +361,10 @@ FS_CPU_TEST_CASE("stage04 through the C interface: named codes before any launch
   }
   CHECK(fs_check_varlen(nullptr, nullptr) == FS_ERR_NULL_POINTER);
   CHECK(fs_check_varlen(&p, nullptr) == FS_SUCCESS);  // dense: nothing to check
+  fs_attention_params huge = p;
+  huge.cu_seqlens_q = huge.cu_seqlens_k = reinterpret_cast<const int32_t*>(0x30000);
+  huge.batch = int64_t(1) << 40;  // B + 1 offsets could not even be copied: refused before any read
+  CHECK(fs_check_varlen(&huge, nullptr) == FS_ERR_INVALID_SIZE);
   if (testing::missing_gpu()) {
     // Valid arguments reach the runtime, which has no device to give: a named error, not a crash.
     for (Launcher launch : launchers) CHECK(launch(&p, nullptr) == FS_ERR_CUDA);
