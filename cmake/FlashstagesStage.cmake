@@ -69,7 +69,8 @@ function(flashstages_add_stage prefix)
   target_compile_definitions(${prefix}_kernels PRIVATE "FS_STAGE_ARCHS=\"${ccs}\"")
   target_link_libraries(${prefix}_kernels PRIVATE flashstages_headers)
   flashstages_kernel_options(${prefix}_kernels)
-  target_link_libraries(flashstages PRIVATE ${prefix}_kernels)
+  # As objects, not as a linked target: the installed package then knows nothing of the stages.
+  target_sources(flashstages PRIVATE $<TARGET_OBJECTS:${prefix}_kernels>)
   set_property(GLOBAL APPEND PROPERTY FLASHSTAGES_STAGES ${prefix})
   message(STATUS "flashstages: ${prefix} built for ${ARG_ARCHS}: runs on compute capability ${ccs}")
 

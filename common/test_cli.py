@@ -5,6 +5,7 @@ and a bad flag is refused with a message that names it, exit code 2, before any 
     python3 common/test_cli.py build/.../stage01_naive build/.../stage03_online_softmax \
         build/.../stage04_flash_fwd build/.../stage06_gemm
 """
+import os
 import subprocess
 import sys
 import unittest
@@ -60,6 +61,21 @@ class CommandLine(unittest.TestCase):
         self.refused("stage06", ["--dtype", "int8", "--c-dtype", "fp16"], "--c-dtype")
         self.refused("stage06", ["--version", "v9"], "--version")
 
+    def test_benchmarks_follow_the_tests_rule_without_a_gpu(self):
+        # No GPU: skipped (77) and said so, or a failure with FLASHSTAGES_REQUIRE_GPU=1; never a silent 0.
+        if "bench" not in EXES:
+            self.skipTest("the benchmarks are not built (FLASHSTAGES_BUILD_BENCHMARKS=OFF)")
+        env = {k: v for k, v in os.environ.items() if k != "FLASHSTAGES_REQUIRE_GPU"}
+        plain = subprocess.run([EXES["bench"], "--benchmark_filter=NONE"], capture_output=True, text=True, env=env)
+        if "no NVIDIA GPU" not in plain.stdout + plain.stderr:
+            self.assertEqual(plain.returncode, 0, plain.stdout + plain.stderr)  # a GPU: nothing matched, nothing run
+            return
+        self.assertEqual(plain.returncode, 77, plain.stdout)
+        self.assertIn("SKIPPED", plain.stdout)
+        required = subprocess.run([EXES["bench"], "--benchmark_filter=NONE"], capture_output=True, text=True,
+                                  env={**env, "FLASHSTAGES_REQUIRE_GPU": "1"})
+        self.assertEqual(required.returncode, 1, required.stdout + required.stderr)
+
     def test_valid_flags_reach_the_gpu_check(self):
         # With valid flags the executable goes on to look for a GPU: without one it says so plainly.
         code, out = run("stage04", "--seq", "17", "--dim", "64", "--causal=1", "--version", "v3", "--check", "0",
@@ -72,9 +88,10 @@ class CommandLine(unittest.TestCase):
 
 
 if __name__ == "__main__":
+    names = ("stage01", "stage03", "stage04", "stage06", "bench")
     if len(sys.argv) < 5:
-        sys.exit("usage: test_cli.py stage01 stage03 stage04 stage06 (paths to the executables)")
-    for name, path in zip(("stage01", "stage03", "stage04", "stage06"), sys.argv[1:5]):
-        EXES[name] = path
-    del sys.argv[1:5]
+        sys.exit("usage: test_cli.py stage01 stage03 stage04 stage06 [stage01_bench] (paths to the executables)")
+    given = [a for a in sys.argv[1:] if not a.startswith("-")]
+    EXES.update(zip(names, given))
+    del sys.argv[1:1 + len(given)]
     unittest.main(verbosity=2)

@@ -7,10 +7,31 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 preset=${1:-release}
 cd "$root"
+
+# shellcheck source=progress.sh
+. "$root/scripts/progress.sh"  # alive PHASE COMMAND...: a line every 30 s
+
+echo "setup: scripts/setup.sh (installs only what is missing)"
 scripts/setup.sh
-cmake --preset "$preset"
-cmake --build --preset "$preset"
+echo "configure: cmake --preset $preset"
+alive configure cmake --preset "$preset"
+echo "build: cmake --build --preset $preset (this takes several minutes; nvcc compiles each kernel for every architecture)"
+alive build cmake --build --preset "$preset"
 build=build/$preset
+
+# plot_results.py needs matplotlib for the PNGs, not for the README tables (--no-plots). Use the python
+# that has it: python3, or the project's .venv/ that setup.sh makes when the system's cannot take it.
+plot() {  # usage: plot RESULTS_DIR
+  local py
+  for py in python3 "$root/.venv/bin/python3"; do
+    if "$py" -c "import matplotlib" 2>/dev/null; then
+      "$py" plots/plot_results.py --results "$1" "${readme_args[@]}"
+      return
+    fi
+  done
+  echo "plots: matplotlib is not installed (scripts/setup.sh says how to get it): plots skipped, README tables only"
+  python3 plots/plot_results.py --results "$1" --no-plots "${readme_args[@]}"
+}
 
 readme_args=()
 for f in README.md stages/*/README.md docs/*.md; do [ -f "$f" ] && readme_args+=(--readme "$f"); done
@@ -24,7 +45,8 @@ if ! nvidia-smi -L >/dev/null 2>&1; then
   echo "Drawing the plots and tables from the committed results instead:"
   for dir in results/*/; do
     [ -n "$(ls "$dir"/*.json 2>/dev/null)" ] || continue
-    python3 plots/plot_results.py --results "$dir" "${readme_args[@]}"
+    echo "plots: $dir"
+    plot "$dir"
   done
   exit 0
 fi
@@ -41,24 +63,25 @@ for exe in "$build"/stages/*/stage0[0-9]_*; do
   if [[ "$(basename "$exe")" == stage06_* ]]; then
     for dtype in fp32 fp16 int8; do
       echo; echo "== $(basename "$exe") --m 4096 --n 4096 --k 4096 --dtype $dtype"
-      "$exe" --m 4096 --n 4096 --k 4096 --dtype $dtype || status=1
+      alive "$(basename "$exe")" "$exe" --m 4096 --n 4096 --k 4096 --dtype $dtype || status=1
     done
     continue
   fi
   for causal in 0 1; do
     echo; echo "== $(basename "$exe") --seq 4096 --dim 64 --causal=$causal"
-    "$exe" --seq 4096 --dim 64 --causal=$causal || status=1
+    alive "$(basename "$exe")" "$exe" --seq 4096 --dim 64 --causal=$causal || status=1
   done
 done
 
 for bench in "$build"/stages/*/stage0[0-9]_bench; do
   name=$(basename "$bench" _bench)
   echo; echo "== $name benchmarks -> $out/$name.json"
-  "$bench" --benchmark_out="$out/$name.json" --benchmark_out_format=json || status=1
+  alive "$name benchmarks" "$bench" --benchmark_out="$out/$name.json" --benchmark_out_format=json || status=1
 done
 
 echo; echo "== PyTorch SDPA peers -> $out/sdpa.json"
-python3 plots/sdpa_bench.py --out "$out/sdpa.json" --shape 2,16,8192,128 || status=1
+alive "SDPA peers" python3 plots/sdpa_bench.py --out "$out/sdpa.json" --shape 2,16,8192,128 || status=1
 
-python3 plots/plot_results.py --results "$out" "${readme_args[@]}"
+echo; echo "== plots and README tables -> $out"
+plot "$out"
 exit $status

@@ -6,7 +6,15 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 preset=${1:-$([ "${CI:-}" = true ] && echo ci || echo release)}
 cd "$root"
+
+# shellcheck source=progress.sh
+. "$root/scripts/progress.sh"  # alive PHASE COMMAND...: a line every 30 s
+
+echo "setup: scripts/setup.sh (installs only what is missing)"
 scripts/setup.sh
-cmake --preset "$preset"
-cmake --build --preset "$preset"
-ctest --preset "$preset"
+echo "configure: cmake --preset $preset"
+alive configure cmake --preset "$preset"
+echo "build: cmake --build --preset $preset (this takes several minutes; nvcc compiles each kernel for every architecture)"
+alive build cmake --build --preset "$preset"
+echo "test: ctest --preset $preset"
+alive test ctest --preset "$preset"

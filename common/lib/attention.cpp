@@ -80,6 +80,12 @@ Status validate(const AttentionParams& p, const AttentionSupport& support) {
   return Status::Success;
 }
 
+double largest_tensor_bytes(const AttentionParams& p) {
+  const double entries = p.cu_seqlens_q ? 1.0 : double(p.batch);  // packed: [H, total, D]
+  return entries * double(p.heads) * double(std::max(p.seq_q, p.seq_k)) * double(p.head_dim) *
+         double(dtype_size(dtype_of(p)));
+}
+
 AttentionProblem prepare(const AttentionParams& p) {
   const bool packed = p.cu_seqlens_q != nullptr;
   return {p, softmax_scale(p), packed && p.max_seq_q > 0 ? p.max_seq_q : p.seq_q};

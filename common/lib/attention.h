@@ -96,6 +96,10 @@ Status for_each_head_slice(const AttentionParams& p, F&& f) {
   return Status::Success;
 }
 
+// The bytes of the largest of Q, K, V, O as the params lay them out ([B, H, N, D], or [H, total, D]
+// for packed batches). For validated params.
+double largest_tensor_bytes(const AttentionParams& p);
+
 // The host-side check behind fs_check_varlen: reads the arrays (one copy and a synchronization of
 // `stream`), names what is wrong, and for packed batches sets p->max_seq_q.
 Status check_varlen(AttentionParams* p, cudaStream_t stream);

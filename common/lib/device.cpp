@@ -30,17 +30,15 @@ Status current_device(DeviceProps* props) {
     *props = known[device];
     return Status::Success;
   }
+  cudaDeviceProp prop{};
+  FS_RETURN_IF_CUDA_ERROR(cudaGetDeviceProperties(&prop, device));
   DeviceProps d;
   d.device = device;
-  int major = 0, minor = 0, optin = 0, l2 = 0;
-  FS_RETURN_IF_CUDA_ERROR(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-  FS_RETURN_IF_CUDA_ERROR(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
-  FS_RETURN_IF_CUDA_ERROR(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-  FS_RETURN_IF_CUDA_ERROR(cudaDeviceGetAttribute(&d.sms, cudaDevAttrMultiProcessorCount, device));
-  FS_RETURN_IF_CUDA_ERROR(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device));
-  d.cc = major * 10 + minor;
-  d.smem_per_block_optin = std::size_t(optin);
-  d.l2_bytes = std::size_t(l2);
+  d.cc = prop.major * 10 + prop.minor;
+  d.smem_per_block_optin = prop.sharedMemPerBlockOptin;
+  d.sms = prop.multiProcessorCount;
+  d.l2_bytes = std::size_t(prop.l2CacheSize);
+  d.global_mem = prop.totalGlobalMem;
   if (device >= 0 && device < 16) known[device] = d, read[device] = true;
   *props = d;
   return Status::Success;
@@ -60,10 +58,12 @@ std::string unsupported_reason(const fs_kernel_info& kernel, const DeviceProps& 
   return {};
 }
 
-Status check_current_device(const fs_kernel_info& kernel) {
+Status check_current_device(const fs_kernel_info& kernel, double tensor_bytes) {
   DeviceProps dev;
   FS_RETURN_IF_ERROR(current_device(&dev));
-  return device_supports(kernel, dev);
+  FS_RETURN_IF_ERROR(device_supports(kernel, dev));
+  if (tensor_bytes > double(dev.global_mem)) return Status::InvalidSize;
+  return Status::Success;
 }
 
 }  // namespace fs

@@ -17,6 +17,7 @@ struct DeviceProps {
   std::size_t smem_per_block_optin = 0;  // after cudaFuncSetAttribute(MaxDynamicSharedMemorySize)
   int sms = 0;
   std::size_t l2_bytes = 0;
+  std::size_t global_mem = 0;  // bytes of device memory: no tensor of a launch can be larger
 };
 
 // The current device's properties, read once per device and thread; CudaError without a device.
@@ -30,6 +31,8 @@ Status device_supports(const fs_kernel_info& kernel, const DeviceProps& dev);
 std::string unsupported_reason(const fs_kernel_info& kernel, const DeviceProps& dev);
 
 // Both at once, for the current device: Success, UnsupportedDevice, or CudaError without a device.
-Status check_current_device(const fs_kernel_info& kernel);
+// `tensor_bytes` is the largest tensor of the launch: larger than the device's memory, no pointer can
+// really hold it (a size that only looks valid), and that is InvalidSize.
+Status check_current_device(const fs_kernel_info& kernel, double tensor_bytes);
 
 }  // namespace fs

@@ -36,6 +36,12 @@ Status validate(const GemmParams& p, const GemmSupport& support) {
   return Status::Success;
 }
 
+double largest_matrix_bytes(const GemmParams& p) {
+  const double in = double(dtype_size(DType(p.ab_dtype))), out = double(dtype_size(DType(p.c_dtype)));
+  const double a = double(gemm_a_span(p)) * in, b = double(gemm_b_span(p)) * in, c = double(gemm_c_span(p)) * out;
+  return a > b ? (a > c ? a : c) : (b > c ? b : c);
+}
+
 std::string describe(const GemmParams& p) {
   char buf[200];
   std::snprintf(buf, sizeof buf, "M=%lld N=%lld K=%lld%s%s %s->%s alpha=%g beta=%g", static_cast<long long>(p.m),

@@ -35,6 +35,9 @@ int64_t gemm_a_span(const GemmParams& p);
 int64_t gemm_b_span(const GemmParams& p);
 int64_t gemm_c_span(const GemmParams& p);
 
+// The bytes of the largest of A, B, C as stored. For validated params.
+double largest_matrix_bytes(const GemmParams& p);
+
 // "M=4096 N=4096 K=4096 B^T fp16->fp32 alpha=1 beta=0"
 std::string describe(const GemmParams& p);
 

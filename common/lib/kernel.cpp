@@ -12,14 +12,14 @@ extern const int kStageCount;
 Status launch(const KernelDesc& kernel, const AttentionParams& params, cudaStream_t stream) {
   if (!kernel.run_attention) return Status::UnsupportedDtype;  // a GEMM kernel takes no attention params
   FS_RETURN_IF_ERROR(validate(params, kernel.attention));
-  FS_RETURN_IF_ERROR(check_current_device(kernel.info));
+  FS_RETURN_IF_ERROR(check_current_device(kernel.info, largest_tensor_bytes(params)));
   return kernel.run_attention(prepare(params), stream);
 }
 
 Status launch(const KernelDesc& kernel, const GemmParams& params, cudaStream_t stream) {
   if (!kernel.run_gemm) return Status::UnsupportedDtype;
   FS_RETURN_IF_ERROR(validate(params, kernel.gemm));
-  FS_RETURN_IF_ERROR(check_current_device(kernel.info));
+  FS_RETURN_IF_ERROR(check_current_device(kernel.info, largest_matrix_bytes(params)));
   return kernel.run_gemm(params, stream);
 }
 

@@ -3,7 +3,8 @@
 // A stage defines one KernelDesc per version: its name, what it takes (built from the same instance
 // lists its dispatch uses, common/lib/dispatch.h), the GPUs it runs on, and `run`, the version's own
 // launch. Everything else goes through launch() below, the same for every version of every stage:
-//   validate the params  →  check that the current GPU can run the kernel  →  run(problem, stream)
+//   validate the params  →  check that the current GPU can run the kernel and hold its tensors
+//   →  run(problem, stream)
 // so a bad call returns its named code before anything touches the device. The C entries are made
 // by FS_EXPORT_ATTENTION / FS_EXPORT_GEMM from the descriptor, and the registry (all_kernels(), and
 // fs_kernel_count / fs_kernel_at for C and Python) lists every descriptor of every stage.

@@ -74,6 +74,8 @@ void check_rejects_bad_inputs(const KernelDesc& kernel, const AttentionParams& o
   check_rejected(kernel, ok, [](AttentionParams& p) { p.dtype = 99; }, Status::UnsupportedDtype);
   // B·H·N·D·bytes past 2^63: the product must not wrap into a small, valid-looking size.
   check_rejected(kernel, ok, [](AttentionParams& p) { p.batch = int64_t(1) << 62; }, Status::InvalidSize);
+  // No wrap, but more bytes than the GPU has: no pointer can really hold that, whatever it claims.
+  check_rejected(kernel, ok, [](AttentionParams& p) { p.batch = int64_t(1) << 36; }, Status::InvalidSize);
 }
 
 void check_reports_cuda_error(const KernelDesc& kernel, const AttentionParams& ok) {

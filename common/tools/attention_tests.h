@@ -20,8 +20,9 @@ std::vector<AttentionParams> odd_shapes(DType dtype, const std::vector<int64_t>&
 void check_against_reference(const KernelDesc& kernel, const AttentionParams& shape, uint64_t seed,
                              const KernelDesc* naive = nullptr);
 
-// Null pointers, non-positive sizes, a non-finite scale, an impossible causal mask and a non-float
-// dtype each return their code and leave O and LSE untouched. `ok` must be a shape the kernel accepts.
+// Null pointers, non-positive sizes, sizes that overflow or exceed the GPU's memory, a non-finite
+// scale, an impossible causal mask and a non-float dtype each return their code and leave O and LSE
+// untouched. `ok` must be a shape the kernel accepts.
 void check_rejects_bad_inputs(const KernelDesc& kernel, const AttentionParams& ok);
 
 // A bad input built from `ok` by `make_bad` returns `expected` and writes nothing.

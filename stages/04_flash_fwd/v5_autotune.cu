@@ -200,7 +200,7 @@ bool flash_fwd_v5_candidate_runs_here(int64_t head_dim, int index) {
 
 Status launch_flash_fwd_v5_candidate(const AttentionParams& p, int index, cudaStream_t stream) {
   FS_RETURN_IF_ERROR(validate(p, kFlashFwdV5.attention));
-  FS_RETURN_IF_ERROR(check_current_device(kFlashFwdV5.info));
+  FS_RETURN_IF_ERROR(check_current_device(kFlashFwdV5.info, largest_tensor_bytes(p)));
   const auto& list = candidates(p.head_dim);
   if (index < 0 || index >= int(list.size())) return Status::InvalidSize;  // no such candidate
   if (!flash::v5::runs_here(list[index])) return Status::UnsupportedDevice;

@@ -257,6 +257,9 @@ FS_GPU_TEST_CASE("stage06 every version rejects bad inputs and writes nothing") 
     check_rejected(K, ok, [](GemmParams& p) { p.m = 0; }, Status::InvalidSize);
     check_rejected(K, ok, [](GemmParams& p) { p.n = -1; }, Status::InvalidSize);
     check_rejected(K, ok, [](GemmParams& p) { p.k = 0; }, Status::InvalidSize);
+    check_rejected(K, ok, [](GemmParams& p) { p.m = int64_t(1) << 62; }, Status::InvalidSize);  // M·ldc·4 wraps
+    // No wrap, but more bytes than the GPU has: no pointer can really hold that, whatever it claims.
+    check_rejected(K, ok, [](GemmParams& p) { p.m = int64_t(1) << 40; }, Status::InvalidSize);
     check_rejected(K, ok, [](GemmParams& p) { p.lda = p.k - 1; }, Status::InvalidLeadingDim);
     check_rejected(K, ok, [](GemmParams& p) { p.trans_a = 1; p.m = p.lda + 1; }, Status::InvalidLeadingDim);
     check_rejected(K, ok, [](GemmParams& p) { p.ldb = p.n - 1; }, Status::InvalidLeadingDim);

@@ -1,19 +1,11 @@
-"""ctypes binding to libflashstages: call any stage's attention launcher from Python.
-
-    import flashstages, torch
-    lib = flashstages.load("build/common/libflashstages.so")
-    q, k, v = (torch.randn(2, 4, 1024, 64, device="cuda") for _ in range(3))
-    o = torch.empty_like(q)
-    flashstages.attention(lib, "fs_online_softmax_v1", q, k, v, o, causal=True)
-
-Tensors are contiguous [B, H, N, D] (torch tensors, or anything with .data_ptr(); plain integers are
-taken as device addresses). The GEMM versions of stage 06 take a GemmParams struct through call().
-Every launcher validates before it launches and a bad call raises FlashstagesError naming the code,
-e.g. FS_ERR_UNSUPPORTED_HEAD_DIM. kernels(lib) lists every launcher the library holds, as the
-library describes it (fs_kernel_count / fs_kernel_at): its C entry, stage, version, the types and
-head_dims it takes and the GPUs it runs on.
+"""The C interface of libflashstages through ctypes: the params structs, the kernel descriptions,
+status codes, and finding and loading the library. The torch-facing API is in __init__.py.
 """
 import ctypes
+import ctypes.util
+import glob
+import os
+import sys
 
 FP32, FP16, BF16, INT8, INT32 = 0, 1, 2, 3, 4
 DTYPE_NAMES = {FP32: "fp32", FP16: "fp16", BF16: "bf16", INT8: "int8", INT32: "int32"}
@@ -105,8 +97,59 @@ class FlashstagesError(RuntimeError):
         self.code, self.name = code, name
 
 
-def load(path):
-    lib = ctypes.CDLL(path)
+# Where find_library() looks, in order: the environment variable, the build tree of the checkout this
+# package lives in (when it is imported from the source tree or installed in editable mode), and the
+# install prefixes (cmake --install's default, this Python's prefix, then the dynamic loader's path).
+LIBRARY_ENV = "FLASHSTAGES_LIBRARY"
+BUILD_PRESETS = ("release", "h100", "ci", "debug")
+LIBRARY_NAME = "libflashstages.so"
+
+
+def library_candidates():
+    """(where, path) in lookup order; paths that do not exist are left out, except the variable's."""
+    out = []
+    if os.environ.get(LIBRARY_ENV):
+        out.append((LIBRARY_ENV, os.environ[LIBRARY_ENV]))
+    try:  # installed by pip: the checkout it was built from (setup.py records it)
+        from ._checkout import CHECKOUT as checkout
+    except ImportError:  # imported from the source tree: python/flashstages/ is two levels below it
+        checkout = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    for preset in BUILD_PRESETS:
+        path = os.path.join(checkout, "build", preset, "common", LIBRARY_NAME)
+        if os.path.exists(path):
+            out.append(("build tree", path))
+    for pattern in (("build*", "common"), ("build*", "*", "common")):  # other build folders
+        for found in sorted(glob.glob(os.path.join(checkout, *pattern, LIBRARY_NAME))):
+            if ("build tree", found) not in out:
+                out.append(("build tree", found))
+    for prefix in (os.environ.get("CMAKE_INSTALL_PREFIX"), "/usr/local", sys.prefix):
+        for libdir in ("lib", "lib64"):
+            path = os.path.join(prefix, libdir, LIBRARY_NAME) if prefix else None
+            if path and os.path.exists(path) and ("install prefix", path) not in out:
+                out.append(("install prefix", path))
+    system = ctypes.util.find_library("flashstages")
+    if system:
+        out.append(("dynamic loader", system))
+    return out
+
+
+def find_library():
+    """The path of libflashstages, by the lookup order above; FileNotFoundError naming every place
+    looked at when there is none."""
+    candidates = library_candidates()
+    if candidates:
+        where, path = candidates[0]
+        if where == LIBRARY_ENV and not os.path.exists(path):
+            raise FileNotFoundError(f"{LIBRARY_ENV}={path}: no such file")
+        return path
+    raise FileNotFoundError(
+        "libflashstages.so not found: set FLASHSTAGES_LIBRARY to its path, or build the checkout "
+        "(cmake --preset release && cmake --build --preset release), or cmake --install it")
+
+
+def load(path=None):
+    """Loads libflashstages (found by find_library() when no path is given) and declares every entry."""
+    lib = ctypes.CDLL(path or find_library())
     lib.fs_status_name.restype = ctypes.c_char_p
     lib.fs_status_name.argtypes = [ctypes.c_int]
     lib.fs_status_message.restype = ctypes.c_char_p
@@ -146,22 +189,3 @@ def call(lib, launcher, params, stream=None):
     if code != 0:
         raise FlashstagesError(code, status_name(lib, code), lib.fs_status_message(code).decode())
     return code
-
-
-def _address(t):
-    if t is None:
-        return None
-    return t.data_ptr() if hasattr(t, "data_ptr") else int(t)
-
-
-def _dtype_code(t):
-    name = str(getattr(t, "dtype", "torch.float32"))
-    return {"torch.float32": FP32, "torch.float16": FP16, "torch.bfloat16": BF16}[name]
-
-
-def attention(lib, launcher, q, k, v, o, lse=None, causal=False, scale=0.0, stream=None):
-    """O = softmax(scale · Q Kᵀ) V with the chosen stage; q, k, v, o are [B, H, N, D] tensors."""
-    b, h, nq, d = q.shape
-    p = AttentionParams(b, h, nq, k.shape[2], d, scale, int(causal), _dtype_code(q),
-                        _address(q), _address(k), _address(v), _address(o), _address(lse))
-    return call(lib, launcher, p, stream)

@@ -1,0 +1,130 @@
+"""flashstages from Python: every stage's attention kernels on PyTorch tensors, and the C interface.
+
+    import torch, flashstages
+    q, k, v = (torch.rand(2, 4, 1024, 64, device="cuda") * 2 - 1 for _ in range(3))
+    o = flashstages.attention(q, k, v, causal=True, kernel="fs_online_softmax_v1")
+
+attention() checks its tensors before it calls the library — on one CUDA device, contiguous, of one
+dtype the kernel takes, of shapes that agree — and raises TypeError or ValueError naming the tensor
+and the problem; what the library itself refuses comes back as FlashstagesError with its named code
+(FS_ERR_UNSUPPORTED_HEAD_DIM, ...). It launches on PyTorch's current stream of the tensors' device.
+The library is found by find_library(): $FLASHSTAGES_LIBRARY, then the build tree of this checkout,
+then the install prefix. kernels() lists what the library holds; call() runs any entry, the GEMMs of
+stage 06 included, on a params struct.
+"""
+from ._capi import (BF16, DTYPE_NAMES, FP16, FP32, INT8, INT32, LIBRARY_ENV, PROBLEM_ATTENTION, PROBLEM_GEMM,  # noqa: F401
+                    AttentionParams, FlashstagesError, GemmParams, KernelInfo, call, find_library, kernels,
+                    library_candidates, load, status_name)
+
+__all__ = ["attention", "library", "kernels", "call", "load", "find_library", "FlashstagesError",
+           "AttentionParams", "GemmParams", "KernelInfo"]
+
+DEFAULT_KERNEL = "fs_flash_fwd_v5"
+_DTYPES = {"torch.float32": FP32, "torch.float16": FP16, "torch.bfloat16": BF16}
+_lib = None
+
+
+def library():
+    """The library, loaded once per process (find_library() decides which)."""
+    global _lib
+    if _lib is None:
+        _lib = load()
+    return _lib
+
+
+def _attention_kernel(lib, name):
+    names = [k.name for k in kernels(lib, problem=PROBLEM_ATTENTION)]
+    if name not in names:
+        raise ValueError(f"kernel {name!r} is not an attention kernel of this library; it has: {', '.join(names)}")
+    return next(k for k in kernels(lib, problem=PROBLEM_ATTENTION) if k.name == name)
+
+
+def _check_tensor(name, t, ndim):
+    for attribute in ("shape", "dtype", "device", "data_ptr", "is_contiguous"):
+        if not hasattr(t, attribute):
+            raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+    if len(t.shape) != ndim:
+        raise ValueError(f"{name} must have {ndim} dimensions, got shape {tuple(t.shape)}")
+
+
+def _check_attention(info, q, k, v, out, lse, make_contiguous):
+    """Every check attention() makes before the library is called; returns the contiguous inputs."""
+    tensors = {"q": q, "k": k, "v": v}
+    for name, t in tensors.items():
+        _check_tensor(name, t, 4)
+    if out is not None:
+        _check_tensor("out", out, 4)
+    if lse is not None:
+        _check_tensor("lse", lse, 3)
+    everything = {**tensors, **({"out": out} if out is not None else {}), **({"lse": lse} if lse is not None else {})}
+    device = q.device
+    for name, t in everything.items():
+        if t.device.type != "cuda":
+            raise ValueError(f"{name} is on {t.device}: every tensor must be on a CUDA device")
+        if t.device != device:
+            raise ValueError(f"{name} is on {t.device}, q on {device}: every tensor must be on the same device")
+    dtype = str(q.dtype)
+    if dtype not in _DTYPES:
+        raise TypeError(f"q is {dtype}: flashstages takes torch.float32, torch.float16 or torch.bfloat16")
+    for name, t in {**tensors, **({"out": out} if out is not None else {})}.items():
+        if str(t.dtype) != dtype:
+            raise TypeError(f"{name} is {t.dtype}, q is {dtype}: q, k, v and out must have one dtype")
+    if lse is not None and str(lse.dtype) != "torch.float32":
+        raise TypeError(f"lse is {lse.dtype}: it must be torch.float32")
+    if not info.in_dtypes & (1 << _DTYPES[dtype]):
+        takes = ", ".join(n for c, n in ((FP32, "float32"), (FP16, "float16"), (BF16, "bfloat16"))
+                          if info.in_dtypes & (1 << c))
+        raise TypeError(f"{info.name} takes {takes}, not {dtype}")
+    b, h, nq, d = q.shape
+    for name in ("k", "v"):
+        t = tensors[name]
+        if t.shape[0] != b or t.shape[1] != h or t.shape[3] != d:
+            raise ValueError(f"{name} has shape {tuple(t.shape)}, q {tuple(q.shape)}: k and v must be "
+                             f"[B, H, Nk, D] with q's B = {b}, H = {h} and D = {d}")
+    if tuple(v.shape) != tuple(k.shape):
+        raise ValueError(f"v has shape {tuple(v.shape)}, k {tuple(k.shape)}: they must match")
+    if out is not None and tuple(out.shape) != tuple(q.shape):
+        raise ValueError(f"out has shape {tuple(out.shape)}: it must be q's, {tuple(q.shape)}")
+    if lse is not None and tuple(lse.shape) != (b, h, nq):
+        raise ValueError(f"lse has shape {tuple(lse.shape)}: it must be [B, H, Nq] = {(b, h, nq)}")
+    if not info.takes_head_dim(d):
+        dims = list(info.head_dims)[: info.num_head_dims] or f"1 to {info.max_head_dim}"
+        raise ValueError(f"head_dim {d}: {info.name} takes {dims}")
+    for name, t in {**({"out": out} if out is not None else {}), **({"lse": lse} if lse is not None else {})}.items():
+        if not t.is_contiguous():
+            raise ValueError(f"{name} is not contiguous: the kernel writes it as a dense row-major tensor")
+    inputs = []
+    for name, t in tensors.items():
+        if not t.is_contiguous():
+            if not make_contiguous:
+                raise ValueError(f"{name} is not contiguous (a view with strides {t.stride()}): pass "
+                                 f"{name}.contiguous(), or make_contiguous=True to let attention() copy it")
+            t = t.contiguous()
+        inputs.append(t)
+    return inputs
+
+
+def attention(q, k, v, *, causal=False, scale=None, out=None, lse=None, kernel=DEFAULT_KERNEL,
+              make_contiguous=False):
+    """O = softmax(scale · Q Kᵀ [causal mask]) V with one of the library's attention kernels.
+
+    q: [B, H, Nq, D]; k, v: [B, H, Nk, D]; one CUDA device, one dtype the kernel takes. The causal mask
+    is aligned bottom-right (query i sees keys j <= i + Nk - Nq), like FlashAttention's and unlike
+    PyTorch's is_causal (top-left): compare with torch.nn.attention.bias.causal_lower_right. scale:
+    None for 1/sqrt(D). out: the output to write ([B, H, Nq, D], contiguous), made when None. lse: an
+    optional [B, H, Nq] float32 tensor for the log-sum-exp of each row. Returns out.
+    """
+    import torch
+
+    lib = library()
+    info = _attention_kernel(lib, kernel)
+    q, k, v = _check_attention(info, q, k, v, out, lse, make_contiguous)
+    if out is None:
+        out = torch.empty_like(q)
+    b, h, nq, d = q.shape
+    params = AttentionParams(b, h, nq, k.shape[2], d, 0.0 if scale is None else float(scale), int(bool(causal)),
+                             _DTYPES[str(q.dtype)], q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(),
+                             lse.data_ptr() if lse is not None else None)
+    with torch.cuda.device(q.device):
+        call(lib, kernel, params, torch.cuda.current_stream(q.device).cuda_stream)
+    return out

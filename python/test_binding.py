@@ -1,0 +1,256 @@
+"""Tests of the torch-facing binding (flashstages.attention) and of how the package finds the library.
+
+On the CPU: every check attention() makes before it calls the library, on stand-in tensors (no
+PyTorch needed), and the library lookup order. With PyTorch and a GPU: every attention kernel against
+torch.nn.functional.scaled_dot_product_attention in fp64 (for causal with Nq != Nk against
+causal_lower_right, this project's bottom-right mask), CPU tensors refused without touching the
+device, the current stream honoured, and the README's example as written.
+
+    python3 python/test_binding.py build/.../libflashstages.so          # the CPU cases
+    python3 python/test_binding.py build/.../libflashstages.so --gpu    # the GPU cases (77: skipped)
+"""
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import flashstages  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+class Device:
+    def __init__(self, spec):
+        self.type, _, index = spec.partition(":")
+        self.index = int(index) if index else None
+
+    def __eq__(self, other):
+        return (self.type, self.index) == (other.type, other.index)
+
+    def __str__(self):
+        return self.type if self.index is None else f"{self.type}:{self.index}"
+
+
+class Stand:
+    """What attention() reads of a torch.Tensor, for the CPU tests."""
+
+    def __init__(self, shape, dtype="torch.float16", device="cuda:0", contiguous=True):
+        self.shape, self.dtype, self.device, self.contiguous = tuple(shape), dtype, Device(device), contiguous
+
+    def data_ptr(self):
+        return 0x100000
+
+    def is_contiguous(self):
+        return self.contiguous
+
+    def stride(self):
+        return (1,) * len(self.shape)
+
+
+def has_gpu():
+    try:
+        import torch
+        return torch.cuda.is_available()
+    except ImportError:
+        return False
+
+
+class Checks(unittest.TestCase):
+    """Each bad call raises the named Python error, before the library is called."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.lib = flashstages.library()
+        cls.v5 = flashstages._attention_kernel(cls.lib, "fs_flash_fwd_v5")
+        cls.v1 = flashstages._attention_kernel(cls.lib, "fs_online_softmax_v1")
+
+    def qkv(self, **change):
+        shapes = dict(q=(2, 4, 100, 64), k=(2, 4, 130, 64), v=(2, 4, 130, 64))
+        tensors = {name: Stand(shape) for name, shape in shapes.items()}
+        for name, t in change.items():
+            tensors[name] = t
+        return tensors["q"], tensors["k"], tensors["v"]
+
+    def refused(self, error, words, info=None, out=None, lse=None, make_contiguous=False, **change):
+        with self.assertRaises(error) as caught:
+            flashstages._check_attention(info or self.v5, *self.qkv(**change), out, lse, make_contiguous)
+        for word in words:
+            self.assertIn(word, str(caught.exception))
+
+    def test_a_valid_call_passes(self):
+        q, k, v = flashstages._check_attention(self.v5, *self.qkv(), Stand((2, 4, 100, 64)),
+                                               Stand((2, 4, 100), dtype="torch.float32"), False)
+        self.assertEqual(q.shape, (2, 4, 100, 64))
+
+    def test_devices(self):
+        self.refused(ValueError, ["k is on cpu", "CUDA"], k=Stand((2, 4, 130, 64), device="cpu"))
+        self.refused(ValueError, ["q is on cpu"], q=Stand((2, 4, 100, 64), device="cpu"))
+        self.refused(ValueError, ["v is on cuda:1", "same device"], v=Stand((2, 4, 130, 64), device="cuda:1"))
+        self.refused(ValueError, ["out is on cpu"], out=Stand((2, 4, 100, 64), device="cpu"))
+
+    def test_dtypes(self):
+        f64 = dict(dtype="torch.float64")
+        self.refused(TypeError, ["q is torch.float64"], q=Stand((2, 4, 100, 64), **f64),
+                     k=Stand((2, 4, 130, 64), **f64), v=Stand((2, 4, 130, 64), **f64))
+        self.refused(TypeError, ["k is torch.bfloat16", "one dtype"], k=Stand((2, 4, 130, 64), dtype="torch.bfloat16"))
+        self.refused(TypeError, ["lse is torch.float16"], lse=Stand((2, 4, 100)))
+        fp32 = {n: Stand(s, dtype="torch.float32") for n, s in (("q", (2, 4, 100, 64)), ("k", (2, 4, 130, 64)),
+                                                              ("v", (2, 4, 130, 64)))}
+        self.refused(TypeError, ["fs_flash_fwd_v5 takes float16, bfloat16"], **fp32)
+
+    def test_shapes(self):
+        self.refused(ValueError, ["k has shape (2, 2, 130, 64)", "H = 4"], k=Stand((2, 2, 130, 64)),
+                     v=Stand((2, 2, 130, 64)))
+        self.refused(ValueError, ["v has shape (2, 4, 129, 64)"], v=Stand((2, 4, 129, 64)))
+        self.refused(ValueError, ["q must have 4 dimensions"], q=Stand((4, 100, 64)))
+        self.refused(ValueError, ["out has shape"], out=Stand((2, 4, 100, 32)))
+        self.refused(ValueError, ["lse has shape"], lse=Stand((2, 4, 101), dtype="torch.float32"))
+        d48 = {n: Stand(s[:3] + (48,)) for n, s in (("q", (2, 4, 100)), ("k", (2, 4, 130)), ("v", (2, 4, 130)))}
+        self.refused(ValueError, ["head_dim 48", "[32, 64, 128, 256]"], **d48)
+        self.refused(TypeError, ["q must be a torch.Tensor, got list"], q=[[1.0]])
+
+    def test_contiguity(self):
+        self.refused(ValueError, ["k is not contiguous", "k.contiguous()"], k=Stand((2, 4, 130, 64), contiguous=False))
+        self.refused(ValueError, ["out is not contiguous"], out=Stand((2, 4, 100, 64), contiguous=False))
+
+    def test_unknown_kernel(self):
+        with self.assertRaises(ValueError) as caught:
+            flashstages._attention_kernel(self.lib, "fs_flash_fwd_v9")
+        self.assertIn("fs_flash_fwd_v5", str(caught.exception))  # the ones it has are listed
+        with self.assertRaises(ValueError):
+            flashstages._attention_kernel(self.lib, "fs_gemm_v1")  # a GEMM is not an attention kernel
+
+
+class Lookup(unittest.TestCase):
+    """The library is found from $FLASHSTAGES_LIBRARY, then the build tree, then the install prefix."""
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp()
+        self.real = flashstages.find_library()
+        # A checkout of our own: python/flashstages (a copy of the package) beside build/release/common.
+        shutil.copytree(os.path.join(HERE, "flashstages"), os.path.join(self.tmp, "checkout", "python", "flashstages"),
+                        ignore=shutil.ignore_patterns("__pycache__", "_checkout.py"))
+
+    def tearDown(self):
+        shutil.rmtree(self.tmp)
+
+    def place(self, *parts):
+        path = os.path.join(self.tmp, *parts, "libflashstages.so")
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        shutil.copy(self.real, path)
+        return path
+
+    def found(self, **env):
+        environment = {k: v for k, v in os.environ.items() if k not in ("FLASHSTAGES_LIBRARY", "CMAKE_INSTALL_PREFIX")}
+        environment.update(env)
+        code = "import flashstages; print(flashstages.find_library())"
+        p = subprocess.run([sys.executable, "-c", code], cwd=self.tmp, capture_output=True, text=True,
+                           env={**environment, "PYTHONPATH": os.path.join(self.tmp, "checkout", "python")})
+        return p.stdout.strip() if p.returncode == 0 else "ERROR " + p.stderr.strip().splitlines()[-1]
+
+    def test_order(self):
+        prefix = self.place("prefix", "lib")
+        self.assertEqual(self.found(CMAKE_INSTALL_PREFIX=os.path.join(self.tmp, "prefix")), prefix)
+        tree = self.place("checkout", "build", "release", "common")
+        self.assertEqual(self.found(CMAKE_INSTALL_PREFIX=os.path.join(self.tmp, "prefix")), tree)
+        chosen = self.place("elsewhere")
+        self.assertEqual(self.found(FLASHSTAGES_LIBRARY=chosen, CMAKE_INSTALL_PREFIX=os.path.join(self.tmp, "prefix")),
+                         chosen)
+        missing = self.found(FLASHSTAGES_LIBRARY=os.path.join(self.tmp, "nothing.so"))
+        self.assertIn("FileNotFoundError", missing)
+
+    def test_nothing_found_says_where_to_look(self):
+        if flashstages._capi.ctypes.util.find_library("flashstages") or os.path.exists("/usr/local/lib/libflashstages.so"):
+            self.skipTest("a libflashstages is installed system-wide on this machine")
+        self.assertIn("FLASHSTAGES_LIBRARY", self.found())
+
+
+class OnTheGpu(unittest.TestCase):
+    def reference(self, q, k, v, causal):
+        import torch
+        from torch.nn.attention.bias import causal_lower_right
+        q64, k64, v64 = q.double(), k.double(), v.double()
+        mask = causal_lower_right(q.shape[2], k.shape[2]) if causal else None
+        return torch.nn.functional.scaled_dot_product_attention(q64, k64, v64, attn_mask=mask)
+
+    def test_every_attention_kernel_matches_sdpa(self):
+        import torch
+        torch.manual_seed(0)
+        lib = flashstages.library()
+        for info in flashstages.kernels(lib, problem=flashstages.PROBLEM_ATTENTION):
+            dtype = torch.float16 if info.in_dtypes & (1 << flashstages.FP16) and not info.in_dtypes & 1 else torch.float32
+            tol = 4e-3 if dtype == torch.float16 else 1e-4
+            for nq, nk, causal in ((200, 200, True), (100, 230, True), (230, 100, False)):
+                with self.subTest(kernel=info.name, nq=nq, nk=nk, causal=causal):
+                    q = torch.rand(2, 3, nq, 64, device="cuda", dtype=dtype) * 2 - 1
+                    k, v = (torch.rand(2, 3, nk, 64, device="cuda", dtype=dtype) * 2 - 1 for _ in range(2))
+                    o = torch.full_like(q, float("nan"))
+                    flashstages.attention(q, k, v, causal=causal, out=o, kernel=info.name)
+                    torch.cuda.synchronize()
+                    self.assertLess((o.double() - self.reference(q, k, v, causal)).abs().max().item(), tol)
+
+    def test_cpu_tensors_are_refused_and_the_context_survives(self):
+        import torch
+        q = torch.rand(1, 2, 64, 64, dtype=torch.float16)
+        with self.assertRaises(ValueError):
+            flashstages.attention(q, q.cuda(), q.cuda())
+        with self.assertRaises(ValueError):  # a non-contiguous view
+            g = torch.rand(1, 2, 64, 128, device="cuda", dtype=torch.float16)[..., ::2]
+            flashstages.attention(g, g.contiguous(), g.contiguous())
+        torch.cuda.synchronize()  # no sticky error: the device is still usable
+        g = torch.rand(1, 2, 64, 128, device="cuda", dtype=torch.float16)[..., ::2]
+        o = flashstages.attention(g, g, g, make_contiguous=True)
+        ref = self.reference(g, g, g, False)
+        self.assertLess((o.double() - ref).abs().max().item(), 4e-3)
+
+    def test_runs_on_the_current_stream(self):
+        # The side stream is busy for a while, then writes q: a launch on any other stream would read
+        # q before that write lands.
+        import torch
+        q0 = torch.rand(2, 4, 256, 64, device="cuda", dtype=torch.float16) * 2 - 1
+        k, v = (torch.rand(2, 4, 256, 64, device="cuda", dtype=torch.float16) * 2 - 1 for _ in range(2))
+        q = torch.zeros_like(q0)
+        torch.cuda.synchronize()
+        side = torch.cuda.Stream()
+        with torch.cuda.stream(side):
+            torch.cuda._sleep(100_000_000)
+            q.copy_(q0)
+            o = flashstages.attention(q, k, v)
+        side.synchronize()
+        self.assertLess((o.double() - self.reference(q0, k, v, False)).abs().max().item(), 4e-3)
+
+    def test_the_readme_example_runs_as_written(self):
+        example = "\n".join(["import torch, flashstages",
+                             "q, k, v = (torch.rand(2, 4, 1024, 64, device=\"cuda\") * 2 - 1 for _ in range(3))",
+                             "o = flashstages.attention(q, k, v, causal=True, kernel=\"fs_online_softmax_v1\")",
+                             "print(o.shape)"])
+        p = subprocess.run([sys.executable, "-c", example], capture_output=True, text=True,
+                           env={**os.environ, "PYTHONPATH": HERE})
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("torch.Size([2, 4, 1024, 64])", p.stdout)
+
+
+def main():
+    """`test_binding.py [LIBRARY] [--gpu]`: the CPU cases, or with --gpu the GPU cases, which without
+    PyTorch and a GPU exit 77 (CTest's "skipped"), or fail when FLASHSTAGES_REQUIRE_GPU=1."""
+    args = sys.argv[1:]
+    gpu = "--gpu" in args
+    args = [a for a in args if a != "--gpu"]
+    if args and not args[0].startswith("-"):
+        os.environ["FLASHSTAGES_LIBRARY"] = args.pop(0)
+    if gpu and not has_gpu():
+        if os.environ.get("FLASHSTAGES_REQUIRE_GPU", "0") not in ("", "0"):
+            sys.exit("FLASHSTAGES_REQUIRE_GPU=1 but PyTorch sees no CUDA GPU")
+        print("SKIPPED: the binding's GPU tests need PyTorch with a CUDA GPU")
+        sys.exit(77)
+    cases = [OnTheGpu] if gpu else [Checks, Lookup]
+    suite = unittest.TestSuite(unittest.defaultTestLoader.loadTestsFromTestCase(c) for c in cases)
+    result = unittest.TextTestRunner(verbosity=2).run(suite)
+    sys.exit(0 if result.wasSuccessful() else 1)
+
+
+if __name__ == "__main__":
+    main()

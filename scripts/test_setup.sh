@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# CPU test of scripts/setup.sh's refusals and of run_all.sh without matplotlib, in fake environments:
+# a copy of the scripts in a temporary repository, and fake cmake, nvcc, nvidia-smi, id, apt-get, sudo
+# and python3 first on PATH. The fake python3 is the real one with matplotlib hidden, refusing
+# `-m pip` the way an externally managed (PEP 668) Python does. setup.sh runs with
+# FLASHSTAGES_SETUP_DRY_RUN=1. No GPU, network or root; a few seconds; the temporary folder is removed.
+#   usage: scripts/test_setup.sh [SETUP_SH [RUN_ALL_SH]]   (default: the scripts beside this one)
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+setup_sh=$(realpath "${1:-$here/setup.sh}")
+run_all_sh=$(realpath "${2:-$here/run_all.sh}")
+python=$(python3 -c 'import sys; print(sys.executable)') || { echo "test_setup: python3 is needed" >&2; exit 1; }
+real_id=$(command -v id)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# The fakes. Each logs its call; apt-get and sudo fail, since nothing may be installed for real.
+bin=$tmp/bin log=$tmp/calls.log hide=$tmp/hide
+mkdir -p "$bin" "$hide/matplotlib"
+echo 'raise ImportError("matplotlib is hidden by scripts/test_setup.sh")' >"$hide/matplotlib/__init__.py"
+fake() { printf '#!/usr/bin/env bash\necho "%s $*" >>"%s"\n%s\n' "$1" "$log" "$2" >"$bin/$1"; chmod +x "$bin/$1"; }
+# shellcheck disable=SC2016  # expanded when the fake runs
+fake cmake 'if [ "${1:-}" = --version ]; then echo "cmake version $FAKE_CMAKE_VERSION"; fi'
+fake nvcc 'exit 0'
+fake nvidia-smi 'exit 9'
+fake apt-get 'echo "fake apt-get: must not run here" >&2; exit 1'
+fake sudo 'echo "fake sudo: must not run here" >&2; exit 1'
+fake id "if [ \"\${1:-}\" = -u ]; then echo \"\$FAKE_UID\"; else exec $real_id \"\$@\"; fi"
+# FAKE_SYSTEM=0: answers setup.sh's "is python3 the system's" probe with yes (Debian 12's /usr/bin/python3).
+fake python3 "case \"\$*\" in
+  *'-m pip'*) echo 'error: externally-managed-environment (fake, PEP 668)' >&2; exit 1 ;;
+  *'-m venv'*) echo 'fake python3: -m venv must not run in a dry run' >&2; exit 1 ;;
+  *base_prefix*) exit \"\$FAKE_SYSTEM\" ;;
+esac
+PYTHONPATH=$hide exec $python \"\$@\""
+
+# A repository: the scripts under test, plot_results.py, the plots' fixture as a results folder and a
+# README with a stale table. setup.sh finds .venv/ and .deps/ beside its own scripts/ folder.
+repo=$tmp/repo
+mkdir -p "$repo/scripts" "$repo/plots" "$repo/results/fake"
+cp "$setup_sh" "$repo/scripts/setup.sh"
+cp "$run_all_sh" "$repo/scripts/run_all.sh"
+cp "$here/progress.sh" "$repo/scripts/"
+chmod +x "$repo/scripts/setup.sh" "$repo/scripts/run_all.sh"  # a `git show` copy is not executable
+cp "$here/../plots/plot_results.py" "$repo/plots/"
+"$python" - "$here/../plots/fixtures/sample_results.json" "$repo/results/fake" <<'EOF'
+import json, pathlib, sys
+for name, doc in json.loads(pathlib.Path(sys.argv[1]).read_text()).items():
+    (pathlib.Path(sys.argv[2]) / name).write_text(json.dumps(doc))
+EOF
+printf '# fake\n<!-- results:attention:stage03/v2:begin -->\nstale table\n<!-- results:attention:stage03/v2:end -->\n' \
+  >"$repo/README.md"
+
+failed=0
+out=$tmp/out
+# usage: scenario NAME SCRIPT [VAR=VALUE...]: runs SCRIPT in the fake environment, output in $out
+scenario() {
+  local name=$1 script=$2; shift 2
+  echo "== $name"
+  : >"$log"
+  rc=0
+  (cd "$repo" && env -u FLASHSTAGES_REQUIRE_GPU -u CI PATH="$bin:$PATH" FLASHSTAGES_SETUP_DRY_RUN=1 \
+     FAKE_CMAKE_VERSION=3.28.3 FAKE_UID=0 FAKE_SYSTEM=0 "$@" "$script") >"$out" 2>&1 || rc=$?
+}
+# usage: expect DESCRIPTION COMMAND...: a failed COMMAND fails the test, with the output shown
+expect() {
+  local what=$1; shift
+  if "$@"; then echo "  ok: $what"; return; fi
+  echo "  FAILED: $what"; sed 's/^/    | /' "$out"; failed=$((failed + 1))
+}
+has() { grep -qE -- "$1" "$out"; }
+lacks() { ! grep -qE -- "$1" "$out"; }
+readme_rewritten() { ! grep -q "stale table" "$repo/README.md" && grep -q '^| ' "$repo/README.md"; }
+nothing_installed() {
+  ! grep -qE '^(apt-get|sudo) |^python3 .*-m (pip|venv)' "$log" && [ ! -e "$repo/.venv" ]
+}
+
+# The build packages are not under test (their checks look at /usr/include): .deps/ skips them.
+mkdir "$repo/.deps"
+
+for v in 3.22.1 3.24.4; do
+  scenario "cmake $v on PATH: refused, with what to do" scripts/setup.sh FAKE_CMAKE_VERSION=$v
+  expect "non-zero exit" [ $rc -ne 0 ]
+  expect "says 3.25 is needed" has "CMake $v is too old: the presets need CMake 3\.25 or newer"
+  expect "says how to get a newer one" has "pip install --user cmake"
+done
+for v in 3.25.0 4.1.2; do
+  scenario "cmake $v on PATH: accepted" scripts/setup.sh FAKE_CMAKE_VERSION=$v
+  expect "exit 0" [ $rc -eq 0 ]
+  expect "no complaint about cmake" lacks "too old"
+done
+
+scenario "externally managed system python3, as root: Debian's python3-matplotlib" scripts/setup.sh
+expect "exit 0" [ $rc -eq 0 ]
+expect "nothing pip-installed into the system python, nothing installed at all" nothing_installed
+expect "takes the apt path" has "apt-get install .*python3-matplotlib"
+expect "says plots will be skipped while matplotlib is missing" has "plots will be skipped"
+
+scenario "externally managed python3 that is not the system's, not root: the project's .venv/" \
+  scripts/setup.sh FAKE_UID=1000 FAKE_SYSTEM=1
+expect "exit 0" [ $rc -eq 0 ]
+expect "nothing pip-installed into that python, nothing installed at all" nothing_installed
+expect "no apt path for a python that is not the system's" lacks "would run: .*apt-get"
+expect "makes .venv/ in the repository" has "would run: python3 -m venv --system-site-packages $repo/\.venv$"
+expect "pip-installs matplotlib into .venv/ only" has "would run: $repo/\.venv/bin/python3 -m pip install .*matplotlib"
+
+scenario "run_all.sh without matplotlib and without a GPU: plots skipped, tables written" \
+  scripts/run_all.sh FAKE_UID=1000 FAKE_SYSTEM=1
+expect "exit 0" [ $rc -eq 0 ]
+expect "says the plots are skipped" has "plots skipped"
+expect "no PNG drawn" [ -z "$(ls "$repo"/results/fake/*.png 2>/dev/null)" ]
+expect "README table rewritten without matplotlib" readme_rewritten
+expect "nothing installed" nothing_installed
+
+if [ $failed -gt 0 ]; then
+  echo "test_setup: $failed check(s) failed (setup.sh: $setup_sh, run_all.sh: $run_all_sh)" >&2
+  exit 1
+fi
+echo "test_setup: all checks passed"
