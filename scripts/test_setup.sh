@@ -112,6 +112,11 @@ expect "no PNG drawn" [ -z "$(ls "$repo"/results/fake/*.png 2>/dev/null)" ]
 expect "README table rewritten without matplotlib" readme_rewritten
 expect "nothing installed" nothing_installed
 
+scenario "run_all.sh without a GPU but FLASHSTAGES_REQUIRE_GPU=1: a failure, not a redraw" \
+  scripts/run_all.sh FAKE_UID=1000 FAKE_SYSTEM=1 FLASHSTAGES_REQUIRE_GPU=1
+expect "non-zero exit" [ $rc -ne 0 ]
+expect "says a GPU was required" has "FLASHSTAGES_REQUIRE_GPU=1 but no NVIDIA GPU"
+
 if [ $failed -gt 0 ]; then
   echo "test_setup: $failed check(s) failed (setup.sh: $setup_sh, run_all.sh: $run_all_sh)" >&2
   exit 1
