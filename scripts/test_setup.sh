@@ -117,6 +117,14 @@ scenario "run_all.sh without a GPU but FLASHSTAGES_REQUIRE_GPU=1: a failure, not
 expect "non-zero exit" [ $rc -ne 0 ]
 expect "says a GPU was required" has "FLASHSTAGES_REQUIRE_GPU=1 but no NVIDIA GPU"
 
+echo "== a long phase is never silent: alive prints a line every interval while its command runs"
+: >"$log"
+(. "$here/progress.sh"; FLASHSTAGES_PROGRESS_SECONDS=1 alive build sleep 3.5) >"$out" 2>&1
+expect "two or more progress lines during a 3.5 s command at a 1 s interval" \
+  [ "$(grep -c '^build: still running' "$out")" -ge 2 ]
+(. "$here/progress.sh"; alive build false) >"$out" 2>&1 && rc=0 || rc=$?
+expect "the command's failure is passed on" [ $rc -ne 0 ]
+
 if [ $failed -gt 0 ]; then
   echo "test_setup: $failed check(s) failed (setup.sh: $setup_sh, run_all.sh: $run_all_sh)" >&2
   exit 1
