@@ -1,28 +1,40 @@
 #!/usr/bin/env python3
-"""Draw the flashstages result figures and README tables from Google Benchmark JSON.
+"""Draw the flashstages result figures, README tables and inline numbers from Google Benchmark JSON.
 
-    python3 plots/plot_results.py --results results/h100-sxm \
-        --readme stages/03_tiled/README.md --readme README.md
+    python3 plots/plot_results.py --results results/nvidia-h100-80gb-hbm3 --repo-docs
+    python3 plots/plot_results.py --results results/nvidia-h100-80gb-hbm3 --repo-docs --no-plots --check
 
-Every ``*.json`` in the results folder is read (one file per stage, plus ``sdpa.json`` from
-``plots/sdpa_bench.py``). From those rows this script
+Every ``*.json`` in the results folder is read (one file per stage, ``sdpa.json`` from
+``plots/sdpa_bench.py``, ``ceilings.json`` from the instruction-ceiling microbenchmark). From those
+rows this script
 
   * draws PNGs into ``--out`` (default: the results folder):
       attention_<dtype>_D<d>_causal<c>.png   TFLOPS vs N, one line per series
       attention_memory_D<d>.png              extra device memory (MiB) vs N
       gemm_<dtype>.png                       TFLOPS vs M=N=K, one line per series
+      ladder.png                             fastest version of every stage at the headline shape, with peers
+      roofline.png                           the headline points against the compute and DRAM roofs
   * rewrites the tables between ``<!-- results:NAME:begin -->`` / ``<!-- results:NAME:end -->``
-    in each ``--readme`` file (NAME: attention, attention:<prefix>, gemm, gemm:<prefix>,
-    memory, memory:<prefix>; <prefix> may list several, joined by '+': attention:stage02+stage03).
+    (NAME: attention, gemm, memory, each optionally ``:<prefix>`` or ``:<prefix>+<prefix>``;
+    ladder, roofline, ceilings)
+  * rewrites the inline numbers ``<!-- value: EXPR | FORMAT -->RENDERED<!-- /value -->``
+    (EXPR: + - * / ( ), numbers, ``[NAME]``, ``[NAME].FIELD``, ``{CONTEXT_KEY}``)
+in each ``--readme`` file and, with ``--repo-docs``, in every file of the repository that can hold
+them. ``--check`` writes nothing and lists what is stale (exit 1).
 
 Row selection: for each benchmark the ``median`` aggregate when the file has one, otherwise its
-iteration row (of several, the one with the median time). Never a best-of. Captions name the GPU, CUDA version, clocks and shapes.
+iteration row (of several, the one with the median time). Never a best-of. Captions name the GPU,
+CUDA version, clocks and shapes.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
+import difflib
 import json
+import math
+import os
 import re
 import statistics
 import sys
@@ -50,6 +62,27 @@ DTYPE_ORDER = ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "e4m3", "e5m2", "i
 TABLE_HEAD_DIMS = (64, 128)
 MIB = 1024.0 * 1024.0
 
+# Instruction ceilings (ceilings.json): names ceiling/<instruction>/<dtype>, e.g. ceiling/ffma/fp32.
+CEILING_PREFIX = "ceiling"
+
+# The datasheet-style peak of each arithmetic, by the context key that holds it (clock × units).
+PEAK_KEYS = {"fp32": "peak_fp32_tflops", "fp16": "peak_fp16_tflops", "bf16": "peak_fp16_tflops",
+             "int8": "peak_int8_tops"}
+DRAM_PEAK_KEY = "peak_dram_gbps"
+# The measured instruction ceiling of each arithmetic: the instruction the stages use for it.
+CEILING_OF_DTYPE = {"fp32": "ceiling/ffma/fp32", "fp16": "ceiling/mma_m16n8k16/fp16",
+                    "bf16": "ceiling/mma_m16n8k16/bf16", "int8": "ceiling/mma_m16n8k32/int8"}
+DRAM_CEILING = "ceiling/dram_copy/fp32"
+
+# The headline shape of the ladder and the roofline (issue 10): attention at D = 128, N = 8192,
+# non-causal, B and H by the project rule; GEMM at M = N = K = 4096. One bar per (stage, dtype) for
+# these dtypes (bf16 runs at the fp16 rate and would repeat it), next to these peers.
+HEADLINE_ATTENTION = {"D": 128, "N": 8192, "causal": 0}
+HEADLINE_GEMM_SIZE = 4096
+HEADLINE_DTYPES = ("fp32", "fp16", "int8")
+HEADLINE_PEERS = ("cublas", "cublaslt", "sdpa_flash", "sdpa_cudnn")
+STAGE_NOTES = {"stage05": "backward"}
+
 
 class ResultsError(Exception):
     """A problem with the inputs that the user must fix; main() prints it and exits 1."""
@@ -75,7 +108,10 @@ class BenchName:
 
     @property
     def kind(self) -> str:
-        """"gemm" (M, N, K given), "attention" (N, D given), else "other"; sizes must be integers."""
+        """"ceiling" (ceiling/<instruction>/<dtype>), "gemm" (M, N, K given), "attention" (N, D
+        given), else "other"; sizes must be integers."""
+        if self.series.split("/")[0] == CEILING_PREFIX:
+            return "ceiling"
         sizes = {k for k, v in self.params if isinstance(v, int)}
         if {"M", "N", "K"} <= sizes:
             return "gemm"
@@ -93,6 +129,16 @@ def _param_value(text: str) -> int | float | str:
         return float(text)
     except ValueError:
         return text
+
+
+def plain_name(raw: str, aggregate_name: str | None = None) -> str:
+    """The name as written, without run options and aggregate suffix: what value markers quote."""
+    name = raw.strip()
+    if aggregate_name and name.endswith("_" + aggregate_name):
+        name = name[: -len(aggregate_name) - 1]
+    name = AGGREGATE_SUFFIX.sub("", name)
+    return "/".join(part for part in name.split("/") if part and part not in RUN_OPTION_FIELDS
+                    and part.partition(":")[0] not in RUN_OPTION_KEYS)
 
 
 def parse_name(raw: str, aggregate_name: str | None = None) -> BenchName:
@@ -143,15 +189,28 @@ class Run:
     extra_bytes: float | None
     source: str  # file name, e.g. "stage03.json"
     picked: str  # "median" or "iteration"
+    plain: str = ""  # the name without run options, e.g. "stage03/v1/fp32/D:64/N:4096/causal:1"
+    per_sm_clk: float | None = None  # ceilings: ops, FLOPs or bytes per SM per clock
+    gops: float | None = None  # ceilings: the Gop/s counter (ex2)
 
 
 @dataclass
 class Results:
     contexts: dict[str, dict[str, str]] = field(default_factory=dict)  # file name → context
     runs: list[Run] = field(default_factory=list)
+    folder: Path | None = None
 
     def of_kind(self, kind: str) -> list[Run]:
         return [r for r in self.runs if r.name.kind == kind]
+
+    def find(self, name: BenchName) -> Run | None:
+        for r in self.runs:
+            if r.name == name:
+                return r
+        return None
+
+    def where(self) -> str:
+        return str(self.folder) if self.folder is not None else "the results"
 
 
 def _counter(row: dict, key: str) -> float | None:
@@ -163,14 +222,18 @@ def _to_run(row: dict, name: BenchName, source: str, picked: str) -> Run:
     unit = row.get("time_unit", "ns")
     if unit not in TIME_UNIT_TO_US:
         raise ResultsError(f"{source}: {row.get('name')!r} has unknown time_unit {unit!r}")
+    tflops = _counter(row, "TFLOPS")
     return Run(
         name=name,
         time_us=float(row["real_time"]) * TIME_UNIT_TO_US[unit],
-        tflops=_counter(row, "TFLOPS"),
+        tflops=tflops if tflops is not None else _counter(row, "TOPS"),
         gbps=_counter(row, "GB/s"),
         extra_bytes=_counter(row, "extra_bytes"),
         source=source,
         picked=picked,
+        plain=plain_name(row.get("run_name") or row.get("name") or "", row.get("aggregate_name")),
+        per_sm_clk=_counter(row, "per_sm_clk"),
+        gops=_counter(row, "Gop/s"),
     )
 
 
@@ -219,7 +282,7 @@ def load_results(results_dir: Path) -> Results:
     files = sorted(results_dir.glob("*.json"))
     if not files:
         raise ResultsError(f"no *.json benchmark files in {results_dir}")
-    results = Results()
+    results = Results(folder=results_dir)
     seen: dict[BenchName, str] = {}
     for path in files:
         try:
@@ -425,6 +488,240 @@ def _memory_label(key: tuple[str, str, tuple | None]) -> str:
 
 
 # ---------------------------------------------------------------------------------------------
+# Peaks, instruction ceilings and the headline entries (ladder, roofline)
+# ---------------------------------------------------------------------------------------------
+
+def context_number(results: Results, key: str, source: str | None = None) -> float | None:
+    """A number from the JSON contexts: file ``source``'s own value when it has ``key``, else the
+    value that every file holding the key gives; None when no file has it.
+
+    Files that disagree (say, two runs at different clocks) are an error: which of them a generated
+    number should use is for the user to decide, not for this script."""
+    def number(file_name: str, text: str) -> float:
+        try:
+            return float(text)
+        except ValueError:
+            raise ResultsError(f"{file_name}: context key {key!r} is {text!r}, not a number") from None
+
+    if source is not None and key in results.contexts.get(source, {}):
+        return number(source, results.contexts[source][key])
+    values = {f: number(f, c[key]) for f, c in sorted(results.contexts.items(), key=lambda kv: _natural(kv[0]))
+              if key in c}
+    if not values:
+        return None
+    if len(set(values.values())) > 1:
+        listed = ", ".join(f"{f} says {results.contexts[f][key]}" for f in values)
+        raise ResultsError(f"context key {key!r} differs between the files of {results.where()}: {listed}")
+    return next(iter(values.values()))
+
+
+def peak_of(results: Results, dtype: str, source: str | None = None) -> tuple[float | None, str | None]:
+    """(the datasheet-style peak of this arithmetic, its context key); (None, key) when no file has it."""
+    key = PEAK_KEYS.get(dtype)
+    if key is None:
+        return None, None
+    value = context_number(results, key, source)
+    return (value if value else None), key
+
+
+def ceiling_run(results: Results, name: str) -> Run | None:
+    return results.find(parse_name(name))
+
+
+def ceiling_of(results: Results, dtype: str) -> Run | None:
+    """The measured ceiling of the instruction this arithmetic runs on (ffma, mma.sync), if measured."""
+    name = CEILING_OF_DTYPE.get(dtype)
+    run = ceiling_run(results, name) if name else None
+    return run if run is not None and run.tflops else None
+
+
+def ceiling_instruction(run: Run) -> str:
+    """ceiling/mma_m16n8k16/fp16 → "mma_m16n8k16"."""
+    return run.name.series.partition("/")[2]
+
+
+CEILING_TEXT = {
+    "ffma": "FFMA (fp32 fused multiply-add)",
+    "ex2": "ex2.approx (MUFU)",
+    "lds32": "ld.shared, 32 bits per thread",
+    "lds128": "ld.shared, 128 bits per thread",
+    "dram_copy": "DRAM copy (read + write)",
+}
+
+
+def describe_ceiling(run: Run) -> str:
+    instruction = ceiling_instruction(run)
+    mma = re.fullmatch(r"mma_(m\d+n\d+k\d+)", instruction)
+    if mma:
+        return f"mma.sync {mma.group(1)}, {run.name.dtype} inputs"
+    return CEILING_TEXT.get(instruction, instruction)
+
+
+def short_ceiling(run: Run) -> str:
+    """A few words for a plot label: "mma.sync m16n8k16", "ffma"."""
+    instruction = ceiling_instruction(run)
+    mma = re.fullmatch(r"mma_(m\d+n\d+k\d+)", instruction)
+    return f"mma.sync {mma.group(1)}" if mma else instruction
+
+
+def ceiling_rate(run: Run) -> tuple[float | None, str, str]:
+    """(measured rate, its unit, the unit per SM per clock) of a ceiling row."""
+    if run.tflops is not None:
+        return (run.tflops, "TOPS", "op/clk/SM") if run.name.dtype == "int8" else \
+            (run.tflops, "TFLOPS", "FLOP/clk/SM")
+    if run.gops is not None:
+        return run.gops, "Gop/s", "op/clk/SM"
+    if run.gbps is not None:
+        return run.gbps, "GB/s", "B/clk/SM"
+    return None, "", ""
+
+
+def ceiling_peak_key(run: Run) -> str | None:
+    """The context key of the datasheet-style peak of the same arithmetic, where there is one."""
+    instruction = ceiling_instruction(run)
+    if instruction == "ffma":
+        return PEAK_KEYS["fp32"]
+    if instruction.startswith("mma_"):
+        return PEAK_KEYS.get(run.name.dtype)
+    if instruction == "dram_copy":
+        return DRAM_PEAK_KEY
+    return None
+
+
+STAGE_SERIES = re.compile(r"(stage\d+)(?:/(.+))?$")
+GROUPS = ("attention", "gemm")
+
+
+def headline_group(name: BenchName) -> str | None:
+    """"attention" or "gemm" when the run is at the headline shape, else None."""
+    if name.kind == "attention":
+        if all(name.get(k) == v for k, v in HEADLINE_ATTENTION.items() if k != "causal") \
+                and _causal(name) == HEADLINE_ATTENTION["causal"] and attention_family(name) is None:
+            return "attention"
+    elif name.kind == "gemm" and _square_size(name) == HEADLINE_GEMM_SIZE:
+        return "gemm"
+    return None
+
+
+def headline_shape_text(group: str) -> str:
+    if group == "attention":
+        mask = "causal" if HEADLINE_ATTENTION["causal"] else "non-causal"
+        return f"D = {HEADLINE_ATTENTION['D']}, N = {HEADLINE_ATTENTION['N']}, {mask}"
+    return f"M = N = K = {HEADLINE_GEMM_SIZE}"
+
+
+@dataclass
+class Headline:
+    """One bar of the ladder, one point of the roofline."""
+
+    group: str  # "attention" or "gemm"
+    run: Run
+    stage: str  # "stage04", or a peer's series ("cublas")
+    version: str  # "v5"; "" for a peer
+    peer: bool
+
+    @property
+    def dtype(self) -> str:
+        return self.run.name.dtype
+
+    @property
+    def label(self) -> str:
+        if self.peer:
+            return self.stage
+        text = f"{self.stage} {self.version}".strip()
+        note = STAGE_NOTES.get(self.stage)
+        return f"{text} ({note})" if note else text
+
+
+def headline_entries(results: Results) -> list[Headline]:
+    """The fastest version of every stage, per dtype in HEADLINE_DTYPES, at the headline shape, then
+    the peers at the same shape; attention before GEMM, fp32 before fp16 before int8."""
+    best: dict[tuple[str, str, str], Run] = {}
+    peers: list[Headline] = []
+    for r in results.runs:
+        group = headline_group(r.name)
+        if group is None or r.tflops is None or r.name.dtype not in HEADLINE_DTYPES:
+            continue
+        stage = STAGE_SERIES.match(r.name.series)
+        if stage:
+            key = (group, r.name.dtype, stage.group(1))
+            if key not in best or r.tflops > best[key].tflops:
+                best[key] = r
+        elif r.name.series in HEADLINE_PEERS:
+            peers.append(Headline(group, r, r.name.series, "", True))
+    entries = [Headline(group, r, stage, STAGE_SERIES.match(r.name.series).group(2) or "", False)
+               for (group, _, stage), r in best.items()] + peers
+
+    def order(e: Headline) -> tuple:
+        within = (HEADLINE_PEERS.index(e.stage),) if e.peer else tuple(_natural(e.stage))
+        return (GROUPS.index(e.group), dtype_order(e.dtype), e.peer, within)
+    return sorted(entries, key=order)
+
+
+def percent(part: float | None, whole: float | None) -> float | None:
+    return 100.0 * part / whole if part is not None and whole else None
+
+
+def format_percent(value: float | None) -> str:
+    return "—" if value is None else f"{value:.1f}%"
+
+
+@dataclass
+class Roof:
+    """A compute roof (TFLOPS) or a memory roof (GB/s), from a peak in the context or a ceiling."""
+
+    label: str  # "fp16 tensor-core peak", "mma.sync m16n8k16 fp16, measured"
+    value: float
+    source: str  # "`peak_fp16_tflops`" or "`ceiling/mma_m16n8k16/fp16`"
+    measured: bool
+    dtype: str = ""  # compute roofs: the arithmetic
+
+
+ROOF_NAMES = {"fp32": "fp32 FFMA", "fp16": "fp16 tensor-core", "bf16": "bf16 tensor-core",
+              "int8": "int8 tensor-core"}
+
+
+def compute_roofs(results: Results, dtypes: list[str]) -> tuple[dict[str, Roof], dict[str, Roof]]:
+    """(datasheet-style peak, measured ceiling) per dtype, where known."""
+    peaks, ceilings = {}, {}
+    for dtype in dtypes:
+        value, key = peak_of(results, dtype)
+        if value:
+            peaks[dtype] = Roof(f"{ROOF_NAMES.get(dtype, dtype)} peak", value, f"`{key}`", False, dtype)
+        ceiling = ceiling_of(results, dtype)
+        if ceiling is not None:
+            ceilings[dtype] = Roof(f"{short_ceiling(ceiling)} {dtype}, measured", ceiling.tflops,
+                                   f"`{ceiling.plain}`", True, dtype)
+    return peaks, ceilings
+
+
+def memory_roofs(results: Results) -> tuple[Roof | None, Roof | None]:
+    """(DRAM peak from the context, measured DRAM copy rate from ceilings.json), where known."""
+    peak = context_number(results, DRAM_PEAK_KEY)
+    copy = ceiling_run(results, DRAM_CEILING)
+    return (Roof("DRAM peak", peak, f"`{DRAM_PEAK_KEY}`", False) if peak else None,
+            Roof("DRAM copy, measured", copy.gbps, f"`{copy.plain}`", True)
+            if copy is not None and copy.gbps else None)
+
+
+def intensity(run: Run) -> float | None:
+    """FLOP per byte of DRAM traffic as the benchmark's own traffic model counts it."""
+    return run.tflops * 1e3 / run.gbps if run.tflops is not None and run.gbps else None
+
+
+def bound_by(x: float, compute: Roof | None, memory: Roof | None) -> tuple[float | None, str]:
+    """min(compute roof, x × bandwidth) in TFLOPS, and the name of the roof that gives it."""
+    slope = x * memory.value / 1e3 if memory is not None else None
+    if compute is None and slope is None:
+        return None, "—"
+    if compute is None:
+        return slope, f"{memory.label} (no compute roof known)"
+    if slope is None:
+        return compute.value, f"{compute.label} (no bandwidth known)"
+    return (slope, memory.label) if slope < compute.value else (compute.value, compute.label)
+
+
+# ---------------------------------------------------------------------------------------------
 # Figures
 # ---------------------------------------------------------------------------------------------
 
@@ -439,7 +736,7 @@ def _new_figure():
 
 def series_colors(results: Results) -> dict[str, str]:
     """One colour per series for every figure, so a series looks the same everywhere."""
-    names = sorted({r.name.series for r in results.runs}, key=series_order)
+    names = sorted({r.name.series for r in results.runs if r.name.kind != "ceiling"}, key=series_order)
     return {name: f"C{i % 10}" for i, name in enumerate(names)}
 
 
@@ -457,11 +754,22 @@ def _style(series: str, colors: dict[str, str], off_rule: bool = False) -> dict:
 
 
 def _log2_axis(ax, values: list[int], label: str) -> None:
-    """Log2 axis with a tick at each measured size, labelled in plain integers."""
+    """Log2 axis: a labelled tick at each power of two in the measured range; other sizes (1000,
+    4097) sit at their true place with an unlabelled minor tick, so no two labels collide."""
     from matplotlib.ticker import NullLocator
     ax.set_xscale("log", base=2)
-    ax.set_xticks(values, [str(v) for v in values])
+    values = sorted(set(values))
+    lo, hi = values[0], values[-1]
+    powers = [2 ** e for e in range(math.ceil(math.log2(lo)), math.floor(math.log2(hi)) + 1)]
+    others = [v for v in values if not _is_power_of_two(v)]
+    if not powers:  # no power of two in the range: label the measured sizes themselves
+        powers, others = values, []
+    ax.set_xticks(powers, [str(v) for v in powers])
     ax.xaxis.set_minor_locator(NullLocator())
+    if others:
+        ax.set_xticks(others, [""] * len(others), minor=True)
+        ax.tick_params(axis="x", which="minor", length=5, width=1.0)
+        label += " (minor ticks: " + ", ".join(str(v) for v in others) + ")"
     ax.set_xlabel(label)
 
 
@@ -556,7 +864,7 @@ def draw_gemm(results: Results, out_dir: Path, colors: dict[str, str]) -> list[P
             sizes = sorted(lines[series])
             ax.plot(sizes, [lines[series][s] for s in sizes], label=series, **_style(series, colors))
         _log2_axis(ax, sorted({_square_size(r.name) for r in chosen}), "M = N = K")
-        ax.set_ylabel("TFLOPS")
+        ax.set_ylabel("TOPS" if dtype == "int8" else "TFLOPS")
         ax.set_ylim(bottom=0)
         sources = _sources(chosen)
         subtitle = (f"{setup_caption(results, sources)}\n"
@@ -566,12 +874,306 @@ def draw_gemm(results: Results, out_dir: Path, colors: dict[str, str]) -> list[P
     return written
 
 
+DTYPE_COLORS = {"fp32": "C0", "fp16": "C1", "bf16": "C1", "int8": "C2"}
+
+
+def _plain_log_ticks(axis) -> None:
+    """Label a log axis 0.1, 1, 10, 100 … instead of 10⁻¹, 10⁰ …"""
+    from matplotlib.ticker import FuncFormatter
+    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+
+
+def _caption_axes(fig, gridspec_row, subtitle: str):
+    """An empty axes row that holds the caption as its title, so the layout makes room for it."""
+    ax = fig.add_subplot(gridspec_row)
+    ax.axis("off")
+    ax.set_title(subtitle, fontsize=8.5)
+    return ax
+
+
+def draw_ladder(results: Results, out_dir: Path) -> list[Path]:
+    """ladder.png: the fastest version of every stage at the headline shape, next to the peers, as
+    TFLOPS (log) and as % of the GPU's peak for that arithmetic; a tick at the measured instruction
+    ceiling where ceilings.json has it."""
+    entries = headline_entries(results)
+    if not entries:
+        return []
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    rows: list[tuple[str, Headline | None]] = []  # a bold group header, then its bars
+    previous = None
+    for e in entries:
+        if (e.group, e.dtype) != previous:
+            title = "attention" if e.group == "attention" else "GEMM"
+            rows.append((f"{title} {e.dtype} · {headline_shape_text(e.group)}", None))
+            previous = (e.group, e.dtype)
+        rows.append((e.label, e))
+
+    fig = Figure(figsize=(11.0, 1.8 + 0.26 * len(rows)), dpi=150, layout="constrained")
+    FigureCanvasAgg(fig)
+    grid = fig.add_gridspec(2, 2, height_ratios=[0.001, 1], width_ratios=[1.15, 1])
+    ax_t = fig.add_subplot(grid[1, 0])
+    ax_p = fig.add_subplot(grid[1, 1], sharey=ax_t)
+
+    rates = [e.run.tflops for e in entries]
+    low = 10 ** math.floor(math.log10(min(rates)))
+    high = max(rates) * 2.5
+    pct_max = 100.0
+    any_ceiling = False
+    ceiling_texts: list[tuple[int, str]] = []
+    used = [e.run for e in entries]
+    for y, (_, e) in enumerate(rows):
+        if e is None:
+            continue
+        color = DTYPE_COLORS.get(e.dtype, "C7")
+        style = {"color": color, "height": 0.7, "edgecolor": "black" if e.peer else color,
+                 "linewidth": 0.6, "hatch": "///" if e.peer else None, "alpha": 0.55 if e.peer else 0.9}
+        rate = e.run.tflops
+        ax_t.barh(y, rate - low, left=low, **style)
+        ax_t.text(rate * 1.07, y, format_number(rate), va="center", fontsize=7)
+        peak, _ = peak_of(results, e.dtype, e.run.source)
+        pct = percent(rate, peak)
+        if pct is None:
+            ax_p.text(1, y, "no peak in the context", va="center", fontsize=7, color="0.4")
+            continue
+        ax_p.barh(y, pct, **style)
+        # "% of peak" right after the bar (after the ceiling tick when the tick would cut it);
+        # "% of the ceiling" in a column at the right edge.
+        text_at = pct
+        ceiling = ceiling_of(results, e.dtype)
+        if ceiling is not None:
+            any_ceiling = True
+            used.append(ceiling)
+            mark = percent(ceiling.tflops, peak)
+            ax_p.plot([mark, mark], [y - 0.45, y + 0.45], color="black", linewidth=1.8)
+            if pct <= mark < pct + 18:
+                text_at = mark
+            ceiling_texts.append((y, f"{percent(rate, ceiling.tflops):.0f}% of {short_ceiling(ceiling)}"))
+            pct_max = max(pct_max, mark)
+        pct_max = max(pct_max, text_at + 14)
+        ax_p.text(text_at + 1.5, y, f"{pct:.1f}%", va="center", fontsize=7)
+
+    right = pct_max * 1.05 + (85 if any_ceiling else 0)
+    for y, text in ceiling_texts:
+        ax_p.text(right - 1.5, y, text, va="center", ha="right", fontsize=7)
+    ax_t.set_xscale("log")
+    ax_t.set_xlim(low, high)
+    _plain_log_ticks(ax_t.xaxis)
+    ax_t.set_xlabel("TFLOPS (TOPS for int8), log scale")
+    ax_p.set_xlim(0, right)
+    ax_p.axvline(100, color="0.5", linewidth=0.8)
+    ax_p.set_xticks([t for t in range(0, int(pct_max) + 1, 25)])
+    ax_p.set_xlabel("% of the GPU's peak for that arithmetic"
+                    + ("\nright: % of the measured instruction ceiling (tick)" if any_ceiling else ""))
+    ax_t.set_yticks(range(len(rows)), [label for label, _ in rows])
+    for tick, (_, e) in zip(ax_t.get_yticklabels(), rows):
+        if e is None:
+            tick.set_fontweight("bold")
+    ax_t.tick_params(axis="y", length=0, labelsize=8)
+    ax_p.tick_params(axis="y", left=False, labelleft=False)
+    ax_t.set_ylim(len(rows) - 0.5, -0.5)
+    for ax in (ax_t, ax_p):
+        ax.grid(True, axis="x", which="major", alpha=0.35)
+        for y, (_, e) in enumerate(rows):
+            if e is None and y > 0:
+                ax.axhline(y - 0.5, color="0.7", linewidth=0.6)
+
+    dtypes = _unique(e.dtype for e in entries)
+    handles = [Patch(color=DTYPE_COLORS.get(d, "C7"), alpha=0.9, label=d) for d in dtypes]
+    handles.append(Patch(facecolor="white", edgecolor="black", hatch="///", label="peer, same shape"))
+    if any_ceiling:
+        handles.append(Line2D([], [], color="black", linewidth=1.8,
+                              label="measured instruction ceiling (ceilings.json)"))
+    fig.legend(handles=handles, loc="outside lower center", ncols=len(handles), fontsize=8, frameon=False)
+
+    sources = _sources(used)
+    peaks = []
+    for dtype in dtypes:
+        value, key = peak_of(results, dtype)
+        if value:
+            peaks.append(f"{dtype} {format_number(value)}")
+    subtitle = (f"{setup_caption(results, sources)}\n"
+                f"fastest version of each stage, peers from the same files · {statistic_text(used)}"
+                + (f" · peaks: {', '.join(peaks)}" if peaks else ""))
+    _caption_axes(fig, grid[0, :], subtitle)
+    fig.suptitle("The ladder: every stage at the headline shape", fontsize=12, fontweight="bold")
+    path = out_dir / "ladder.png"
+    fig.savefig(path, dpi=150, bbox_inches="tight",
+                metadata={"Software": "plots/plot_results.py", "Source": ", ".join(sources)})
+    return [path]
+
+
+def _spread_labels(fig, texts: list, obstacles: list, gap_px: float = 3.0) -> None:
+    """Move annotations (placed at an offset in points from their point) apart vertically until no
+    two overlap and none overlaps a fixed artist (obstacles). Works on the text boxes in pixels,
+    which an offset in points moves rigidly; the leader lines follow the text."""
+    from matplotlib.text import Text
+    renderer = fig.canvas.get_renderer()
+    boxes = [Text.get_window_extent(t, renderer) for t in texts]  # the text alone, no leader line
+    fixed = [o.get_window_extent(renderer) for o in obstacles]
+    shift = [0.0] * len(texts)
+
+    def span(i):
+        return boxes[i].y0 + shift[i], boxes[i].y1 + shift[i]
+
+    def apart(ax0, ax1, bx0, bx1):
+        return ax1 <= bx0 or bx1 <= ax0
+
+    for _ in range(2000):
+        moved = False
+        for i in range(len(texts)):
+            for j in range(i + 1, len(texts)):
+                if apart(boxes[i].x0, boxes[i].x1, boxes[j].x0, boxes[j].x1):
+                    continue
+                (a0, a1), (b0, b1) = span(i), span(j)
+                overlap = min(a1, b1) - max(a0, b0) + gap_px
+                if overlap <= 0:
+                    continue
+                up, down = (i, j) if (a0 + a1, j) > (b0 + b1, i) else (j, i)
+                shift[up] += overlap / 2 + 0.01
+                shift[down] -= overlap / 2 + 0.01
+                moved = True
+            for f in fixed:
+                if apart(boxes[i].x0, boxes[i].x1, f.x0, f.x1):
+                    continue
+                a0, a1 = span(i)
+                if min(a1, f.y1) - max(a0, f.y0) + gap_px <= 0:
+                    continue
+                shift[i] += (f.y1 - a0 + gap_px) if a0 + a1 >= f.y0 + f.y1 else -(a1 - f.y0 + gap_px)
+                moved = True
+        if not moved:
+            break
+    to_points = 72.0 / fig.dpi
+    for t, dy in zip(texts, shift):
+        dx, y = t.xyann
+        t.xyann = (dx, y + dy * to_points)
+
+
+def draw_roofline(results: Results, out_dir: Path) -> list[Path]:
+    """roofline.png: log-log, x = FLOP per byte of DRAM traffic (the stage's own traffic model,
+    TFLOPS·10³ / (GB/s)), y = TFLOPS; roofs from the context's peaks (solid) and ceilings.json (dashed)."""
+    points = [(e, intensity(e.run)) for e in headline_entries(results)]
+    points = [(e, x) for e, x in points if x]
+    if not points:
+        return []
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    from matplotlib.lines import Line2D
+
+    dtypes = _unique(e.dtype for e, _ in points)
+    peaks, ceilings = compute_roofs(results, dtypes)
+    dram_peak, dram_copy = memory_roofs(results)
+    memories = [m for m in (dram_peak, dram_copy) if m is not None]
+
+    xs = [x for _, x in points]
+    ridges = [c.value * 1e3 / m.value for c in list(peaks.values()) + list(ceilings.values())
+              for m in memories]
+    x_lo = 2 ** math.floor(math.log2(min(xs + ridges) / 4))
+    x_hi = 2 ** math.ceil(math.log2(max(xs) * 12))
+    tops = [r.value for r in list(peaks.values()) + list(ceilings.values())] + [e.run.tflops for e, _ in points]
+    y_lo = 10 ** math.floor(math.log10(min(e.run.tflops for e, _ in points) / 2))
+    y_hi = 10 ** math.ceil(math.log10(max(tops) * 2))
+
+    fig = Figure(figsize=(10.0, 6.6), dpi=150, layout="constrained")
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlim(x_lo, x_hi)
+    ax.set_ylim(y_lo, y_hi)
+    _plain_log_ticks(ax.xaxis)
+    _plain_log_ticks(ax.yaxis)
+
+    # Each roof is a line in the legend below (what it is, its value, its ridge point); on the plot
+    # only its value at the right edge and the ridge value next to the ridge marker.
+    movable, obstacles, roof_handles = [], [], []
+    for roof in list(peaks.values()) + list(ceilings.values()):
+        memory = dram_copy if roof.measured else dram_peak
+        color = DTYPE_COLORS.get(roof.dtype, "C7")
+        style = "--" if roof.measured else "-"
+        unit = "TOPS" if roof.dtype == "int8" else "TFLOPS"
+        text = f"{roof.label}: {format_number(roof.value)} {unit} ({roof.source.strip('`')})"
+        start = x_lo
+        if memory is not None:
+            start = roof.value * 1e3 / memory.value
+            ax.plot([start], [roof.value], marker="o", markersize=4, color=color)
+            movable.append(ax.annotate(f"ridge {format_number(start)}", (start, roof.value),
+                                       xytext=(-4, 3), textcoords="offset points", ha="right",
+                                       va="bottom", fontsize=6.5, color=color,
+                                       bbox={"boxstyle": "square,pad=0.1", "facecolor": "white",
+                                             "edgecolor": "none", "alpha": 0.8}))
+            text += f" · ridge {format_number(start)} FLOP/B"
+        roof_handles += ax.plot([start, x_hi], [roof.value, roof.value], linestyle=style, color=color,
+                                linewidth=1.4, label=text)
+        movable.append(ax.annotate(format_number(roof.value), (x_hi, roof.value), xytext=(3, 0),
+                                   textcoords="offset points", va="center", fontsize=7, color=color,
+                                   annotation_clip=False))
+    for memory in memories:
+        top = max([r.value for r in (ceilings if memory.measured else peaks).values()], default=y_hi)
+        style = "--" if memory.measured else "-"
+        roof_handles += ax.plot([x_lo, top * 1e3 / memory.value], [x_lo * memory.value / 1e3, top],
+                                linestyle=style, color="0.35", linewidth=1.4,
+                                label=f"{memory.label}: {format_number(memory.value)} GB/s "
+                                      f"({memory.source.strip('`')})")
+    if not memories:
+        obstacles.append(ax.text(0.01, 0.01, f"no DRAM bandwidth in these results ({DRAM_PEAK_KEY} in a "
+                                 f"context, or {DRAM_CEILING}): no memory roof, no ridge points",
+                                 transform=ax.transAxes, fontsize=7, color="0.3", va="bottom"))
+
+    labels = []
+    for e, x in points:
+        color = DTYPE_COLORS.get(e.dtype, "C7")
+        ax.plot([x], [e.run.tflops], marker="s" if e.peer else "o", markersize=6 if e.peer else 5,
+                color=color, markeredgecolor="black", markeredgewidth=0.6, linestyle="none")
+        labels.append(ax.annotate(f"{e.label} {e.dtype}", (x, e.run.tflops), xytext=(7, 0),
+                                  textcoords="offset points", fontsize=7, va="center",
+                                  bbox={"boxstyle": "square,pad=0.1", "facecolor": "white",
+                                        "edgecolor": "none", "alpha": 0.8},
+                                  arrowprops={"arrowstyle": "-", "color": "0.6", "linewidth": 0.5,
+                                              "shrinkA": 0, "shrinkB": 3}))
+    handles = [Line2D([], [], color=DTYPE_COLORS.get(d, "C7"), marker="o", linestyle="none", label=d)
+               for d in dtypes]
+    handles += [Line2D([], [], color="0.3", marker="o", linestyle="none", label="stage (fastest version)"),
+                Line2D([], [], color="0.3", marker="s", linestyle="none", label="peer")]
+    marker_legend = ax.legend(handles=handles, loc="lower right", fontsize=7.5, frameon=True, framealpha=0.9)
+    ax.add_artist(marker_legend)
+
+    if roof_handles:
+        fig.legend(handles=roof_handles, loc="outside lower center", ncols=2, fontsize=7.5, frameon=False)
+    ax.grid(True, which="major", alpha=0.3)
+    ax.set_xlabel("arithmetic intensity: FLOP per byte of DRAM traffic, as each benchmark's traffic "
+                  "model counts it (TFLOPS·10³ / GB/s)")
+    ax.set_ylabel("TFLOPS (TOPS for int8)")
+    used = [e.run for e, _ in points] + [r for r in (ceiling_of(results, d) for d in dtypes) if r]
+    copy_run = ceiling_run(results, DRAM_CEILING)
+    if copy_run is not None:
+        used.append(copy_run)
+    sources = _sources(used)
+    ax.set_title(f"{setup_caption(results, sources)}\n"
+                 f"attention {headline_shape_text('attention')}; GEMM {headline_shape_text('gemm')} · "
+                 f"{statistic_text(used)}", fontsize=8.5)
+    fig.suptitle("Roofline: the headline points against the compute and DRAM roofs",
+                 fontsize=12, fontweight="bold")
+    fig.canvas.draw()  # lays the figure out; then freeze it, so the spread labels keep their places
+    fig.set_layout_engine("none")
+    _spread_labels(fig, labels + movable, obstacles + [marker_legend])
+    path = out_dir / "roofline.png"
+    fig.savefig(path, dpi=150, bbox_inches="tight",
+                metadata={"Software": "plots/plot_results.py", "Source": ", ".join(sources)})
+    return [path]
+
+
 def draw_all(results: Results, out_dir: Path) -> list[Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
     colors = series_colors(results)
     return (draw_attention_throughput(results, out_dir, colors)
             + draw_attention_memory(results, out_dir, colors)
-            + draw_gemm(results, out_dir, colors))
+            + draw_gemm(results, out_dir, colors)
+            + draw_ladder(results, out_dir)
+            + draw_roofline(results, out_dir))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -679,14 +1281,165 @@ def gemm_tables(results: Results, prefix: tuple[str, ...] | None) -> tuple[list[
     return out, used
 
 
-BLOCK_KINDS = {"attention": attention_tables, "gemm": gemm_tables, "memory": memory_tables}
+def markdown_grid(header: list[str], rows: list[list[str]], numeric_from: int) -> list[str]:
+    """A table whose columns from ``numeric_from`` on are right-aligned (numbers)."""
+    align = ["---" if i < numeric_from else "---:" for i in range(len(header))]
+    return ["| " + " | ".join(cells) + " |" for cells in [header, align] + rows]
+
+
+def _takes_no_prefix(kind: str, prefix: tuple[str, ...] | None) -> None:
+    if prefix is not None:
+        raise ResultsError(f"results block '{kind}:{'+'.join(prefix)}': '{kind}' takes no series prefix")
+
+
+def _peaks_text(results: Results, dtypes: list[str]) -> str:
+    parts = []
+    for dtype in dtypes:
+        value, key = peak_of(results, dtype)
+        if value and f"`{key}`" not in " ".join(parts):
+            parts.append(f"`{key}` = {format_number(value)}")
+    return ", ".join(parts)
+
+
+def ladder_tables(results: Results, prefix: tuple[str, ...] | None) -> tuple[list[str], list[Run]]:
+    """The fastest version of every stage at the headline shape, with the peers: TFLOPS, % of peak,
+    % of the measured instruction ceiling where ceilings.json has one."""
+    _takes_no_prefix("ladder", prefix)
+    entries = headline_entries(results)
+    if not entries:
+        return [], []
+    used = [e.run for e in entries]
+    ceilings = {e.dtype: ceiling_of(results, e.dtype) for e in entries}
+    with_ceiling = any(ceilings.values())
+    header = ["stage", "version", "arithmetic", "shape", "TFLOPS", "% of peak"]
+    if with_ceiling:
+        header.append("% of instruction ceiling")
+    rows = []
+    for e in entries:
+        peak, _ = peak_of(results, e.dtype, e.run.source)
+        stage = f"{e.stage} ({STAGE_NOTES[e.stage]})" if e.stage in STAGE_NOTES else e.stage
+        cells = [f"{e.stage} (peer)" if e.peer else stage, e.version or "—", e.dtype,
+                 ("attention " if e.group == "attention" else "GEMM ") + headline_shape_text(e.group),
+                 format_number(e.run.tflops), format_percent(percent(e.run.tflops, peak))]
+        if with_ceiling:
+            ceiling = ceilings[e.dtype]
+            cells.append(format_percent(percent(e.run.tflops, ceiling.tflops)) if ceiling else "—")
+        rows.append(cells)
+    dtypes = _unique(e.dtype for e in entries)
+    text = ("**The ladder** — the fastest version of each stage at the headline shape, and the peers "
+            "measured at the same shape; TFLOPS (TOPS for int8)")
+    peaks = _peaks_text(results, dtypes)
+    if peaks:
+        text += f"; % of peak: of {peaks} (SM clock × units, from the context)"
+    if with_ceiling:
+        named = [f"`{c.plain}` = {format_number(c.tflops)}" for c in _unique_runs(ceilings.values())]
+        used += _unique_runs(ceilings.values())
+        text += f"; % of instruction ceiling: of the measured rate of the arithmetic's instruction ({', '.join(named)})"
+    return [text, ""] + markdown_grid(header, rows, 4) + [""], used
+
+
+def _unique_runs(runs) -> list[Run]:
+    out: list[Run] = []
+    for r in runs:
+        if r is not None and r not in out:
+            out.append(r)
+    return out
+
+
+def roofline_tables(results: Results, prefix: tuple[str, ...] | None) -> tuple[list[str], list[Run]]:
+    """Ridge points of the roofs, then each headline point: intensity, TFLOPS, the roof that bounds
+    it (min(compute roof, intensity × bandwidth)) and the % of that bound it reaches."""
+    _takes_no_prefix("roofline", prefix)
+    points = [(e, intensity(e.run)) for e in headline_entries(results)]
+    skipped = [e for e, x in points if not x]
+    points = [(e, x) for e, x in points if x]
+    if not points:
+        return [], []
+    dtypes = _unique(e.dtype for e, _ in points)
+    peaks, ceilings = compute_roofs(results, dtypes)
+    dram_peak, dram_copy = memory_roofs(results)
+    used = [e.run for e, _ in points]
+    used += _unique_runs(ceiling_of(results, d) for d in dtypes)
+    if dram_copy is not None:
+        used.append(ceiling_run(results, DRAM_CEILING))
+
+    out = ["**Ridge points** — where a compute roof meets the DRAM roof: compute / bandwidth, "
+           "in FLOP per byte of DRAM traffic", ""]
+    rows = []
+    for roofs, memory in ((peaks, dram_peak), (ceilings, dram_copy)):
+        for roof in roofs.values():
+            unit = "TOPS" if roof.dtype == "int8" else "TFLOPS"
+            bandwidth = f"{format_number(memory.value)} GB/s ({memory.source})" if memory else "—"
+            ridge = format_number(roof.value * 1e3 / memory.value) if memory else "—"
+            rows.append([roof.label, f"{format_number(roof.value)} {unit} ({roof.source})", bandwidth, ridge])
+    if rows:
+        out += markdown_grid(["roof", "compute", "bandwidth", "ridge (FLOP/B)"], rows, 3) + [""]
+    else:
+        out += ["_No compute peak in the contexts (`peak_*` keys) and no ceilings.json._", ""]
+    if dram_peak is None and dram_copy is None:
+        out += [f"_No DRAM bandwidth in these results (`{DRAM_PEAK_KEY}` in a context, or "
+                f"`{DRAM_CEILING}` in ceilings.json): no ridge points; each point is bounded by its "
+                "compute roof alone._", ""]
+
+    out += ["**Headline points** — intensity = TFLOPS·10³ / (GB/s) of the same row, the benchmark's "
+            "own traffic model; bound = min(compute roof, intensity × bandwidth)", ""]
+    measured = bool(ceilings or dram_copy)
+    header = ["point", "arithmetic", "shape", "FLOP/B", "TFLOPS", "bound (peaks)", "% of it"]
+    if measured:
+        header += ["bound (measured ceilings)", "% of it"]
+    rows = []
+    for e, x in points:
+        shape = ("attention " if e.group == "attention" else "GEMM ") + headline_shape_text(e.group)
+        cells = [f"{e.label} (peer)" if e.peer else e.label, e.dtype, shape, format_number(x),
+                 format_number(e.run.tflops)]
+        roofs = [(peaks.get(e.dtype), dram_peak)] + ([(ceilings.get(e.dtype), dram_copy)] if measured else [])
+        for compute, memory in roofs:
+            bound, what = bound_by(x, compute, memory)
+            cells += [f"{what}: {format_number(bound)}" if bound is not None else "—",
+                      format_percent(percent(e.run.tflops, bound))]
+        rows.append(cells)
+    out += markdown_grid(header, rows, 3) + [""]
+    if skipped:
+        out += ["_Without a GB/s counter, so not placed: " + ", ".join(f"{e.label} {e.dtype}" for e in skipped)
+                + "._", ""]
+    return out, used
+
+
+def ceilings_tables(results: Results, prefix: tuple[str, ...] | None) -> tuple[list[str], list[Run]]:
+    """One row per measured instruction ceiling: rate, per SM per clock, the datasheet-style peak of
+    the same arithmetic from the context where one exists, and measured / peak."""
+    _takes_no_prefix("ceilings", prefix)
+    runs = results.of_kind("ceiling")
+    if not runs:
+        return [], []
+    rows = []
+    for r in runs:
+        rate, unit, per_clock_unit = ceiling_rate(r)
+        key = ceiling_peak_key(r)
+        peak = context_number(results, key, r.source) if key else None
+        per_clock = f"{format_number(r.per_sm_clk)} {per_clock_unit}" if r.per_sm_clk is not None else "—"
+        rows.append([f"`{r.plain}`", describe_ceiling(r), f"{format_number(rate)} {unit}", per_clock,
+                     f"{format_number(peak)} (`{key}`)" if peak else "—",
+                     format_percent(percent(rate, peak))])
+    sm = context_number(results, "sm_clock_mhz", runs[0].source)
+    text = ("**Instruction ceilings** — the rate each instruction reaches in a loop that does nothing "
+            "else, against the peak of the same arithmetic in the context (SM clock × units)")
+    if sm:
+        text += f"; per SM per clock at the reported SM clock, {format_number(sm)} MHz"
+    header = ["benchmark", "measures", "measured", "per SM per clock", "peak (context)", "measured / peak"]
+    return [text, ""] + markdown_grid(header, rows, 2) + [""], runs
+
+
+BLOCK_KINDS = {"attention": attention_tables, "gemm": gemm_tables, "memory": memory_tables,
+               "ladder": ladder_tables, "roofline": roofline_tables, "ceilings": ceilings_tables}
 
 
 def render_block(block_name: str, results: Results) -> str:
     """The text that goes between one marker pair (no leading/trailing newline)."""
     kind, colon, prefix = block_name.partition(":")
     if kind not in BLOCK_KINDS or (colon and not prefix):
-        known = ", ".join(f"{k}, {k}:<series-prefix>" for k in BLOCK_KINDS)
+        known = ", ".join(f"{k}, {k}:<series-prefix>" for k in ("attention", "gemm", "memory"))
+        known += ", ladder, roofline, ceilings"
         raise ResultsError(f"unknown results block {block_name!r}; known: {known}")
     # "stage02+stage03" selects several series prefixes (str.startswith takes the tuple).
     body, used = BLOCK_KINDS[kind](results, tuple(prefix.split("+")) if prefix else None)
@@ -703,11 +1456,13 @@ def render_block(block_name: str, results: Results) -> str:
 
 
 # ---------------------------------------------------------------------------------------------
-# README markers
+# Markers: table blocks and inline values
 # ---------------------------------------------------------------------------------------------
 
 BEGIN_MARKER = re.compile(r"^[ \t]*<!-- results:(\S+):begin -->[ \t]*$", re.MULTILINE)
 FENCE = re.compile(r"^[ \t]*(```|~~~)", re.MULTILINE)
+# A markdown code span: a run of backticks, then the same run again on the same line.
+CODE_SPAN = re.compile(r"(?<!`)(`+)(?!`)[^\n]*?(?<!`)\1(?!`)")
 
 
 def _fenced_spans(text: str) -> list[tuple[int, int]]:
@@ -724,39 +1479,337 @@ def _fenced_spans(text: str) -> list[tuple[int, int]]:
     return spans
 
 
-def rewrite_markers(text: str, results: Results, where: str = "") -> str:
+def _code_spans(text: str) -> list[tuple[int, int]]:
+    """Character ranges of markdown `code spans`: a marker quoted in one is an example."""
+    return [(m.start(), m.end()) for m in CODE_SPAN.finditer(text)]
+
+
+def _inside(position: int, spans: list[tuple[int, int]]) -> bool:
+    return any(a <= position < b for a, b in spans)
+
+
+def _line_of(text: str, position: int) -> int:
+    return text.count("\n", 0, position) + 1
+
+
+@dataclass
+class Stale:
+    """A generated block or number that differs from what the results give."""
+
+    line: int
+    text: str
+
+
+class MarkerError(Exception):
+    """What is wrong with one value marker; the caller adds the file, the line and the marker."""
+
+
+VALUE_TOKEN = re.compile(r"<!--[ \t]*value[ \t]*:|<!--[ \t]*/[ \t]*value[ \t]*-->")
+VALUE_HEAD = re.compile(r"<!--[ \t]*value[ \t]*:(?P<body>(?:(?!-->)[^\n])*)-->")
+VALUE_TAIL = re.compile(r"<!--[ \t]*/[ \t]*value[ \t]*-->")
+# Terms are cut out of the expression before it is parsed, so '/' and ':' inside a benchmark name
+# never reach the parser: [NAME], [NAME].FIELD, {CONTEXT_KEY}.
+VALUE_TERM = re.compile(r"\[(?P<name>[^\[\]\n]*)\](?:\.(?P<field>[A-Za-z_][A-Za-z0-9_]*))?"
+                        r"|\{(?P<key>[^{}\n]*)\}")
+PLACEHOLDER = "_term"
+
+VALUE_FIELDS = {
+    "tflops": ("TFLOPS counter (TOPS for int8)", lambda r: r.tflops),
+    "ms": ("time", lambda r: r.time_us / 1e3),
+    "us": ("time", lambda r: r.time_us),
+    "gbps": ("GB/s counter", lambda r: r.gbps),
+    "extra_mib": ("extra_bytes counter", lambda r: None if r.extra_bytes is None else r.extra_bytes / MIB),
+    "per_sm_clk": ("per_sm_clk counter", lambda r: r.per_sm_clk),
+    "gops": ("Gop/s counter", lambda r: r.gops),
+}
+ALLOWED = "numbers, + - * /, unary minus, parentheses, [NAME], [NAME].FIELD and {CONTEXT_KEY}"
+
+
+def _name_term(name: str, field_name: str, results: Results) -> float:
+    if field_name not in VALUE_FIELDS:
+        raise MarkerError(f"unknown field .{field_name} (known: "
+                          + ", ".join(f".{f}" for f in VALUE_FIELDS) + ")")
+    if not name:
+        raise MarkerError("an empty name []")
+    try:
+        wanted = parse_name(name)
+    except ValueError as err:
+        raise MarkerError(str(err)) from None
+    run = results.find(wanted)
+    if run is None:
+        close = difflib.get_close_matches(name, [r.plain for r in results.runs], n=3, cutoff=0.75)
+        hint = ("; did you mean " + " or ".join(f"[{c}]" for c in close) + "?") if close else ""
+        raise MarkerError(f"no benchmark [{name}] in {results.where()}{hint}")
+    what, get = VALUE_FIELDS[field_name]
+    value = get(run)
+    if value is None:
+        raise MarkerError(f"[{name}] ({run.source}) has no {what}, which .{field_name} reads")
+    return value
+
+
+def _context_term(key: str, results: Results) -> float:
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key):
+        raise MarkerError(f"{{{key}}} is not a context key name")
+    try:
+        value = context_number(results, key)
+    except ResultsError as err:
+        raise MarkerError(str(err)) from None
+    if value is None:
+        keys = sorted({k for c in results.contexts.values() for k in c})
+        close = difflib.get_close_matches(key, keys, n=3)
+        hint = ("; did you mean " + " or ".join(f"{{{c}}}" for c in close) + "?") if close else ""
+        raise MarkerError(f"no context key {{{key}}} in {results.where()}{hint}")
+    return value
+
+
+BINARY_OPS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b,
+              ast.Mult: lambda a, b: a * b, ast.Div: lambda a, b: a / b}
+
+
+def evaluate_expression(expr: str, results: Results) -> float:
+    """The value of a marker's EXPR. Terms are looked up first and replaced by placeholders; the
+    rest must parse (Python's ast) as numbers joined by + - * /, unary minus and parentheses."""
+    if PLACEHOLDER in VALUE_TERM.sub("", expr):
+        raise MarkerError(f"'{PLACEHOLDER}' is not allowed: only {ALLOWED}")
+    values: dict[str, float] = {}
+    spelled: dict[str, str] = {}
+
+    def substitute(m: re.Match) -> str:
+        placeholder = f"{PLACEHOLDER}{len(values)}"
+        if m.group("key") is not None:
+            values[placeholder] = _context_term(m.group("key").strip(), results)
+        else:
+            values[placeholder] = _name_term(m.group("name").strip(), m.group("field") or "tflops", results)
+        spelled[placeholder] = m.group(0)
+        return f" {placeholder} "
+
+    code = VALUE_TERM.sub(substitute, expr)
+
+    def show(node) -> str:
+        text = ast.unparse(node)
+        for placeholder in sorted(spelled, key=len, reverse=True):
+            text = text.replace(placeholder, spelled[placeholder])
+        return text
+
+    try:
+        tree = ast.parse(code.strip(), mode="eval")
+    except SyntaxError:
+        raise MarkerError(f"cannot read '{expr}' as arithmetic: only {ALLOWED}") from None
+
+    def value_of(node) -> float:
+        if isinstance(node, ast.Constant) and type(node.value) in (int, float):
+            return float(node.value)
+        if isinstance(node, ast.Name) and node.id in values:
+            return values[node.id]
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            return -value_of(node.operand)
+        if isinstance(node, ast.BinOp) and type(node.op) in BINARY_OPS:
+            left, right = value_of(node.left), value_of(node.right)
+            if isinstance(node.op, ast.Div) and right == 0:
+                raise MarkerError(f"division by zero: {show(node.right)} is 0")
+            return BINARY_OPS[type(node.op)](left, right)
+        raise MarkerError(f"'{show(node)}' is not allowed: only {ALLOWED}")
+
+    return value_of(tree.body)
+
+
+def render_value(body: str, results: Results) -> tuple[str, str]:
+    """(EXPR, the formatted number) for the text between 'value:' and '-->'."""
+    expr, bar, spec = body.rpartition("|")
+    if expr.endswith("\\"):  # '\|': the pipe escaped, as a markdown table cell needs it
+        expr = expr[:-1]
+    expr, spec = expr.strip(), spec.strip()
+    if not bar:
+        raise MarkerError("no '| FORMAT' after the expression (e.g. '<!-- value: [NAME] | .1f -->')")
+    if not expr:
+        raise MarkerError("no expression before '|'")
+    if not spec:
+        raise MarkerError("no format after '|' (e.g. .0f, .2f, .3g, .0%)")
+    value = evaluate_expression(expr, results)
+    try:
+        return expr, format(value, spec)
+    except (ValueError, TypeError) as err:
+        raise MarkerError(f"format '{spec}' does not apply to a number ({err})") from None
+
+
+def rewrite_values(text: str, results: Results, where: str, markdown: bool) -> tuple[str, list[Stale]]:
+    """Replace RENDERED in every '<!-- value: EXPR | FORMAT -->RENDERED<!-- /value -->' outside code
+    fences (and, in markdown, outside `code spans`). The whole marker lies on one line; nothing
+    else changes, so line numbers stay as they were. Every bad marker is reported, then raised."""
+    skip = _fenced_spans(text) + (_code_spans(text) if markdown else [])
+    errors: list[str] = []
+    stale: list[Stale] = []
+    pieces: list[str] = []
+    pos = search = 0
+    while True:
+        token = VALUE_TOKEN.search(text, search)
+        if token is None:
+            break
+        search = token.end()
+        if _inside(token.start(), skip):
+            continue
+        line = _line_of(text, token.start())
+        if VALUE_TAIL.match(token.group(0)):
+            errors.append(f"{where}:{line}: '{token.group(0)}' closes no '<!-- value: … -->'")
+            continue
+        line_end = text.find("\n", token.start())
+        line_end = len(text) if line_end < 0 else line_end
+        head = VALUE_HEAD.match(text, token.start())
+        if head is None:
+            errors.append(f"{where}:{line}: '{text[token.start():line_end].rstrip()}': "
+                          "the marker has no '-->' on its line")
+            continue
+        marker = head.group(0)
+        tail = VALUE_TAIL.search(text, head.end(), line_end)
+        if tail is None:
+            errors.append(f"{where}:{line}: {marker}: no '<!-- /value -->' after it on the same line")
+            search = head.end()
+            continue
+        old = text[head.end():tail.start()]
+        search = tail.end()
+        if "<!--" in old:
+            errors.append(f"{where}:{line}: {marker}: another comment starts before its '<!-- /value -->'")
+            continue
+        try:
+            expr, new = render_value(head.group("body"), results)
+        except MarkerError as err:
+            errors.append(f"{where}:{line}: {marker}: {err}")
+            continue
+        if new != old:
+            stale.append(Stale(line, f"value {expr} says {old if old.strip() else '(nothing)'}, "
+                                     f"the results give {new}"))
+            pieces += [text[pos:head.end()], new]
+            pos = tail.start()
+    if errors:
+        raise ResultsError("\n".join(errors))
+    pieces.append(text[pos:])
+    return "".join(pieces), stale
+
+
+def rewrite_blocks(text: str, results: Results, where: str) -> tuple[str, list[Stale]]:
     """Replace what lies between each begin/end marker pair; all else is kept byte for byte."""
     newline = "\r\n" if "\r\n" in text else "\n"
     fenced = _fenced_spans(text)
     pieces, pos = [], 0
+    stale: list[Stale] = []
     for begin in BEGIN_MARKER.finditer(text):
-        if begin.start() < pos or any(a <= begin.start() < b for a, b in fenced):
+        if begin.start() < pos or _inside(begin.start(), fenced):
             continue
         block = begin.group(1)
+        line = _line_of(text, begin.start())
         end = re.compile(r"^[ \t]*<!-- results:" + re.escape(block) + r":end -->[ \t]*$", re.MULTILINE)
         end_match = end.search(text, begin.end())
         if end_match is None:
-            raise ResultsError(f"{where}: '<!-- results:{block}:begin -->' has no matching end marker")
-        body = render_block(block, results).replace("\n", newline)
-        pieces += [text[pos:begin.end()], newline, body, newline]
+            raise ResultsError(f"{where}:{line}: '<!-- results:{block}:begin -->' has no matching end marker")
+        try:
+            body = render_block(block, results).replace("\n", newline)
+        except ResultsError as err:
+            raise ResultsError(f"{where}:{line}: {err}") from None
+        new = newline + body + newline
+        if text[begin.end():end_match.start()] != new:
+            stale.append(Stale(line, f"block results:{block} differs from what the results give"))
+        pieces += [text[pos:begin.end()], new]
         pos = end_match.start()
     pieces.append(text[pos:])
-    return "".join(pieces)
+    return "".join(pieces), stale
 
 
-def update_readmes(paths: list[Path], results: Results) -> list[Path]:
-    """Rewrite every README; all are rendered before any is written, so an error changes none."""
-    updates = []
-    for path in paths:
-        with open(path, encoding="utf-8", newline="") as f:  # newline="": keep CRLF as is
-            old = f.read()
-        new = rewrite_markers(old, results, str(path))
+def is_markdown(path: Path | str) -> bool:
+    return Path(path).suffix.lower() in (".md", ".markdown")
+
+
+def render_text(text: str, results: Results, where: str, markdown: bool = True) -> tuple[str, list[Stale]]:
+    """The file as the results say it should read, and what differs. Value markers are rendered
+    first (they keep line numbers), then the blocks; every error in the file is reported at once."""
+    if "<!--" not in text:
+        return text, []
+    errors = []
+    try:
+        text_values, stale_values = rewrite_values(text, results, where, markdown)
+    except ResultsError as err:
+        errors.append(str(err))
+        text_values, stale_values = text, []
+    try:
+        new, stale_blocks = rewrite_blocks(text_values, results, where)
+    except ResultsError as err:
+        errors.append(str(err))
+    if errors:
+        raise ResultsError("\n".join(errors))
+    return new, sorted(stale_values + stale_blocks, key=lambda s: s.line)
+
+
+# ---------------------------------------------------------------------------------------------
+# Which files: --readme, --repo-docs
+# ---------------------------------------------------------------------------------------------
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+SOURCE_SUFFIXES = {".h", ".hpp", ".cuh", ".cu", ".cpp", ".c"}
+SKIP_DIRS = {"build", ".old", ".deps", ".venv", ".git", "__pycache__", "node_modules"}
+
+
+def _skipped_dir(name: str) -> bool:
+    return name in SKIP_DIRS or name.startswith((".", "build"))
+
+
+def _walk(folder: Path, keep) -> list[Path]:
+    """Files under folder whose name passes keep(name), never entering build/, .old/, .deps/, .venv/
+    (or any hidden or build* folder)."""
+    out: list[Path] = []
+    if not folder.is_dir():
+        return out
+    for dirpath, dirnames, filenames in os.walk(folder):
+        dirnames[:] = sorted(d for d in dirnames if not _skipped_dir(d))
+        out += [Path(dirpath) / f for f in sorted(filenames) if keep(f)]
+    return out
+
+
+def repo_doc_files(root: Path) -> list[Path]:
+    """Every file of the repository that can hold markers: the READMEs, docs/, the stages' and
+    common/'s sources, ceilings/."""
+    def suffix_in(suffixes):
+        return lambda name: Path(name).suffix.lower() in suffixes
+    files = [root / "README.md", root / "plots" / "README.md"]
+    files += _walk(root / "docs", suffix_in({".md"}))
+    files += _walk(root / "stages", lambda name: name == "README.md" or Path(name).suffix in {".cu", ".cuh", ".h"})
+    files += _walk(root / "ceilings", suffix_in(SOURCE_SUFFIXES | {".md"}))
+    files += _walk(root / "common", suffix_in(SOURCE_SUFFIXES))
+    results = root / "results"
+    if results.is_dir():
+        files += sorted(p / "README.md" for p in results.iterdir() if p.is_dir() and not _skipped_dir(p.name))
+    return [p for p in files if p.is_file()]
+
+
+def _display(path: Path, root: Path | None) -> str:
+    if root is not None:
+        try:
+            return str(path.resolve().relative_to(root.resolve()))
+        except ValueError:
+            pass
+    return str(path)
+
+
+def render_files(files: list[tuple[Path, str]], results: Results) -> tuple[list[tuple[Path, str, str]], list[str]]:
+    """Render every file: ([(path, display name, new text) for each file that changes], stale lines).
+    Nothing is written here; any error in any file is raised with all of them listed."""
+    updates, stale, errors = [], [], []
+    for path, shown in files:
+        try:
+            with open(path, encoding="utf-8", newline="") as f:  # newline="": keep CRLF as is
+                old = f.read()
+        except UnicodeDecodeError:
+            errors.append(f"{shown}: not UTF-8 text")
+            continue
+        try:
+            new, found = render_text(old, results, shown, is_markdown(path))
+        except ResultsError as err:
+            errors.append(str(err))
+            continue
+        stale += [f"stale: {shown}:{s.line}: {s.text}" for s in found]
         if new != old:
-            updates.append((path, new))
-    for path, new in updates:
-        with open(path, "w", encoding="utf-8", newline="") as f:
-            f.write(new)
-    return [p for p, _ in updates]
+            updates.append((path, shown, new))
+    if errors:
+        raise ResultsError("\n".join(errors))
+    return updates, stale
 
 
 # ---------------------------------------------------------------------------------------------
@@ -768,10 +1821,34 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--results", type=Path, required=True, help="folder of Google Benchmark *.json files")
     p.add_argument("--readme", type=Path, action="append", default=[],
-                   help="markdown file whose results:NAME marker blocks are rewritten (repeatable)")
+                   help="a file whose results:NAME blocks and value markers are rewritten (repeatable)")
+    p.add_argument("--repo-docs", action="store_true",
+                   help="also every file of the repository that can hold markers (READMEs, docs/, "
+                        "stages/ and common/ sources, ceilings/)")
+    p.add_argument("--repo-root", type=Path, default=REPO_ROOT,
+                   help="the repository --repo-docs reads (default: the parent of plots/)")
+    p.add_argument("--check", action="store_true",
+                   help="write nothing, draw nothing: list every stale block and number, exit 1 if any")
     p.add_argument("--out", type=Path, help="folder for the PNGs (default: the results folder)")
-    p.add_argument("--no-plots", action="store_true", help="only rewrite the README tables")
+    p.add_argument("--no-plots", action="store_true", help="only rewrite the tables and numbers")
     return p.parse_args(argv)
+
+
+def marked_files(args: argparse.Namespace) -> list[tuple[Path, str]]:
+    """(path, name to print) of every file to render: the --readme files as given, then with
+    --repo-docs the repository's files, named relative to its root; each file once."""
+    files: list[tuple[Path, str]] = []
+    seen: set[Path] = set()
+    candidates = [(p, str(p)) for p in args.readme]
+    if args.repo_docs:
+        if not args.repo_root.is_dir():
+            raise ResultsError(f"--repo-root {args.repo_root} does not exist")
+        candidates += [(p, _display(p, args.repo_root)) for p in repo_doc_files(args.repo_root)]
+    for path, shown in candidates:
+        if path.resolve() not in seen:
+            seen.add(path.resolve())
+            files.append((path, shown))
+    return files
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -785,9 +1862,20 @@ def main(argv: list[str] | None = None) -> int:
         results = load_results(args.results)
         if not results.runs:
             raise ResultsError(f"no benchmark rows with a name in {args.results}")
-        changed = update_readmes(args.readme, results)
-        for path in changed:
-            print(f"plot_results: updated {path}")
+        updates, stale = render_files(marked_files(args), results)
+        if args.check:
+            for line in stale:
+                print(line)
+            if stale:
+                print(f"plot_results: {len(stale)} generated block(s) or number(s) differ from "
+                      f"{args.results}; the same command without --check rewrites them", file=sys.stderr)
+                return 1
+            print(f"every generated table and number matches {args.results}")
+            return 0
+        for path, shown, new in updates:
+            with open(path, "w", encoding="utf-8", newline="") as f:
+                f.write(new)
+            print(f"plot_results: updated {shown}")
         if not args.no_plots:
             try:
                 import matplotlib  # noqa: F401  (checked here for a clear message)
@@ -797,7 +1885,8 @@ def main(argv: list[str] | None = None) -> int:
             for path in draw_all(results, args.out or args.results):
                 print(f"plot_results: wrote {path}")
     except ResultsError as err:
-        print(f"plot_results: error: {err}", file=sys.stderr)
+        for line in str(err).splitlines():
+            print(f"plot_results: error: {line}", file=sys.stderr)
         return 1
     return 0
 

@@ -1,17 +1,23 @@
 #!/usr/bin/env python3
-"""Tests for plots/plot_results.py over plots/fixtures/sample_results.json.
+"""Tests for plots/plot_results.py over the fixtures in plots/fixtures/ (made-up test data).
 
     python3 plots/test_plot_results.py        (exit status non-zero on failure; CTest runs this)
 
-The fixture maps file names to Google Benchmark documents, as a results folder would hold them:
-stage01 (naive, one run each, times in ms), stage03 v1/v2 (3 repetitions with mean/median/
-stddev aggregates; v2 aggregates only), sdpa_flash (median aggregates, one extra B/H shape) and
-a GEMM file (stage06 v1/v2 and cuBLAS, one non-square shape, one errored row).
+Only the figure tests need matplotlib; without it they are skipped and everything else runs.
+
+sample_results.json maps file names to Google Benchmark documents, as a results folder would hold
+them: stage01 (naive, one run each, times in ms), stage03 v1/v2 (3 repetitions with mean/median/
+stddev aggregates; v2 aggregates only), sdpa_flash (median aggregates, one extra B/H shape) and a
+GEMM file (stage06 v1/v2 and cuBLAS, one non-square shape, one errored row).
+ladder_results.json (same layout) holds the headline shapes: stages 01-06 with several versions and
+dtypes, peers, and rows the ladder must leave out (bf16, causal, D = 64, off-rule B/H, 1024³).
+ceilings.json is one Google Benchmark document as the instruction-ceiling benchmark writes it.
 """
 
 import contextlib
 import io
 import json
+import re
 import sys
 import tempfile
 import unittest
@@ -23,6 +29,8 @@ sys.path.insert(0, str(HERE))
 import plot_results as pr  # noqa: E402  (imported after the path is set)
 
 FIXTURE = HERE / "fixtures" / "sample_results.json"
+LADDER_FIXTURE = HERE / "fixtures" / "ladder_results.json"
+CEILINGS_FIXTURE = HERE / "fixtures" / "ceilings.json"
 
 try:
     import matplotlib  # noqa: F401
@@ -53,10 +61,19 @@ an example inside a code fence is left alone
 Text after, no final newline"""
 
 
-def write_results(folder: Path) -> None:
-    """Lay the fixture out as a results folder: one JSON file per stage."""
-    for file_name, doc in json.loads(FIXTURE.read_text(encoding="utf-8")).items():
+def write_results(folder: Path, fixture: Path = FIXTURE, ceilings: bool = False) -> Path:
+    """Lay a fixture out as a results folder: one JSON file per stage (and ceilings.json)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for file_name, doc in json.loads(fixture.read_text(encoding="utf-8")).items():
         (folder / file_name).write_text(json.dumps(doc, indent=1), encoding="utf-8")
+    if ceilings:
+        (folder / "ceilings.json").write_text(CEILINGS_FIXTURE.read_text(encoding="utf-8"), encoding="utf-8")
+    return folder
+
+
+def load(fixture: Path = FIXTURE, ceilings: bool = False):
+    with tempfile.TemporaryDirectory() as tmp:
+        return pr.load_results(write_results(Path(tmp) / "results", fixture, ceilings))
 
 
 def run_main(argv: list[str]) -> tuple[int, str]:
@@ -103,6 +120,14 @@ class ParseNameTest(unittest.TestCase):
             ("stage03/v1/fp16/D:64/N:1024/causal:0_stddev", None),
         ]:
             self.assertEqual(pr.parse_name(decorated, aggregate), plain, decorated)
+
+    def test_ceiling_names(self):
+        raw = "ceiling/mma_m16n8k16/fp16/min_time:0.050/repeats:5/manual_time"
+        n = pr.parse_name(raw)
+        self.assertEqual((n.series, n.dtype, n.params, n.kind), ("ceiling/mma_m16n8k16", "fp16", (), "ceiling"))
+        self.assertEqual(pr.plain_name(raw + "_median", "median"), "ceiling/mma_m16n8k16/fp16")
+        self.assertEqual(pr.plain_name("stage04/v5/fp16/D:128/N:8192/causal:0/repeats:5/manual_time"),
+                         "stage04/v5/fp16/D:128/N:8192/causal:0")
 
     def test_unknown_params_kept_and_other_kind(self):
         n = pr.parse_name("stage09/v1/bf16/D:64/N:512/causal:0/window:256")
@@ -155,13 +180,12 @@ class SelectRunsTest(unittest.TestCase):
         self.assertEqual(len(results.of_kind("attention")), 12 * 4 + 1)
 
 
-class CommandLineTest(unittest.TestCase):
+class TempDirTest(unittest.TestCase):
+    """A fresh temporary folder per test (self.tmp), and write() to put a text file in it."""
+
     def setUp(self):
         self._tmp = tempfile.TemporaryDirectory()
         self.tmp = Path(self._tmp.name)
-        self.results = self.tmp / "results"
-        self.results.mkdir()
-        write_results(self.results)
 
     def tearDown(self):
         self._tmp.cleanup()
@@ -171,13 +195,22 @@ class CommandLineTest(unittest.TestCase):
         path.write_bytes(text.encode("utf-8"))
         return path
 
+
+class CommandLineTest(TempDirTest):
+    def setUp(self):
+        super().setUp()
+        self.results = self.tmp / "results"
+        self.results.mkdir()
+        write_results(self.results)
+
     @unittest.skipUnless(HAVE_MATPLOTLIB, "matplotlib is not installed: figures not tested")
     def test_pngs_are_written(self):
         out = self.tmp / "png"
         status, log = run_main(["--results", str(self.results), "--out", str(out)])
         self.assertEqual(status, 0, log)
         expected = {f"attention_fp16_D{d}_causal{c}.png" for d in (64, 128) for c in (0, 1)}
-        expected |= {"attention_memory_D64.png", "attention_memory_D128.png", "gemm_fp16.png"}
+        expected |= {"attention_memory_D64.png", "attention_memory_D128.png", "gemm_fp16.png",
+                     "ladder.png", "roofline.png"}  # the GEMM rows at 4096³ make a ladder
         self.assertEqual({p.name for p in out.iterdir()}, expected)
         for path in out.iterdir():
             self.assertEqual(path.read_bytes()[:8], b"\x89PNG\r\n\x1a\n", path.name)
@@ -271,6 +304,352 @@ class CommandLineTest(unittest.TestCase):
         status, log = run_main(["--results", str(empty), "--no-plots"])
         self.assertEqual(status, 1)
         self.assertIn("no *.json", log)
+
+
+class CeilingsTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.results = load(FIXTURE, ceilings=True)
+
+    def test_rows_are_read_as_ceilings_and_kept_out_of_the_other_tables(self):
+        ceilings = self.results.of_kind("ceiling")
+        self.assertEqual([r.plain for r in ceilings][:2], ["ceiling/ffma/fp32", "ceiling/mma_m16n8k16/fp16"])
+        self.assertEqual(len(ceilings), 8)
+        ffma = ceilings[0]
+        self.assertEqual((ffma.picked, ffma.tflops, ffma.per_sm_clk), ("median", 63.2, 241.8121))
+        int8 = self.results.find(pr.parse_name("ceiling/mma_m16n8k32/int8"))
+        self.assertEqual(int8.tflops, 1288.0)  # the fixture names this counter TOPS
+        self.assertEqual(self.results.find(pr.parse_name("ceiling/ex2/fp32")).gops, 4050.0)
+        for kind in ("attention", "gemm", "memory"):
+            self.assertNotIn("ceiling", pr.render_block(kind, self.results), kind)
+        self.assertNotIn("ceiling/ffma", pr.series_colors(self.results))
+
+    def test_ceilings_block(self):
+        text = pr.render_block("ceilings", self.results)
+        for row in (
+                "| `ceiling/ffma/fp32` | FFMA (fp32 fused multiply-add) | 63.2 TFLOPS | 242 FLOP/clk/SM "
+                "| 66.9 (`peak_fp32_tflops`) | 94.5% |",
+                "| `ceiling/mma_m16n8k16/fp16` | mma.sync m16n8k16, fp16 inputs | 652 TFLOPS | 2495 FLOP/clk/SM "
+                "| 1071 (`peak_fp16_tflops`) | 60.9% |",
+                "| `ceiling/mma_m16n8k32/int8` | mma.sync m16n8k32, int8 inputs | 1288 TOPS | 4928 op/clk/SM "
+                "| 2141 (`peak_int8_tops`) | 60.2% |",
+                "| `ceiling/ex2/fp32` | ex2.approx (MUFU) | 4050 Gop/s | 15.5 op/clk/SM | — | — |",
+                "| `ceiling/dram_copy/fp32` | DRAM copy (read + write) | 2950 GB/s | 11.3 B/clk/SM "
+                "| 3352 (`peak_dram_gbps`) | 88.0% |"):
+            self.assertIn(row, text)
+        self.assertIn("1980 MHz", text)
+        self.assertIn("`ceilings.json`", text)
+
+    def test_new_blocks_take_no_prefix(self):
+        for kind in ("ceilings", "ladder", "roofline"):
+            with self.assertRaisesRegex(pr.ResultsError, "takes no series prefix"):
+                pr.render_block(kind + ":stage04", self.results)
+
+
+class LadderTest(unittest.TestCase):
+    def test_fastest_version_of_each_stage_then_peers(self):
+        entries = pr.headline_entries(load(LADDER_FIXTURE))
+        self.assertEqual([(e.group, e.dtype, e.label) for e in entries], [
+            ("attention", "fp32", "stage01 v1"), ("attention", "fp32", "stage02 v1"),
+            ("attention", "fp32", "stage03 v1"),  # v1 is faster than v2 here: the fastest, not the last
+            ("attention", "fp16", "stage04 v2"), ("attention", "fp16", "stage05 v1 (backward)"),
+            ("attention", "fp16", "sdpa_flash"), ("attention", "fp16", "sdpa_cudnn"),
+            ("gemm", "fp32", "stage06 v1"), ("gemm", "fp32", "cublas"),
+            ("gemm", "fp16", "stage06 v2"), ("gemm", "fp16", "cublas"),
+            ("gemm", "int8", "stage06 v3"), ("gemm", "int8", "cublaslt")])
+        # Left out: bf16 (v1 bf16 is faster than any fp16), causal, D = 64, B:1/H:16, sdpa_efficient,
+        # 1024³, and the ceilings.
+        self.assertEqual(entries[3].run.tflops, 360.0)
+        self.assertEqual(entries[5].run.name.params, (("D", 128), ("N", 8192), ("causal", 0)))
+
+    def test_table_without_ceilings(self):
+        text = pr.render_block("ladder", load(LADDER_FIXTURE))
+        self.assertIn("| stage | version | arithmetic | shape | TFLOPS | % of peak |\n", text)
+        self.assertIn("| stage01 | v1 | fp32 | attention D = 128, N = 8192, non-causal | 0.90 | 1.3% |", text)
+        self.assertIn("| stage04 | v2 | fp16 | attention D = 128, N = 8192, non-causal | 360 | 33.6% |", text)
+        self.assertIn("| stage05 (backward) | v1 | fp16 |", text)
+        self.assertIn("| sdpa_cudnn (peer) | — | fp16 | attention D = 128, N = 8192, non-causal | 610 | 57.0% |",
+                      text)
+        self.assertIn("| cublaslt (peer) | — | int8 | GEMM M = N = K = 4096 | 1300 | 60.7% |", text)
+        self.assertIn("`peak_fp16_tflops` = 1071", text)
+        self.assertNotIn("ceiling", text)
+
+    def test_table_with_ceilings(self):
+        text = pr.render_block("ladder", load(LADDER_FIXTURE, ceilings=True))
+        self.assertIn("| TFLOPS | % of peak | % of instruction ceiling |", text)
+        self.assertIn("| stage04 | v2 | fp16 | attention D = 128, N = 8192, non-causal | 360 | 33.6% | 55.2% |", text)
+        self.assertIn("| stage06 | v1 | fp32 | GEMM M = N = K = 4096 | 45.0 | 67.3% | 71.2% |", text)
+        self.assertIn("`ceiling/mma_m16n8k32/int8` = 1288", text)
+
+    def test_no_peak_in_the_context_gives_no_percent(self):
+        results = load(FIXTURE)  # no peaks in these contexts: % of peak is unknown, not invented
+        text = pr.render_block("ladder", results)
+        self.assertIn("| stage06 | v2 | fp16 | GEMM M = N = K = 4096 | 294 | — |", text)
+
+
+class RooflineTest(unittest.TestCase):
+    def test_bound_is_the_lower_roof(self):
+        compute = pr.Roof("fp32 FFMA peak", 66.9, "`peak_fp32_tflops`", False, "fp32")
+        memory = pr.Roof("DRAM peak", 3352.0, "`peak_dram_gbps`", False)
+        self.assertEqual(pr.bound_by(10.0, compute, memory), (33.52, "DRAM peak"))
+        self.assertEqual(pr.bound_by(100.0, compute, memory), (66.9, "fp32 FFMA peak"))
+        self.assertEqual(pr.bound_by(10.0, compute, None), (66.9, "fp32 FFMA peak (no bandwidth known)"))
+        self.assertEqual(pr.bound_by(10.0, None, None), (None, "—"))
+
+    def test_table_without_bandwidth(self):
+        text = pr.render_block("roofline", load(LADDER_FIXTURE))
+        self.assertIn("_No DRAM bandwidth in these results", text)
+        self.assertIn("| fp16 tensor-core peak | 1071 TFLOPS (`peak_fp16_tflops`) | — | — |", text)
+        self.assertIn("| stage01 v1 | fp32 | attention D = 128, N = 8192, non-causal | 32.0 | 0.90 "
+                      "| fp32 FFMA peak (no bandwidth known): 66.9 | 1.3% |", text)
+        self.assertIn("| stage04 v2 | fp16 | attention D = 128, N = 8192, non-causal | 4080 | 360 |", text)
+        self.assertNotIn("measured", text)
+
+    def test_table_with_ceilings(self):
+        text = pr.render_block("roofline", load(LADDER_FIXTURE, ceilings=True))
+        self.assertIn("| fp16 tensor-core peak | 1071 TFLOPS (`peak_fp16_tflops`) | 3352 GB/s (`peak_dram_gbps`) "
+                      "| 319 |", text)
+        self.assertIn("| mma.sync m16n8k16 fp16, measured | 652 TFLOPS (`ceiling/mma_m16n8k16/fp16`) "
+                      "| 2950 GB/s (`ceiling/dram_copy/fp32`) | 221 |", text)
+        self.assertIn("| cublas (peer) | fp16 | GEMM M = N = K = 4096 | 1365 | 660 | fp16 tensor-core peak: 1071 "
+                      "| 61.7% | mma.sync m16n8k16 fp16, measured: 652 | 101.2% |", text)
+        self.assertNotIn("_No DRAM bandwidth", text)
+
+
+class ValueMarkerTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.results = load(LADDER_FIXTURE, ceilings=True)
+
+    def value(self, body: str) -> str:
+        return pr.render_value(body, self.results)[1]
+
+    def check_values(self, cases):
+        for body, expected in cases:
+            with self.subTest(body=body):
+                self.assertEqual(self.value(body), expected)
+
+    def test_fields(self):
+        v2 = "[stage04/v2/fp16/D:128/N:8192/causal:0]"
+        self.check_values([
+            (f"{v2} | .1f", "360.0"),
+            (f"{v2}.tflops | .1f", "360.0"),
+            (f"{v2}.ms | .4f", "3.0542"),
+            (f"{v2}.us | .0f", "3054"),
+            (f"{v2}.gbps | .2f", "88.24"),
+            ("[stage01/v1/fp32/D:128/N:8192/causal:0].extra_mib | .0f", "8192"),
+            ("[ceiling/mma_m16n8k16/fp16].per_sm_clk | .0f", "2495"),
+            ("[ceiling/ex2/fp32].gops | .0f", "4050"),
+            ("[cublaslt/int8/M:4096/N:4096/K:4096] | .0f", "1300"),
+        ])
+
+    def test_arithmetic_and_context(self):
+        v1, v2 = "[stage04/v1/fp16/D:128/N:8192/causal:0]", "[stage04/v2/fp16/D:128/N:8192/causal:0]"
+        self.check_values([
+            (f"{v2}/{v1} | .3f", "2.118"),  # no spaces: '/' in names is no division
+            (f"100 * {v2} / {{peak_fp16_tflops}} | .1f", "33.6"),
+            (f"{v2} / {{peak_fp16_tflops}} | .0%", "34%"),
+            (f"-({v2} - {v1}) / 2 + 1e1 | .1f", "-85.0"),
+            ("{sm_clock_mhz} * {num_sms} | .0f", "261360"),
+            ("2 + 3 * 4 | .0f", "14"),
+            # The same benchmark with its params in another order, or with its run options.
+            ("[stage04/v2/fp16/causal:0/N:8192/D:128] | .0f", "360"),
+            ("[stage04/v2/fp16/D:128/N:8192/causal:0/repeats:5/manual_time] | .0f", "360"),
+        ])
+
+    def test_only_arithmetic_is_evaluated(self):
+        for body in ("__import__('os').system('true') | .0f", "2 ** 3 | .0f", "7 // 2 | .0f", "7 % 2 | .0f",
+                     "abs(-1) | .0f", "'7' | s", "1 if 1 else 2 | .0f", "True | .0f", "+1 | .0f",
+                     "[cublas/fp16/M:4096/N:4096/K:4096] .ms | .0f", "(1, 2) | .0f", "[1, 2] | .0f",
+                     "_term0 | .0f", "x | .0f", "1; 2 | .0f", "[a] [b] | .0f", "{1: 2} | .0f"):
+            with self.assertRaises(pr.MarkerError, msg=body):
+                self.value(body)
+
+    def test_errors_say_what_is_wrong(self):
+        cases = {
+            "[stage04/v9/fp16/D:128/N:8192/causal:0] | .0f":
+                re.escape("no benchmark [stage04/v9/fp16/D:128/N:8192/causal:0] in ") + ".*did you mean "
+                + re.escape("[stage04/v2/fp16/D:128/N:8192/causal:0]"),
+            "[stage04/v2/fp16/D:128/N:8192/causal:0].gflops | .0f": "unknown field .gflops",
+            "[stage04/v2/fp16/D:128/N:8192/causal:0].per_sm_clk | .0f": "has no per_sm_clk counter",
+            "[cublas/fp16/M:4096/N:4096/K:4096].extra_mib | .0f": "has no extra_bytes counter",
+            "{peak_fp64_tflops} | .0f": r"no context key \{peak_fp64_tflops\}",
+            "{gpu_name} | .0f": "is 'fixture GPU', not a number",
+            "1 / (2 - 2) | .0f": r"division by zero: 2 - 2 is 0",
+            "[stage04/v2/fp16/D:128/N:8192/causal:0] | ": "no format",
+            "[stage04/v2/fp16/D:128/N:8192/causal:0]": "no '\| FORMAT'",
+            " | .0f": "no expression",
+            "1 | .0d": "format '.0d' does not apply",
+            "[] | .0f": "an empty name",
+        }
+        for body, pattern in cases.items():
+            with self.assertRaisesRegex(pr.MarkerError, pattern, msg=body):
+                self.value(body)
+
+    def test_escaped_pipe_in_a_table_cell(self):
+        self.assertEqual(self.value(r"[stage04/v2/fp16/D:128/N:8192/causal:0] \| .0f"), "360")
+
+    def test_context_keys_must_agree(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            folder = write_results(Path(tmp) / "r", LADDER_FIXTURE)
+            doc = json.loads((folder / "stage02.json").read_text(encoding="utf-8"))
+            doc["context"]["sm_clock_mhz"] = "1755"
+            (folder / "stage02.json").write_text(json.dumps(doc), encoding="utf-8")
+            results = pr.load_results(folder)
+        with self.assertRaisesRegex(pr.MarkerError, "sm_clock_mhz.*differs.*stage02.json says 1755"):
+            pr.render_value("{sm_clock_mhz} | .0f", results)
+
+
+class MarkerFileTest(TempDirTest):
+    """Value markers in files, through main(): what changes, what stays, what fails."""
+
+    def setUp(self):
+        super().setUp()
+        self.results = write_results(self.tmp / "results", LADDER_FIXTURE, ceilings=True)
+
+    def main(self, *args: str) -> tuple[int, str]:
+        return run_main(["--results", str(self.results), "--no-plots", *args])
+
+    V2 = "[stage04/v2/fp16/D:128/N:8192/causal:0]"
+
+    def test_markdown_markers_rewritten_examples_left_alone(self):
+        text = (f"v2 reaches <!-- value: {self.V2} | .0f -->1<!-- /value --> TFLOPS, "
+                f"<!-- value: {self.V2} / [stage04/v1/fp16/D:128/N:8192/causal:0] | .2f --><!-- /value -->× v1.\n"
+                f"| v2 | <!-- value: {self.V2} \\| .1f -->9<!-- /value --> |\n"
+                f"Write `<!-- value: [NAME] | .1f -->364<!-- /value -->` for a number.\n"
+                "```markdown\n"
+                "<!-- value: [stage99/v1/fp16/D:1/N:1/causal:0] | .0f -->364<!-- /value -->\n"
+                "```\n")
+        doc = self.write("doc.md", text)
+        status, log = self.main("--readme", str(doc))
+        self.assertEqual(status, 0, log)
+        self.assertEqual(doc.read_text(encoding="utf-8"), text.replace("-->1<!--", "-->360<!--")
+                         .replace("| .2f --><!--", "| .2f -->2.12<!--").replace("-->9<!--", "-->360.0<!--"))
+
+    def test_sources_with_crlf_keep_every_other_byte(self):
+        text = ("// v2_kernel.cuh\r\n"
+                f"// measured: <!-- value: {self.V2} | .0f -->300<!-- /value --> TFLOPS (stage04.json)\r\n"
+                f"// `<!-- value: {self.V2}.ms | .2f -->0<!-- /value -->` ms: backticks mean nothing here\r\n"
+                "int x;  \r\n")
+        src = self.write("v2_kernel.cuh", text)
+        status, log = self.main("--readme", str(src))
+        self.assertEqual(status, 0, log)
+        self.assertEqual(src.read_bytes().decode("utf-8"),
+                         text.replace("-->300<!--", "-->360<!--").replace("-->0<!--", "-->3.05<!--"))
+
+    def test_bad_markers_fail_with_file_line_and_marker_and_change_nothing(self):
+        good = self.write("good.md", f"<!-- value: {self.V2} | .0f -->1<!-- /value -->\n")
+        bad_text = ("fine line\n"
+                    "<!-- value: [stage04/v7/fp16/D:128/N:8192/causal:0] | .0f -->1<!-- /value -->\n"
+                    f"<!-- value: {self.V2}.speed | .0f -->1<!-- /value -->\n"
+                    "<!-- value: {peak_fp8_tflops} | .0f -->1<!-- /value -->\n"
+                    "<!-- value: 1 / 0 | .0f -->1<!-- /value -->\n"
+                    f"<!-- value: {self.V2} | .0f -->1 and no end\n"
+                    "stray <!-- /value --> closer\n"
+                    "<!-- value: 1 | .0f no end of the comment\n"
+                    f"<!-- value: {self.V2} .0f -->1<!-- /value -->\n")
+        bad = self.write("bad.md", bad_text)
+        status, log = self.main("--readme", str(good), "--readme", str(bad))
+        self.assertEqual(status, 1)
+        for line, marker, reason in (
+                (2, "<!-- value: [stage04/v7/fp16/D:128/N:8192/causal:0] | .0f -->", "no benchmark"),
+                (3, f"<!-- value: {self.V2}.speed | .0f -->", "unknown field .speed"),
+                (4, "<!-- value: {peak_fp8_tflops} | .0f -->", "no context key {peak_fp8_tflops}"),
+                (5, "<!-- value: 1 / 0 | .0f -->", "division by zero"),
+                (6, f"<!-- value: {self.V2} | .0f -->", "no '<!-- /value -->' after it"),
+                (7, "'<!-- /value -->'", "closes no"),
+                (8, "'<!-- value: 1 | .0f no end of the comment'", "no '-->' on its line"),
+                (9, f"<!-- value: {self.V2} .0f -->", "no '| FORMAT'")):
+            self.assertRegex(log, re.escape(f"error: {bad}:{line}: {marker}") + ".*" + re.escape(reason))
+        self.assertEqual(bad.read_text(encoding="utf-8"), bad_text)
+        self.assertEqual(good.read_text(encoding="utf-8"), f"<!-- value: {self.V2} | .0f -->1<!-- /value -->\n")
+
+    def test_check_lists_stale_writes_nothing_draws_nothing(self):
+        text = ("# Doc\n\n"
+                f"v2 is <!-- value: {self.V2} / [stage04/v1/fp16/D:128/N:8192/causal:0] | .2f -->"
+                "1.21<!-- /value -->×.\n"
+                "<!-- results:ladder:begin -->\nold\n<!-- results:ladder:end -->\n")
+        doc = self.write("doc.md", text)
+        before = doc.stat().st_mtime_ns
+        out = self.tmp / "png"
+        status, log = run_main(["--results", str(self.results), "--readme", str(doc), "--check", "--out", str(out)])
+        self.assertEqual(status, 1, log)
+        self.assertIn(f"stale: {doc}:3: value {self.V2} / [stage04/v1/fp16/D:128/N:8192/causal:0] says 1.21, "
+                      "the results give 2.12\n", log)
+        self.assertIn(f"stale: {doc}:4: block results:ladder differs from what the results give", log)
+        self.assertEqual((doc.read_text(encoding="utf-8"), doc.stat().st_mtime_ns), (text, before))
+        self.assertFalse(out.exists())
+
+        status, log = self.main("--readme", str(doc))
+        self.assertEqual(status, 0, log)
+        status, log = self.main("--readme", str(doc), "--check")
+        self.assertEqual(status, 0, log)
+        self.assertIn(f"every generated table and number matches {self.results}", log)
+
+
+class RepoDocsTest(unittest.TestCase):
+    """--repo-docs over a small tree laid out like the repository."""
+
+    MARKER = "<!-- value: [stage04/v2/fp16/D:128/N:8192/causal:0] | .0f -->0<!-- /value -->"
+    READ = ["README.md", "docs/04_flash_fwd.md", "docs/extra/notes.md", "stages/04_flash_fwd/README.md",
+            "stages/04_flash_fwd/v1_mma.cuh", "stages/04_flash_fwd/flash_fwd.cu", "stages/04_flash_fwd/flash_fwd.h",
+            "stages/07_tuned/gemm/README.md", "stages/07_tuned/gemm/v1.cuh", "ceilings/ceilings.cu",
+            "ceilings/README.md", "plots/README.md", "results/some-gpu/README.md", "common/lib/flops.h",
+            "common/device/sm80.cuh", "common/lib/timer.cpp"]
+    NOT_READ = ["build/README.md", "build/release/docs/x.md", "stages/04_flash_fwd/build/v1.cuh", ".old/docs/a.md",
+                "docs/.old/a.md", ".deps/common/x.h", ".venv/README.md", "common/.venv/x.h",
+                "stages/04_flash_fwd/bench.py", "docs/notes.txt", "results/some-gpu/logs/README.md", "LICENSE.md"]
+
+    def test_every_file_that_can_hold_markers_and_no_other(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            root = Path(tmp) / "repo"
+            results = write_results(Path(tmp) / "results", LADDER_FIXTURE)
+            for name in self.READ + self.NOT_READ:
+                (root / name).parent.mkdir(parents=True, exist_ok=True)
+                (root / name).write_text(f"x {self.MARKER} y\n", encoding="utf-8")
+            (root / "docs" / "plain.md").write_text("no markers\n", encoding="utf-8")
+            plain_time = (root / "docs" / "plain.md").stat().st_mtime_ns
+
+            listed = {p.relative_to(root).as_posix() for p in pr.repo_doc_files(root)}
+            self.assertEqual(listed, set(self.READ) | {"docs/plain.md"})
+
+            status, log = run_main(["--results", str(results), "--repo-docs", "--repo-root", str(root),
+                                    "--no-plots", "--check"])
+            self.assertEqual(status, 1)
+            self.assertIn("stale: docs/04_flash_fwd.md:1: value [stage04/v2/fp16/D:128/N:8192/causal:0] "
+                          "says 0, the results give 360", log)
+
+            status, log = run_main(["--results", str(results), "--repo-docs", "--repo-root", str(root), "--no-plots"])
+            self.assertEqual(status, 0, log)
+            for name in self.READ:
+                self.assertIn(f"updated {name}\n", log)
+                self.assertEqual((root / name).read_text(encoding="utf-8"),
+                                 "x " + self.MARKER.replace("-->0<!--", "-->360<!--") + " y\n", name)
+            for name in self.NOT_READ:
+                self.assertEqual((root / name).read_text(encoding="utf-8"), f"x {self.MARKER} y\n", name)
+            self.assertEqual((root / "docs" / "plain.md").stat().st_mtime_ns, plain_time)
+
+
+@unittest.skipUnless(HAVE_MATPLOTLIB, "matplotlib is not installed: figures not tested")
+class FigureTest(unittest.TestCase):
+    def test_ladder_and_roofline_with_and_without_ceilings(self):
+        for ceilings in (False, True):
+            with tempfile.TemporaryDirectory() as tmp:
+                results = write_results(Path(tmp) / "results", LADDER_FIXTURE, ceilings)
+                out = Path(tmp) / "png"
+                status, log = run_main(["--results", str(results), "--out", str(out)])
+                self.assertEqual(status, 0, log)
+                for name in ("ladder.png", "roofline.png", "gemm_int8.png"):
+                    self.assertEqual((out / name).read_bytes()[:8], b"\x89PNG\r\n\x1a\n", name)
+
+    def test_size_axis_labels_only_powers_of_two(self):
+        fig, ax = pr._new_figure()
+        pr._log2_axis(ax, [1000, 1024, 2048, 4097, 8192], "M = N = K")
+        self.assertEqual([t.get_text() for t in ax.get_xticklabels()], ["1024", "2048", "4096", "8192"])
+        self.assertEqual(list(ax.get_xticks(minor=True)), [1000, 4097])
+        self.assertEqual([t.get_text() for t in ax.get_xticklabels(minor=True)], ["", ""])
+        self.assertEqual(ax.get_xscale(), "log")
+        self.assertIn("minor ticks: 1000, 4097", ax.get_xlabel())
 
 
 if __name__ == "__main__":

@@ -4,8 +4,10 @@
 #   usage: scripts/gpu_check.sh [preset] [steps...]
 #   steps: build test sanitize run profile bench plots compare (default: h100, build test sanitize run
 #          bench plots)
-#   Filters (space-separated stage names, default all): BENCHES, RUNS (executables), SANITIZE (test
-#   binaries: stage01 … stage06, common); TOOLS lists the compute-sanitizer tools (default all four).
+#   Filters (space-separated stage names, default all): BENCHES (stage01 … stage06, ceilings, sdpa), RUNS
+#   (executables), SANITIZE (test binaries: stage01 … stage06, common, ceilings), PROFILES (the ncu
+#   groups of the profile step: traffic large limits stage04 stage06); TOOLS lists the
+#   compute-sanitizer tools (default all four).
 #   compare: BASELINE=<source tree of an earlier commit> is built beside this one and the headline
 #   benchmarks of both run in the same call (old, new, new, old), then scripts/compare_bench.py
 #   prints the ratios (MAP=old=new,... names renamed versions).
@@ -53,7 +55,7 @@ fi
 if has sanitize; then
   binaries=()
   for t in "$build"/stages/06_*/stage*_test "$build"/stages/04_*/stage*_test "$build"/stages/0[1-3]_*/stage*_test \
-           "$build"/common/common_test; do
+           "$build"/common/common_test "$build"/ceilings/ceilings_test; do
     picked "${SANITIZE:-}" "$(basename "$t")" && binaries+=("$t")
   done
   sanitize_one() {  # tool binary
@@ -98,33 +100,93 @@ if has run; then
   done
 fi
 
-# Per-kernel time and DRAM bytes of one timed call at N = 4096, D = 64, as Nsight Compute measures
-# them (clocks left alone): the numbers docs/ compares with the traffic model.
+# Nsight Compute, clocks left alone (--clock-control none: the clocks the benchmarks ran at). Every
+# CSV lands in logs/ with the command that made it in logs/ncu_commands.txt; docs/ quotes them by name.
+#  1. Per-kernel time and DRAM bytes of one timed call at N = 4096, D = 64 (stages 01-03; 3 warm-up
+#     calls and 1 timed call, three kernels per call in stages 01-02, one in stage 03): the numbers
+#     docs/ compares with the traffic model. Stages 02-03 again at N = 16384 (B = 1), where stage 02
+#     is slower per FLOP, by application replay (S alone is 34 GB there: kernel replay would have to
+#     save it for every pass).
+#  2. What limits stages 02 and 03 (the timed call at N = 4096): pipe utilisation, shared-memory
+#     wavefronts and bank conflicts, stall reasons — the sections' raw metrics.
+#  3. What limits each stage 04 version (fp16, D = 128, N = 8192; v5 with the shape its tuner chose)
+#     and stage 06 v7/v8 (4096³): the same sections. v5's tuner first times its 4 candidates 10 times each on its own problem; the
+#     41st launch of the kernel is the first of the real call, with the shape the tuner chose.
+# PROFILES picks among them: traffic (1, N = 4096), large (1, N = 16384), limits (2), stage04, stage06.
 if has profile; then
-  metrics=gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum
-  # executable, version, kernel launches to profile: 3 warm-up calls and 1 timed call, three kernels
-  # per call in stages 01-02, one in stage 03.
+  profiled() { [ -z "${PROFILES:-}" ] || [[ " $PROFILES " == *" $1 "* ]]; }
+  basic=gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sector_hit_rate.pct
+  sections=(--section SpeedOfLight --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis_Tables
+            --section Occupancy --section LaunchStats --section SchedulerStats --section WarpStateStats
+            --section InstructionStats)
+  : >"$logs/ncu_commands.txt"
+  ncu --list-sections >"$logs/ncu_sections.txt" 2>&1
+  ncu_run() {  # name, then the ncu arguments and the command; returns ncu's exit code
+    local name=$1 t0=$SECONDS rc; shift
+    echo "ncu --clock-control none $*" >>"$logs/ncu_commands.txt"
+    ncu --clock-control none "$@" >"$logs/ncu_$name.out" 2>"$logs/ncu_$name.err"
+    rc=$?
+    note "ncu $name: rc=$rc ($((SECONDS - t0)) s)"
+    return $rc
+  }
+  # The sections above, exported once and read twice: every raw metric, and the sections as ncu
+  # prints them. Should this ncu lack one of the sections, its "detailed" set is taken instead.
+  ncu_report() {  # name, then the ncu arguments and the command
+    local name=$1; shift
+    ncu_run "$name" --export "$logs/ncu_$name" --force-overwrite "${sections[@]}" "$@" ||
+      ncu_run "$name" --export "$logs/ncu_$name" --force-overwrite --set detailed "$@"
+    ncu --import "$logs/ncu_$name.ncu-rep" --csv --page raw >"$logs/ncu_$name.csv" 2>>"$logs/ncu_$name.err"
+    ncu --import "$logs/ncu_$name.ncu-rep" --csv --page details >"$logs/ncu_${name}_details.csv" 2>>"$logs/ncu_$name.err"
+    rm -f "$logs/ncu_$name.ncu-rep" "$logs/ncu_$name.out"
+  }
   for spec in "01_naive/stage01_naive stage01/v1 12" "02_tiled/stage02_tiled stage02/v1 12" \
               "03_online_softmax/stage03_online_softmax stage03/v1 4"; do
+    profiled traffic || break
     read -r exe version count <<<"$spec"
     name=$(basename "$exe")
-    ncu --clock-control none --metrics $metrics --csv -c "$count" "$build/stages/$exe" --seq 4096 --dim 64 \
-      --check 0 --repeats 1 --version "$version" >"$logs/ncu_$name.csv" 2>"$logs/ncu_$name.err"
-    note "ncu $name: rc=$?"
+    ncu_run "$name" --metrics $basic --csv -c "$count" "$build/stages/$exe" --seq 4096 --dim 64 \
+      --check 0 --repeats 1 --version "$version"
+    mv "$logs/ncu_$name.out" "$logs/ncu_$name.csv"
+  done
+  for spec in "02_tiled/stage02_tiled stage02/v1 9 3" "03_online_softmax/stage03_online_softmax stage03/v1 3 1"; do
+    read -r exe version skip count <<<"$spec"
+    name=$(basename "$exe")
+    profiled large && ncu_run "${name}_N16384" --replay-mode application --metrics $basic --csv --launch-skip "$skip" -c "$count" \
+      "$build/stages/$exe" --seq 16384 --dim 64 --batch 1 --heads 32 --check 0 --repeats 1 --version "$version"
+    profiled large && mv "$logs/ncu_${name}_N16384.out" "$logs/ncu_${name}_N16384.csv"
+    profiled limits && ncu_report "${name}_limits" --launch-skip "$skip" -c "$count" \
+      "$build/stages/$exe" --seq 4096 --dim 64 --check 0 --repeats 1 --version "$version"
+  done
+  stage04=("$build/stages/04_flash_fwd/stage04_flash_fwd" --dtype fp16 --seq 8192 --dim 128 --batch 2 --heads 16
+           --check 0 --repeats 1)
+  for version in v1 v2 v3 v4; do
+    profiled stage04 || break
+    ncu_report "stage04_${version}_limits" -k "regex:flash_fwd_${version}_kernel" -c 1 "${stage04[@]}" --version "$version"
+  done
+  profiled stage04 && ncu_report stage04_v5_limits -k regex:flash_fwd_v4_kernel --launch-skip 40 -c 1 \
+    "${stage04[@]}" --version v5
+  for spec in "v7 fp16" "v8 int8"; do
+    profiled stage06 || break
+    read -r version dtype <<<"$spec"
+    ncu_report "stage06_${version}_limits" -k "regex:gemm_${version}_kernel" -c 1 \
+      "$build/stages/06_tensorcore_gemm/stage06_gemm" --m 4096 --n 4096 --k 4096 --dtype "$dtype" \
+      --check 0 --repeats 1 --version "$version"
   done
 fi
 
 if has bench; then
   mkdir -p "$out"
-  for b in "$build"/stages/*/stage0[0-9]_bench; do
+  for b in "$build"/stages/*/stage0[0-9]_bench "$build"/ceilings/ceilings_bench; do
     name=$(basename "$b" _bench)
     picked "${BENCHES:-}" "$name" || continue
     start=$SECONDS
     "$b" --benchmark_out="$out/$name.json" --benchmark_out_format=json >"$logs/bench_$name.log" 2>&1
     note "bench $name: rc=$? in $((SECONDS - start)) s"
   done
-  PYTHONUNBUFFERED=1 python3 plots/sdpa_bench.py --out "$out/sdpa.json" --shape 2,16,8192,128 >"$logs/sdpa.log" 2>&1
-  note "sdpa peers: rc=$?"
+  if picked "${BENCHES:-}" sdpa; then
+    PYTHONUNBUFFERED=1 python3 plots/sdpa_bench.py --out "$out/sdpa.json" --shape 2,16,8192,128 >"$logs/sdpa.log" 2>&1
+    note "sdpa peers: rc=$?"
+  fi
 fi
 
 # The headline benchmarks of an earlier commit and of this tree, in the same call, ABBA order.
@@ -153,9 +215,7 @@ if has compare; then
 fi
 
 if has plots; then
-  readme_args=()
-  for f in README.md stages/*/README.md docs/*.md; do [ -f "$f" ] && readme_args+=(--readme "$f"); done
-  python3 plots/plot_results.py --results "$out" "${readme_args[@]}" >"$logs/plots.log" 2>&1
+  python3 plots/plot_results.py --results "$out" --repo-docs >"$logs/plots.log" 2>&1
   note "plots: rc=$?"
 fi
 

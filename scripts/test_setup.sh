@@ -34,19 +34,22 @@ fake python3 "case \"\$*\" in
 esac
 PYTHONPATH=$hide exec $python \"\$@\""
 
-# A repository: the scripts under test, plot_results.py, the plots' fixture as a results folder and a
-# README with a stale table. setup.sh finds .venv/ and .deps/ beside its own scripts/ folder.
+# A repository: the scripts under test, plot_results.py, the plots' fixture as two results folders
+# (the reference run the docs quote, and another GPU's) and a README with a stale table. setup.sh finds
+# .venv/ and .deps/ beside its own scripts/ folder.
 repo=$tmp/repo
-mkdir -p "$repo/scripts" "$repo/plots" "$repo/results/fake"
+reference=$repo/results/nvidia-h100-80gb-hbm3
+mkdir -p "$repo/scripts" "$repo/plots" "$repo/results/fake" "$reference"
 cp "$setup_sh" "$repo/scripts/setup.sh"
 cp "$run_all_sh" "$repo/scripts/run_all.sh"
 cp "$here/progress.sh" "$repo/scripts/"
 chmod +x "$repo/scripts/setup.sh" "$repo/scripts/run_all.sh"  # a `git show` copy is not executable
 cp "$here/../plots/plot_results.py" "$repo/plots/"
-"$python" - "$here/../plots/fixtures/sample_results.json" "$repo/results/fake" <<'EOF'
+"$python" - "$here/../plots/fixtures/sample_results.json" "$repo/results/fake" "$reference" <<'EOF'
 import json, pathlib, sys
 for name, doc in json.loads(pathlib.Path(sys.argv[1]).read_text()).items():
-    (pathlib.Path(sys.argv[2]) / name).write_text(json.dumps(doc))
+    for folder in sys.argv[2:]:
+        (pathlib.Path(folder) / name).write_text(json.dumps(doc))
 EOF
 printf '# fake\n<!-- results:attention:stage03/v2:begin -->\nstale table\n<!-- results:attention:stage03/v2:end -->\n' \
   >"$repo/README.md"
@@ -108,8 +111,9 @@ scenario "run_all.sh without matplotlib and without a GPU: plots skipped, tables
   scripts/run_all.sh FAKE_UID=1000 FAKE_SYSTEM=1
 expect "exit 0" [ $rc -eq 0 ]
 expect "says the plots are skipped" has "plots skipped"
-expect "no PNG drawn" [ -z "$(ls "$repo"/results/fake/*.png 2>/dev/null)" ]
-expect "README table rewritten without matplotlib" readme_rewritten
+expect "no PNG drawn" [ -z "$(ls "$repo"/results/*/*.png 2>/dev/null)" ]
+expect "README table rewritten from the reference results without matplotlib" readme_rewritten
+expect "another GPU's results get their own README of tables" grep -q '^| ' "$repo/results/fake/README.md"
 expect "nothing installed" nothing_installed
 
 scenario "run_all.sh without a GPU but FLASHSTAGES_REQUIRE_GPU=1: a failure, not a redraw" \

@@ -3,6 +3,7 @@
 // Hopper adds (TMA, mbarrier, wgmma) gets a header of its own, sm90.cuh, in the same style.
 //
 //   mma_m16n8k16          mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}.{f16,bf16}.f32   D = A·B + D
+//   mma_m16n8k32_s8       mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32                  D = A·B + D
 //   ldmatrix_x4           ldmatrix.sync.aligned.m8n8.x4.shared.b16     four 8×8 tiles → fragments
 //   ldmatrix_x4_trans     the same, transposed on the way (a tile whose rows are k)
 //   cp_async_cg_16        cp.async.cg.shared.global, 16 bytes global → shared, no registers
@@ -17,6 +18,10 @@
 //   B 16×8  (k × n):     b[0] = B[2t..2t+1][g]     b[1] = B[2t+8..2t+9][g]
 //   C 16×8  (fp32):      c[0..1] = C[g][2t..2t+1]  c[2..3] = C[g+8][2t..2t+1]
 // Two fp16/bf16 values travel in one 32-bit register, the lower column (or k) in the low half.
+// The m16n8k32 int8 layouts are the same with four values per register (k four times as wide):
+//   A 16×32:  a[0] = A[g][4t..4t+3]   a[1] = A[g+8][4t..4t+3]   a[2] = A[g][4t+16..]   a[3] = A[g+8][4t+16..]
+//   B 32×8:   b[0] = B[4t..4t+3][g]   b[1] = B[4t+16..4t+19][g]
+//   C 16×8 (int32) as above.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -43,6 +48,14 @@ __device__ __forceinline__ void mma_m16n8k16(float (&d)[4], const uint32_t (&a)[
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
   }
+}
+
+// D = A·B + D for one 16×8 int32 tile, k = 32, signed 8-bit operands: twice the k of the fp16 form in
+// the same registers, and (Ampere, Hopper) twice its rate. The sum wraps modulo 2^32 like int32 adds.
+__device__ __forceinline__ void mma_m16n8k32_s8(int32_t (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  asm("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+      : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
 // Lanes 8i..8i+7 give the shared-memory addresses of the 16-byte rows of tile i; register r[i]

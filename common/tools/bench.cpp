@@ -15,9 +15,18 @@ namespace {
 constexpr int kRepetitions = 5;
 constexpr double kMinTimeSeconds = 0.05;
 
-// Times `launch` in the benchmark loop: L2 flushed before each run, CUDA events around it.
+// The attention and GEMM counters: rates from the event time (Google Benchmark's kIsRate divides by
+// CPU time).
 void timed_loop(benchmark::State& state, const DeviceInfo& dev, double flops, double bytes,
                 const std::function<void()>& launch) {
+  const double seconds = seconds_per_run(state, dev, launch);
+  state.counters["TFLOPS"] = flops / seconds * 1e-12;
+  state.counters["GB/s"] = bytes / seconds * 1e-9;
+}
+
+}  // namespace
+
+double seconds_per_run(benchmark::State& state, const DeviceInfo& dev, const std::function<void()>& launch) {
   for (int i = 0; i < 2; ++i) launch();  // warm-up: module load, first-touch of pools, the v5 tuner
   FS_CUDA_CHECK(cudaDeviceSynchronize());
   L2Flusher flusher(dev.l2_bytes);
@@ -32,10 +41,7 @@ void timed_loop(benchmark::State& state, const DeviceInfo& dev, double flops, do
     state.SetIterationTime(ms * 1e-3);
     total_s += ms * 1e-3;
   }
-  // Rates are computed here from the event time: Google Benchmark's kIsRate divides by CPU time.
-  const double iters = double(state.iterations());
-  state.counters["TFLOPS"] = flops * iters / total_s * 1e-12;
-  state.counters["GB/s"] = bytes * iters / total_s * 1e-9;
+  return total_s / double(state.iterations());
 }
 
 benchmark::internal::Benchmark* configure(benchmark::internal::Benchmark* b) {
@@ -45,8 +51,6 @@ benchmark::internal::Benchmark* configure(benchmark::internal::Benchmark* b) {
       ->ReportAggregatesOnly(true)
       ->MinTime(kMinTimeSeconds);
 }
-
-}  // namespace
 
 bool runs_on(const KernelDesc& kernel, const DeviceInfo& dev) {
   const std::string why = unsupported_reason(kernel.info, props_of(dev));

@@ -25,6 +25,14 @@ void register_benchmarks(const DeviceInfo& dev);
 // Whether `kernel` runs on `dev`; if not, prints "skipped stage07/v1: <reason>".
 bool runs_on(const KernelDesc& kernel, const DeviceInfo& dev);
 
+// The timing every benchmark shares: two warm-up launches, then, per benchmark iteration, the L2
+// flushed and one launch timed with CUDA events. Returns the mean event time of one launch in seconds;
+// rates are computed from it (Google Benchmark's rate counters would divide by CPU time).
+double seconds_per_run(benchmark::State& state, const DeviceInfo& dev, const std::function<void()>& launch);
+
+// Manual time in ms, 5 repetitions of at least 50 ms each, aggregates only (the plots read the median).
+benchmark::internal::Benchmark* configure(benchmark::internal::Benchmark* b);
+
 // The attention grid of the project: B·N = 16384 (B at least 1), H = 2048 / D.
 struct AttentionGrid {
   std::vector<DType> dtypes{DType::FP32};

@@ -35,6 +35,7 @@ int main(int argc, char** argv) {
   benchmark::AddCustomContext("peak_fp32_tflops", std::to_string(dev->peak_fp32_tflops));
   benchmark::AddCustomContext("peak_fp16_tflops", std::to_string(dev->peak_fp16_tflops));
   benchmark::AddCustomContext("peak_int8_tops", std::to_string(dev->peak_int8_tops));
+  benchmark::AddCustomContext("peak_dram_gbps", std::to_string(dev->peak_dram_gbps));
   fs::bench::register_benchmarks(*dev);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

@@ -5,16 +5,21 @@
 //   2. softmax_kernel  P = softmax_rows(S)  one block per row, P written over S, LSE kept
 //                                          (common/device/row_softmax.cuh: stage 02 runs it too)
 //   3. pv_kernel       O = P V              one thread per O element
-// Why it is slow: S is B·H·Nq·Nk elements. It is written once, read and written by the softmax, and
-// read again by the second product — 4·|S| bytes of DRAM traffic against 4·B·H·N·D for Q, K, V and O,
-// so at N = 4096, D = 64 the scores move 256× more bytes than the inputs. Each product also re-reads
-// its operands from global memory (through L1/L2) for every output element. docs/01_naive.md counts it.
+// Why it is slow: S is B·H·Nq·Nk elements and crosses DRAM four times: written by the scores kernel,
+// read once and written once by the softmax (its three passes over a row read DRAM once as long as the
+// row of Nk floats stays in L2 between them: 16 KB at Nk = 4096 does, 64 KB at Nk = 16384 does not,
+// docs/02_tiled.md), and read again by the second product: 4·|S| against 4·B·H·N·D elements for Q, K,
+// V and O, N/D = 64× more traffic at N = 4096, D = 64. Yet the traffic is not what sets the time: the
+// scores kernel's warps read 32 different rows of K per load instruction, and both products re-read
+// their operands (through L1/L2) for every output element. docs/01_naive.md counts both with Nsight Compute.
+// Result: <!-- value: [stage01/v1/fp32/D:64/N:4096/causal:0].ms | .0f -->643<!-- /value --> ms, <!-- value: [stage01/v1/fp32/D:64/N:4096/causal:0] | .2f -->0.86<!-- /value --> TFLOPS at B = 4, H = 32, N = 4096, D = 64, fp32 on the H100
+// (benchmark median, results/nvidia-h100-80gb-hbm3/stage01.json, stage01/v1/fp32/D:64/N:4096/causal:0).
 //
 // In fp16/bf16 the scores and probabilities are stored in the input type and the softmax runs in fp32:
 // the same roundings as a framework's plain `softmax(q @ k.T) @ v` — the "same-precision naive" error
 // that later stages are held to (at most 2× this stage's error against fp64).
 //
-// Run: build/stages/01_naive/stage01_naive --seq 4096 --dim 64 [--causal] [--dtype fp16]
+// Run: build/release/stages/01_naive/stage01_naive --seq 4096 --dim 64 [--causal] [--dtype fp16]
 #pragma once
 
 #include <cuda_runtime.h>

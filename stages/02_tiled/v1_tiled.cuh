@@ -7,11 +7,15 @@
 // (common/device/row_softmax.cuh).
 // Why it is faster: stage 01 reads 2 operands from global memory per multiply-add. Here every value a
 // block loads is used 64 times from shared memory, and every value a thread loads from shared memory
-// is used 4 times from registers, so the products stop waiting on memory.
-// What it cannot fix: S still goes to DRAM and back (4·|S| bytes), so at large N the softmax and the
-// score traffic dominate. Stage 03 removes S.
+// is used 4 times from registers. The products move the same DRAM bytes as stage 01's and take 30×
+// and 5× less time (Nsight Compute, results/nvidia-h100-80gb-hbm3/logs/ncu_stage02_tiled.csv).
+// What it does not fix: S still goes to DRAM and back (4·|S| bytes; at N = 16384 its 64 KiB rows no longer stay
+// in L2 and the softmax reads S three times, logs/ncu_stage02_tiled_N16384.csv); stage 03 removes S. And the
+// products are bound by shared memory: 12 wavefronts per 16 FFMAs cap QKᵀ near 22 TFLOPS (docs/02_tiled.md).
+// Result: <!-- value: [stage02/v1/fp32/D:64/N:4096/causal:0].ms | .0f -->42<!-- /value --> ms, <!-- value: [stage02/v1/fp32/D:64/N:4096/causal:0] | .1f -->13.0<!-- /value --> TFLOPS, <!-- value: [stage02/v1/fp32/D:64/N:4096/causal:0] / [stage01/v1/fp32/D:64/N:4096/causal:0] | .0f -->15<!-- /value -->× stage 01, at B = 4, H = 32, N = 4096, D = 64, fp32 on the H100
+// (benchmark medians, results/nvidia-h100-80gb-hbm3/stage02.json and stage01.json, .../D:64/N:4096/causal:0).
 //
-// Run: build/stages/02_tiled/stage02_tiled --seq 4096 --dim 64 [--causal]
+// Run: build/release/stages/02_tiled/stage02_tiled --seq 4096 --dim 64 [--causal]
 #pragma once
 
 #include <cuda_runtime.h>

@@ -9,7 +9,7 @@
 // Register layout (one warp, m16n8k16 C fragments, see common/device/sm80.cuh): a warp owns kMT row
 // tiles of 16 query rows; lane 4·g + t holds rows g and g + 8 of each, and columns 2t, 2t + 1 of
 // every 8-column tile:
-//   rS [kMT][Bc/8][4]   raw scores, then probabilities, of the current key block
+//   rS [kMT][Bc/8][4]   raw scores S′ = Q K_jᵀ (unscaled), then probabilities, of the current key block
 //   rO [kMT][D/8][4]    the unnormalized output accumulator
 //   m, l [kMT][2]       running max (log2 domain) and this thread's part of the running sum, per row
 #pragma once
@@ -38,8 +38,8 @@ __device__ __forceinline__ float quad_sum(float x) {
 
 // The online softmax for one key block (FlashAttention-2, Algorithm 1, lines 8–10), per row, with
 // c = |scale|·log2(e) so that every exponential is one exp2 (ex2_approx_ftz) of one fused multiply-add:
-//   m_new = max(m, c · rowmax(S))      m is kept in the scaled log2 domain
-//   P     = exp2(c · S - m_new)        in place of S
+//   m_new = max(m, c · rowmax(S′))     S′ = the raw scores in rS; m is kept in the scaled log2 domain
+//   P     = exp2(c · S′ - m_new)       in place of S′
 //   l     = exp2(m - m_new) · l + rowsum(P)
 //   O     = exp2(m - m_new) · O        (P·V is added by the caller)
 // The max is taken on the raw scores, one comparison per score (c > 0 keeps the order; mask_scores
@@ -73,9 +73,9 @@ __device__ __forceinline__ void online_softmax(float (&rS)[kMT][kNT][4], float (
         }
       l[mt][h] = alpha[mt][h] * l[mt][h] + row_sum;
     }
-  // Rescaling O costs D/2 multiplies per row and block — at D = 128 more than the softmax itself. When
-  // no row of the warp has a new maximum every alpha is exactly 1 and the rescale can be skipped; after
-  // the first few key blocks that is the common case. The vote keeps the branch uniform in the warp.
+  // Rescaling O costs D/2 multiplies per thread per row tile and block (D per row, over its quad): at
+  // D = 128, Bc = 64 twice the thread's exponentials. When no row of the warp has a new maximum every
+  // alpha is exactly 1 and the rescale is skipped (usual after a few blocks); the vote keeps it uniform.
   if (__any_sync(0xffffffffu, moved))
 #pragma unroll
     for (int mt = 0; mt < kMT; ++mt)

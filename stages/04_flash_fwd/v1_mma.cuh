@@ -4,20 +4,24 @@
 // What changes from stage 03: both products run on the tensor cores, in fp16 or bf16 with fp32
 // accumulators, through mma.sync.m16n8k16 (common/device/sm80.cuh). The work is split as in
 // FlashAttention-2: a block owns Br = 64 query rows and each of its 4 warps owns 16 of them, so a
-// warp computes whole rows of S = Q Kᵀ for a key block, runs the online softmax on them without
-// talking to any other warp, turns its P into the A operand of O += P V in registers
-// (flash_common.cuh: p_fragment), and accumulates its own 16 rows of O. Only K and V are shared
-// between the warps, through shared memory.
+// warp computes whole rows of S′ = Q Kᵀ (raw scores: the scale goes into the softmax's exponent) for a
+// key block, runs the online softmax on them without talking to any other warp, turns its P into the
+// A operand of O += P V in registers (flash_common.cuh: p_fragment), and accumulates its own 16 rows
+// of O. Only K and V are shared between the warps, through shared memory.
 //   for each key block j (Bc keys):
 //     sK, sV ← K_j, V_j                     all threads, 16-byte loads (load_tile), then a barrier
-//     rS = Q K_jᵀ                           per warp: 16 × Bc, (D/16)·(Bc/8) mma
+//     rS = S′ = Q K_jᵀ                      per warp: 16 × Bc, (D/16)·(Bc/8) mma
 //     mask, online softmax, P → A fragments per warp, registers only
 //     rO += P V_j                           per warp: 16 × D, (Bc/16)·(D/8) mma
 // The tile loader and the 32-bit fragment gathers from padded shared memory (load_tile, lds_a,
 // lds_b_rows, lds_b_cols), the tile location and the mask are shared with the later versions
 // (common/device/attention.cuh); the softmax and the epilogue too (flash_common.cuh).
-// Measured (H100, fp16, D = 128, N = 8192, TFLOPS non-causal / causal; results/nvidia-h100-80gb-hbm3/
-// stage04.json, stage04/v1/fp16/D:128/N:8192/causal:0|1): 170.1 / 85.6 — the causal pass does the full
+// Why it is faster, measured (H100, D = 128, N = 8192, B = 2, H = 16; results/nvidia-h100-80gb-hbm3/,
+// stage04.json in fp16 against stage 03's fused fp32 kernel in stage03.json):
+//   non-causal <!-- value: [stage04/v1/fp16/D:128/N:8192/causal:0] | .1f -->170.1<!-- /value --> TFLOPS, <!-- value: [stage04/v1/fp16/D:128/N:8192/causal:0] / [stage03/v1/fp32/D:128/N:8192/causal:0] | .2f -->6.21<!-- /value -->× stage 03
+//   causal     <!-- value: [stage04/v1/fp16/D:128/N:8192/causal:1] | .1f -->85.6<!-- /value --> TFLOPS, <!-- value: [stage04/v1/fp16/D:128/N:8192/causal:1] / [stage03/v1/fp32/D:128/N:8192/causal:1] | .2f -->3.25<!-- /value -->× stage 03
+// The measured ceiling rises <!-- value: [ceiling/mma_m16n8k16/fp16] / [ceiling/ffma/fp32] | .0f -->10<!-- /value -->× (mma.sync <!-- value: [ceiling/mma_m16n8k16/fp16] | .0f -->646<!-- /value --> against FFMA <!-- value: [ceiling/ffma/fp32] | .1f -->65.3<!-- /value --> TFLOPS, ceilings.json; 16× in units
+// × clock, 1071 against 66.9; docs/04_flash_fwd.md splits the jump). The causal pass does the full
 // work, so it runs at half the rate that counts only the visible half.
 // What it still lacks: the causal mask is applied element by element to every key block, even those
 // it hides completely (v2 skips them); every tile load stalls the block until it lands (v3: cp.async
@@ -84,7 +88,7 @@ __global__ void __launch_bounds__(Config<D>::kThreads) flash_fwd_v1_kernel(const
     load_tile<T, D, C::kThreads>(sV, a.v + s.k_row0 * D, col0, kBc, s.nk);
     __syncthreads();  // sK and sV complete
 
-    float rS[kMT][kNT][4] = {};  // S = Q K_jᵀ: [row tile][key tile][C fragment]
+    float rS[kMT][kNT][4] = {};  // S′ = Q K_jᵀ: [row tile][key tile][C fragment]
 #pragma unroll
     for (int kk = 0; kk < kKT; ++kk) {
       uint32_t qa[kMT][4];

@@ -5,14 +5,18 @@
 //   stage 1, j < n_full:            every key visible to every row of the tile → no mask at all
 //   stage 2, n_full <= j < n_blocks: the blocks that cross the diagonal (and the Nk tail) → masked
 //   j >= n_blocks:                  above the diagonal → never loaded, never computed
-// With Br = Bc = 64 a query tile has one masked block when Nk - Nq is a multiple of Bc (two otherwise:
-// its diagonal then runs through two key blocks), and the blocks a causal tile visits fall from Nk/Bc
-// to about (q0 + Br + Nk - Nq)/Bc: summed over the tiles, about half of them (docs/04_flash_fwd.md
-// counts it). Non-causal problems gain too: only the Nk tail block is masked now, not every block. The tiles
-// of one head are also launched last-first under the causal mask, so the longest ones start first.
-// Measured (H100, fp16, D = 128, N = 8192, TFLOPS non-causal / causal; stage04.json,
-// stage04/v2/fp16/D:128/N:8192/causal:0|1): 157.8 / 142.0 — causal 1.66× over v1; non-causal 7% slower
-// (the unmasked loop compiles to 251 registers instead of 168: two blocks per SM instead of three).
+// The masked blocks are those that meet the Br - 1 key columns some rows of the tile see and others do
+// not: with Br = Bc = 64, one block when (Nk - Nq) mod Bc is 0 or Bc - 1, two otherwise (the diagonal
+// then runs through two key blocks). The blocks a causal tile visits fall from Nk/Bc to about
+// (q0 + Br + Nk - Nq)/Bc: summed over the tiles, about half of them (docs/04_flash_fwd.md counts it).
+// Non-causal problems gain too: only the Nk tail block is masked now, not every block. The tiles of
+// one head are also launched last-first under the causal mask, so the longest ones start first.
+// Why it is faster, measured (H100, fp16, D = 128, N = 8192, B = 2, H = 16; stage04.json), over v1:
+//   non-causal <!-- value: [stage04/v2/fp16/D:128/N:8192/causal:0] | .1f -->157.8<!-- /value --> TFLOPS, <!-- value: [stage04/v2/fp16/D:128/N:8192/causal:0] / [stage04/v1/fp16/D:128/N:8192/causal:0] | .2f -->0.93<!-- /value -->× v1
+//   causal     <!-- value: [stage04/v2/fp16/D:128/N:8192/causal:1] | .1f -->142.0<!-- /value --> TFLOPS, <!-- value: [stage04/v2/fp16/D:128/N:8192/causal:1] / [stage04/v1/fp16/D:128/N:8192/causal:1] | .2f -->1.66<!-- /value -->× v1
+// Causal: the blocks above the diagonal are gone. Non-causal is slower at D = 128, where the kernel
+// uses 251 registers instead of v1's 168 (ptxas -v, CUDA 13.0, sm_90): two blocks per SM instead of
+// three, the one difference the compiler reports (not profiled; docs/04_flash_fwd.md, section 6).
 // What it still lacks: loads that stall the block until they land (v3) and fragments gathered 32
 // bits at a time (v4).
 //
@@ -77,7 +81,7 @@ __global__ void __launch_bounds__(Config<D>::kThreads) flash_fwd_v2_kernel(const
     load_tile<T, D, C::kThreads>(sV, a.v + s.k_row0 * D, col0, kBc, s.nk);
     __syncthreads();  // sK and sV complete
 
-    float rS[kMT][kNT][4] = {};  // S = Q K_jᵀ: [row tile][key tile][C fragment]
+    float rS[kMT][kNT][4] = {};  // S′ = Q K_jᵀ: [row tile][key tile][C fragment]
 #pragma unroll
     for (int kk = 0; kk < kKT; ++kk) {
       uint32_t qa[kMT][4];

@@ -8,10 +8,13 @@
 //     the 8 rows one ldmatrix phase reads land in 8 different bank groups (the sketch is in
 //     docs/04_flash_fwd.md), and cp.async's 16-byte writes stay aligned.
 //   - every thread works out its copy and ldmatrix addresses once, before the key loop (TileCopy,
-//     LaneOffsets): recomputed per block, index arithmetic cost about as many instructions as the
-//     copies and fragment loads themselves.
-// Measured (H100, fp16, D = 128, N = 8192, TFLOPS non-causal / causal; stage04.json,
-// stage04/v4/fp16/D:128/N:8192/causal:0|1): 304.4 / 281.7 — 1.66× / 1.61× over v3.
+//     LaneOffsets), so the key loop does not recompute 64-bit addresses at every block: what changes
+//     per block or step is a base address plus an immediate offset in the instruction.
+// Why it is faster, measured (H100, fp16, D = 128, N = 8192, B = 2, H = 16; stage04.json), over v3:
+//   non-causal <!-- value: [stage04/v4/fp16/D:128/N:8192/causal:0] | .1f -->304.4<!-- /value --> TFLOPS, <!-- value: [stage04/v4/fp16/D:128/N:8192/causal:0] / [stage04/v3/fp16/D:128/N:8192/causal:0] | .2f -->1.66<!-- /value -->× v3
+//   causal     <!-- value: [stage04/v4/fp16/D:128/N:8192/causal:1] | .1f -->281.7<!-- /value --> TFLOPS, <!-- value: [stage04/v4/fp16/D:128/N:8192/causal:1] / [stage04/v3/fp16/D:128/N:8192/causal:1] | .2f -->1.61<!-- /value -->× v3
+// Both halves cut the instructions that feed each mma, and gain more than v3's double buffer, which
+// only hid the copies' latency (<!-- value: [stage04/v3/fp16/D:128/N:8192/causal:0] / [stage04/v2/fp16/D:128/N:8192/causal:0] | .2f -->1.16<!-- /value -->× over v2, non-causal); no profile of v3 is committed.
 // The pipeline (K and V double-buffered with cp.async, one barrier per block) and the tile shape
 // (Br = 64, four warps of 16 rows; Bc = 32 at D = 256) are v3's. The kernel takes the shape as a
 // template parameter: v5 picks other shapes for it.
@@ -210,7 +213,7 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) flash_fwd_v4_kerne
     if (j + 1 < n_blocks) copy_kv(j + 1);  // in flight while block j is computed
     const uint32_t k_base = smem_address(sK + j % 2 * kBc * D), v_base = smem_address(sV + j % 2 * kBc * D);
 
-    float rS[kMT][kNT][4] = {};  // S = Q K_jᵀ: [row tile][key tile][C fragment]
+    float rS[kMT][kNT][4] = {};  // S′ = Q K_jᵀ: [row tile][key tile][C fragment]
 #pragma unroll
     for (int kk = 0; kk < kKT; ++kk) {
       uint32_t qa[kMT][4];

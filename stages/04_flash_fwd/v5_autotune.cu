@@ -3,22 +3,26 @@
 //
 // What changes from v4: nothing inside the kernel; this file is host code. v4 runs one shape (Br = 64,
 // four warps of 16 rows) everywhere; the best shape depends on the head_dim and the GPU, through
-// registers per thread (rO alone is D/2 fp32 registers per 16 rows), shared memory per block (Q plus
-// two K and V buffers), blocks per SM, and how often a K or V fragment read from shared memory is
-// reused (once per 16-row tile a warp owns). So, like the autotuner the Triton tutorials lean on, v5
-// keeps a short list of shapes per head_dim (the first is v4's) and, the first time it meets a
+// registers per thread (rO alone is D/2 fp32 registers per thread per 16-row tile), shared memory per
+// block (Q plus two K and V buffers), blocks per SM, and how often a K or V fragment read from shared
+// memory is reused (once per 16-row tile a warp owns). So, like the autotuner the Triton tutorials lean
+// on, v5 keeps a short list of shapes per head_dim (the first is v4's) and, the first time it meets a
 // (GPU, head_dim, dtype, mask), times each on a synthetic problem (B·H = 16, N = 8192) and keeps the
 // fastest (common/lib/tuner.h: FLASHSTAGES_AUTOTUNE=0 skips the timing and takes v4's shape,
 // FLASHSTAGES_AUTOTUNE=verbose prints every timing).
 //   Br×Bc, warps    the query rows per block and keys per block; warps of 16 or 32 rows (kMT = 1, 2)
 //   Q: regs / smem  Q fragments held in registers for the whole key loop, or re-read at every block
 // The tuning problem is built like any call (prepare), drawn with the common device fill and timed
-// with CUDA events on the caller's stream, its buffers from the stream-ordered pool: a few
-// milliseconds per key, once. A first call made while the stream is capturing a CUDA graph takes v4's
+// with CUDA events on the caller's stream, its buffers from the stream-ordered pool: tens of
+// milliseconds per key, once (each usable candidate runs 10 times, 1.4 ms or more a run at D = 128:
+// results/nvidia-h100-80gb-hbm3/logs/tuner_picks.txt). A first call made while the stream is capturing a CUDA graph takes v4's
 // shape without tuning (nothing can be timed inside a capture).
-// Measured (H100, fp16, D = 128, N = 8192, TFLOPS non-causal / causal; stage04.json,
-// stage04/v5/fp16/D:128/N:8192/causal:0|1): 363.5 / 330.0 — 1.19× / 1.17× over v4; SDPA's
-// FlashAttention-2 backend measured 334.7 / 304.8 in the same run (sdpa.json).
+// Why it is faster, measured (H100, fp16, D = 128, N = 8192, B = 2, H = 16; stage04.json), over v4:
+//   non-causal <!-- value: [stage04/v5/fp16/D:128/N:8192/causal:0] | .1f -->363.5<!-- /value --> TFLOPS, <!-- value: [stage04/v5/fp16/D:128/N:8192/causal:0] / [stage04/v4/fp16/D:128/N:8192/causal:0] | .2f -->1.19<!-- /value -->× v4
+//   causal     <!-- value: [stage04/v5/fp16/D:128/N:8192/causal:1] | .1f -->330.0<!-- /value --> TFLOPS, <!-- value: [stage04/v5/fp16/D:128/N:8192/causal:1] / [stage04/v4/fp16/D:128/N:8192/causal:1] | .2f -->1.17<!-- /value -->× v4
+// The shape picked at D = 128 (Br = 128, four warps of 32 rows, Q re-read from shared memory) feeds
+// each K and V fragment to two mma instead of one. SDPA's FlashAttention-2 backend measured
+// <!-- value: [sdpa_flash/fp16/D:128/N:8192/causal:0] | .1f -->334.7<!-- /value --> / <!-- value: [sdpa_flash/fp16/D:128/N:8192/causal:1] | .1f -->304.8<!-- /value --> TFLOPS in the same run (sdpa.json).
 //
 // Run: build/h100/stages/04_flash_fwd/stage04_flash_fwd --dtype fp16 --seq 8192 --dim 128 --batch 2 --heads 16 --version v5
 #include <cuda_runtime.h>
@@ -62,7 +66,7 @@ std::vector<Candidate> candidate_list() {
 }
 
 // The shapes per head_dim, v4's first; the others won somewhere in a wider sweep on an H100 (the
-// stage README lists it). Registers bound them: 32 rows per warp (kMT = 2) at D = 128 would need 128
+// stage README lists what the tuner picks). Registers bound them: 32 rows per warp (kMT = 2) at D = 128 would need 128
 // registers for rO, 64 for S and 64 for Q, so those shapes re-read Q from shared memory
 // (FlashAttention-2's own choice for D = 128: Br = 128, Bc = 64, four warps); the last D = 128 and
 // D = 64 shapes instead cap registers so that three blocks share an SM. Every head_dim of

@@ -47,7 +47,7 @@ __device__ __forceinline__ void lds128(float* r, const float* s) {
 // pair of bounds and one stride describe them all, worked out once and moved one k-tile per step: the
 // main loop keeps few 64-bit values alive and does almost no address arithmetic. (An early v5 that
 // recomputed every address from x0, k0 and ld each step, with branches around each vector, ran 15%
-// slower than the same loop without any bounds handling, measured.)
+// slower than the same loop without any bounds handling: a development measurement, not committed.)
 template <bool kKContig, int kBX, int kBK, int kThreads>
 struct TileStream {
   static constexpr int kRows = kKContig ? kBX : kBK, kCols = kKContig ? kBK : kBX;  // stored tile
@@ -165,8 +165,9 @@ __device__ __forceinline__ void store_staged(TOut* C, int64_t ldc, int64_t M, in
 // the stored rows, into a Tile (PaddedTile or PanelTile) of one pipeline stage. As TileStream does for
 // v3–v5, a thread's chunks share one column and sit kRowStep stored rows apart, so one source pointer
 // and one pair of bounds, moved one k-tile per step, describe them all. (Recomputing each 64-bit
-// address and byte count every step made v7 issue 7.7 instructions per MMA in an early version,
-// measured with ncu.) Needs the base and ld to keep 16-byte alignment.
+// address and byte count every step made v7 issue 7.7 instructions per HMMA in an early version, an
+// ncu development measurement, not committed; today's v7 issues 3.4 per HMMA,
+// results/nvidia-h100-80gb-hbm3/logs/ncu_stage06_v7_limits.csv.) Needs 16-byte aligned base and ld.
 template <class Tile, int kThreads, class T>
 struct AsyncTileStream {
   static constexpr int kChunk = 16 / sizeof(T);

@@ -8,16 +8,18 @@
 //     bytes each, and the block keeps 2 tiles in flight while it computes on the 3rd:
 //
 //       prologue: issue tiles 0, 1 (one commit group each)
-//       step kt:  wait for tile kt | barrier | first 16-deep MMAs | issue tile kt+2 into stage
-//                 (kt+2) % 3 | the other MMAs on stage kt % 3
+//       step kt:  wait for tile kt (wait_group<1>) | barrier | first 16-deep MMAs | issue tile kt+2
+//                 into stage (kt+2) % 3, commit | the other MMAs on stage kt % 3
+//     (docs/06_tensorcore_gemm.md draws the timeline, step by step.)
 //
 //     A step is 64 deep (4 MMA steps per barrier), and each thread's copies come from a
-//     gemm::AsyncTileStream, whose addresses are worked out once. Measured at 8192³ on variants of
-//     this kernel without bounds handling: 32-deep steps about 20% slower; 4 stages, or copies
-//     issued right after the barrier, about 10% slower. Chunks that cross the matrix edge are copied element by
-//     element with zeros after them. When A or B is not 16-byte aligned (base, or lda/ldb not a
-//     multiple of 8), that operand is copied element by element throughout: same kernel, same
-//     results, slower.
+//     gemm::AsyncTileStream, whose addresses are worked out once. Measured at 8192³ on scratch
+//     variants of this kernel without bounds handling (development measurements, not committed):
+//     32-deep steps about 20% slower; 4 stages, or copies issued right after the barrier, about 10%
+//     slower.
+//     Chunks that cross the matrix edge are copied element by element with zeros after them. When
+//     A or B is not 16-byte aligned (base, or lda/ldb not a multiple of 8), that operand is copied
+//     element by element throughout: same kernel, same results, slower.
 //  3. Shared rows padded by 8 halves (16 bytes), so the eight 16-byte row segments that one
 //     fragment-load phase (LDSM) reads fall on eight different groups of 4 banks (the row strides,
 //     144, 272 and 528 bytes, are odd multiples of 16): no bank conflicts. Tiles are handed out in
@@ -25,11 +27,20 @@
 //     in L2.
 // The epilogue stages each warp's 16×64 strip of accumulators through shared memory (reusing the
 // pipeline buffers) to store C coalesced.
-// What it still lacks: Hopper's own paths. WMMA compiles to mma.sync (HMMA.16816, fed from registers
-// through LDSM, one warp at a time); cuBLAS uses wgmma (HGMMA: a warpgroup of 4 warps, operands read
-// straight from shared memory that TMA fills). Measured at 4096–8192: v7 0.43–0.47× cuBLAS, its
-// tensor pipe busy 45% of the time with 2 warps per scheduler and no warp eligible to issue in 74%
-// of cycles (ncu). README.md and docs/06_tensorcore_gemm.md have the numbers; stage 07 goes further.
+// What it still lacks: control of its own latency, and Hopper's own paths. WMMA compiles to mma.sync
+// (HMMA.16816, fed from registers through LDSM, one warp at a time). The committed ncu profile at
+// 4096³ (results/nvidia-h100-80gb-hbm3/logs/ncu_stage06_v7_limits.csv) finds 246 registers per
+// thread, so one block and 2 warps per scheduler; the scheduler issues in 26.4% of its cycles, the
+// tensor pipe is busy 46.8%, and the largest stalls per issued instruction are fixed-latency
+// dependencies (wait, 2.30) and the LDSM results (short_scoreboard, 1.10). Raw mma.sync with
+// ldmatrix, a swizzled layout and a deeper pipeline is the next step; cuBLAS, which goes past what
+// any mma.sync stream reaches on this GPU (ceilings/README.md), uses wgmma, and stage 07 goes there.
+// README.md and docs/06_tensorcore_gemm.md have the numbers.
+// Measured (results/nvidia-h100-80gb-hbm3/stage06.json, ceilings.json):
+//   <!-- value: [stage06/v7/fp16/M:4096/N:4096/K:4096] / [stage06/v6/fp16/M:4096/N:4096/K:4096] | .1f -->8.4<!-- /value -->× v6 at 4096³;
+//   <!-- value: [stage06/v7/fp16/M:4096/N:4096/K:4096] / [cublas/fp16/M:4096/N:4096/K:4096] | .2f -->0.43<!-- /value -->× cuBLAS fp16 at 4096³,
+//   <!-- value: [stage06/v7/fp16/M:8192/N:8192/K:8192] / [cublas/fp16/M:8192/N:8192/K:8192] | .2f -->0.46<!-- /value -->× at 8192³;
+//   <!-- value: 100 * [stage06/v7/fp16/M:4096/N:4096/K:4096] / [ceiling/mma_m16n8k16/fp16] | .0f -->44<!-- /value -->% of the mma.sync m16n8k16 ceiling at 4096³.
 //
 // Run: build/h100/stages/06_tensorcore_gemm/stage06_gemm --dtype fp16 --version v7
 #pragma once

@@ -6,7 +6,8 @@
 //    worst-case inputs (131072·128² = 2^31 already overflows; docs/06_tensorcore_gemm.md, "Why INT8
 //    is exact").
 //  * v7's 128×256×64 block tile and late-issued copies; at one byte per element a stage is half
-//    v7's size, so the pipeline is 4 stages deep in 97 KB (measured a little faster than 3 here).
+//    v7's size, so the pipeline is 4 stages deep in 97–99 KiB (a little faster than 3: a development
+//    measurement, not committed).
 //  * Panels instead of padded rows (gemm::PanelTile): an int8 fragment at k = 16 would start 16 bytes
 //    into a padded row, and WMMA needs 32-byte aligned fragments; panels 16 elements wide make every
 //    fragment 256 contiguous bytes.
@@ -14,10 +15,20 @@
 // The 16-byte copies need the base 16-byte aligned and lda/ldb multiples of 16; otherwise that operand
 // is copied element by element, as in v7.
 // What it still lacks: WMMA offers int8 only as m16n16k16, which compiles to IMMA.16816 (k16, seen
-// in the SASS), and measured here an int8 MMA step costs about what an fp16 one does: v8's TOPS come
-// out close to v7's TFLOPS, not twice them. Hopper's int8 rate needs wgmma (IGMMA), which cuBLASLt's
-// int8 kernels use. Their fastest layout, both operands K-contiguous (A untransposed, B transposed),
-// is the one benchmarked here.
+// in the SASS), not the k32 IMMA.16832, whose mma.sync ceiling on this GPU is
+// <!-- value: [ceiling/mma_m16n8k32/int8] | .0f -->1314<!-- /value --> TOPS. Yet the instruction is not what limits v8 today:
+// the committed ncu profile at 4096³ (results/nvidia-h100-80gb-hbm3/logs/ncu_stage06_v8_limits.csv)
+// finds its tensor pipe 32.2% busy, 2 warps per scheduler (238 registers), and the largest stalls on
+// the LDSM results (short_scoreboard, 1.91), fixed latencies (wait, 1.71) and the cp.async tiles
+// (long_scoreboard, 1.41): v7's latency problem, so v8's TOPS come out close to v7's TFLOPS, not
+// twice them. Raw mma.sync.m16n8k32 with ldmatrix is the next step. The layout benchmarked here,
+// both operands K-contiguous (A untransposed, B transposed), is cuBLASLt's for int8.
+// Measured (results/nvidia-h100-80gb-hbm3/stage06.json, ceilings.json; 8192³):
+//   <!-- value: [stage06/v8/int8/M:8192/N:8192/K:8192] | .0f -->325<!-- /value --> TOPS against v7's
+//   <!-- value: [stage06/v7/fp16/M:8192/N:8192/K:8192] | .0f -->295<!-- /value --> TFLOPS;
+//   <!-- value: [stage06/v8/int8/M:8192/N:8192/K:8192] / [cublaslt/int8/M:8192/N:8192/K:8192] | .2f -->0.26<!-- /value -->× cuBLASLt int8,
+//   <!-- value: [stage06/v8/int8/M:4096/N:4096/K:4096] / [cublaslt/int8/M:4096/N:4096/K:4096] | .2f -->0.23<!-- /value -->× at 4096³;
+//   <!-- value: 100 * [stage06/v8/int8/M:4096/N:4096/K:4096] / [ceiling/mma_m16n8k32/int8] | .0f -->23<!-- /value -->% of the mma.sync m16n8k32 ceiling at 4096³.
 //
 // Run: build/h100/stages/06_tensorcore_gemm/stage06_gemm --dtype int8 --trans-b 1 --version v8
 #pragma once
