@@ -56,7 +56,7 @@ TIME_UNIT_TO_US = {"ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6}
 DEFAULT_TOKENS = 16384
 DEFAULT_MODEL_DIM = 2048
 
-PEER_PREFIXES = ("sdpa_", "cublas")
+PEER_PREFIXES = ("sdpa_", "cublas", "torch_")
 BASELINE_PREFIX = "stage01"
 DTYPE_ORDER = ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "e4m3", "e5m2", "int8")
 TABLE_HEAD_DIMS = (64, 128)

@@ -182,6 +182,10 @@ if has bench; then
     start=$SECONDS
     "$b" --benchmark_out="$out/$name.json" --benchmark_out_format=json >"$logs/bench_$name.log" 2>&1
     note "bench $name: rc=$? in $((SECONDS - start)) s"
+    if [[ $name == stage06 ]]; then  # PyTorch's products right after cuBLAS's: the cross-check, same run
+      PYTHONUNBUFFERED=1 python3 plots/matmul_bench.py --out "$out/torch_matmul.json" >"$logs/torch_matmul.log" 2>&1
+      note "torch matmul peers: rc=$?"
+    fi
   done
   if picked "${BENCHES:-}" sdpa; then
     PYTHONUNBUFFERED=1 python3 plots/sdpa_bench.py --out "$out/sdpa.json" --shape 2,16,8192,128 >"$logs/sdpa.log" 2>&1

@@ -91,6 +91,10 @@ for bench in "$build"/stages/*/stage0[0-9]_bench "$build"/ceilings/ceilings_benc
   name=$(basename "$bench" _bench)
   echo; echo "== $name benchmarks -> $out/$name.json"
   alive "$name benchmarks" "$bench" --benchmark_out="$out/$name.json" --benchmark_out_format=json || status=1
+  if [[ $name == stage06 ]]; then  # PyTorch's products right after cuBLAS's: the cross-check, same run
+    echo; echo "== PyTorch matmul peers -> $out/torch_matmul.json"
+    alive "PyTorch matmul peers" python3 plots/matmul_bench.py --out "$out/torch_matmul.json" || status=1
+  fi
 done
 
 echo; echo "== PyTorch SDPA peers -> $out/sdpa.json"

@@ -25,8 +25,9 @@ cudaDataType_t cuda_type(int32_t dtype) {
   }
 }
 
-// cuBLASLt scratch: enough for its split-K and stream-K kernels at the benchmark sizes.
-constexpr std::size_t kLtWorkspaceBytes = 32u << 20;
+// cuBLAS and cuBLASLt scratch: 32 MiB, what PyTorch gives cuBLAS on Hopper and what NVIDIA's cuBLAS
+// documentation recommends there (its split-K and stream-K kernels need it at the benchmark sizes).
+constexpr std::size_t kWorkspaceBytes = 32u << 20;
 
 }  // namespace
 
@@ -46,8 +47,13 @@ CublasGemm::CublasGemm(const GemmParams& p) : impl_(std::make_unique<Impl>()) {
   const cublasOperation_t op_b = p.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
   const cublasOperation_t op_a = p.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
   if (p.ab_dtype != FS_INT8) {
+    // Set up as PyTorch sets up its handle for torch.matmul: default math (no TF32 for fp32; for fp16
+    // and bf16, reduced-precision reductions allowed, PyTorch's default) and a workspace of its own on
+    // the handle, kWorkspaceBytes, the size PyTorch gives cuBLAS on this GPU (plots/matmul_bench.py
+    // reads PyTorch's size back and records it beside its timings).
     FS_CUBLAS_CHECK(cublasCreate(&m.handle));
-    FS_CUBLAS_CHECK(cublasSetMathMode(m.handle, CUBLAS_DEFAULT_MATH));  // no TF32 for the fp32 baseline
+    FS_CUBLAS_CHECK(cublasSetMathMode(m.handle, CUBLAS_DEFAULT_MATH));
+    m.workspace = DeviceBuffer<unsigned char>(kWorkspaceBytes);
     return;
   }
   m.lt = true;
@@ -66,7 +72,7 @@ CublasGemm::CublasGemm(const GemmParams& p) : impl_(std::make_unique<Impl>()) {
 
   cublasLtMatmulPreference_t pref = nullptr;
   FS_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
-  const std::size_t ws = kLtWorkspaceBytes;
+  const std::size_t ws = kWorkspaceBytes;
   FS_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
   cublasLtMatmulHeuristicResult_t result{};
   int found = 0;
@@ -76,7 +82,7 @@ CublasGemm::CublasGemm(const GemmParams& p) : impl_(std::make_unique<Impl>()) {
   if (st != CUBLAS_STATUS_SUCCESS || found == 0)
     throw CudaError("cuBLASLt has no int8 kernel for this layout (its int8 path wants A untransposed, B transposed)");
   m.algo = result.algo;
-  m.workspace = DeviceBuffer<unsigned char>(kLtWorkspaceBytes);
+  m.workspace = DeviceBuffer<unsigned char>(kWorkspaceBytes);
 }
 
 CublasGemm::~CublasGemm() {
@@ -102,7 +108,9 @@ void CublasGemm::run(const GemmParams& p, cudaStream_t stream) {
                                    stream));
     return;
   }
+  // cublasSetStream puts the handle back on cuBLAS's default workspace pool: set ours again after it.
   FS_CUBLAS_CHECK(cublasSetStream(m.handle, stream));
+  FS_CUBLAS_CHECK(cublasSetWorkspace(m.handle, m.workspace.get(), m.workspace.bytes()));
   // Cᵀ (N×M) = op(B)ᵀ (N×K) · op(A)ᵀ (K×M), all column-major.
   if (p.ab_dtype == FS_FP32 && p.c_dtype == FS_FP32) {
     FS_CUBLAS_CHECK(cublasSgemm(m.handle, op_b, op_a, int(p.n), int(p.m), int(p.k), &p.alpha,
