@@ -1,6 +1,7 @@
 #include "common/lib/timer.h"
 
 #include <algorithm>
+#include <chrono>
 
 #include "common/lib/cuda_check.h"
 
@@ -31,9 +32,19 @@ Status GpuTimer::end(cudaStream_t stream, float* ms) {
   return Status::Success;
 }
 
+Status warm_up_for(const std::function<Status()>& launch, double seconds, cudaStream_t stream) {
+  const auto start = std::chrono::steady_clock::now();
+  do {
+    FS_RETURN_IF_ERROR(launch());
+  } while (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() < seconds);
+  FS_RETURN_IF_CUDA_ERROR(cudaStreamSynchronize(stream));
+  return Status::Success;
+}
+
 Status time_launches(const std::function<Status()>& launch, const TimingOptions& opt, cudaStream_t stream,
                      std::vector<float>* ms, const std::function<Status()>& before_each) {
   for (int i = 0; i < opt.warmup; ++i) FS_RETURN_IF_ERROR(launch());
+  if (opt.warmup_seconds > 0) FS_RETURN_IF_ERROR(warm_up_for(launch, opt.warmup_seconds, stream));
   GpuTimer timer;
   for (int i = 0; i < opt.repeats; ++i) {
     if (before_each) FS_RETURN_IF_ERROR(before_each());

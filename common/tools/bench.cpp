@@ -27,8 +27,13 @@ void timed_loop(benchmark::State& state, const DeviceInfo& dev, double flops, do
 }  // namespace
 
 double seconds_per_run(benchmark::State& state, const DeviceInfo& dev, const std::function<void()>& launch) {
-  for (int i = 0; i < 2; ++i) launch();  // warm-up: module load, first-touch of pools, the v5 tuner
-  FS_CUDA_CHECK(cudaDeviceSynchronize());
+  // Warm-up: module load, first-touch of pools, the v5 tuner, then the sustained clock (timer.h).
+  FS_CHECK_STATUS(warm_up_for(
+      [&] {
+        launch();
+        return Status::Success;
+      },
+      kSustainedWarmupSeconds, nullptr));
   L2Flusher flusher(dev.l2_bytes);
   GpuTimer timer;
   double total_s = 0.0;

@@ -122,7 +122,7 @@ bool measure(Problem& problem, const Common& opt, const DeviceInfo& dev, const K
     if (row.verdict != "PASS" && row.verdict != "FAIL") return false;
   }
   try {
-    row.ms = median(time_runs(timed, {3, opt.repeats}, dev.l2_bytes));
+    row.ms = median(time_runs(timed, {3, opt.repeats, kSustainedWarmupSeconds}, dev.l2_bytes));
   } catch (const std::exception& e) {
     std::printf("  launch failed while timing: %s\n", e.what());
     return false;
