@@ -3,6 +3,7 @@
 // (test_kernels.cpp tests the registry, the static switch, the device check and graph capture.)
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -128,9 +129,22 @@ FS_CPU_TEST_CASE("reference GEMM: transposes / alpha and beta / and beta = 0 ign
   CHECK(nan_c[0] == 5);
 }
 
-FS_CPU_TEST_CASE("FLOP formulas: forward 4·B·H·Nq·Nk·D / causal half / backward 2.5× / GEMM 2·M·N·K") {
+FS_CPU_TEST_CASE("FLOP formulas: forward 4·B·H·Nq·Nk·D / causal half or visible pairs / backward 2.5× / GEMM 2·M·N·K") {
   CHECK(fs::attention_fwd_flops(2, 16, 8192, 8192, 128, false) == 4.0 * 2 * 16 * 8192.0 * 8192 * 128);
   CHECK(fs::attention_fwd_flops(2, 16, 8192, 8192, 128, true) == 2.0 * 2 * 16 * 8192.0 * 8192 * 128);
+  // Bottom-right causal with Nq ≠ Nk: the visible pairs, counted row by row.
+  auto count_pairs = [](int64_t nq, int64_t nk) {
+    double pairs = 0;
+    for (int64_t i = 0; i < nq; ++i) pairs += double(std::clamp<int64_t>(i + nk - nq + 1, 0, nk));
+    return pairs;
+  };
+  for (auto [nq, nk] : {std::pair<int64_t, int64_t>{512, 16384}, {1, 8192}, {100, 20000}, {17, 5}, {3, 1}}) {
+    CAPTURE(nq);
+    CAPTURE(nk);
+    CHECK(fs::causal_visible_pairs(nq, nk) == count_pairs(nq, nk));
+    CHECK(fs::attention_fwd_flops(2, 3, nq, nk, 64, true) == 4.0 * 2 * 3 * 64 * count_pairs(nq, nk));
+  }
+  CHECK(fs::attention_fwd_flops(1, 1, 1, 8192, 128, true) == 4.0 * 8192 * 128);  // decode sees every key
   fs::AttentionParams p = valid_params();
   CHECK(fs::attention_bwd_flops(p) == 2.5 * fs::attention_fwd_flops(p));
   CHECK(fs::gemm_flops(4096, 4096, 4096) == 2.0 * 4096.0 * 4096 * 4096);

@@ -13,8 +13,8 @@ the stage 06 benchmark), so the two numbers can be compared:
                                               B stored N×K as stage 06's int8 benchmark stores it
 
 Inputs are drawn as the stage benchmarks draw them: uniform [-1, 1] reals, and for int8 the whole
-range. Each point: 10 warm-up calls and 0.2 s of calls back to back (the sustained clock, as
-common/lib/timer.h's kSustainedWarmupSeconds gives the C++ tools), then 30 timed calls (CUDA events around each one, L2 flushed
+range. Each point is timed as plots/sdpa_bench.py times its points (time_call): 10 warm-up calls and
+0.2 s of calls back to back (the sustained clock, common/lib/timer.h), then 30 timed calls (CUDA events around each one, L2 flushed
 before each), and the median is written in Google Benchmark's layout, so plots/plot_results.py reads
 it like the stages' own files. The context records the workspace PyTorch gives cuBLAS (read from
 libtorch_cuda where the symbol is exported) and the kernels each product launched at 4096³, from
@@ -27,10 +27,9 @@ import argparse
 import ctypes
 import json
 import sys
-import time
 from pathlib import Path
 
-from sdpa_bench import l2_flush_buffer, make_context, time_call
+from sdpa_bench import l2_flush_buffer, make_context, median_row, time_call
 
 SKIP_LINE = "matmul_bench: skipped — PyTorch with CUDA not available"
 
@@ -39,7 +38,6 @@ DEFAULT_SHAPES = ((1024, 1024, 1024), (2048, 2048, 2048), (4096, 4096, 4096), (8
                   (4096, 4096, 1000), (1000, 1000, 1000), (2048, 2048, 8192))
 DTYPE_NAMES = ("fp16", "bf16", "int8")
 PROFILED_SHAPE = (4096, 4096, 4096)
-SUSTAINED_WARMUP_SECONDS = 0.2  # common/lib/timer.h, kSustainedWarmupSeconds
 
 
 def bench_name(dtype: str, m: int, n: int, k: int) -> str:
@@ -117,16 +115,6 @@ def launched_kernels(torch, call) -> str:
     return "; ".join(dict.fromkeys(names))
 
 
-def warm_up_for(torch, call, seconds: float) -> None:
-    """Calls back to back until `seconds` of wall time have passed, then waits for them."""
-    start = time.perf_counter()
-    while True:
-        call()
-        if time.perf_counter() - start >= seconds:
-            break
-    torch.cuda.synchronize()
-
-
 def benchmark_rows(torch, args: argparse.Namespace, context: dict) -> list[dict]:
     flush = None if args.no_l2_flush else l2_flush_buffer(torch)
     torch.manual_seed(0)
@@ -143,29 +131,14 @@ def benchmark_rows(torch, args: argparse.Namespace, context: dict) -> list[dict]
                 del out
                 if (m, n, k) == PROFILED_SHAPE:
                     context[f"kernels_{dtype}_{m}x{n}x{k}"] = launched_kernels(torch, call)
-                warm_up_for(torch, call, SUSTAINED_WARMUP_SECONDS)
                 t_us, cpu_us = time_call(torch, call, args.warmup, args.runs, flush)
             except (RuntimeError, ValueError, NotImplementedError) as err:
                 reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
                 print(f"matmul_bench: note: {name}: refused or failed ({reason}); skipped")
                 torch.cuda.empty_cache()
                 continue
-            flops = gemm_flops(m, n, k)
-            rows.append({
-                "name": name + "_median",
-                "run_name": name,
-                "run_type": "aggregate",
-                "repetitions": args.runs,
-                "threads": 1,
-                "aggregate_name": "median",
-                "aggregate_unit": "time",
-                "iterations": 1,
-                "real_time": t_us,
-                "cpu_time": cpu_us,
-                "time_unit": "us",
-                "TFLOPS": flops / (t_us * 1e-6) / 1e12,
-                "GB/s": gemm_bytes(m, n, k, in_size, out_size) / (t_us * 1e-6) / 1e9,
-            })
+            rows.append(median_row(name, args.runs, t_us, cpu_us, gemm_flops(m, n, k),
+                                   gemm_bytes(m, n, k, in_size, out_size)))
             print(f"matmul_bench: {name:42s} {t_us:10.1f} us {rows[-1]['TFLOPS']:7.1f} TFLOPS")
             del call
             torch.cuda.empty_cache()

@@ -3,17 +3,27 @@
 
     python3 plots/sdpa_bench.py --out results/h100-sxm/sdpa.json
     python3 plots/sdpa_bench.py --out results/h100-sxm/sdpa.json --shape 2,16,8192,128
+    python3 plots/sdpa_bench.py --out results/h100-sxm/sdpa.json --shape-qk 1,16,512,16384,128
 
 Backends: FLASH_ATTENTION → sdpa_flash, CUDNN_ATTENTION → sdpa_cudnn, EFFICIENT_ATTENTION →
 sdpa_efficient, each forced alone with torch.nn.attention.sdpa_kernel. Shapes follow the project's
-attention benchmarks: B·N = 16384, H = 2048/D, Q/K/V/O as [B, H, N, D] contiguous, random inputs.
-Each point: 10 warm-up calls, then 30 timed calls (CUDA events around each one, L2 flushed before
-each), and the median is written. The JSON has Google Benchmark's layout, one "median" aggregate
+attention benchmarks: B·N = 16384, H = 2048/D, Q/K/V/O as [B, H, N, D] contiguous, random inputs;
+then stage 04's short-query shapes (B, H, Nq, Nk) = (1, 16, 512, 16384), (1, 32, 1024, 8192),
+(2, 8, 256, 32768), (4, 32, 1, 8192) at each --dim (Q, O [B, H, Nq, D], K, V [B, H, Nk, D]).
+Each point: 10 warm-up calls and 0.2 s of calls back to back (the sustained clock, as
+common/lib/timer.h warms up the C++ tools), then 30 timed calls (CUDA events around each one, L2
+flushed and the host's dispatch covered by a short GPU sleep before each), and the median is written. The JSON has Google Benchmark's layout, one "median" aggregate
 row per point, so plots/plot_results.py reads it like the stages' own files:
 
     sdpa_flash/fp16/D:128/N:8192/causal:1    (+ /B:<b>/H:<h> for a --shape off the default rule)
+    sdpa_flash/fp16/D:128/B:1/H:16/Nq:512/Nk:16384/causal:1    (Nq ≠ Nk: the stage's names)
 
-FLOPs = 4·B·H·N·N·D, halved when causal; bytes = Q, K, V read once + O written once.
+The causal mask is the project's, bottom-right aligned (query i sees keys j <= i + Nk - Nq). With
+Nq = Nk that is PyTorch's is_causal; otherwise is_causal is top-left (and the flash backend refuses
+it), so the mask is torch.nn.attention.bias.causal_lower_right(Nq, Nk) as attn_mask.
+FLOPs = 4·B·H·Nq·Nk·D; causal: halved when Nq = Nk (FlashAttention's convention), otherwise
+4·B·H·D × the visible pairs, exactly as common/lib/flops.h counts them. Bytes = Q, K, V read once +
+O written once.
 A backend that refuses a shape is skipped with a note. Without PyTorch or CUDA this prints a
 skip line and exits 0.
 """
@@ -38,6 +48,8 @@ DEFAULT_TOKENS = 16384     # B·N, as in the stages' benchmarks
 DEFAULT_MODEL_DIM = 2048   # H·D
 DEFAULT_SEQS = (512, 1024, 2048, 4096, 8192, 16384)
 DEFAULT_DIMS = (64, 128)
+# (B, H, Nq, Nk): stage 04's short queries against long keys (its bench.cu), timed at each --dim.
+DEFAULT_QK_SIZES = ((1, 16, 512, 16384), (1, 32, 1024, 8192), (2, 8, 256, 32768), (4, 32, 1, 8192))
 
 # Series name → name of the torch.nn.attention.SDPBackend member.
 BACKENDS = {"flash": ("sdpa_flash", "FLASH_ATTENTION"),
@@ -50,20 +62,33 @@ def default_batch_heads(n: int, d: int) -> tuple[int, int]:
     return max(1, DEFAULT_TOKENS // n), max(1, DEFAULT_MODEL_DIM // d)
 
 
-def attention_flops(b: int, h: int, n: int, d: int, causal: bool) -> float:
-    """Forward: S = Q·Kᵀ and O = P·V, 2·N·N·D each per (b, h); causal does half the work."""
-    flops = 4.0 * b * h * n * n * d
-    return flops / 2 if causal else flops
+def causal_visible_pairs(nq: int, nk: int) -> int:
+    """(query, key) pairs under the bottom-right causal mask: row i sees min(max(i + Nk - Nq + 1, 0), Nk)."""
+    if nq <= nk:
+        return nq * nk - nq * (nq - 1) // 2
+    return nk * (nk + 1) // 2
 
 
-def attention_bytes(b: int, h: int, n: int, d: int, element_size: int) -> float:
+def attention_flops(b: int, h: int, nq: int, nk: int, d: int, causal: bool) -> float:
+    """Forward: S = Q·Kᵀ and O = P·V, 2·Nq·Nk·D each per (b, h). Causal: half when Nq = Nk, else
+    the visible pairs exactly (common/lib/flops.h)."""
+    if not causal:
+        return 4.0 * b * h * nq * nk * d
+    if nq == nk:
+        return 4.0 * b * h * nq * nk * d / 2
+    return 4.0 * b * h * d * causal_visible_pairs(nq, nk)
+
+
+def attention_bytes(b: int, h: int, nq: int, nk: int, d: int, element_size: int) -> float:
     """Q, K, V read once and O written once."""
-    return 4.0 * b * h * n * d * element_size
+    return 2.0 * b * h * (nq + nk) * d * element_size
 
 
-def bench_name(series: str, dtype: str, b: int, h: int, n: int, d: int, causal: bool) -> str:
-    name = f"{series}/{dtype}/D:{d}/N:{n}/causal:{int(causal)}"
-    if (b, h) != default_batch_heads(n, d):
+def bench_name(series: str, dtype: str, b: int, h: int, nq: int, nk: int, d: int, causal: bool) -> str:
+    if nq != nk:
+        return f"{series}/{dtype}/D:{d}/B:{b}/H:{h}/Nq:{nq}/Nk:{nk}/causal:{int(causal)}"
+    name = f"{series}/{dtype}/D:{d}/N:{nq}/causal:{int(causal)}"
+    if (b, h) != default_batch_heads(nq, d):
         name += f"/B:{b}/H:{h}"
     return name
 
@@ -78,16 +103,32 @@ def parse_shape(text: str) -> tuple[int, int, int, int]:
     return b, h, n, d
 
 
-def planned_shapes(seqs, dims, extra) -> list[tuple[int, int, int, int]]:
-    """(B, H, N, D) for the default sweep, then each --shape not already in it."""
+def parse_shape_qk(text: str) -> tuple[int, int, int, int, int]:
+    try:
+        b, h, nq, nk, d = (int(x) for x in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--shape-qk wants B,H,Nq,Nk,D (five integers), got {text!r}")
+    if min(b, h, nq, nk, d) < 1:
+        raise argparse.ArgumentTypeError(f"--shape-qk sizes must be positive, got {text!r}")
+    return b, h, nq, nk, d
+
+
+def planned_shapes(seqs, dims, extra, extra_qk=(), qk_sizes=DEFAULT_QK_SIZES) -> list[tuple[int, int, int, int, int]]:
+    """(B, H, Nq, Nk, D): the default sweep (Nq = Nk = N), each --shape, the short-query sizes at
+    each D, each --shape-qk; none twice."""
     shapes = []
     for d in dims:
         for n in seqs:
-            shapes.append((*default_batch_heads(n, d), n, d))
-    for shape in extra:
-        if shape not in shapes:
-            shapes.append(shape)
-    return shapes
+            b, h = default_batch_heads(n, d)
+            shapes.append((b, h, n, n, d))
+    shapes += [(b, h, n, n, d) for b, h, n, d in extra]
+    shapes += [(b, h, nq, nk, d) for d in dims for b, h, nq, nk in qk_sizes]
+    shapes += list(extra_qk)
+    unique = []
+    for shape in shapes:
+        if shape not in unique:
+            unique.append(shape)
+    return unique
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -101,6 +142,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--backend", nargs="+", choices=list(BACKENDS), default=list(BACKENDS))
     p.add_argument("--shape", type=parse_shape, action="append", default=[], metavar="B,H,N,D",
                    help="an extra shape to time (repeatable), e.g. 2,16,8192,128")
+    p.add_argument("--shape-qk", type=parse_shape_qk, action="append", default=[], metavar="B,H,Nq,Nk,D",
+                   help="an extra shape with Nq != Nk (repeatable), e.g. 1,16,512,16384,128")
+    p.add_argument("--no-qk", action="store_true", help="skip the default short-query shapes")
     p.add_argument("--warmup", type=int, default=10, help="untimed calls before timing (default 10)")
     p.add_argument("--runs", type=int, default=30, help="timed calls; the median is kept (default 30)")
     p.add_argument("--no-l2-flush", action="store_true", help="do not overwrite L2 before each timed call")
@@ -171,16 +215,32 @@ def l2_flush_buffer(torch):
     return torch.empty(2 * l2_bytes, dtype=torch.uint8, device="cuda")
 
 
+# How long every tool runs a kernel back to back before timing it (common/lib/timer.h,
+# kSustainedWarmupSeconds): under a sustained load the clock settles below the boost clock.
+SUSTAINED_WARMUP_SECONDS = 0.2
+# Cycles of torch.cuda._sleep put on the stream before each start event: while the GPU spins, the host
+# records the event and enqueues the call, so Python's dispatch time never sits between the two
+# events (about 25 µs at 1.98 GHz, longer than a call's host cost).
+HOST_COVER_CYCLES = 50_000
+
+
 def time_call(torch, fn, warmup: int, runs: int, flush) -> tuple[float, float]:
-    """Median device time and median host CPU time of fn(), both in microseconds."""
+    """Median device time and median host CPU time of fn(), both in microseconds, after `warmup`
+    calls and SUSTAINED_WARMUP_SECONDS of calls back to back."""
     for _ in range(warmup):
         fn()
-    torch.cuda.synchronize()
+    start_s = time.perf_counter()
+    while time.perf_counter() - start_s < SUSTAINED_WARMUP_SECONDS:
+        fn()
+        torch.cuda.synchronize()  # a host clock over queued calls would stop long before the GPU does
+    sleep = getattr(torch.cuda, "_sleep", None)
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     device_us, cpu_us = [], []
     for _ in range(runs):
         if flush is not None:
             flush.zero_()  # runs before start.record() on the same stream: not in the timing
+        if sleep is not None:
+            sleep(HOST_COVER_CYCLES)
         cpu0 = time.process_time()
         start.record()
         fn()
@@ -191,12 +251,44 @@ def time_call(torch, fn, warmup: int, runs: int, flush) -> tuple[float, float]:
     return statistics.median(device_us), statistics.median(cpu_us)
 
 
+def median_row(name: str, runs: int, t_us: float, cpu_us: float, flops: float, nbytes: float) -> dict:
+    """One point in Google Benchmark's JSON layout: a "median" aggregate row with the stages' counters."""
+    return {
+        "name": name + "_median",
+        "run_name": name,
+        "run_type": "aggregate",
+        "repetitions": runs,
+        "threads": 1,
+        "aggregate_name": "median",
+        "aggregate_unit": "time",
+        "iterations": 1,
+        "real_time": t_us,
+        "cpu_time": cpu_us,
+        "time_unit": "us",
+        "TFLOPS": flops / (t_us * 1e-6) / 1e12,
+        "GB/s": nbytes / (t_us * 1e-6) / 1e9,
+    }
+
+
+def causal_arguments(causal: bool, nq: int, nk: int) -> dict:
+    """SDPA's arguments for the project's mask: is_causal where top-left and bottom-right agree
+    (Nq = Nk), causal_lower_right(Nq, Nk) as attn_mask otherwise."""
+    if not causal:
+        return {}
+    if nq == nk:
+        return {"is_causal": True}
+    from torch.nn.attention.bias import causal_lower_right  # PyTorch 2.3+, as sdpa_kernel
+    return {"attn_mask": causal_lower_right(nq, nk)}
+
+
 def measure_point(torch, sdpa, backend, q, k, v, causal: bool, args, flush) -> tuple[float, float]:
     """Time one backend on one shape; raises if the backend refuses it or gives non-finite output."""
     from torch.nn.attention import sdpa_kernel
 
+    mask = causal_arguments(causal, q.shape[-2], k.shape[-2])
+
     def call():
-        return sdpa(q, k, v, is_causal=causal)
+        return sdpa(q, k, v, **mask)
 
     with sdpa_kernel([backend]):
         out = call()  # a refusal ("No available kernel") raises here, before any timing
@@ -217,18 +309,20 @@ def benchmark_rows(torch, args: argparse.Namespace) -> list[dict]:
     for dtype_name in args.dtype:
         dtype = dtypes[dtype_name]
         element_size = torch.tensor([], dtype=dtype).element_size()
-        for b, h, n, d in planned_shapes(args.seq, args.dim, args.shape):
+        qk_sizes = () if args.no_qk else DEFAULT_QK_SIZES
+        for b, h, nq, nk, d in planned_shapes(args.seq, args.dim, args.shape, args.shape_qk, qk_sizes):
             try:
                 # [B, H, N, D] contiguous, random normal: never zeros, which can time faster.
-                q, k, v = (torch.randn(b, h, n, d, device="cuda", dtype=dtype) for _ in range(3))
+                q = torch.randn(b, h, nq, d, device="cuda", dtype=dtype)
+                k, v = (torch.randn(b, h, nk, d, device="cuda", dtype=dtype) for _ in range(2))
             except torch.cuda.OutOfMemoryError:
-                print(f"sdpa_bench: note: B={b} H={h} N={n} D={d} {dtype_name}: out of memory; skipped")
+                print(f"sdpa_bench: note: B={b} H={h} Nq={nq} Nk={nk} D={d} {dtype_name}: out of memory; skipped")
                 torch.cuda.empty_cache()
                 continue
             for causal in (bool(c) for c in args.causal):
                 for key in args.backend:
                     series, member = BACKENDS[key]
-                    name = bench_name(series, dtype_name, b, h, n, d, causal)
+                    name = bench_name(series, dtype_name, b, h, nq, nk, d, causal)
                     backend = getattr(SDPBackend, member, None)
                     if backend is None:
                         print(f"sdpa_bench: note: {name}: this PyTorch has no SDPBackend.{member}; skipped")
@@ -236,28 +330,15 @@ def benchmark_rows(torch, args: argparse.Namespace) -> list[dict]:
                     try:
                         t_us, cpu_us = measure_point(torch, F.scaled_dot_product_attention, backend,
                                                      q, k, v, causal, args, flush)
-                    except (RuntimeError, ValueError, NotImplementedError) as err:
+                    except (RuntimeError, ValueError, NotImplementedError, ImportError) as err:
                         reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
                         print(f"sdpa_bench: note: {name}: backend refused or failed ({reason}); skipped")
                         torch.cuda.empty_cache()
                         continue
-                    flops = attention_flops(b, h, n, d, causal)
-                    rows.append({
-                        "name": name + "_median",
-                        "run_name": name,
-                        "run_type": "aggregate",
-                        "repetitions": args.runs,
-                        "threads": 1,
-                        "aggregate_name": "median",
-                        "aggregate_unit": "time",
-                        "iterations": 1,
-                        "real_time": t_us,
-                        "cpu_time": cpu_us,
-                        "time_unit": "us",
-                        "TFLOPS": flops / (t_us * 1e-6) / 1e12,
-                        "GB/s": attention_bytes(b, h, n, d, element_size) / (t_us * 1e-6) / 1e9,
-                    })
-                    print(f"sdpa_bench: {name:48s} {t_us:10.1f} us {rows[-1]['TFLOPS']:7.1f} TFLOPS")
+                    flops = attention_flops(b, h, nq, nk, d, causal)
+                    rows.append(median_row(name, args.runs, t_us, cpu_us, flops,
+                                           attention_bytes(b, h, nq, nk, d, element_size)))
+                    print(f"sdpa_bench: {name:64s} {t_us:10.1f} us {rows[-1]['TFLOPS']:7.1f} TFLOPS")
             del q, k, v
             torch.cuda.empty_cache()
     return rows

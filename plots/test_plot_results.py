@@ -135,6 +135,82 @@ class ParseNameTest(unittest.TestCase):
         self.assertEqual(pr.parse_name("BM_memcpy/bytes:1024").kind, "other")
 
 
+class QueryKeyShapeTest(unittest.TestCase):
+    """Names with B, H, Nq, Nk (stage 04's short queries against long keys, and their SDPA peers):
+    parsed, kept out of the N-indexed attention tables and figures, quoted by value markers."""
+
+    NAME = "stage04/v6/fp16/D:128/B:1/H:16/Nq:512/Nk:16384/causal:1"
+    PEER = "sdpa_flash/fp16/D:128/B:1/H:16/Nq:512/Nk:16384/causal:1"
+
+    def test_parse(self):
+        n = pr.parse_name(self.NAME + "/repeats:5/manual_time_median", "median")
+        self.assertEqual((n.series, n.dtype), ("stage04/v6", "fp16"))
+        self.assertEqual([n.get(k) for k in ("D", "B", "H", "Nq", "Nk", "causal")], [128, 1, 16, 512, 16384, 1])
+        self.assertEqual(n.kind, "other")  # no N: not a point of the N-indexed tables and figures
+
+    def results_with_qk_rows(self, folder: Path):
+        write_results(folder)
+        doc = {"context": {"gpu_name": "NVIDIA H100 80GB HBM3"}, "benchmarks": []}  # as the fixture's
+        for name, us in ((self.NAME, 100.0), (self.PEER, 125.0)):
+            doc["benchmarks"].append({"name": name + "_median", "run_name": name, "run_type": "aggregate",
+                                      "aggregate_name": "median", "real_time": us, "cpu_time": us,
+                                      "time_unit": "us", "TFLOPS": 700.0 * 100.0 / us, "iterations": 1})
+        (folder / "qk.json").write_text(json.dumps(doc), encoding="utf-8")
+        return pr.load_results(folder)
+
+    def test_tables_and_values(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            results = self.results_with_qk_rows(Path(tmp) / "results")
+            lines, runs = pr.attention_tables(results, None)
+            self.assertTrue(lines)
+            self.assertNotIn(self.NAME, "\n".join(lines))
+            self.assertTrue(all(r.name.kind == "attention" for r in runs))
+            self.assertEqual(pr.render_value(f"[{self.NAME}] / [{self.PEER}] | .2f", results)[1], "1.25")
+            self.assertEqual(pr.render_value(f"[{self.NAME}] | .1f", results)[1], "700.0")
+
+    @unittest.skipUnless(HAVE_MATPLOTLIB, "matplotlib not installed")
+    def test_figures(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            results = self.results_with_qk_rows(Path(tmp) / "results")
+            out = Path(tmp) / "png"
+            out.mkdir()
+            self.assertTrue(pr.draw_attention_throughput(results, out, {}) is not None)
+
+
+class SdpaBenchShapesTest(unittest.TestCase):
+    """plots/sdpa_bench.py's names and FLOP counts, without PyTorch."""
+
+    @classmethod
+    def setUpClass(cls):
+        import sdpa_bench
+        cls.sb = sdpa_bench
+
+    def test_names_match_the_stage(self):
+        self.assertEqual(self.sb.bench_name("sdpa_flash", "fp16", 1, 16, 512, 16384, 128, True),
+                         QueryKeyShapeTest.PEER)
+        self.assertEqual(self.sb.bench_name("sdpa_flash", "fp16", 2, 16, 8192, 8192, 128, False),
+                         "sdpa_flash/fp16/D:128/N:8192/causal:0")
+        self.assertEqual(self.sb.bench_name("sdpa_flash", "fp16", 1, 16, 8192, 8192, 128, False),
+                         "sdpa_flash/fp16/D:128/N:8192/causal:0/B:1/H:16")
+
+    def test_causal_flops_count_visible_pairs(self):
+        for nq, nk in ((512, 16384), (1, 8192), (100, 20000), (17, 5), (3, 1)):
+            pairs = sum(min(max(i + nk - nq + 1, 0), nk) for i in range(nq))
+            self.assertEqual(self.sb.causal_visible_pairs(nq, nk), pairs)
+            self.assertEqual(self.sb.attention_flops(2, 3, nq, nk, 64, True), 4.0 * 2 * 3 * 64 * pairs)
+        self.assertEqual(self.sb.attention_flops(2, 16, 8192, 8192, 128, True), 2.0 * 2 * 16 * 8192 * 8192 * 128)
+        self.assertEqual(self.sb.attention_flops(1, 1, 512, 16384, 64, False), 4.0 * 512 * 16384 * 64)
+
+    def test_planned_shapes(self):
+        shapes = self.sb.planned_shapes([8192], [128], [(2, 16, 8192, 128)], [(1, 2, 3, 4, 64)])
+        self.assertEqual(shapes[0], (2, 16, 8192, 8192, 128))  # the default rule; the --shape is the same
+        self.assertIn((1, 16, 512, 16384, 128), shapes)
+        self.assertIn((4, 32, 1, 8192, 128), shapes)
+        self.assertEqual(shapes[-1], (1, 2, 3, 4, 64))
+        self.assertEqual(len(shapes), len(set(shapes)))
+        self.assertEqual(self.sb.planned_shapes([512], [64], [], [], ()), [(32, 32, 512, 512, 64)])
+
+
 class SelectRunsTest(unittest.TestCase):
     def row(self, t, run_type="iteration", aggregate=None, tflops=1.0, **extra):
         name = "stage03/v1/fp16/D:64/N:1024/causal:0/repeats:3/manual_time"

@@ -140,6 +140,7 @@ FS_API int fs_flash_fwd_v2(const fs_attention_params* params, void* stream);
 FS_API int fs_flash_fwd_v3(const fs_attention_params* params, void* stream);
 FS_API int fs_flash_fwd_v4(const fs_attention_params* params, void* stream);
 FS_API int fs_flash_fwd_v5(const fs_attention_params* params, void* stream);
+FS_API int fs_flash_fwd_v6(const fs_attention_params* params, void* stream);
 
 /* Checks a variable-length layout on the host, once, outside the launch path: copies seq_lens or
  * cu_seqlens_q/k to the host, synchronizes `stream`, and returns FS_ERR_INVALID_SEQLENS (values that
@@ -153,6 +154,8 @@ FS_API int fs_check_varlen(fs_attention_params* params, void* stream);
 /* Stage 06: GEMM. One entry per version, all with the same arguments (fs_gemm_params above).
  * v1-v5: SIMT, ab_dtype FS_FP32, c_dtype FS_FP32. v6, v7: WMMA, ab_dtype FS_FP16, c_dtype FS_FP32 or
  * FS_FP16. v8: WMMA, ab_dtype FS_INT8, c_dtype FS_INT32 (alpha·acc + beta·C rounded to nearest).
+ * v9: mma.sync, ab_dtype FS_FP16 or FS_BF16, c_dtype FS_FP32, FS_FP16 or FS_BF16. v10: mma.sync,
+ * ab_dtype FS_INT8, c_dtype FS_INT32 (as v8).
  * Pointers need only their element alignment; any M, N, K >= 1. */
 FS_API int fs_gemm_v1(const fs_gemm_params* params, void* stream); /* shared-memory tiling */
 FS_API int fs_gemm_v2(const fs_gemm_params* params, void* stream); /* 2D register blocking */
@@ -162,6 +165,8 @@ FS_API int fs_gemm_v5(const fs_gemm_params* params, void* stream); /* double buf
 FS_API int fs_gemm_v6(const fs_gemm_params* params, void* stream); /* WMMA fp16 */
 FS_API int fs_gemm_v7(const fs_gemm_params* params, void* stream); /* WMMA fp16, cp.async pipeline */
 FS_API int fs_gemm_v8(const fs_gemm_params* params, void* stream); /* WMMA int8 -> int32 */
+FS_API int fs_gemm_v9(const fs_gemm_params* params, void* stream); /* mma.sync fp16/bf16, ldmatrix, swizzle */
+FS_API int fs_gemm_v10(const fs_gemm_params* params, void* stream); /* mma.sync int8 -> int32 */
 
 #ifdef __cplusplus
 }

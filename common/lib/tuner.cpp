@@ -45,6 +45,14 @@ Status Tuner::choose(const std::string& key, cudaStream_t stream, const std::fun
   return Status::Success;
 }
 
+bool Tuner::remembered(const std::string& key, int* index) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const auto it = chosen_.find(key);
+  if (it == chosen_.end()) return false;
+  *index = it->second;
+  return true;
+}
+
 Status Tuner::time_candidates(const std::string& key, cudaStream_t stream, const Candidates& c, int* index) const {
   const bool verbose = std::strcmp(autotune_env(), "verbose") == 0;
   std::vector<int> usable;

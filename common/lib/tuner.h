@@ -38,6 +38,9 @@ class Tuner {
   Status choose(const std::string& key, cudaStream_t stream, const std::function<Status(Candidates*)>& make,
                 int* index);
 
+  // The candidate remembered for `key`, without timing anything: false when there is none yet.
+  bool remembered(const std::string& key, int* index);
+
  private:
   static constexpr int kRounds = 9;
   Status time_candidates(const std::string& key, cudaStream_t stream, const Candidates& c, int* index) const;

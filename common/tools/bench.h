@@ -1,6 +1,7 @@
 // Google Benchmark helpers shared by every stage's bench.cu.
 //
-// Names: <stage>/<version>/<dtype>/D:<d>/N:<n>/causal:<0|1> for attention and
+// Names: <stage>/<version>/<dtype>/D:<d>/N:<n>/causal:<0|1> for attention on the grid,
+// <stage>/<version>/<dtype>/D:<d>/B:<b>/H:<h>/Nq:<nq>/Nk:<nk>/causal:<0|1> for other attention shapes, and
 // <stage>/<version>/<dtype>/M:<m>/N:<n>/K:<k> for GEMM; peers use their own first part (cublas/…).
 // Time is manual (CUDA events around each launch, L2 flushed before it); counters are TFLOPS, GB/s and,
 // for attention, extra_bytes. Each benchmark runs 5 repetitions and reports their median (plus mean,
@@ -46,6 +47,11 @@ AttentionParams grid_params(DType dtype, int64_t d, int64_t n, bool causal);
 // memory; register_attention_stage does it for every version of a stage ("stage04").
 void register_attention(const DeviceInfo& dev, const KernelDesc& kernel, const AttentionGrid& grid);
 void register_attention_stage(const DeviceInfo& dev, const char* stage, const AttentionGrid& grid);
+
+// Registers the kernel at each of `shapes` (sizes, dtype and mask set; no tensors) that it takes and
+// that fits, named with B, H, Nq and Nk.
+void register_attention_shapes(const DeviceInfo& dev, const KernelDesc& kernel,
+                               const std::vector<AttentionParams>& shapes);
 
 // One timed GEMM-like run for peers and GEMM stages: `launch` is called once per iteration.
 struct TimedWork {

@@ -1,10 +1,40 @@
-// Stage 04 benchmarks: every version in fp16 and bf16 over the project's grid (D = 64, 128, N = 512 …
-// 16384, B·N = 16384, H = 2048 / D). The issue's headline shape, B = 2, H = 16, N = 8192, D = 128, is
-// the grid point stage04/<version>/fp16/D:128/N:8192/causal:<0|1>.
+// Stage 04 benchmarks, in two parts.
+//   1. The project's grid (D = 64, 128, N = 512 … 16384, B·N = 16384, H = 2048 / D), fp16 and bf16:
+//      v1–v5 at every point; v6 only at N = 8192 (the issue's headline shape, B = 2, H = 16, N = 8192,
+//      D = 128, is the grid point stage04/<version>/fp16/D:128/N:8192/causal:<0|1>). Every grid point
+//      has at least B·H·N/128 = 2048 query tiles of 128 rows, far more than the 132 SMs of an H100:
+//      there v6 runs one split and is v5, so running it on the whole grid would time v5 twice.
+//   2. Short queries against long keys (a prefill chunk against a long context, and decoding, Nq = 1),
+//      where the grid underfills the GPU: v4, v5 and v6 at (B, H, Nq, Nk) = (1, 16, 512, 16384),
+//      (1, 32, 1024, 8192), (2, 8, 256, 32768), (4, 32, 1, 8192), D = 64 and 128, fp16, causal 0 and
+//      1, and bf16 at the first shape, D = 128. Names carry the sizes:
+//        stage04/v6/fp16/D:128/B:1/H:16/Nq:512/Nk:16384/causal:1
+//      Causal FLOPs there count the visible pairs exactly (common/lib/flops.h).
+// Part 1 is 5 versions × 48 points + 8 for v6, part 2 is 3 × 34 points: 350 benchmarks of 5
+// repetitions of at least 50 ms each.
+#include <string>
+#include <vector>
+
+#include "common/tools/attention_check.h"
 #include "common/tools/bench.h"
 
 void fs::bench::register_benchmarks(const DeviceInfo& dev) {
   AttentionGrid grid;
   grid.dtypes = {DType::FP16, DType::BF16};
-  register_attention_stage(dev, "stage04", grid);
+  AttentionGrid headline = grid;
+  headline.seqs = {8192};
+  for (const KernelDesc* k : find_kernels("stage04"))
+    register_attention(dev, *k, std::string(k->info.version) == "v6" ? headline : grid);
+
+  struct Size {
+    int64_t b, h, nq, nk;
+  };
+  const Size sizes[] = {{1, 16, 512, 16384}, {1, 32, 1024, 8192}, {2, 8, 256, 32768}, {4, 32, 1, 8192}};
+  std::vector<AttentionParams> shapes;
+  for (int64_t d : {128, 64})
+    for (const Size& s : sizes)
+      for (bool causal : {false, true}) shapes.push_back(attention_shape(s.b, s.h, s.nq, s.nk, d, DType::FP16, causal));
+  for (bool causal : {false, true}) shapes.push_back(attention_shape(1, 16, 512, 16384, 128, DType::BF16, causal));
+  for (const char* version : {"stage04/v4", "stage04/v5", "stage04/v6"})
+    for (const KernelDesc* k : find_kernels(version)) register_attention_shapes(dev, *k, shapes);
 }

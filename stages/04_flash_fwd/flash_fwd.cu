@@ -15,8 +15,9 @@ std::size_t flash_fwd_extra_bytes(const AttentionParams& p) { return std::size_t
 
 namespace {
 
-constexpr KernelDesc version(const KernelName& name, std::size_t smem_bytes, AttentionRun run) {
-  return attention_kernel(name, flash::kSupport, kStageArchs, smem_bytes, run, flash_fwd_extra_bytes);
+constexpr KernelDesc version(const KernelName& name, std::size_t smem_bytes, AttentionRun run,
+                             std::size_t (*extra_bytes)(const AttentionParams&) = flash_fwd_extra_bytes) {
+  return attention_kernel(name, flash::kSupport, kStageArchs, smem_bytes, run, extra_bytes);
 }
 
 }  // namespace
@@ -41,10 +42,15 @@ const KernelDesc kFlashFwdV5 = version(
     {"fs_flash_fwd_v5", "stage04", "v5",
      "v4's kernel with the tile shape per (head_dim, dtype, mask) picked by timing candidates on this GPU"},
     flash::max_smem_bytes<flash::v4::Config>(), flash::run_v5);
+// v6 runs v5's shapes too, with a workspace for the splits.
+const KernelDesc kFlashFwdV6 =
+    version({"fs_flash_fwd_v6", "stage04", "v6",
+             "v5 + split-KV: key slices in separate blocks where the grid underfills the GPU, merged by LSE"},
+            flash::max_smem_bytes<flash::v4::Config>(), flash::run_v6, flash_fwd_v6_extra_bytes);
 
 KernelList stage04_kernels() {
   static const KernelDesc* const versions[] = {&kFlashFwdV1, &kFlashFwdV2, &kFlashFwdV3, &kFlashFwdV4,
-                                               &kFlashFwdV5};
+                                               &kFlashFwdV5, &kFlashFwdV6};
   return kernel_list(versions);
 }
 
@@ -55,3 +61,4 @@ FS_EXPORT_ATTENTION(fs_flash_fwd_v2, fs::kFlashFwdV2)
 FS_EXPORT_ATTENTION(fs_flash_fwd_v3, fs::kFlashFwdV3)
 FS_EXPORT_ATTENTION(fs_flash_fwd_v4, fs::kFlashFwdV4)
 FS_EXPORT_ATTENTION(fs_flash_fwd_v5, fs::kFlashFwdV5)
+FS_EXPORT_ATTENTION(fs_flash_fwd_v6, fs::kFlashFwdV6)

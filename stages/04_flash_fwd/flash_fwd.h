@@ -1,5 +1,5 @@
 // Stage 04 — tensor-core FlashAttention-2 forward (fp16 / bf16). Its versions, as the registry lists
-// them (fs_flash_fwd_v1 … v5 in C), and v5's tuner as the tests look inside it.
+// them (fs_flash_fwd_v1 … v6 in C), and v5's and v6's tuners as the tests look inside them.
 //
 // Every version takes fp16 or bf16 Q, K, V, O, fp32 LSE, head_dim 32, 64, 128 or 256, 16-byte
 // aligned tensors, and dense, padded (seq_lens) or packed (cu_seqlens) batches.
@@ -14,7 +14,7 @@
 
 namespace fs {
 
-extern const KernelDesc kFlashFwdV1, kFlashFwdV2, kFlashFwdV3, kFlashFwdV4, kFlashFwdV5;
+extern const KernelDesc kFlashFwdV1, kFlashFwdV2, kFlashFwdV3, kFlashFwdV4, kFlashFwdV5, kFlashFwdV6;
 
 // No workspace: only the LSE it writes, O(B·H·N).
 std::size_t flash_fwd_extra_bytes(const AttentionParams& params);
@@ -29,5 +29,15 @@ std::string flash_fwd_v5_candidate_name(int64_t head_dim, int index);
 bool flash_fwd_v5_candidate_runs_here(int64_t head_dim, int index);
 Status launch_flash_fwd_v5_candidate(const AttentionParams& params, int index, cudaStream_t stream);
 int flash_fwd_v5_choice(int64_t head_dim, DType dtype, bool causal, cudaStream_t stream);
+
+// v6: the LSE, plus the split workspace of the plan it runs for these params on the current GPU (the
+// remembered one; before the first call, the largest it could choose); the split count that fills
+// the GPU's `slots` (SMs × blocks per SM) best with `tiles` query tiles whose rows see `key_blocks`
+// key blocks (1 when tiles >= slots); and one launch with a forced plan: v5's tile shape `tile`
+// (tile_shapes.cuh's order, flash_fwd_v5_candidate_name) and `splits` splits (1: no workspace, no
+// merge), validated like every launch.
+std::size_t flash_fwd_v6_extra_bytes(const AttentionParams& params);
+int flash_fwd_v6_split_heuristic(int64_t tiles, int64_t key_blocks, int64_t slots);
+Status launch_flash_fwd_v6_plan(const AttentionParams& params, int tile, int splits, cudaStream_t stream);
 
 }  // namespace fs

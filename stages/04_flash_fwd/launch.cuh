@@ -31,12 +31,20 @@ Status launch_version(const AttentionProblem& pr, cudaStream_t stream, KernelOf 
   });
 }
 
-// Each version's launch (flash_fwd_vN.cu, v5_autotune.cu): validated params, a GPU that can run it.
+// Each version's launch (flash_fwd_vN.cu, v5_autotune.cu, flash_fwd_v6.cu): validated params, a GPU that can run it.
 Status run_v1(const AttentionProblem& pr, cudaStream_t stream);
 Status run_v2(const AttentionProblem& pr, cudaStream_t stream);
 Status run_v3(const AttentionProblem& pr, cudaStream_t stream);
 Status run_v4(const AttentionProblem& pr, cudaStream_t stream);
 Status run_v5(const AttentionProblem& pr, cudaStream_t stream);
+Status run_v6(const AttentionProblem& pr, cudaStream_t stream);
+
+// v5's candidate `index` (tile_shapes.cuh's order) for the problem's head_dim: v6 runs it when one
+// split is best.
+Status run_v5_candidate(const AttentionProblem& pr, int index, cudaStream_t stream);
+// The candidate v5's tuner remembers for (head_dim, dtype, mask) on the current GPU, -1 when it has
+// not tuned it yet (nothing is timed).
+int v5_remembered_choice(int64_t head_dim, DType dtype, bool causal);
 
 // The shared memory of the version's largest instance, for its descriptor (the device check).
 template <template <int> class Config>

@@ -2,7 +2,8 @@
 // (tails in both tile directions, Nq ≠ Nk, causal aligned bottom-right) with the error at most 2× the
 // naive stage's in the same precision, LSE included; custom scales; padded (seq_lens) and packed
 // (cu_seqlens) batches against a per-entry reference, and entries that break the rules left unwritten;
-// every v5 candidate shape; error paths. The versions, their head_dims and the naive baseline come
+// every v5 candidate shape; v6 with forced split counts (several slices with tails, slices that see
+// no key of some rows, Nq = 1 against thousands of keys) and its split heuristic; error paths. The versions, their head_dims and the naive baseline come
 // from the library's registry.
 #include <algorithm>
 #include <cmath>
@@ -46,6 +47,17 @@ KernelDesc candidate_kernel(AttentionRun run) {
 const KernelDesc kCandidates[] = {candidate_kernel(run_candidate<0>), candidate_kernel(run_candidate<1>),
                                   candidate_kernel(run_candidate<2>), candidate_kernel(run_candidate<3>),
                                   candidate_kernel(run_candidate<4>), candidate_kernel(run_candidate<5>)};
+
+// v6 with a forced plan (v5's tile shape `tile`, `splits` splits) as a kernel of its own.
+template <int kTile, int kSplits>
+Status run_forced_plan(const AttentionProblem& pr, cudaStream_t stream) {
+  return launch_flash_fwd_v6_plan(pr.p, kTile, kSplits, stream);
+}
+KernelDesc forced_plan_kernel(AttentionRun run) {
+  KernelDesc k = kFlashFwdV6;
+  k.run_attention = run;
+  return k;
+}
 
 // A batch of variable-length sequences. Padded: [B, H, seq_q, D] with lens[b] rows used of each;
 // packed: [H, total, D] with entry b at rows cu[b] .. cu[b+1]-1. Inputs random in [-1, 1].
@@ -300,6 +312,62 @@ FS_GPU_TEST_CASE("stage04 v5 tunes once per head_dim and mask and remembers the 
   CHECK(flash_fwd_v5_choice(64, DType::FP32, false, nullptr) == -1);
 }
 
+FS_GPU_TEST_CASE("stage04 v6 with forced split counts matches fp64: slices with tails, empty and fully masked slices") {
+  FS_SKIP_WITHOUT_GPU();
+  // Tile 0 is v4's shape (Br = 64), tile 1 one with Br = 128. 2 splits: the common case; 7: slices
+  // of uneven length, and causal tiles with fewer key blocks than splits (empty slices); 16: the most
+  // the launcher chooses.
+  const KernelDesc plans[] = {forced_plan_kernel(run_forced_plan<0, 2>), forced_plan_kernel(run_forced_plan<0, 7>),
+                              forced_plan_kernel(run_forced_plan<1, 16>), forced_plan_kernel(run_forced_plan<1, 1>)};
+  uint64_t seed = 9100;
+  for (const KernelDesc& k : plans)
+    for (int64_t d : head_dims(kFlashFwdV6)) {
+      check_odd_shapes(k, d, seed += 10);
+      // Nq = 1 against 5000 keys (decoding), Nq = 100 against 20000 (313 key blocks of 64 in the
+      // splits, the last one short), Nq > Nk without the mask; bf16 with a negative scale.
+      for (bool causal : {false, true}) {
+        testing::check_against_reference(k, attention_shape(2, 3, 1, 5000, d, DType::FP16, causal), ++seed, &naive());
+        testing::check_against_reference(k, attention_shape(1, 2, 100, 20000, d, DType::FP16, causal), ++seed,
+                                         &naive());
+        testing::check_against_reference(k, attention_shape(1, 2, 100, 20000, d, DType::BF16, causal, -0.3f), ++seed,
+                                         &naive());
+      }
+      testing::check_against_reference(k, attention_shape(1, 2, 1000, 300, d, DType::BF16, false), ++seed, &naive());
+      check_varlen_layouts(k, d, seed += 10);
+    }
+}
+
+FS_GPU_TEST_CASE("stage04 v6 with forced split counts skips entries whose lengths break the rules") {
+  FS_SKIP_WITHOUT_GPU();
+  Varlen long_lens{2, 2, 64, false, {17, 18}, 17, 40};
+  Varlen decreasing{2, 2, 64, false, {}, 17, 40, {0, 20, 17}, {0, 5, 40}};
+  Varlen causal_more_q{2, 2, 64, true, {}, 17, 40, {0, 10, 17}, {0, 5, 40}};
+  const BadLayout cases[] = {
+      {"padded, a length past min(Nq, Nk)", long_lens, 0, Status::InvalidSeqLens, {false, true}},
+      {"packed, offsets past the total and decreasing", decreasing, 0, Status::InvalidSeqLens, {true, true}},
+      {"packed causal, an entry with more queries than keys", causal_more_q, 0, Status::UnsupportedMask,
+       {true, false}},
+  };
+  for (const BadLayout& bad : cases) check_bad_layout(forced_plan_kernel(run_forced_plan<0, 3>), bad);
+}
+
+FS_GPU_TEST_CASE("stage04 v6 refuses a plan it does not have, before any launch") {
+  FS_SKIP_WITHOUT_GPU();
+  for (const auto& plan : {std::pair{-1, 2}, std::pair{99, 2}, std::pair{0, 0}, std::pair{0, 70000}}) {
+    const int tile = plan.first, splits = plan.second;
+    INFO("tile ", tile, " splits ", splits);
+    DeviceBuffer<__half> q(64 * 17), o(64 * 17);
+    o.poison();
+    AttentionParams p = attention_shape(1, 1, 17, 17, 64, DType::FP16);
+    p.q = p.k = p.v = q.get();
+    p.o = o.get();
+    CHECK(launch_flash_fwd_v6_plan(p, tile, splits, nullptr) == Status::InvalidSize);
+    FS_CUDA_CHECK(cudaDeviceSynchronize());
+    const auto out = o.download();
+    CHECK(std::all_of(out.begin(), out.end(), [](__half x) { return std::isnan(to_float(x)); }));
+  }
+}
+
 FS_GPU_TEST_CASE("stage04 every version rejects bad inputs and writes nothing") {
   FS_SKIP_WITHOUT_GPU();
   const AttentionParams ok = attention_shape(2, 2, 17, 40, 64, DType::FP16);
@@ -338,7 +406,8 @@ FS_GPU_TEST_CASE("stage04 every version reports FS_ERR_CUDA when the runtime ref
 
 FS_CPU_TEST_CASE("stage04 through the C interface: named codes before any launch") {
   using Launcher = int (*)(const fs_attention_params*, void*);
-  const Launcher launchers[] = {fs_flash_fwd_v1, fs_flash_fwd_v2, fs_flash_fwd_v3, fs_flash_fwd_v4, fs_flash_fwd_v5};
+  const Launcher launchers[] = {fs_flash_fwd_v1, fs_flash_fwd_v2, fs_flash_fwd_v3,
+                                fs_flash_fwd_v4, fs_flash_fwd_v5, fs_flash_fwd_v6};
   fs_attention_params p{};
   p.batch = p.heads = p.seq_q = p.seq_k = 1;
   p.head_dim = 64;
@@ -372,4 +441,24 @@ FS_CPU_TEST_CASE("stage04 through the C interface: named codes before any launch
     testing::record_skip();
     MESSAGE("SKIPPED the no-device path: this machine has a GPU (the GPU cases cover FS_ERR_CUDA)");
   }
+}
+
+FS_CPU_TEST_CASE("stage04 v6 split heuristic: fill whole waves, never split a full grid, keep slices long") {
+  // A full grid is never split.
+  CHECK(flash_fwd_v6_split_heuristic(132, 256, 132) == 1);
+  CHECK(flash_fwd_v6_split_heuristic(2048, 128, 264) == 1);
+  // B = 1, H = 16, Nq = 512 at Br = 128: 64 tiles; two blocks per SM on 132 SMs: 4 splits fill 256 of
+  // 264 slots (97%), the fewest that do.
+  CHECK(flash_fwd_v6_split_heuristic(64, 256, 264) == 4);
+  // One block per SM: 2 splits already fill 128 of 132.
+  CHECK(flash_fwd_v6_split_heuristic(64, 256, 132) == 2);
+  // 100 tiles on 132 slots: 1 split fills 76%; 5 splits 500 of 528 (95%) within 5% of the best
+  // (13 splits, 1300 of 1320).
+  CHECK(flash_fwd_v6_split_heuristic(100, 1000, 132) == 5);
+  // Slices of at least 4 key blocks: 8 key blocks allow at most 2 splits; 3 allow none.
+  CHECK(flash_fwd_v6_split_heuristic(16, 8, 132) == 2);
+  CHECK(flash_fwd_v6_split_heuristic(16, 3, 132) == 1);
+  // At most 16 splits, however empty the GPU.
+  CHECK(flash_fwd_v6_split_heuristic(1, 100000, 1000) == 16);
+  CHECK(flash_fwd_v6_split_heuristic(0, 100, 132) == 1);
 }

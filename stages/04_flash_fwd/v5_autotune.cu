@@ -6,7 +6,7 @@
 // registers per thread (rO alone is D/2 fp32 registers per thread per 16-row tile), shared memory per
 // block (Q plus two K and V buffers), blocks per SM, and how often a K or V fragment read from shared
 // memory is reused (once per 16-row tile a warp owns). So, like the autotuner the Triton tutorials lean
-// on, v5 keeps a short list of shapes per head_dim (the first is v4's) and, the first time it meets a
+// on, v5 keeps a short list of shapes per head_dim (tile_shapes.cuh; the first is v4's) and, the first time it meets a
 // (GPU, head_dim, dtype, mask), times each on a synthetic problem (B·H = 16, N = 8192) and keeps the
 // fastest (common/lib/tuner.h: FLASHSTAGES_AUTOTUNE=0 skips the timing and takes v4's shape,
 // FLASHSTAGES_AUTOTUNE=verbose prints every timing).
@@ -18,11 +18,11 @@
 // results/nvidia-h100-80gb-hbm3/logs/tuner_picks.txt). A first call made while the stream is capturing a CUDA graph takes v4's
 // shape without tuning (nothing can be timed inside a capture).
 // Why it is faster, measured (H100, fp16, D = 128, N = 8192, B = 2, H = 16; stage04.json), over v4:
-//   non-causal <!-- value: [stage04/v5/fp16/D:128/N:8192/causal:0] | .1f -->363.5<!-- /value --> TFLOPS, <!-- value: [stage04/v5/fp16/D:128/N:8192/causal:0] / [stage04/v4/fp16/D:128/N:8192/causal:0] | .2f -->1.19<!-- /value -->× v4
-//   causal     <!-- value: [stage04/v5/fp16/D:128/N:8192/causal:1] | .1f -->330.0<!-- /value --> TFLOPS, <!-- value: [stage04/v5/fp16/D:128/N:8192/causal:1] / [stage04/v4/fp16/D:128/N:8192/causal:1] | .2f -->1.17<!-- /value -->× v4
+//   non-causal <!-- value: [stage04/v5/fp16/D:128/N:8192/causal:0] | .1f -->366.3<!-- /value --> TFLOPS, <!-- value: [stage04/v5/fp16/D:128/N:8192/causal:0] / [stage04/v4/fp16/D:128/N:8192/causal:0] | .2f -->1.22<!-- /value -->× v4
+//   causal     <!-- value: [stage04/v5/fp16/D:128/N:8192/causal:1] | .1f -->334.2<!-- /value --> TFLOPS, <!-- value: [stage04/v5/fp16/D:128/N:8192/causal:1] / [stage04/v4/fp16/D:128/N:8192/causal:1] | .2f -->1.16<!-- /value -->× v4
 // The shape picked at D = 128 (Br = 128, four warps of 32 rows, Q re-read from shared memory) feeds
 // each K and V fragment to two mma instead of one. SDPA's FlashAttention-2 backend measured
-// <!-- value: [sdpa_flash/fp16/D:128/N:8192/causal:0] | .1f -->334.7<!-- /value --> / <!-- value: [sdpa_flash/fp16/D:128/N:8192/causal:1] | .1f -->304.8<!-- /value --> TFLOPS in the same run (sdpa.json).
+// <!-- value: [sdpa_flash/fp16/D:128/N:8192/causal:0] | .1f -->336.6<!-- /value --> / <!-- value: [sdpa_flash/fp16/D:128/N:8192/causal:1] | .1f -->258.4<!-- /value --> TFLOPS in the same run (sdpa.json).
 //
 // Run: build/h100/stages/04_flash_fwd/stage04_flash_fwd --dtype fp16 --seq 8192 --dim 128 --batch 2 --heads 16 --version v5
 #include <cuda_runtime.h>
@@ -36,13 +36,11 @@
 #include "common/lib/workspace.h"
 #include "flash_fwd.h"
 #include "launch.cuh"
-#include "v4_ldmatrix_swizzle.cuh"
+#include "tile_shapes.cuh"
 
 namespace fs::flash::v5 {
 
 namespace {
-
-using v4::TileConfig;
 
 // One candidate shape, with its launch (either dtype).
 struct Candidate {
@@ -59,44 +57,18 @@ Status launch_candidate(const AttentionProblem& pr, cudaStream_t stream) {
   });
 }
 
+// The candidates of a head_dim: tile_shapes.cuh's list for it, v4's shape first.
 template <class... Cs>
-std::vector<Candidate> candidate_list() {
+std::vector<Candidate> candidate_list(ShapeList<Cs...>) {
   return {Candidate{Cs::kBr, Cs::kBc, Cs::kWarps, Cs::kMinBlocks, Cs::kQInRegs, Cs::kSmemBytes,
                     launch_candidate<Cs>}...};
-}
-
-// The shapes per head_dim, v4's first; the others won somewhere in a wider sweep on an H100 (the
-// stage README lists what the tuner picks). Registers bound them: 32 rows per warp (kMT = 2) at D = 128 would need 128
-// registers for rO, 64 for S and 64 for Q, so those shapes re-read Q from shared memory
-// (FlashAttention-2's own choice for D = 128: Br = 128, Bc = 64, four warps); the last D = 128 and
-// D = 64 shapes instead cap registers so that three blocks share an SM. Every head_dim of
-// HeadDimList needs its list: a missing one does not compile.
-template <int D>
-std::vector<Candidate> shapes();
-template <>
-std::vector<Candidate> shapes<32>() {
-  return candidate_list<v4::Config<32>, TileConfig<32, 4, 2, 64, true>, TileConfig<32, 4, 1, 128, true>>();
-}
-template <>
-std::vector<Candidate> shapes<64>() {
-  return candidate_list<v4::Config<64>, TileConfig<64, 4, 2, 64, true>, TileConfig<64, 4, 1, 128, true>,
-                        TileConfig<64, 4, 1, 64, true, 3>>();
-}
-template <>
-std::vector<Candidate> shapes<128>() {
-  return candidate_list<v4::Config<128>, TileConfig<128, 4, 2, 64, false>, TileConfig<128, 4, 2, 32, false>,
-                        TileConfig<128, 4, 1, 32, true, 3>>();
-}
-template <>
-std::vector<Candidate> shapes<256>() {
-  return candidate_list<v4::Config<256>, TileConfig<256, 8, 1, 64, false>, TileConfig<256, 8, 1, 32, false>>();
 }
 
 const std::vector<Candidate>& candidates(int64_t head_dim) {
   static const std::vector<Candidate> none;
   const std::vector<Candidate>* found = &none;
   HeadDimList::dispatch(head_dim, [&](auto d) {
-    static const std::vector<Candidate> list = shapes<decltype(d)::value>();
+    static const std::vector<Candidate> list = candidate_list(typename TileShapes<decltype(d)::value>::type{});
     found = &list;
     return Status::Success;
   });
@@ -154,12 +126,16 @@ Tuner& tuner() {
   return t;
 }
 
+std::string key_of(int device, int64_t head_dim, DType dtype, bool causal) {
+  return "device " + std::to_string(device) + " D=" + std::to_string(head_dim) + " " + dtype_name(dtype) +
+         (causal ? " causal" : "");
+}
+
 // The candidate for the problem's (device, head_dim, dtype, mask), timed on `stream` at first use.
 Status choose(int64_t head_dim, DType dtype, bool causal, cudaStream_t stream, int* index) {
   DeviceProps dev;
   FS_RETURN_IF_ERROR(current_device(&dev));
-  const std::string key = "device " + std::to_string(dev.device) + " D=" + std::to_string(head_dim) + " " +
-                          dtype_name(dtype) + (causal ? " causal" : "");
+  const std::string key = key_of(dev.device, head_dim, dtype, causal);
   const auto& list = candidates(head_dim);
   TuningProblem problem(stream);
   AttentionProblem pr{};
@@ -184,6 +160,17 @@ fs::Status fs::flash::run_v5(const AttentionProblem& pr, cudaStream_t stream) {
   int index = 0;
   FS_RETURN_IF_ERROR(v5::choose(pr.p.head_dim, dtype_of(pr.p), pr.p.causal != 0, stream, &index));
   return v5::candidates(pr.p.head_dim)[index].launch(pr, stream);
+}
+
+int fs::flash::v5_remembered_choice(int64_t head_dim, DType dtype, bool causal) {
+  DeviceProps dev;
+  int index = -1;
+  if (current_device(&dev) != Status::Success) return -1;
+  return v5::tuner().remembered(v5::key_of(dev.device, head_dim, dtype, causal), &index) ? index : -1;
+}
+
+fs::Status fs::flash::run_v5_candidate(const AttentionProblem& pr, int index, cudaStream_t stream) {
+  return v5::candidates(pr.p.head_dim).at(index).launch(pr, stream);
 }
 
 namespace fs {

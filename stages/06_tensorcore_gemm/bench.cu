@@ -1,8 +1,9 @@
 // Stage 06 benchmarks: every version next to its cuBLAS peer ("kernel 0", same binary, same inputs),
 // at square 1024–8192 and a few non-square and odd shapes.
 //   stage06/v1..v5/fp32/M:m/N:n/K:k   and  cublas/fp32/…     (A, B untransposed)
-//   stage06/v6,v7/fp16/…  (fp16 out)  and  cublas/fp16/…, cublas/bf16/…
-//   stage06/v8/int8/…     (int32 out) and  cublaslt/int8/…   (B transposed: cuBLASLt's int8 layout)
+//   stage06/v6,v7,v9/fp16/…  (fp16 out)  and  cublas/fp16/…
+//   stage06/v9/bf16/…        (bf16 out)  and  cublas/bf16/…
+//   stage06/v8,v10/int8/…    (int32 out) and  cublaslt/int8/…   (B transposed: cuBLASLt's int8 layout)
 // Counters: TFLOPS (for int8 these are integer operations, TOPS) and GB/s of the least traffic.
 #include <memory>
 #include <stdexcept>

@@ -1,14 +1,17 @@
 // Device helpers the stage 06 kernels share, each introduced by the version named beside it: the
 // alpha/beta epilogue (v1), guarded 128-bit loads (v3), shared tiles in their stored orientation,
 // element copies and the staged store of C (v6), cp.async tile streams (the sm80 wrappers of
-// common/device/sm80.cuh) and the grouped tile order (v7), the int8 panel tile (v8). Kept here once
-// so that each vN_*.cuh shows only its own idea.
+// common/device/sm80.cuh) and the grouped tile order (v7), the int8 panel tile (v8), the swizzled
+// tile with its copy stream of any width, ldmatrix addressing and the pair epilogue (v9), the int8
+// byte transpose (v10). Kept here once so that each vN_*.cuh shows only its own idea.
 #pragma once
 
+#include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "common/device/sm80.cuh"
 
@@ -22,6 +25,10 @@ __device__ __forceinline__ void epilogue(float* c, float acc, float alpha, float
 // fp16 output: the fp32 value is rounded once, at the store.
 __device__ __forceinline__ void epilogue(__half* c, float acc, float alpha, float beta) {
   *c = __float2half_rn(beta == 0.0f ? alpha * acc : alpha * acc + beta * __half2float(*c));
+}
+// bf16 output (v9): the same, rounded to bf16.
+__device__ __forceinline__ void epilogue(__nv_bfloat16* c, float acc, float alpha, float beta) {
+  *c = __float2bfloat16_rn(beta == 0.0f ? alpha * acc : alpha * acc + beta * __bfloat162float(*c));
 }
 // int32 output: evaluated in fp64 and rounded to nearest (saturating at the int32 range), so it is
 // exact whenever alpha and beta are integers and the result fits in int32.
@@ -261,5 +268,224 @@ struct PanelTile {
   __device__ static int at(int r, int c) { return c / 16 * kPanelStride + r * 16 + c % 16; }
   __device__ static int frag(int x, int k) { return kKContig ? at(x, k) : at(k, x); }
 };
+
+// ---- v9: the swizzled tile ---------------------------------------------------------------------
+// A tile kept in its stored orientation, as PaddedTile, but dense: no padding. Its rows are cut into
+// 16-byte chunks (8 halves, 16 int8), and within every 128-byte line of shared memory the chunk index
+// is XORed with a key that changes from row to row, so the 8 rows one ldmatrix phase reads, same
+// logical chunk, land on 8 different chunk slots (8 × 4 banks: every bank once):
+//   rows of >= 128 bytes: key = row % 8         rows of 64 bytes (two per line): key = (row / 2) % 8
+//   physical byte = logical byte ^ (key << 4)  (bits 4..6, the chunk within the line, are flipped)
+// For 64-byte rows (a k-contiguous tile 32 halves or 64 int8 deep), rows 0..7 at logical chunk 0:
+//   row      0   1   2   3   4   5   6   7          line = 128 bytes = slots 0..7 of 16 bytes
+//   line     0   0   1   1   2   2   3   3          (rows 2j and 2j+1 share line j)
+//   slot     0   4   0   4   0   4   0   4    before: slots 0 and 4 only, a 4-way bank conflict
+//   key      0   0   1   1   2   2   3   3
+//   slot^key 0   4   1   5   2   6   3   7    after: every slot once, no conflict
+// The XOR stays inside one 128-byte line, so the tile keeps its size and every chunk stays whole.
+template <bool kIsKContig, int kBX, int kDepth, class T>
+struct SwizzledTile {
+  static constexpr bool kKContig = kIsKContig;
+  static constexpr int kBK = kDepth;
+  static constexpr int kRows = kKContig ? kBX : kBK;
+  static constexpr int kCols = kKContig ? kBK : kBX;
+  static constexpr int kRowBytes = kCols * int(sizeof(T));
+  static constexpr int kBytes = kRows * kRowBytes;
+  static constexpr int kLineShift = kRowBytes <= 128 ? 7 : kRowBytes == 256 ? 8 : kRowBytes == 512 ? 9 : 10;
+  static_assert(kRowBytes >= 64 && kRowBytes <= 1024 && (kRowBytes & (kRowBytes - 1)) == 0,
+                "rows of 64 to 1024 bytes, a power of two");
+  // The byte offset of stored row `row`, byte `col` (the key is the line index for 64-byte rows, the
+  // row index for longer ones: (offset >> kLineShift) is both).
+  __device__ static uint32_t offset(int row, int col) {
+    const uint32_t off = uint32_t(row * kRowBytes + col);
+    return off ^ (((off >> kLineShift) & 7u) << 4);
+  }
+};
+
+// This lane's row address for an ldmatrix .x4 that loads a 16(x) × 16(k) block of 16-bit values (or
+// 16 × 32 int8, the same 512 bytes) at (x0, k = 0) of a SwizzledTile. Lanes 8i .. 8i+7 address the
+// rows of 8×8 tile i; the tiles come in the order the mma fragment registers want them:
+//   A (x = m): tile 0 (m 0-7, k 0-7), 1 (m 8-15, k 0-7), 2 (m 0-7, k 8-15), 3 (m 8-15, k 8-15)
+//   B (x = n): tile 0 (n 0-7, k 0-7), 1 (n 0-7, k 8-15), 2 (n 8-15, k 0-7), 3 (n 8-15, k 8-15)
+// so that A's .x4 is a[0..3] of one m16n8k16 fragment, B's is b[0..1] of two n8 tiles (k in 16-bit
+// units; for int8 read "k 0-15, k 16-31"). A k-contiguous tile has x rows: each lane points at row x,
+// chunk k/8, and plain ldmatrix hands lane 4g+t row g. An x-contiguous tile (16-bit only) has k rows:
+// each lane points at row k, chunk x/8, and ldmatrix .trans hands lane 4g+t column g.
+template <class Tile, bool kOperandB>
+__device__ __forceinline__ uint32_t ldmatrix_lane_offset(int lane, int x0) {
+  const int i = lane / 8, r = lane % 8;
+  const int dx = kOperandB ? (i >> 1) * 8 : (i & 1) * 8;  // x of the tile's first row or column
+  const int dk = kOperandB ? (i & 1) : (i >> 1);          // 16-byte chunk of k (8 halves, 16 int8)
+  if constexpr (Tile::kKContig) return Tile::offset(x0 + dx + r, dk * 16);
+  else return Tile::offset(dk * 8 + r, (x0 + dx) * 2);
+}
+
+// The offset of block (x0 + 16·i, 32 bytes of k times s) from the lane's offset of block (x0, 0), by a
+// compile-time XOR and add (no swizzle worked out in the loop). K-contiguous rows: 32·s bytes along the
+// row flips bit 5 only (the key is unchanged), 16·i rows keep the key (it repeats every 8 rows, or 16
+// for 64-byte rows): XOR 32·s, add 16·i rows. X-contiguous rows (x0 a multiple of 64 halves, one
+// 128-byte line): 32·i bytes along the row flips bits 5..6, 16·s rows keep the key: XOR 32·i, add 16·s rows.
+template <class Tile>
+__device__ __forceinline__ uint32_t ldmatrix_block_offset(uint32_t lane_offset, int s, int i) {
+  if constexpr (Tile::kKContig) return (lane_offset ^ uint32_t(32 * s)) + uint32_t(16 * i * Tile::kRowBytes);
+  else return (lane_offset ^ uint32_t(32 * i)) + uint32_t(16 * s * Tile::kRowBytes);
+}
+
+// The tile copies of v9 and v10: AsyncTileStream's walk (one pointer, one pair of bounds, moved one
+// k-tile per step) into a SwizzledTile, with copies kCopyBytes wide. 16 is cp.async.cg; 8 and 4,
+// for leading dimensions and bases that are not 16-byte aligned, are cp.async.ca (the same pipeline,
+// 2 or 4 times the instructions); kCopyBytes = sizeof(T) (below 4) is an element-by-element copy
+// through registers, the path for rows not even 4-byte aligned (its loads stall the warp: the
+// pipeline no longer hides them). T is the raw storage type (uint16_t for fp16/bf16, int8_t).
+template <class Tile, int kThreads, int kCopyBytes, class T>
+struct SwizzledTileStream {
+  static constexpr int kElems = kCopyBytes / int(sizeof(T));  // elements per copy
+  static constexpr int kPerRow = Tile::kRowBytes / kCopyBytes, kRowStep = kThreads / kPerRow;
+  static constexpr int kCopies = Tile::kRows / kRowStep;
+  // Copy loops unrolled fully for 16 and 8 bytes, by 4 for 4 bytes (8 to 16 copies per operand: fully
+  // unrolled, their shared offsets held across the main loop made ptxas spill), not for elements.
+  static constexpr int kUnroll = kCopyBytes >= 8 ? kCopies : kCopyBytes == 4 ? 4 : 1;
+  static_assert(kCopyBytes >= int(sizeof(T)) && Tile::kRowBytes % kCopyBytes == 0 && kThreads % kPerRow == 0 &&
+                    Tile::kRows % kRowStep == 0,
+                "whole copies per thread");
+  const T* p;          // this thread's first copy in the current k-tile
+  int64_t row_stride;  // kRowStep stored rows, in elements
+  int64_t rows_left;   // stored rows from the first copy's row to the matrix edge
+  int64_t cols_left;   // stored columns from the copies' first element to the edge
+  int r, c;            // the first copy's place in the stored tile (row, element)
+
+  // x0: the tile's first m (A) or n (B), X that extent of the matrix.
+  __device__ SwizzledTileStream(const T* x, int64_t ld, int64_t x0, int64_t X, int64_t K, int tid)
+      : row_stride(kRowStep * ld), r(tid / kPerRow), c(tid % kPerRow * kElems) {
+    const int64_t row = Tile::kKContig ? x0 + r : r, col = Tile::kKContig ? c : x0 + c;  // at k0 = 0
+    p = x + row * ld + col;
+    rows_left = (Tile::kKContig ? X : K) - row;
+    cols_left = (Tile::kKContig ? K : X) - col;
+  }
+  // One copy of kCopyBytes; `valid` false reads nothing and writes zeros.
+  __device__ static void copy_one(unsigned char* dst, const T* src, bool valid, const T* base) {
+    if constexpr (kCopyBytes == 16) sm80::cp_async_cg_16_zfill(dst, valid ? src : base, valid ? 16 : 0);
+    else if constexpr (kCopyBytes >= 4) sm80::cp_async_ca_zfill<kCopyBytes>(dst, valid ? src : base, valid ? kCopyBytes : 0);
+    else *reinterpret_cast<T*>(dst) = valid ? *src : T(0);  // one element, through a register
+  }
+  // Issues this thread's copies of the current k-tile into `s` (one stage's Tile). Inside the matrix
+  // every copy is whole: one pointer increment and one cp.async each. `base`, the matrix (a kernel
+  // argument, not held in registers), is the address given to copies that read nothing. The element
+  // path (kCopyBytes < 4) keeps its loops rolled: it is slow anyway, and unrolled it spills (kUnroll).
+  __device__ void copy(unsigned char* s, const T* base) const {
+    if (rows_left > (kCopies - 1) * kRowStep && cols_left >= kElems) {
+      const T* q = p;
+#pragma unroll(kUnroll)
+      for (int i = 0; i < kCopies; ++i, q += row_stride)
+        copy_one(s + Tile::offset(r + i * kRowStep, c * int(sizeof(T))), q, true, base);
+      return;
+    }
+    // At an edge: a copy wholly outside the matrix zero-fills (reading nothing); one partly outside
+    // takes its valid elements one by one and zeros after them (a partial cp.async source size would
+    // be counted by compute-sanitizer as a full-width read past the allocation).
+    const int valid = cols_left >= kElems ? kElems : cols_left > 0 ? int(cols_left) : 0;
+#pragma unroll(kUnroll)
+    for (int i = 0; i < kCopies; ++i) {
+      unsigned char* dst = s + Tile::offset(r + i * kRowStep, c * int(sizeof(T)));
+      const T* q = p + i * row_stride;
+      const int n = rows_left > i * kRowStep ? valid : 0;  // valid elements in this copy
+      if (n == kElems || n == 0) {
+        copy_one(dst, q, n != 0, base);
+      } else {
+#pragma unroll
+        for (int j = 0; j < kElems; ++j) reinterpret_cast<T*>(dst)[j] = j < n ? q[j] : T(0);
+      }
+    }
+  }
+  __device__ void advance() {  // to the next k-tile: kBK columns, or kBK = kCopies·kRowStep rows
+    if (Tile::kKContig) p += Tile::kBK;
+    else p += kCopies * row_stride;
+    if (Tile::kKContig) cols_left -= Tile::kBK;
+    else rows_left -= Tile::kBK;
+  }
+};
+
+// The epilogue for two neighbouring columns of one row (an mma accumulator pair c[0..1] or c[2..3]),
+// one 8-byte (fp32) or 4-byte (fp16, bf16) store when `pairs` says C allows it (base and ldc keep
+// every even column 2-element aligned) and both columns are inside; element by element otherwise.
+template <class TOut>
+__device__ __forceinline__ void store_pair(TOut* C, int64_t ldc, int64_t M, int64_t N, int64_t m, int64_t n, float x,
+                                           float y, float alpha, float beta, bool pairs) {
+  if (m >= M || n >= N) return;
+  TOut* c = C + m * ldc + n;
+  if (pairs && n + 1 < N) {
+    if constexpr (std::is_same_v<TOut, float>) {
+      float2 v = make_float2(alpha * x, alpha * y);
+      if (beta != 0.0f) {  // beta = 0 never reads C
+        const float2 old = *reinterpret_cast<const float2*>(c);
+        v.x += beta * old.x;
+        v.y += beta * old.y;
+      }
+      *reinterpret_cast<float2*>(c) = v;
+    } else if constexpr (std::is_same_v<TOut, __half>) {
+      float2 v = make_float2(alpha * x, alpha * y);
+      if (beta != 0.0f) {
+        const float2 old = __half22float2(*reinterpret_cast<const __half2*>(c));
+        v.x += beta * old.x;
+        v.y += beta * old.y;
+      }
+      *reinterpret_cast<__half2*>(c) = __float22half2_rn(v);
+    } else {
+      float2 v = make_float2(alpha * x, alpha * y);
+      if (beta != 0.0f) {
+        const float2 old = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(c));
+        v.x += beta * old.x;
+        v.y += beta * old.y;
+      }
+      *reinterpret_cast<__nv_bfloat162*>(c) = __float22bfloat162_rn(v);
+    }
+    return;
+  }
+  epilogue(c, x, alpha, beta);
+  if (n + 1 < N) epilogue(c + 1, y, alpha, beta);
+}
+
+// int32 output (v10): the fp64 epilogue of each element, one 8-byte store of the pair.
+__device__ __forceinline__ void store_pair(int32_t* C, int64_t ldc, int64_t M, int64_t N, int64_t m, int64_t n,
+                                           int32_t x, int32_t y, float alpha, float beta, bool pairs) {
+  if (m >= M || n >= N) return;
+  int32_t* c = C + m * ldc + n;
+  if (pairs && n + 1 < N) {
+    const int2 old = beta != 0.0f ? *reinterpret_cast<const int2*>(c) : make_int2(0, 0);  // beta = 0: C unread
+    const double a = alpha, b = beta == 0.0f ? 0.0 : double(beta);
+    *reinterpret_cast<int2*>(c) = make_int2(__double2int_rn(a * x + b * old.x), __double2int_rn(a * y + b * old.y));
+    return;
+  }
+  epilogue(c, x, alpha, beta);
+  if (n + 1 < N) epilogue(c + 1, y, alpha, beta);
+}
+
+// ---- v10: the int8 byte transpose ----------------------------------------------------------------
+// ldmatrix moves 16-bit values: .trans cannot turn an x-contiguous int8 tile into k-contiguous
+// fragments. v10 copies such an operand in its stored orientation (Src, k rows) and rewrites it into a
+// k-contiguous SwizzledTile (Dst, x rows) before the fragment loads. Each thread step takes a 4 k × 4 x
+// block: four 32-bit loads (one per k row), a 4×4 byte transpose in registers (__byte_perm, PRMT),
+// four 32-bit stores (one per x row). Consecutive threads walk k first, so a warp's stores cover
+// whole 64-byte rows of Dst.
+template <class Src, class Dst, int kThreads>
+__device__ __forceinline__ void transpose_s8(unsigned char* dst, const unsigned char* src, int tid) {
+  static_assert(!Src::kKContig && Dst::kKContig && Src::kBK == Dst::kBK && Src::kCols == Dst::kRows, "one tile");
+  constexpr int kKBlocks = Src::kBK / 4, kBlocks = kKBlocks * (Src::kCols / 4);
+  static_assert(kBlocks % kThreads == 0, "whole blocks per thread");
+#pragma unroll
+  for (int b = tid; b < kBlocks; b += kThreads) {
+    const int k = b % kKBlocks * 4, x = b / kKBlocks * 4;
+    uint32_t w[4];  // w[i]: bytes x..x+3 of k row k+i
+#pragma unroll
+    for (int i = 0; i < 4; ++i) w[i] = *reinterpret_cast<const uint32_t*>(src + Src::offset(k + i, x));
+    // Byte j of w[i] is (k+i, x+j); out[j] gathers byte j of w[0..3]: (x+j, k..k+3).
+    const uint32_t lo01 = __byte_perm(w[0], w[1], 0x5140), hi01 = __byte_perm(w[0], w[1], 0x7362);
+    const uint32_t lo23 = __byte_perm(w[2], w[3], 0x5140), hi23 = __byte_perm(w[2], w[3], 0x7362);
+    const uint32_t out[4] = {__byte_perm(lo01, lo23, 0x5410), __byte_perm(lo01, lo23, 0x7632),
+                             __byte_perm(hi01, hi23, 0x5410), __byte_perm(hi01, hi23, 0x7632)};
+#pragma unroll
+    for (int j = 0; j < 4; ++j) *reinterpret_cast<uint32_t*>(dst + Dst::offset(x + j, k)) = out[j];
+  }
+}
 
 }  // namespace fs::gemm

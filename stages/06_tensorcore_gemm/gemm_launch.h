@@ -4,8 +4,10 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "common/lib/cuda_check.h"
 #include "common/lib/dispatch.h"
@@ -45,6 +47,41 @@ inline unsigned tile_count(const GemmParams& p, int bm, int bn) {
 // Whether 16-byte vector copies of a matrix stay aligned: the base is, and so is every row start.
 inline bool rows_16b_aligned(const void* ptr, int64_t ld, std::size_t elem_bytes) {
   return reinterpret_cast<std::uintptr_t>(ptr) % 16 == 0 && (ld * int64_t(elem_bytes)) % 16 == 0;
+}
+
+// The widest copy, 16, 8 or 4 bytes, that keeps every row of a matrix aligned (the base and the row
+// stride ld·elem_bytes both divisible by it); elem_bytes when none does (v9, v10).
+inline int copy_bytes(const void* ptr, int64_t ld, std::size_t elem_bytes) {
+  for (int w : {16, 8, 4})
+    if (reinterpret_cast<std::uintptr_t>(ptr) % w == 0 && (ld * int64_t(elem_bytes)) % w == 0) return w;
+  return int(elem_bytes);
+}
+
+// Whether pairs of C elements at even columns stay aligned: the base is 2-element aligned, ldc even.
+inline bool pairs_aligned(const void* ptr, int64_t ld, std::size_t elem_bytes) {
+  return reinterpret_cast<std::uintptr_t>(ptr) % (2 * elem_bytes) == 0 && ld % 2 == 0;
+}
+
+// The copy width both operands allow (gemm::copy_bytes), as a template argument: f(integral_constant<W>)
+// for W = 16, 8, 4, or kElem (element copies).
+template <int kElem, class F>
+cudaError_t dispatch_copy_bytes(int w, F&& f) {
+  switch (w) {
+    case 16: return f(std::integral_constant<int, 16>{});
+    case 8: return f(std::integral_constant<int, 8>{});
+    case 4: return f(std::integral_constant<int, 4>{});
+    default: return f(std::integral_constant<int, kElem>{});
+  }
+}
+
+inline int operand_copy_bytes(const GemmParams& p, std::size_t elem_bytes) {
+  return std::min(gemm::copy_bytes(p.a, p.lda, elem_bytes), gemm::copy_bytes(p.b, p.ldb, elem_bytes));
+}
+
+// v9 and v10 need more than the default 48 KB of shared memory: each instance opts in before its launch.
+template <class Kernel>
+cudaError_t allow_smem(Kernel kernel, std::size_t smem) {
+  return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
 }
 
 }  // namespace fs::gemm

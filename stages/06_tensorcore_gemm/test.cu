@@ -1,11 +1,13 @@
 // Stage 06 tests: every version against the fp64 reference at odd sizes (M, N, K from 1, 17, 1000), for
-// every transpose pair, with tight and padded leading dimensions; exact on integer inputs for fp16 and
-// int8; alpha and beta (a NaN-poisoned C with beta = 0 must not leak through); the element-copy
-// fallbacks; and every status code a launcher can return, with C left untouched.
+// every transpose pair, with tight and padded leading dimensions; exact on integer inputs for fp16,
+// bf16 and int8; alpha and beta (a NaN-poisoned C with beta = 0 must not leak through); the element-copy
+// fallbacks and v9/v10's 8- and 4-byte copies; and every status code a launcher can return, with C
+// left untouched.
 #include <cuda_runtime.h>
 
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "common/lib/cuda_check.h"
@@ -26,13 +28,27 @@ std::vector<const KernelDesc*> taking(DType ab) {
   return out;
 }
 const std::vector<const KernelDesc*> kSimt = taking(DType::FP32), kFp16 = taking(DType::FP16),
-                                     kInt8 = taking(DType::INT8), kAll = find_kernels("stage06");
+                                     kBf16 = taking(DType::BF16), kInt8 = taking(DType::INT8),
+                                     kAll = find_kernels("stage06");
+
+// The versions that copy with cp.async as wide as the rows allow (16, 8 or 4 bytes): v9 and v10.
+bool picks_copy_width(const KernelDesc& k) {
+  const std::string v = k.info.version;
+  return v == "v9" || v == "v10";
+}
+
+// A dtype the mask lacks: the code a launcher must refuse.
+int32_t not_in(uint32_t mask) {
+  for (DType t : kAllDtypes)
+    if (!in_set(mask, int32_t(t))) return int32_t(t);
+  return -1;
+}
 
 struct Mnk {
   int64_t m, n, k;
 };
 // Each of M, N, K takes 1, 17 and L = 1000, in every pairing; 300×520×200 adds whole interior tiles
-// in both directions next to tails, and K = L runs v7/v8's 4-stage pipeline around several times.
+// in both directions next to tails, and K = L runs the 3- and 4-stage pipelines (v7–v10) around several times.
 // Under the sanitizer L is 300: still several 64-deep k-tiles and a tail in every direction.
 std::vector<Mnk> odd_sizes() {
   const int64_t L = testing::size_for_run(1000, 300);
@@ -157,12 +173,14 @@ FS_CPU_TEST_CASE("stage06 validation returns each named code in order") {
   CHECK(fs_gemm_v1(nullptr, nullptr) == FS_ERR_NULL_POINTER);
   CHECK(fs_gemm_v7(nullptr, nullptr) == FS_ERR_NULL_POINTER);
   CHECK(fs_gemm_v8(nullptr, nullptr) == FS_ERR_NULL_POINTER);
+  CHECK(fs_gemm_v9(nullptr, nullptr) == FS_ERR_NULL_POINTER);
+  CHECK(fs_gemm_v10(nullptr, nullptr) == FS_ERR_NULL_POINTER);
   // Every version validates before anything else (no GPU is touched on these paths).
   for (const KernelDesc* k : kAll) {
     INFO(k->qualified());
     GemmParams q = p;
     q.ab_dtype = base_case(*k).shape.ab_dtype;
-    q.c_dtype = FS_BF16;  // no version writes bf16
+    q.c_dtype = not_in(k->gemm.c_dtypes);  // a C type this version does not write
     CHECK(launch(*k, q, nullptr) == Status::UnsupportedDtype);
     q.k = 0;
     CHECK(launch(*k, q, nullptr) == Status::InvalidSize);
@@ -176,7 +194,7 @@ FS_GPU_TEST_CASE("stage06 SIMT v1-v5 match fp64 at odd sizes for every transpose
     if (testing::runs_here(*k)) check_odd_sizes(*k, base_case(*k), seed += 100);
 }
 
-FS_GPU_TEST_CASE("stage06 WMMA fp16 v6 v7 are exact on small integers with fp32 and fp16 output") {
+FS_GPU_TEST_CASE("stage06 fp16 v6 v7 v9 are exact on small integers with fp32 and fp16 output") {
   FS_SKIP_WITHOUT_GPU();
   uint64_t seed = 7000;
   for (const KernelDesc* k : kFp16) {
@@ -189,22 +207,39 @@ FS_GPU_TEST_CASE("stage06 WMMA fp16 v6 v7 are exact on small integers with fp32 
   }
 }
 
-FS_GPU_TEST_CASE("stage06 WMMA fp16 v6 v7 stay within the fp32 tolerance on fractional inputs") {
+FS_GPU_TEST_CASE("stage06 bf16 v9 is exact on small integers with fp32, bf16 and fp16 output") {
   FS_SKIP_WITHOUT_GPU();
-  // fp16 inputs are exact in fp64, products exact in fp32: the error is the fp32 accumulation's.
-  uint64_t seed = 7500;
-  for (const KernelDesc* k : kFp16) {
+  uint64_t seed = 7200;
+  for (const KernelDesc* k : kBf16) {
     if (!testing::runs_here(*k)) continue;
-    const int64_t L = testing::size_for_run(1000, 300);
-    for (const Mnk& mnk : {Mnk{L, 17, L}, Mnk{300, 520, 200}}) {
-      GemmCase g = sized(base_case(*k), mnk, 0);
-      g.integers = false;
-      check(*k, g, ++seed);
+    for (int32_t c_dtype : {FS_FP32, FS_BF16, FS_FP16}) {
+      GemmCase g = base_case(*k);
+      g.shape.ab_dtype = FS_BF16;
+      g.shape.c_dtype = c_dtype;
+      check_odd_sizes(*k, g, seed += 100);
     }
   }
 }
 
-FS_GPU_TEST_CASE("stage06 WMMA int8 v8 is exact over the whole int8 range") {
+FS_GPU_TEST_CASE("stage06 fp16 and bf16 versions stay within the fp32 tolerance on fractional inputs") {
+  FS_SKIP_WITHOUT_GPU();
+  // fp16 and bf16 inputs are exact in fp64, products exact in fp32: the error is the fp32 accumulation's.
+  uint64_t seed = 7500;
+  for (int32_t ab : {FS_FP16, FS_BF16})
+    for (const KernelDesc* k : ab == FS_FP16 ? kFp16 : kBf16) {
+      if (!testing::runs_here(*k)) continue;
+      const int64_t L = testing::size_for_run(1000, 300);
+      for (const Mnk& mnk : {Mnk{L, 17, L}, Mnk{300, 520, 200}})
+        for (int t = 0; t < 4; ++t) {
+          GemmCase g = sized(base_case(*k), mnk, t);
+          g.shape.ab_dtype = ab;
+          g.integers = false;
+          check(*k, g, ++seed);
+        }
+    }
+}
+
+FS_GPU_TEST_CASE("stage06 int8 v8 v10 are exact over the whole int8 range") {
   FS_SKIP_WITHOUT_GPU();
   for (const KernelDesc* k : kInt8)
     if (testing::runs_here(*k)) check_odd_sizes(*k, base_case(*k), 8000);
@@ -222,6 +257,10 @@ FS_GPU_TEST_CASE("stage06 alpha and beta read C when beta is not zero") {
       check_alpha_beta(*k, g, 2.0f, -3.0f, seed += 100);
       g.shape.c_dtype = FS_FP16;
       check_alpha_beta(*k, g, -1.0f, 2.0f, seed += 100);
+      if (in_set(k->gemm.ab_dtypes, FS_BF16)) {  // v9: bf16 in, bf16 out
+        g.shape.ab_dtype = g.shape.c_dtype = FS_BF16;
+        check_alpha_beta(*k, g, -1.0f, 2.0f, seed += 100);
+      }
     } else {
       check_alpha_beta(*k, g, 3.0f, -2.0f, seed += 100);
     }
@@ -232,7 +271,7 @@ FS_GPU_TEST_CASE("stage06 alpha and beta read C when beta is not zero") {
 
 FS_GPU_TEST_CASE("stage06 misaligned bases take the element-copy path and stay correct") {
   FS_SKIP_WITHOUT_GPU();
-  // Shifting every base by one element breaks 16-byte alignment (v3-v5 float4, v7-v8 cp.async) while
+  // Shifting every base by one element breaks 16-byte alignment (v3-v5 float4, v7-v10 cp.async) while
   // keeping element alignment: the kernels must notice and copy element by element.
   uint64_t seed = 9500;
   for (const KernelDesc* k : kAll) {
@@ -243,6 +282,36 @@ FS_GPU_TEST_CASE("stage06 misaligned bases take the element-copy path and stay c
       g.shape.beta = 1.0f;
       check(*k, g, ++seed);
     }
+  }
+}
+
+// v9 and v10 copy 8 or 4 bytes at a time where the rows allow no wider copy: leading dimensions whose
+// rows are w-byte but not 2w-byte aligned, bases shifted to w bytes. C, with ldc odd, takes the
+// element-wise epilogue instead of pair stores.
+FS_GPU_TEST_CASE("stage06 v9 v10 take 8- and 4-byte copies where rows allow no 16 and stay exact") {
+  FS_SKIP_WITHOUT_GPU();
+  uint64_t seed = 9700;
+  for (const KernelDesc* k : kAll) {
+    if (!testing::runs_here(*k) || !picks_copy_width(*k)) continue;
+    const int64_t es = base_case(*k).shape.ab_dtype == FS_INT8 ? 1 : 2;
+    // The first leading dimension >= row whose rows are w-byte but not 2w-byte aligned.
+    auto ld_for = [&](int64_t row, int64_t w) {
+      int64_t ld = row;
+      while ((ld * es) % w != 0 || (ld * es) % (2 * w) == 0) ++ld;
+      return ld;
+    };
+    for (int64_t w : {8, 4})
+      for (const Mnk& mnk : {Mnk{300, 520, 200}, Mnk{17, testing::size_for_run(1000, 300), 33}})
+        for (int t = 0; t < 4; ++t) {
+          GemmCase g = sized(base_case(*k), mnk, t);
+          GemmParams& s = g.shape;
+          s.lda = ld_for(s.trans_a ? s.m : s.k, w);
+          s.ldb = ld_for(s.trans_b ? s.k : s.n, w);
+          s.ldc = s.n + 1;
+          g.shift = w / es;  // every base w-byte aligned, not 2w
+          s.beta = 1.0f;
+          check(*k, g, ++seed);
+        }
   }
 }
 
@@ -265,8 +334,9 @@ FS_GPU_TEST_CASE("stage06 every version rejects bad inputs and writes nothing") 
     check_rejected(K, ok, [](GemmParams& p) { p.ldb = p.n - 1; }, Status::InvalidLeadingDim);
     check_rejected(K, ok, [](GemmParams& p) { p.trans_a = p.trans_b = 1; p.k = p.ldb + 1; }, Status::InvalidLeadingDim);
     check_rejected(K, ok, [](GemmParams& p) { p.ldc = p.n - 1; }, Status::InvalidLeadingDim);
-    check_rejected(K, ok, [](GemmParams& p) { p.ab_dtype = FS_BF16; }, Status::UnsupportedDtype);
-    check_rejected(K, ok, [](GemmParams& p) { p.c_dtype = FS_BF16; }, Status::UnsupportedDtype);
+    const int32_t bad_ab = not_in(k->gemm.ab_dtypes), bad_c = not_in(k->gemm.c_dtypes);
+    check_rejected(K, ok, [=](GemmParams& p) { p.ab_dtype = bad_ab; }, Status::UnsupportedDtype);
+    check_rejected(K, ok, [=](GemmParams& p) { p.c_dtype = bad_c; }, Status::UnsupportedDtype);
     check_rejected(K, ok, [](GemmParams& p) { p.c = static_cast<char*>(p.c) + 1; }, Status::MisalignedPointer);
     if (ok.shape.ab_dtype != FS_INT8)  // an int8 pointer is always element-aligned
       check_rejected(K, ok, [](GemmParams& p) { p.b = shifted<char>(p.b, 1); }, Status::MisalignedPointer);

@@ -8,7 +8,7 @@
 // 32 bytes apart, a 2-way bank conflict, and a warp's 32 threads cover a 2×16 strip of thread blocks,
 // so it reads 16 different B vectors per kk (v4 shapes each warp's outputs into a compact tile).
 // Measured (results/nvidia-h100-80gb-hbm3/stage06.json, 4096³):
-//   <!-- value: [stage06/v3/fp32/M:4096/N:4096/K:4096] / [stage06/v2/fp32/M:4096/N:4096/K:4096] | .2f -->1.12<!-- /value -->× v2,
+//   <!-- value: [stage06/v3/fp32/M:4096/N:4096/K:4096] / [stage06/v2/fp32/M:4096/N:4096/K:4096] | .2f -->1.13<!-- /value -->× v2,
 //   a small gain: the compiler had already fused v2's contiguous shared reads into LDS.128.
 //
 // Run: build/h100/stages/06_tensorcore_gemm/stage06_gemm --dtype fp32 --version v3

@@ -1,5 +1,4 @@
-// Stage 06: the tensor-core versions v6–v8 (WMMA) — their launches, descriptors and C entries, and
-// the list of the stage's versions.
+// Stage 06: the tensor-core versions v6–v8 (WMMA) — their launches, descriptors and C entries.
 #include <cuda_fp16.h>
 
 #include "gemm.h"
@@ -74,12 +73,6 @@ const KernelDesc kGemmV7 = gemm_kernel(
 const KernelDesc kGemmV8 = gemm_kernel(
     {"fs_gemm_v8", "stage06", "v8", "WMMA int8 -> int32: v7's pipeline, 16-wide smem panels"}, kInt8Support,
     kStageArchs, gemm::max_smem_bytes<gemm_v8::Config>(), gemm::launch_transposes<V8>);
-
-KernelList stage06_kernels() {
-  static const KernelDesc* const versions[] = {&kGemmV1, &kGemmV2, &kGemmV3, &kGemmV4,
-                                               &kGemmV5, &kGemmV6, &kGemmV7, &kGemmV8};
-  return kernel_list(versions);
-}
 
 }  // namespace fs
 

@@ -1,0 +1,13 @@
+// Stage 06: the list of its versions, in order, as the registry shows them (the descriptors live beside
+// their launches: simt.cu, wmma.cu, mma.cu).
+#include "gemm.h"
+
+namespace fs {
+
+KernelList stage06_kernels() {
+  static const KernelDesc* const versions[] = {&kGemmV1, &kGemmV2, &kGemmV3, &kGemmV4, &kGemmV5,
+                                               &kGemmV6, &kGemmV7, &kGemmV8, &kGemmV9, &kGemmV10};
+  return kernel_list(versions);
+}
+
+}  // namespace fs
