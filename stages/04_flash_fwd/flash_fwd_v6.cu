@@ -22,12 +22,12 @@
 
 #include "common/lib/device.h"
 #include "common/lib/flops.h"
-#include "common/lib/random.h"
 #include "common/lib/tuner.h"
 #include "common/lib/workspace.h"
 #include "flash_fwd.h"
 #include "launch.cuh"
 #include "tile_shapes.cuh"
+#include "tuning_problem.h"
 #include "v6_split_kv.cuh"
 
 namespace fs::flash::v6 {
@@ -179,43 +179,19 @@ std::string name(int64_t head_dim, const Plan& c) {
 }
 
 // The tuning problem: dense, B = 1, H = the call's B·H, the call's Nq (its longest entry) and Nk, in
-// its head_dim, dtype and mask; uniform random inputs; its buffers freed when it goes.
-class TuningProblem {
- public:
-  explicit TuningProblem(cudaStream_t stream) : stream_(stream) {}
-  ~TuningProblem() {
-    for (void* b : buffers_)
-      if (b) workspace_free(b, stream_);
-  }
-  Status make(const AttentionProblem& call, AttentionProblem* out) {
-    AttentionParams p{};
-    p.batch = 1;
-    p.heads = call.p.batch * call.p.heads;
-    p.seq_k = call.p.seq_k;
-    p.seq_q = call.p.causal ? std::min(call.max_seq_q, p.seq_k) : call.max_seq_q;
-    p.head_dim = call.p.head_dim;
-    p.dtype = call.p.dtype;
-    p.causal = call.p.causal;
-    p.scale = call.p.scale;
-    const DType dtype = dtype_of(p);
-    const int64_t elems[4] = {q_elems(p), kv_elems(p), kv_elems(p), q_elems(p)};
-    for (int i = 0; i < 4; ++i)
-      FS_RETURN_IF_ERROR(workspace_alloc(&buffers_[i], std::size_t(elems[i]) * dtype_size(dtype), stream_));
-    for (int i = 0; i < 3; ++i)
-      FS_RETURN_IF_ERROR(fill_random_device(buffers_[i], elems[i], dtype, 5000 + i, -1.0f, 1.0f, stream_));
-    p.q = buffers_[0];
-    p.k = buffers_[1];
-    p.v = buffers_[2];
-    p.o = buffers_[3];
-    FS_RETURN_IF_ERROR(validate(p, kSupport));
-    *out = prepare(p);
-    return Status::Success;
-  }
-
- private:
-  cudaStream_t stream_;
-  void* buffers_[4] = {};
-};
+// its head_dim, dtype, mask and scale.
+AttentionParams tuning_shape(const AttentionProblem& call) {
+  AttentionParams p{};
+  p.batch = 1;
+  p.heads = call.p.batch * call.p.heads;
+  p.seq_k = call.p.seq_k;
+  p.seq_q = call.p.causal ? std::min(call.max_seq_q, p.seq_k) : call.max_seq_q;
+  p.head_dim = call.p.head_dim;
+  p.dtype = call.p.dtype;
+  p.causal = call.p.causal;
+  p.scale = call.p.scale;
+  return p;
+}
 
 Tuner& tuner() {
   static Tuner t("flash_fwd v6");  // one per process: what it learned serves every later call
@@ -275,7 +251,7 @@ Status plan(const AttentionProblem& pr, cudaStream_t stream, bool tune, Plan* ou
   const Status chosen = tuner().choose(
       key, stream,
       [&](Tuner::Candidates* c) {
-        FS_RETURN_IF_ERROR(problem.make(pr, &tp));
+        FS_RETURN_IF_ERROR(problem.make(tuning_shape(pr), /*seed=*/5000, &tp));
         c->count = int(list.size());
         c->usable = [](int) { return true; };  // candidates() kept only the tile shapes that fit
         c->name = [&](int i) { return name(pr.p.head_dim, list[i]); };

@@ -31,12 +31,11 @@
 #include <vector>
 
 #include "common/lib/device.h"
-#include "common/lib/random.h"
 #include "common/lib/tuner.h"
-#include "common/lib/workspace.h"
 #include "flash_fwd.h"
 #include "launch.cuh"
 #include "tile_shapes.cuh"
+#include "tuning_problem.h"
 
 namespace fs::flash::v5 {
 
@@ -86,40 +85,17 @@ bool runs_here(const Candidate& c) {
   return current_device(&dev) == Status::Success && c.smem_bytes <= dev.smem_per_block_optin;
 }
 
-// The tuning problem: B = 1, H = 16, N = 8192 in the head_dim, dtype and mask being tuned, uniform
-// random inputs (timing on zeros can flatter a kernel), its buffers freed when it goes.
-class TuningProblem {
- public:
-  TuningProblem(cudaStream_t stream) : stream_(stream) {}
-  ~TuningProblem() {
-    for (void* b : buffers_)
-      if (b) workspace_free(b, stream_);
-  }
-  Status make(int64_t head_dim, DType dtype, bool causal, AttentionProblem* out) {
-    AttentionParams p{};
-    p.batch = 1;
-    p.heads = 16;
-    p.seq_q = p.seq_k = 8192;
-    p.head_dim = head_dim;
-    p.dtype = static_cast<int32_t>(dtype);
-    p.causal = causal;
-    const int64_t elems = q_elems(p);
-    for (void*& b : buffers_) FS_RETURN_IF_ERROR(workspace_alloc(&b, std::size_t(elems) * dtype_size(dtype), stream_));
-    for (int i = 0; i < 3; ++i)
-      FS_RETURN_IF_ERROR(fill_random_device(buffers_[i], elems, dtype, 4000 + i, -1.0f, 1.0f, stream_));
-    p.q = buffers_[0];
-    p.k = buffers_[1];
-    p.v = buffers_[2];
-    p.o = buffers_[3];
-    FS_RETURN_IF_ERROR(validate(p, kSupport));
-    *out = prepare(p);
-    return Status::Success;
-  }
-
- private:
-  cudaStream_t stream_;
-  void* buffers_[4] = {};
-};
+// The tuning problem: B = 1, H = 16, N = 8192 in the head_dim, dtype and mask being tuned.
+AttentionParams tuning_shape(int64_t head_dim, DType dtype, bool causal) {
+  AttentionParams p{};
+  p.batch = 1;
+  p.heads = 16;
+  p.seq_q = p.seq_k = 8192;
+  p.head_dim = head_dim;
+  p.dtype = static_cast<int32_t>(dtype);
+  p.causal = causal;
+  return p;
+}
 
 Tuner& tuner() {
   static Tuner t("flash_fwd v5");  // one per process: what it learned serves every later call
@@ -142,7 +118,7 @@ Status choose(int64_t head_dim, DType dtype, bool causal, cudaStream_t stream, i
   return tuner().choose(
       key, stream,
       [&](Tuner::Candidates* c) {
-        FS_RETURN_IF_ERROR(problem.make(head_dim, dtype, causal, &pr));
+        FS_RETURN_IF_ERROR(problem.make(tuning_shape(head_dim, dtype, causal), /*seed=*/4000, &pr));
         c->count = int(list.size());
         c->usable = [&](int i) { return runs_here(list[i]); };
         c->name = [&](int i) { return name(list[i]); };
