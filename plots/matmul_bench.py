@@ -35,7 +35,7 @@ SKIP_LINE = "matmul_bench: skipped — PyTorch with CUDA not available"
 
 # Stage 06's benchmark shapes (stages/06_tensorcore_gemm/bench.cu, kShapes): (M, N, K).
 DEFAULT_SHAPES = ((1024, 1024, 1024), (2048, 2048, 2048), (4096, 4096, 4096), (8192, 8192, 8192),
-                  (4096, 4096, 1000), (1000, 1000, 1000), (2048, 2048, 8192))
+                  (4096, 4096, 1000), (4096, 4096, 1024), (1000, 1000, 1000), (2048, 2048, 8192))
 DTYPE_NAMES = ("fp16", "bf16", "int8")
 PROFILED_SHAPE = (4096, 4096, 4096)
 

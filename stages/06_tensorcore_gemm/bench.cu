@@ -24,9 +24,10 @@ struct Mnk {
   int64_t m, n, k;
 };
 // Square powers of two, then K = 1000 (not a multiple of the tile depth; for int8 its rows are not
-// 16-byte aligned either), an all-odd cube and a wide-K rectangle.
+// 16-byte aligned either) beside its aligned neighbour K = 1024 (the no-cliff rule compares the two),
+// an all-odd cube and a wide-K rectangle.
 const Mnk kShapes[] = {{1024, 1024, 1024}, {2048, 2048, 2048}, {4096, 4096, 4096}, {8192, 8192, 8192},
-                       {4096, 4096, 1000}, {1000, 1000, 1000}, {2048, 2048, 8192}};
+                       {4096, 4096, 1000}, {4096, 4096, 1024}, {1000, 1000, 1000}, {2048, 2048, 8192}};
 
 // One problem on the device: uniform [-1, 1] inputs (int8: the whole int8 range), C written only.
 struct Problem {
