@@ -59,7 +59,7 @@ class CommandLine(unittest.TestCase):
         self.refused("stage04", ["--dim", "48"], "--dim")
         self.refused("stage06", ["--m", "0"], "--m")
         self.refused("stage06", ["--dtype", "int8", "--c-dtype", "fp16"], "--c-dtype")
-        self.refused("stage06", ["--version", "v11"], "--version")
+        self.refused("stage06", ["--version", "v12"], "--version")
 
     def test_benchmarks_follow_the_tests_rule_without_a_gpu(self):
         # No GPU: skipped (77) and said so, or a failure with FLASHSTAGES_REQUIRE_GPU=1; never a silent 0.

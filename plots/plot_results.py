@@ -1281,6 +1281,44 @@ def gemm_tables(results: Results, prefix: tuple[str, ...] | None) -> tuple[list[
     return out, used
 
 
+# The no-cliff rule (issue 10): a GEMM shape whose sizes are not multiples of the tile reaches at least
+# this share of the rate of its nearest aligned neighbour, each size rounded to a multiple of ALIGN_TO.
+CLIFF_MIN_RATIO = 0.7
+ALIGN_TO = 128
+
+
+def aligned_neighbour(shape: tuple[int, int, int]) -> tuple[int, int, int]:
+    """Each of M, N, K rounded to the nearest multiple of ALIGN_TO (at least ALIGN_TO)."""
+    return tuple(max(ALIGN_TO, int(round(x / ALIGN_TO)) * ALIGN_TO) for x in shape)
+
+
+def cliff_tables(results: Results, prefix: tuple[str, ...] | None) -> tuple[list[str], list[Run]]:
+    """Per dtype: every measured unaligned shape against its aligned neighbour, per series."""
+    runs = [r for r in results.of_kind("gemm") if r.tflops is not None]
+    if prefix is not None:
+        runs = [r for r in runs if r.name.series.startswith(prefix) or is_peer(r.name.series)]
+    rate = {(r.name.series, r.name.dtype, (r.name.get("M"), r.name.get("N"), r.name.get("K"))): r for r in runs}
+    rows, used = [], []
+    for (series, dtype, shape), run in sorted(rate.items(), key=lambda kv: (dtype_order(kv[0][1]),
+                                                                            series_order(kv[0][0]), kv[0][2])):
+        near = aligned_neighbour(shape)
+        other = rate.get((series, dtype, near))
+        if near == shape or other is None or not other.tflops:
+            continue
+        ratio = run.tflops / other.tflops
+        verdict = "yes" if ratio >= CLIFF_MIN_RATIO else "**no**"
+        rows.append([dtype, series, "×".join(map(str, shape)), "×".join(map(str, near)),
+                     format_number(run.tflops), format_number(other.tflops), f"{ratio:.2f}×", verdict])
+        used += [run, other]
+    if not rows:
+        return ["_No unaligned shape has its aligned neighbour measured in these files._", ""], []
+    text = (f"**No cliff** — each unaligned shape against its nearest aligned neighbour (sizes rounded to "
+            f"multiples of {ALIGN_TO}); the rule: at least {CLIFF_MIN_RATIO}× its rate")
+    header = ["dtype", "series", "shape", "aligned neighbour", "TFLOPS", "neighbour TFLOPS", "ratio",
+              f"≥ {CLIFF_MIN_RATIO}×"]
+    return [text, ""] + markdown_grid(header, rows, 4) + [""], used
+
+
 def markdown_grid(header: list[str], rows: list[list[str]], numeric_from: int) -> list[str]:
     """A table whose columns from ``numeric_from`` on are right-aligned (numbers)."""
     align = ["---" if i < numeric_from else "---:" for i in range(len(header))]
@@ -1431,14 +1469,15 @@ def ceilings_tables(results: Results, prefix: tuple[str, ...] | None) -> tuple[l
 
 
 BLOCK_KINDS = {"attention": attention_tables, "gemm": gemm_tables, "memory": memory_tables,
-               "ladder": ladder_tables, "roofline": roofline_tables, "ceilings": ceilings_tables}
+               "ladder": ladder_tables, "roofline": roofline_tables, "ceilings": ceilings_tables,
+               "cliff": cliff_tables}
 
 
 def render_block(block_name: str, results: Results) -> str:
     """The text that goes between one marker pair (no leading/trailing newline)."""
     kind, colon, prefix = block_name.partition(":")
     if kind not in BLOCK_KINDS or (colon and not prefix):
-        known = ", ".join(f"{k}, {k}:<series-prefix>" for k in ("attention", "gemm", "memory"))
+        known = ", ".join(f"{k}, {k}:<series-prefix>" for k in ("attention", "gemm", "memory", "cliff"))
         known += ", ladder, roofline, ceilings"
         raise ResultsError(f"unknown results block {block_name!r}; known: {known}")
     # "stage02+stage03" selects several series prefixes (str.startswith takes the tuple).

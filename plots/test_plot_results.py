@@ -463,6 +463,33 @@ class LadderTest(unittest.TestCase):
         self.assertIn("| stage06 | v2 | fp16 | GEMM M = N = K = 4096 | 294 | — |", text)
 
 
+class CliffTest(unittest.TestCase):
+    @staticmethod
+    def results(rates: dict[str, float]):
+        rows = [{"name": name, "real_time": 1.0, "time_unit": "ms", "TFLOPS": tflops}
+                for name, tflops in rates.items()]
+        return pr.Results(contexts={"stage06.json": {}}, runs=pr.select_runs(rows, "stage06.json"))
+
+    def test_aligned_neighbour(self):
+        self.assertEqual(pr.aligned_neighbour((4096, 4096, 1000)), (4096, 4096, 1024))
+        self.assertEqual(pr.aligned_neighbour((1000, 1000, 1000)), (1024, 1024, 1024))
+        self.assertEqual(pr.aligned_neighbour((17, 17, 17)), (128, 128, 128))
+
+    def test_each_unaligned_shape_against_its_neighbour(self):
+        text = pr.render_block("cliff:stage06", self.results({
+            "stage06/v10/int8/M:4096/N:4096/K:1000": 360.0, "stage06/v10/int8/M:4096/N:4096/K:1024": 400.0,
+            "stage06/v8/int8/M:4096/N:4096/K:1000": 53.0, "stage06/v8/int8/M:4096/N:4096/K:1024": 300.0,
+            "stage06/v9/fp16/M:1000/N:1000/K:1000": 55.0,  # no 1024³ for v9: no row
+            "stage06/v9/fp16/M:4096/N:4096/K:4096": 378.0}))
+        self.assertIn("| int8 | stage06/v8 | 4096×4096×1000 | 4096×4096×1024 | 53.0 | 300 | 0.18× | **no** |", text)
+        self.assertIn("| int8 | stage06/v10 | 4096×4096×1000 | 4096×4096×1024 | 360 | 400 | 0.90× | yes |", text)
+        self.assertNotIn("stage06/v9", text)
+
+    def test_nothing_to_compare_says_so(self):
+        text = pr.render_block("cliff", self.results({"stage06/v9/fp16/M:4096/N:4096/K:1000": 288.0}))
+        self.assertIn("No unaligned shape has its aligned neighbour measured", text)
+
+
 class RooflineTest(unittest.TestCase):
     def test_bound_is_the_lower_roof(self):
         compute = pr.Roof("fp32 FFMA peak", 66.9, "`peak_fp32_tflops`", False, "fp32")

@@ -155,7 +155,8 @@ FS_API int fs_check_varlen(fs_attention_params* params, void* stream);
  * v1-v5: SIMT, ab_dtype FS_FP32, c_dtype FS_FP32. v6, v7: WMMA, ab_dtype FS_FP16, c_dtype FS_FP32 or
  * FS_FP16. v8: WMMA, ab_dtype FS_INT8, c_dtype FS_INT32 (alpha·acc + beta·C rounded to nearest).
  * v9: mma.sync, ab_dtype FS_FP16 or FS_BF16, c_dtype FS_FP32, FS_FP16 or FS_BF16. v10: mma.sync,
- * ab_dtype FS_INT8, c_dtype FS_INT32 (as v8).
+ * ab_dtype FS_INT8, c_dtype FS_INT32 (as v8). v11: v9's types, with v9's tile configuration or another
+ * picked by timing at the first call for each (GPU, types, transposes, M, N, K).
  * Pointers need only their element alignment; any M, N, K >= 1. */
 FS_API int fs_gemm_v1(const fs_gemm_params* params, void* stream); /* shared-memory tiling */
 FS_API int fs_gemm_v2(const fs_gemm_params* params, void* stream); /* 2D register blocking */
@@ -167,6 +168,7 @@ FS_API int fs_gemm_v7(const fs_gemm_params* params, void* stream); /* WMMA fp16,
 FS_API int fs_gemm_v8(const fs_gemm_params* params, void* stream); /* WMMA int8 -> int32 */
 FS_API int fs_gemm_v9(const fs_gemm_params* params, void* stream); /* mma.sync fp16/bf16, ldmatrix, swizzle */
 FS_API int fs_gemm_v10(const fs_gemm_params* params, void* stream); /* mma.sync int8 -> int32 */
+FS_API int fs_gemm_v11(const fs_gemm_params* params, void* stream); /* v9, tile configuration tuned */
 
 #ifdef __cplusplus
 }

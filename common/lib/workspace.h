@@ -6,6 +6,7 @@
 #include <cuda_runtime.h>
 
 #include <cstddef>
+#include <vector>
 
 #include "common/lib/status.h"
 
@@ -25,5 +26,27 @@ Status with_workspace(std::size_t bytes, cudaStream_t stream, F&& f) {
   const Status freed = workspace_free(ptr, stream);
   return used != Status::Success ? used : freed;
 }
+
+// Buffers drawn on one stream and freed on it, after the work queued meanwhile, when the set goes: the
+// synthetic problems the tuners time their candidates on (stage 04's v5 and v6, stage 06's v11).
+class WorkspaceSet {
+ public:
+  explicit WorkspaceSet(cudaStream_t stream) : stream_(stream) {}
+  ~WorkspaceSet() {
+    for (void* b : buffers_) workspace_free(b, stream_);
+  }
+  WorkspaceSet(const WorkspaceSet&) = delete;
+  WorkspaceSet& operator=(const WorkspaceSet&) = delete;
+
+  Status alloc(void** ptr, std::size_t bytes) {
+    FS_RETURN_IF_ERROR(workspace_alloc(ptr, bytes, stream_));
+    buffers_.push_back(*ptr);
+    return Status::Success;
+  }
+
+ private:
+  cudaStream_t stream_;
+  std::vector<void*> buffers_;
+};
 
 }  // namespace fs

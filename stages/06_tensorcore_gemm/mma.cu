@@ -5,7 +5,7 @@
 
 #include "gemm.h"
 #include "gemm_launch.h"
-#include "v9_mma_sync.cuh"
+#include "mma_launch.h"
 
 namespace fs {
 
@@ -14,26 +14,13 @@ namespace {
 const GemmSupport kHalfSupport{Dtypes<DType::FP16, DType::BF16>::kMask,
                                Dtypes<DType::FP32, DType::FP16, DType::BF16>::kMask};
 
-// C (fp32, fp16 or bf16) is written in pairs where ldc and the base allow.
+// v9's tiles, with the widest copy both operands allow.
 struct V9 {
-  template <class T, bool kTA, bool kTB>
-  static cudaError_t run_typed(const GemmParams& p, cudaStream_t stream) {
-    using namespace gemm_v9;
-    constexpr std::size_t smem = Config<kTA, kTB>::kSmemBytes;
-    const bool c_pairs = gemm::pairs_aligned(p.c, p.ldc, p.c_dtype == FS_FP32 ? 4 : 2);
-    return gemm::dispatch_copy_bytes<2>(gemm::operand_copy_bytes(p, 2), [&](auto w) {
-      const auto kernel = gemm_v9_kernel<T, kTA, kTB, decltype(w)::value>;
-      if (const cudaError_t err = gemm::allow_smem(kernel, smem); err != cudaSuccess) return err;
-      kernel<<<gemm::tile_count(p, kBM, kBN), kThreads, smem, stream>>>(
-          p.m, p.n, p.k, p.alpha, static_cast<const T*>(p.a), p.lda, static_cast<const T*>(p.b), p.ldb, p.beta, p.c,
-          p.ldc, p.c_dtype, c_pairs);
-      return cudaSuccess;
-    });
-  }
   template <bool kTA, bool kTB>
   static cudaError_t run(const GemmParams& p, cudaStream_t stream) {
-    return p.ab_dtype == FS_FP16 ? run_typed<__half, kTA, kTB>(p, stream)
-                                 : run_typed<__nv_bfloat16, kTA, kTB>(p, stream);
+    return gemm::dispatch_copy_bytes<2>(gemm::operand_copy_bytes(p, 2), [&](auto w) {
+      return gemm_v9::launch_any_half<gemm_v9::V9Tiles, kTA, kTB, decltype(w)::value>(p, stream);
+    });
   }
 };
 

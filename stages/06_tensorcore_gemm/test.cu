@@ -31,10 +31,11 @@ const std::vector<const KernelDesc*> kSimt = taking(DType::FP32), kFp16 = taking
                                      kBf16 = taking(DType::BF16), kInt8 = taking(DType::INT8),
                                      kAll = find_kernels("stage06");
 
-// The versions that copy with cp.async as wide as the rows allow (16, 8 or 4 bytes): v9 and v10.
+// The versions that copy with cp.async as wide as the rows allow (16, 8 or 4 bytes): v9, v10, and v11
+// (v9 itself where rows are not 16-byte aligned).
 bool picks_copy_width(const KernelDesc& k) {
   const std::string v = k.info.version;
-  return v == "v9" || v == "v10";
+  return v == "v9" || v == "v10" || v == "v11";
 }
 
 // A dtype the mask lacks: the code a launcher must refuse.
@@ -175,6 +176,7 @@ FS_CPU_TEST_CASE("stage06 validation returns each named code in order") {
   CHECK(fs_gemm_v8(nullptr, nullptr) == FS_ERR_NULL_POINTER);
   CHECK(fs_gemm_v9(nullptr, nullptr) == FS_ERR_NULL_POINTER);
   CHECK(fs_gemm_v10(nullptr, nullptr) == FS_ERR_NULL_POINTER);
+  CHECK(fs_gemm_v11(nullptr, nullptr) == FS_ERR_NULL_POINTER);
   // Every version validates before anything else (no GPU is touched on these paths).
   for (const KernelDesc* k : kAll) {
     INFO(k->qualified());
@@ -184,6 +186,24 @@ FS_CPU_TEST_CASE("stage06 validation returns each named code in order") {
     CHECK(launch(*k, q, nullptr) == Status::UnsupportedDtype);
     q.k = 0;
     CHECK(launch(*k, q, nullptr) == Status::InvalidSize);
+  }
+}
+
+FS_CPU_TEST_CASE("stage06 v11 lists its candidates, v9's configuration first, each validating like any version") {
+  REQUIRE(gemm_v11_num_candidates() >= 2);
+  CHECK(gemm_v11_candidate_name(0) == "128x256x32 4 stages 8 warps 96KB");
+  CHECK(gemm_v11_candidate(-1) == nullptr);
+  CHECK(gemm_v11_candidate(gemm_v11_num_candidates()) == nullptr);
+  CHECK(gemm_v11_candidate_name(gemm_v11_num_candidates()) == "none");
+  GemmParams p = sized(base_case(kGemmV11), Mnk{17, 17, 17}, 0).shape;
+  p.a = p.b = p.c = reinterpret_cast<void*>(0x10000);  // never touched: validation fails first
+  p.k = 0;
+  for (int i = 0; i < gemm_v11_num_candidates(); ++i) {
+    INFO(gemm_v11_candidate_name(i));
+    const KernelDesc* k = gemm_v11_candidate(i);
+    REQUIRE(k != nullptr);
+    CHECK(std::string(k->info.version) == "v11[" + std::to_string(i) + "]");
+    CHECK(launch(*k, p, nullptr) == Status::InvalidSize);
   }
 }
 
@@ -219,6 +239,36 @@ FS_GPU_TEST_CASE("stage06 bf16 v9 is exact on small integers with fp32, bf16 and
       check_odd_sizes(*k, g, seed += 100);
     }
   }
+}
+
+// v11's tuner picks one candidate per problem, so the registry's v11 runs only the picks: each
+// candidate is checked here on its own, through the same odd sizes, types and transposes as v9.
+FS_GPU_TEST_CASE("stage06 v11 every candidate tile configuration is exact on small integers") {
+  FS_SKIP_WITHOUT_GPU();
+  uint64_t seed = 7300;
+  for (int i = 0; i < gemm_v11_num_candidates(); ++i) {
+    const KernelDesc& k = *gemm_v11_candidate(i);
+    INFO(gemm_v11_candidate_name(i));
+    if (!testing::runs_here(k)) continue;  // more shared memory than this GPU allows a block
+    for (int32_t ab : {FS_FP16, FS_BF16}) {
+      GemmCase g = base_case(k);
+      g.shape.ab_dtype = ab;
+      g.shape.c_dtype = ab;  // the pair epilogue in the input type; fp32 C is the other tests' default
+      check_odd_sizes(k, g, seed += 100);
+    }
+  }
+}
+
+FS_GPU_TEST_CASE("stage06 v11 remembers its pick for a problem after the first call") {
+  FS_SKIP_WITHOUT_GPU();
+  GemmFixture problem(sized(base_case(kGemmV11), Mnk{256, 512, 128}, 1), 1, /*check_rows=*/-1);
+  const GemmParams p = problem.params();
+  REQUIRE(launch(kGemmV11, p, nullptr) == Status::Success);
+  FS_CUDA_CHECK(cudaDeviceSynchronize());
+  const int pick = gemm_v11_remembered_choice(p);
+  INFO("pick ", pick, ": ", gemm_v11_candidate_name(pick));
+  CHECK(pick >= 0);
+  CHECK(pick < gemm_v11_num_candidates());
 }
 
 FS_GPU_TEST_CASE("stage06 fp16 and bf16 versions stay within the fp32 tolerance on fractional inputs") {

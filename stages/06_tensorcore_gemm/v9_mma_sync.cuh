@@ -27,7 +27,8 @@
 //     shared memory.
 // Registers: 64×64 fp32 accumulators are 128 per lane, the two fragment buffers 2·(16 + 16) = 64.
 // __launch_bounds__(256, 1) allows 255: one block of 8 warps per SM (2 per scheduler), 98304 bytes of
-// shared memory (gemm_v9::Config).
+// shared memory (gemm_v9::Config). The block tile and pipeline depth are a template parameter
+// (gemm_v9::Tiles) so that v11 can time other choices of the same kernel.
 // Leading dimensions and bases: the copies are as wide as A and B allow (the launcher picks the
 // largest of 16, 8, 4 bytes dividing both bases and both row strides; gemm::copy_bytes): 16 is
 // cp.async.cg, 8 and 4 cp.async.ca with 2× and 4× the copy instructions, the same pipeline; odd
@@ -55,36 +56,51 @@
 
 namespace fs::gemm_v9 {
 
-constexpr int kBM = 128, kBN = 256, kBK = 32;             // block tile (k in elements: 64 bytes)
 constexpr int kWM = 64, kWN = 64;                         // warp tile
 constexpr int kMmaM = 16, kMmaN = 8, kMmaK = 16;          // mma.sync.m16n8k16
 constexpr int kFragsM = kWM / kMmaM, kFragsN = kWN / kMmaN;  // 4 × 8 accumulator tiles per warp
-constexpr int kSteps = kBK / kMmaK;                       // 16-deep steps per k-tile: 2
-constexpr int kThreads = (kBM / kWM) * (kBN / kWN) * 32;  // 256
-constexpr int kStages = 4;
 constexpr int kGroupM = 8;  // tile rows per group of the tile order
-static_assert(kSteps >= 2, "the barrier sits before the last step, the copies go out in the first");
 
-template <bool kTransA, bool kTransB>
-struct Config {
-  // Raw 16-bit storage: the copies move bits, only the MMA knows fp16 from bf16.
-  using TileA = gemm::SwizzledTile<!kTransA, kBM, kBK, uint16_t>;  // (128, 32) or (32, 128) as stored
-  using TileB = gemm::SwizzledTile<kTransB, kBN, kBK, uint16_t>;   // (256, 32) or (32, 256) as stored
-  static constexpr int kStageBytes = TileA::kBytes + TileB::kBytes;  // 24576
-  static constexpr std::size_t kSmemBytes = std::size_t(kStages) * kStageBytes;  // 98304
+// A block tile and its pipeline: BM × BN of C per block, in warps of 64×64, k-tiles BK deep (in
+// elements), Stages of them in shared memory. v9 runs V9Tiles; v11 (v11_autotune.cu) times others.
+template <int BM, int BN, int BK, int Stages>
+struct Tiles {
+  static constexpr int kBM = BM, kBN = BN, kBK = BK, kStages = Stages;
+  static constexpr int kSteps = kBK / kMmaK;                       // 16-deep steps per k-tile
+  static constexpr int kThreads = (kBM / kWM) * (kBN / kWN) * 32;  // a warp per 64×64 of C
+  static_assert(kBM % kWM == 0 && kBN % kWN == 0, "whole warp tiles");
+  // The barrier sits before the last step and the copies go out in the first; the fragment buffers
+  // alternate by step, so an even step count brings every k-tile back to buffer 0.
+  static_assert(kSteps >= 2 && kSteps % 2 == 0, "an even number of 16-deep steps, at least 2");
+  static_assert(kStages >= 2, "the next k-tile lands while this one is read");
+
+  template <bool kTransA, bool kTransB>
+  struct Smem {
+    // Raw 16-bit storage: the copies move bits, only the MMA knows fp16 from bf16.
+    using TileA = gemm::SwizzledTile<!kTransA, kBM, kBK, uint16_t>;  // (BM, BK) or (BK, BM) as stored
+    using TileB = gemm::SwizzledTile<kTransB, kBN, kBK, uint16_t>;   // (BN, BK) or (BK, BN) as stored
+    static constexpr int kStageBytes = TileA::kBytes + TileB::kBytes;
+    static constexpr std::size_t kSmemBytes = std::size_t(kStages) * kStageBytes;
+  };
 };
 
-// grid: one block per 128×256 tile of C (1D, grouped order); block 256 = 2×4 warps, warp (wy, wx)
-// owns rows m0 + wy·64 .. +63 and columns n0 + wx·64 .. +63.
+using V9Tiles = Tiles<128, 256, 32, 4>;  // 8 warps; a stage is 128·32·2 + 256·32·2 = 24576 bytes
+template <bool kTransA, bool kTransB>
+using Config = V9Tiles::Smem<kTransA, kTransB>;  // 4 stages: 98304 bytes
+
+// grid: one block per BM×BN tile of C (1D, grouped order); block: (BM/64)×(BN/64) warps, warp (wy, wx)
+// owns rows m0 + wy·64 .. +63 and columns n0 + wx·64 .. +63 (V9Tiles: 2×4 warps, 256 threads).
 // T: __half or __nv_bfloat16. c_dtype: FS_FP32, FS_FP16 or FS_BF16, whatever T is (the accumulators are
 // fp32, rounded once at the store). kCopyBytes: 16, 8, 4 or 2 (see the header).
 // c_pairs: C's base and ldc keep even columns 2-element aligned (pair stores).
-template <class T, bool kTransA, bool kTransB, int kCopyBytes>
-__global__ void __launch_bounds__(kThreads, 1)
+template <class Tl, class T, bool kTransA, bool kTransB, int kCopyBytes>
+__global__ void __launch_bounds__(Tl::kThreads, 1)
     gemm_v9_kernel(int64_t M, int64_t N, int64_t K, float alpha, const T* __restrict__ A, int64_t lda,
                    const T* __restrict__ B, int64_t ldb, float beta, void* __restrict__ C, int64_t ldc,
                    int32_t c_dtype, bool c_pairs) {
-  using Cfg = Config<kTransA, kTransB>;
+  constexpr int kBM = Tl::kBM, kBN = Tl::kBN, kBK = Tl::kBK, kStages = Tl::kStages;
+  constexpr int kSteps = Tl::kSteps, kThreads = Tl::kThreads;
+  using Cfg = typename Tl::template Smem<kTransA, kTransB>;
   using TileA = typename Cfg::TileA;
   using TileB = typename Cfg::TileB;
   // (stages, TileA then TileB): each stage holds op(A) and op(B) as stored, swizzled.
