@@ -8,6 +8,7 @@
 #include <cstring>
 #include <limits>
 #include <mutex>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -151,6 +152,64 @@ FS_CPU_TEST_CASE("FLOP formulas: forward 4·B·H·Nq·Nk·D / causal half or vis
   // fp16: Q and O are 2·17·64 elements per head, K and V 2·19·64, LSE 17 floats per head.
   p.dtype = FS_FP16;
   CHECK(fs::attention_fwd_min_bytes(p) == 2.0 * 6 * (2 * 17 * 64 + 2 * 19 * 64) + 4.0 * 6 * 17);
+  // Multi-query: K and V have one head per batch entry (2 of them, not 6); the FLOPs do not change.
+  p.kv_heads = 1;
+  CHECK(fs::attention_fwd_min_bytes(p) == 2.0 * (6 * 2 * 17 * 64 + 2 * 2 * 19 * 64) + 4.0 * 6 * 17);
+  CHECK(fs::attention_fwd_flops(p) == 4.0 * 2 * 3 * 17 * 19 * 64);
+}
+
+FS_CPU_TEST_CASE("grouped-query heads: counts, the flat-index shortcut bh / G, sizes, describe()") {
+  fs::AttentionParams p = valid_params();  // B = 2, H = 3
+  CHECK(fs::kv_head_count(p) == 3);        // 0: one K/V head per query head
+  CHECK(fs::group_size(p) == 1);
+  p.heads = 12;
+  for (int64_t kv : {1, 2, 3, 4, 6, 12}) {
+    CAPTURE(kv);
+    p.kv_heads = kv;
+    const int64_t g = fs::group_size(p);
+    CHECK(g * kv == 12);
+    CHECK(fs::kv_elems(p) == 2 * kv * 19 * 64);
+    // Query head h of entry b reads K/V head b·KVH + h / G: over the flat index bh = b·H + h that is bh / G.
+    for (int64_t b = 0; b < p.batch; ++b)
+      for (int64_t h = 0; h < p.heads; ++h) CHECK((b * p.heads + h) / g == b * kv + h / g);
+  }
+  // The largest tensor: Q (12 heads × 17 rows) against K (1 head × 19 rows), fp32.
+  p.kv_heads = 1;
+  CHECK(fs::largest_tensor_bytes(p) == 2.0 * 12 * 17 * 64 * 4);
+  p.seq_k = 1000;  // now K, V: 1 × 1000 rows > 12 × 17
+  CHECK(fs::largest_tensor_bytes(p) == 2.0 * 1 * 1000 * 64 * 4);
+  CHECK(fs::describe(p).find("H=12 KVH=1 Nq=17") != std::string::npos);
+  p.kv_heads = 12;  // as many as the query heads: multi-head, not shown
+  CHECK(fs::describe(p).find("KVH") == std::string::npos);
+}
+
+FS_CPU_TEST_CASE("head slices (stages 01, 02): each slice's K/V base and head map reach K/V head bh / G") {
+  // 80000 query heads in slices of 65535; G = 4 does not divide 65535, so the second slice starts in
+  // the middle of a group (at query head 65535, the last of group 16383).
+  fs::AttentionParams p = valid_params();
+  p.batch = 2;
+  p.heads = 40000;
+  p.kv_heads = 10000;
+  p.seq_q = 1;
+  p.seq_k = 3;
+  p.head_dim = 2;
+  const float* k = static_cast<const float*>(p.k);
+  const float* q = static_cast<const float*>(p.q);
+  const int64_t kv_head_elems = p.seq_k * p.head_dim, g = fs::group_size(p);
+  std::vector<int64_t> starts;
+  const fs::Status st = fs::for_each_head_slice<float>(p, [&](const fs::HeadSlice<float>& s) {
+    const int64_t bh0 = (s.q - q) / (p.seq_q * p.head_dim);
+    starts.push_back(bh0);
+    for (int64_t z : {int64_t(0), int64_t(1), int64_t(2), int64_t(3), int64_t(s.heads) - 1}) {
+      CAPTURE(bh0);
+      CAPTURE(z);
+      CHECK((s.k - k) / kv_head_elems + s.kv_head(z) == (bh0 + z) / g);
+      CHECK(s.v - static_cast<const float*>(p.v) == s.k - k);
+    }
+    return fs::Status::Success;
+  });
+  CHECK(st == fs::Status::Success);
+  CHECK(starts == std::vector<int64_t>{0, 65535});
 }
 
 FS_CPU_TEST_CASE("validation: each bad input gets its own code / in a fixed order") {
@@ -190,9 +249,23 @@ FS_CPU_TEST_CASE("validation: each bad input gets its own code / in a fixed orde
   CHECK(with([](auto& p) { p.lse = nullptr; }) == fs::Status::Success);
   CHECK(with([](auto& p) { p.seq_lens = reinterpret_cast<const int32_t*>(0x60000); }) == fs::Status::InvalidSeqLens);
   CHECK(with([](auto& p) { p.cu_seqlens_k = reinterpret_cast<const int32_t*>(0x60000); }) == fs::Status::InvalidSeqLens);
-  // A null pointer is reported before a bad size, a bad size before a bad dtype.
+  // kv_heads: 0 (multi-head), or a divisor of heads = 3.
+  CHECK(with([](auto& p) { p.kv_heads = 3; }) == fs::Status::Success);
+  CHECK(with([](auto& p) { p.kv_heads = 1; }) == fs::Status::Success);
+  CHECK(with([](auto& p) { p.kv_heads = -1; }) == fs::Status::InvalidKvHeads);
+  CHECK(with([](auto& p) { p.kv_heads = 4; }) == fs::Status::InvalidKvHeads);  // more than heads
+  CHECK(with([](auto& p) { p.kv_heads = 2; }) == fs::Status::InvalidKvHeads);  // 3 % 2 != 0
+  CHECK(with([](auto& p) { p.kv_heads = std::numeric_limits<int64_t>::min(); }) == fs::Status::InvalidKvHeads);
+  // K/V sizes are checked with their own head count: Q fits, K would pass 2^63 only with H heads.
+  CHECK(with([](auto& p) { p.heads = 4, p.kv_heads = 1, p.seq_k = int64_t(1) << 52; }) == fs::Status::Success);
+  CHECK(with([](auto& p) { p.heads = 4, p.seq_k = int64_t(1) << 52; }) == fs::Status::InvalidSize);
+  // A null pointer is reported before a bad size, a bad size before bad kv_heads, bad kv_heads before
+  // a bad scale, a bad scale before a bad dtype.
   CHECK(with([](auto& p) { p.q = nullptr; p.batch = 0; }) == fs::Status::NullPointer);
   CHECK(with([](auto& p) { p.batch = 0; p.dtype = FS_FP16; }) == fs::Status::InvalidSize);
+  CHECK(with([](auto& p) { p.heads = 0; p.kv_heads = 2; }) == fs::Status::InvalidSize);
+  CHECK(with([](auto& p) { p.kv_heads = 2; p.scale = std::numeric_limits<float>::quiet_NaN(); }) ==
+        fs::Status::InvalidKvHeads);
 
   const fs::AttentionSupport listed =
       fs::attention_support<fs::Dtypes<fs::DType::FP32>, fs::HeadDims<32, 64, 128>>(16, /*varlen=*/false);
@@ -204,12 +277,13 @@ FS_CPU_TEST_CASE("validation: each bad input gets its own code / in a fixed orde
 }
 
 FS_CPU_TEST_CASE("status codes: every code has a distinct name and a message") {
-  for (int code = FS_SUCCESS; code <= FS_ERR_UNSUPPORTED_DEVICE; ++code) {
+  for (int code = FS_SUCCESS; code <= FS_ERR_INVALID_KV_HEADS; ++code) {
     CHECK(std::strncmp(fs_status_name(code), "FS_", 3) == 0);
     CHECK(std::strlen(fs_status_message(code)) > 5);
     for (int other = FS_SUCCESS; other < code; ++other) CHECK(std::strcmp(fs_status_name(code), fs_status_name(other)) != 0);
   }
-  CHECK(std::string(fs_status_name(FS_ERR_UNSUPPORTED_DEVICE + 1)) == "FS_UNKNOWN_STATUS");
+  CHECK(std::string(fs_status_name(FS_ERR_INVALID_KV_HEADS)) == "FS_ERR_INVALID_KV_HEADS");
+  CHECK(std::string(fs_status_name(FS_ERR_INVALID_KV_HEADS + 1)) == "FS_UNKNOWN_STATUS");
   CHECK(std::string(fs_status_name(-1)) == "FS_UNKNOWN_STATUS");
 }
 

@@ -20,7 +20,7 @@ def run(exe, *args):
 
 class CommandLine(unittest.TestCase):
     def test_help_lists_every_flag_with_its_default(self):
-        for exe, flags in (("stage01", ["--batch", "--heads", "--seq", "--seq-k", "--dim", "--causal", "--scale",
+        for exe, flags in (("stage01", ["--batch", "--heads", "--kv-heads", "--seq", "--seq-k", "--dim", "--causal", "--scale",
                                         "--dtype", "--check", "--check-heads", "--repeats", "--version"]),
                            ("stage06", ["--m", "--n", "--k", "--dtype", "--c-dtype", "--trans-a", "--trans-b",
                                         "--alpha", "--beta", "--check", "--check-rows", "--repeats", "--version"])):
@@ -49,6 +49,8 @@ class CommandLine(unittest.TestCase):
                             (["--dtype", "fp64"], "--dtype"), (["--version", "v9"], "--version"),
                             (["--bogus", "1"], "--bogus"), (["extra"], "extra"), (["--seq"], "--seq"),
                             (["--causal", "--seq", "20", "--seq-k", "10"], "--causal"),
+                            (["--heads", "4", "--kv-heads", "3"], "--kv-heads"), (["--kv-heads", "0"], "--kv-heads"),
+                            (["--heads", "2", "--kv-heads", "4"], "--kv-heads"),
                             (["--batch", str(1 << 62), "--seq", "1"], "too large")):
             self.refused("stage01", args, names)
 

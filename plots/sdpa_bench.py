@@ -4,12 +4,16 @@
     python3 plots/sdpa_bench.py --out results/h100-sxm/sdpa.json
     python3 plots/sdpa_bench.py --out results/h100-sxm/sdpa.json --shape 2,16,8192,128
     python3 plots/sdpa_bench.py --out results/h100-sxm/sdpa.json --shape-qk 1,16,512,16384,128
+    python3 plots/sdpa_bench.py --out results/h100-sxm/sdpa.json --shape-gqa 1,32,8,1,16384,128
 
 Backends: FLASH_ATTENTION → sdpa_flash, CUDNN_ATTENTION → sdpa_cudnn, EFFICIENT_ATTENTION →
 sdpa_efficient, each forced alone with torch.nn.attention.sdpa_kernel. Shapes follow the project's
 attention benchmarks: B·N = 16384, H = 2048/D, Q/K/V/O as [B, H, N, D] contiguous, random inputs;
 then stage 04's short-query shapes (B, H, Nq, Nk) = (1, 16, 512, 16384), (1, 32, 1024, 8192),
-(2, 8, 256, 32768), (4, 32, 1, 8192) at each --dim (Q, O [B, H, Nq, D], K, V [B, H, Nk, D]).
+(2, 8, 256, 32768), (4, 32, 1, 8192) at each --dim (Q, O [B, H, Nq, D], K, V [B, H, Nk, D]);
+then its grouped-query shapes (B, H, KVH, Nq, Nk) = (1, 32, 8, 1, 16384), (8, 32, 8, 1, 8192),
+(1, 32, 8, 512, 16384), (4, 32, 1, 1, 8192) at D = 128 (K, V [B, KVH, Nk, D], called with
+enable_gqa=True: query head h reads K/V head h // (H / KVH), as the stage's kv_heads does).
 Each point: 10 warm-up calls and 0.2 s of calls back to back (the sustained clock, as
 common/lib/timer.h warms up the C++ tools), then 30 timed calls (CUDA events around each one, L2
 flushed and the host's dispatch covered by a short GPU sleep before each), and the median is written. The JSON has Google Benchmark's layout, one "median" aggregate
@@ -17,14 +21,16 @@ row per point, so plots/plot_results.py reads it like the stages' own files:
 
     sdpa_flash/fp16/D:128/N:8192/causal:1    (+ /B:<b>/H:<h> for a --shape off the default rule)
     sdpa_flash/fp16/D:128/B:1/H:16/Nq:512/Nk:16384/causal:1    (Nq ≠ Nk: the stage's names)
+    sdpa_flash/fp16/D:128/B:1/H:32/KVH:8/Nq:1/Nk:16384/causal:0    (K/V with fewer heads than Q)
 
 The causal mask is the project's, bottom-right aligned (query i sees keys j <= i + Nk - Nq). With
 Nq = Nk that is PyTorch's is_causal; otherwise is_causal is top-left (and the flash backend refuses
 it), so the mask is torch.nn.attention.bias.causal_lower_right(Nq, Nk) as attn_mask.
 FLOPs = 4·B·H·Nq·Nk·D; causal: halved when Nq = Nk (FlashAttention's convention), otherwise
 4·B·H·D × the visible pairs, exactly as common/lib/flops.h counts them. Bytes = Q, K, V read once +
-O written once.
-A backend that refuses a shape is skipped with a note. Without PyTorch or CUDA this prints a
+O written once (K and V with their KVH heads).
+A backend that refuses a shape is skipped with a note (enable_gqa needs PyTorch 2.5 or newer, and not
+every backend takes it). Without PyTorch or CUDA this prints a
 skip line and exits 0.
 """
 
@@ -50,6 +56,11 @@ DEFAULT_SEQS = (512, 1024, 2048, 4096, 8192, 16384)
 DEFAULT_DIMS = (64, 128)
 # (B, H, Nq, Nk): stage 04's short queries against long keys (its bench.cu), timed at each --dim.
 DEFAULT_QK_SIZES = ((1, 16, 512, 16384), (1, 32, 1024, 8192), (2, 8, 256, 32768), (4, 32, 1, 8192))
+# (B, H, KVH, Nq, Nk): stage 04's grouped-query shapes (its bench.cu) — decoding a Llama-3-8B-like
+# 32-head, 8-K/V-head layer for one sequence and for eight, a prefill chunk against a long context, and
+# multi-query decoding — timed at GQA_DIM when --dim has it.
+DEFAULT_GQA_SIZES = ((1, 32, 8, 1, 16384), (8, 32, 8, 1, 8192), (1, 32, 8, 512, 16384), (4, 32, 1, 1, 8192))
+GQA_DIM = 128
 
 # Series name → name of the torch.nn.attention.SDPBackend member.
 BACKENDS = {"flash": ("sdpa_flash", "FLASH_ATTENTION"),
@@ -79,12 +90,17 @@ def attention_flops(b: int, h: int, nq: int, nk: int, d: int, causal: bool) -> f
     return 4.0 * b * h * d * causal_visible_pairs(nq, nk)
 
 
-def attention_bytes(b: int, h: int, nq: int, nk: int, d: int, element_size: int) -> float:
-    """Q, K, V read once and O written once."""
-    return 2.0 * b * h * (nq + nk) * d * element_size
+def attention_bytes(b: int, h: int, nq: int, nk: int, d: int, element_size: int, kv_heads: int | None = None) -> float:
+    """Q, K, V read once and O written once; K and V have kv_heads heads (None: h)."""
+    kvh = h if kv_heads is None else kv_heads
+    return 2.0 * b * (h * nq + kvh * nk) * d * element_size
 
 
-def bench_name(series: str, dtype: str, b: int, h: int, nq: int, nk: int, d: int, causal: bool) -> str:
+def bench_name(series: str, dtype: str, b: int, h: int, nq: int, nk: int, d: int, causal: bool,
+               kv_heads: int | None = None) -> str:
+    """The stage's names: N for Nq = Nk, else B, H, Nq, Nk; with KVH after H when K/V have fewer heads."""
+    if kv_heads is not None and kv_heads != h:
+        return f"{series}/{dtype}/D:{d}/B:{b}/H:{h}/KVH:{kv_heads}/Nq:{nq}/Nk:{nk}/causal:{int(causal)}"
     if nq != nk:
         return f"{series}/{dtype}/D:{d}/B:{b}/H:{h}/Nq:{nq}/Nk:{nk}/causal:{int(causal)}"
     name = f"{series}/{dtype}/D:{d}/N:{nq}/causal:{int(causal)}"
@@ -111,6 +127,26 @@ def parse_shape_qk(text: str) -> tuple[int, int, int, int, int]:
     if min(b, h, nq, nk, d) < 1:
         raise argparse.ArgumentTypeError(f"--shape-qk sizes must be positive, got {text!r}")
     return b, h, nq, nk, d
+
+
+def parse_shape_gqa(text: str) -> tuple[int, int, int, int, int, int]:
+    try:
+        b, h, kvh, nq, nk, d = (int(x) for x in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--shape-gqa wants B,H,KVH,Nq,Nk,D (six integers), got {text!r}")
+    if min(b, h, kvh, nq, nk, d) < 1:
+        raise argparse.ArgumentTypeError(f"--shape-gqa sizes must be positive, got {text!r}")
+    if h % kvh:
+        raise argparse.ArgumentTypeError(f"--shape-gqa: KVH = {kvh} must divide H = {h}, got {text!r}")
+    return b, h, kvh, nq, nk, d
+
+
+def planned_gqa_shapes(dims, extra_gqa=(), gqa_sizes=DEFAULT_GQA_SIZES) -> list[tuple[int, int, int, int, int, int]]:
+    """(B, H, KVH, Nq, Nk, D): the grouped-query sizes at GQA_DIM (when it is among dims), each
+    --shape-gqa; none twice."""
+    shapes = [(b, h, kvh, nq, nk, GQA_DIM) for b, h, kvh, nq, nk in gqa_sizes if GQA_DIM in dims]
+    shapes += list(extra_gqa)
+    return list(dict.fromkeys(shapes))
 
 
 def planned_shapes(seqs, dims, extra, extra_qk=(), qk_sizes=DEFAULT_QK_SIZES) -> list[tuple[int, int, int, int, int]]:
@@ -145,6 +181,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--shape-qk", type=parse_shape_qk, action="append", default=[], metavar="B,H,Nq,Nk,D",
                    help="an extra shape with Nq != Nk (repeatable), e.g. 1,16,512,16384,128")
     p.add_argument("--no-qk", action="store_true", help="skip the default short-query shapes")
+    p.add_argument("--shape-gqa", type=parse_shape_gqa, action="append", default=[], metavar="B,H,KVH,Nq,Nk,D",
+                   help="an extra shape with K/V heads KVH < H (repeatable), e.g. 1,32,8,1,16384,128")
+    p.add_argument("--no-gqa", action="store_true", help="skip the default grouped-query shapes")
     p.add_argument("--warmup", type=int, default=10, help="untimed calls before timing (default 10)")
     p.add_argument("--runs", type=int, default=30, help="timed calls; the median is kept (default 30)")
     p.add_argument("--no-l2-flush", action="store_true", help="do not overwrite L2 before each timed call")
@@ -282,10 +321,14 @@ def causal_arguments(causal: bool, nq: int, nk: int) -> dict:
 
 
 def measure_point(torch, sdpa, backend, q, k, v, causal: bool, args, flush) -> tuple[float, float]:
-    """Time one backend on one shape; raises if the backend refuses it or gives non-finite output."""
+    """Time one backend on one shape; raises if the backend refuses it or gives non-finite output.
+    K and V with fewer heads than Q are passed as they are, with enable_gqa=True (never expanded
+    here: the backend reads each K/V head for its group, or expands it itself, inside the timing)."""
     from torch.nn.attention import sdpa_kernel
 
     mask = causal_arguments(causal, q.shape[-2], k.shape[-2])
+    if k.shape[-3] != q.shape[-3]:
+        mask["enable_gqa"] = True
 
     def call():
         return sdpa(q, k, v, **mask)
@@ -310,19 +353,25 @@ def benchmark_rows(torch, args: argparse.Namespace) -> list[dict]:
         dtype = dtypes[dtype_name]
         element_size = torch.tensor([], dtype=dtype).element_size()
         qk_sizes = () if args.no_qk else DEFAULT_QK_SIZES
-        for b, h, nq, nk, d in planned_shapes(args.seq, args.dim, args.shape, args.shape_qk, qk_sizes):
+        gqa_sizes = () if args.no_gqa else DEFAULT_GQA_SIZES
+        shapes = [(b, h, h, nq, nk, d)
+                  for b, h, nq, nk, d in planned_shapes(args.seq, args.dim, args.shape, args.shape_qk, qk_sizes)]
+        shapes += planned_gqa_shapes(args.dim, args.shape_gqa, gqa_sizes)
+        for b, h, kvh, nq, nk, d in shapes:
             try:
-                # [B, H, N, D] contiguous, random normal: never zeros, which can time faster.
+                # Q [B, H, Nq, D], K, V [B, KVH, Nk, D] contiguous, random normal: never zeros, which can
+                # time faster.
                 q = torch.randn(b, h, nq, d, device="cuda", dtype=dtype)
-                k, v = (torch.randn(b, h, nk, d, device="cuda", dtype=dtype) for _ in range(2))
+                k, v = (torch.randn(b, kvh, nk, d, device="cuda", dtype=dtype) for _ in range(2))
             except torch.cuda.OutOfMemoryError:
-                print(f"sdpa_bench: note: B={b} H={h} Nq={nq} Nk={nk} D={d} {dtype_name}: out of memory; skipped")
+                print(f"sdpa_bench: note: B={b} H={h} KVH={kvh} Nq={nq} Nk={nk} D={d} {dtype_name}: out of memory;"
+                      " skipped")
                 torch.cuda.empty_cache()
                 continue
             for causal in (bool(c) for c in args.causal):
                 for key in args.backend:
                     series, member = BACKENDS[key]
-                    name = bench_name(series, dtype_name, b, h, nq, nk, d, causal)
+                    name = bench_name(series, dtype_name, b, h, nq, nk, d, causal, kvh)
                     backend = getattr(SDPBackend, member, None)
                     if backend is None:
                         print(f"sdpa_bench: note: {name}: this PyTorch has no SDPBackend.{member}; skipped")
@@ -330,14 +379,15 @@ def benchmark_rows(torch, args: argparse.Namespace) -> list[dict]:
                     try:
                         t_us, cpu_us = measure_point(torch, F.scaled_dot_product_attention, backend,
                                                      q, k, v, causal, args, flush)
-                    except (RuntimeError, ValueError, NotImplementedError, ImportError) as err:
+                    except (RuntimeError, ValueError, NotImplementedError, ImportError, TypeError) as err:
+                        # TypeError: a PyTorch older than 2.5 has no enable_gqa argument.
                         reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
                         print(f"sdpa_bench: note: {name}: backend refused or failed ({reason}); skipped")
                         torch.cuda.empty_cache()
                         continue
                     flops = attention_flops(b, h, nq, nk, d, causal)
                     rows.append(median_row(name, args.runs, t_us, cpu_us, flops,
-                                           attention_bytes(b, h, nq, nk, d, element_size)))
+                                           attention_bytes(b, h, nq, nk, d, element_size, kvh)))
                     print(f"sdpa_bench: {name:64s} {t_us:10.1f} us {rows[-1]['TFLOPS']:7.1f} TFLOPS")
             del q, k, v
             torch.cuda.empty_cache()

@@ -142,11 +142,21 @@ class QueryKeyShapeTest(unittest.TestCase):
     NAME = "stage04/v6/fp16/D:128/B:1/H:16/Nq:512/Nk:16384/causal:1"
     PEER = "sdpa_flash/fp16/D:128/B:1/H:16/Nq:512/Nk:16384/causal:1"
 
+    GQA = "stage04/v6/fp16/D:128/B:1/H:32/KVH:8/Nq:1/Nk:16384/causal:0"
+
     def test_parse(self):
         n = pr.parse_name(self.NAME + "/repeats:5/manual_time_median", "median")
         self.assertEqual((n.series, n.dtype), ("stage04/v6", "fp16"))
         self.assertEqual([n.get(k) for k in ("D", "B", "H", "Nq", "Nk", "causal")], [128, 1, 16, 512, 16384, 1])
         self.assertEqual(n.kind, "other")  # no N: not a point of the N-indexed tables and figures
+
+    def test_parse_grouped_query_heads(self):
+        n = pr.parse_name(self.GQA + "/repeats:5/manual_time_median", "median")
+        self.assertEqual((n.series, n.dtype), ("stage04/v6", "fp16"))
+        self.assertEqual([n.get(k) for k in ("D", "B", "H", "KVH", "Nq", "Nk", "causal")],
+                         [128, 1, 32, 8, 1, 16384, 0])
+        self.assertEqual(n.kind, "other")
+        self.assertNotEqual(n, pr.parse_name(self.GQA.replace("/KVH:8", "")))  # not the multi-head point
 
     def results_with_qk_rows(self, folder: Path):
         write_results(folder)
@@ -192,6 +202,28 @@ class SdpaBenchShapesTest(unittest.TestCase):
                          "sdpa_flash/fp16/D:128/N:8192/causal:0")
         self.assertEqual(self.sb.bench_name("sdpa_flash", "fp16", 1, 16, 8192, 8192, 128, False),
                          "sdpa_flash/fp16/D:128/N:8192/causal:0/B:1/H:16")
+
+    def test_grouped_query_names_and_bytes(self):
+        self.assertEqual(self.sb.bench_name("sdpa_flash", "fp16", 1, 32, 1, 16384, 128, False, 8),
+                         QueryKeyShapeTest.GQA.replace("stage04/v6", "sdpa_flash"))
+        # KVH = H is multi-head attention: the name without KVH, as before.
+        self.assertEqual(self.sb.bench_name("sdpa_flash", "fp16", 1, 16, 512, 16384, 128, True, 16),
+                         QueryKeyShapeTest.PEER)
+        # Q and O with H heads, K and V with KVH.
+        self.assertEqual(self.sb.attention_bytes(2, 32, 1, 8192, 128, 2, 8), 2.0 * 2 * (32 * 1 + 8 * 8192) * 128 * 2)
+        self.assertEqual(self.sb.attention_bytes(2, 4, 10, 20, 64, 2), 2.0 * 2 * 4 * 30 * 64 * 2)
+
+    def test_planned_gqa_shapes(self):
+        shapes = self.sb.planned_gqa_shapes([64, 128], [(1, 32, 8, 1, 16384, 128), (2, 6, 3, 7, 9, 64)])
+        self.assertEqual(shapes[0], (1, 32, 8, 1, 16384, 128))
+        self.assertIn((4, 32, 1, 1, 8192, 128), shapes)
+        self.assertEqual(shapes[-1], (2, 6, 3, 7, 9, 64))
+        self.assertEqual(len(shapes), len(set(shapes)))  # the --shape-gqa equal to a default: once
+        self.assertEqual(self.sb.planned_gqa_shapes([64]), [])  # the defaults are D = 128 only
+        self.assertEqual(self.sb.parse_shape_gqa("1,32,8,1,16384,128"), (1, 32, 8, 1, 16384, 128))
+        for bad in ("1,32,5,1,16384,128", "1,32,8,1,16384", "1,32,0,1,2,3"):
+            with self.assertRaises(self.sb.argparse.ArgumentTypeError):
+                self.sb.parse_shape_gqa(bad)
 
     def test_causal_flops_count_visible_pairs(self):
         for nq, nk in ((512, 16384), (1, 8192), (100, 20000), (17, 5), (3, 1)):

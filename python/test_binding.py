@@ -3,8 +3,9 @@
 On the CPU: every check attention() makes before it calls the library, on stand-in tensors (no
 PyTorch needed), and the library lookup order. With PyTorch and a GPU: every attention kernel against
 torch.nn.functional.scaled_dot_product_attention in fp64 (for causal with Nq != Nk against
-causal_lower_right, this project's bottom-right mask), CPU tensors refused without touching the
-device, the current stream honoured, and the README's example as written.
+causal_lower_right, this project's bottom-right mask; with K/V shared by groups of query heads too),
+CPU tensors refused without touching the device, the current stream honoured, and the README's example
+as written.
 
     python3 python/test_binding.py build/.../libflashstages.so          # the CPU cases
     python3 python/test_binding.py build/.../libflashstages.so --gpu    # the GPU cases (77: skipped)
@@ -102,15 +103,26 @@ class Checks(unittest.TestCase):
         self.refused(TypeError, ["fs_flash_fwd_v5 takes float16, bfloat16"], **fp32)
 
     def test_shapes(self):
-        self.refused(ValueError, ["k has shape (2, 2, 130, 64)", "H = 4"], k=Stand((2, 2, 130, 64)),
-                     v=Stand((2, 2, 130, 64)))
+        self.refused(ValueError, ["k has shape (3, 4, 130, 64)", "B = 2"], k=Stand((3, 4, 130, 64)),
+                     v=Stand((3, 4, 130, 64)))
         self.refused(ValueError, ["v has shape (2, 4, 129, 64)"], v=Stand((2, 4, 129, 64)))
+        self.refused(ValueError, ["v has shape (2, 2, 130, 64)", "must match"], v=Stand((2, 2, 130, 64)))
         self.refused(ValueError, ["q must have 4 dimensions"], q=Stand((4, 100, 64)))
         self.refused(ValueError, ["out has shape"], out=Stand((2, 4, 100, 32)))
         self.refused(ValueError, ["lse has shape"], lse=Stand((2, 4, 101), dtype="torch.float32"))
         d48 = {n: Stand(s[:3] + (48,)) for n, s in (("q", (2, 4, 100)), ("k", (2, 4, 130)), ("v", (2, 4, 130)))}
         self.refused(ValueError, ["head_dim 48", "[32, 64, 128, 256]"], **d48)
         self.refused(TypeError, ["q must be a torch.Tensor, got list"], q=[[1.0]])
+
+    def test_grouped_query_heads(self):
+        # K/V heads that divide q's 4 heads pass (grouped-query, multi-query); others are refused, named.
+        for kv_heads in (2, 1):
+            kv = Stand((2, kv_heads, 130, 64))
+            _, k, _ = flashstages._check_attention(self.v5, *self.qkv(k=kv, v=kv), None, None, False)
+            self.assertEqual(k.shape[1], kv_heads)
+        for kv_heads in (3, 8):
+            kv = Stand((2, kv_heads, 130, 64))
+            self.refused(ValueError, [f"k and v have {kv_heads} heads, q 4", "divide"], k=kv, v=kv)
 
     def test_contiguity(self):
         self.refused(ValueError, ["k is not contiguous", "k.contiguous()"], k=Stand((2, 4, 130, 64), contiguous=False))
@@ -176,13 +188,18 @@ class OnTheGpu(unittest.TestCase):
         mask = causal_lower_right(q.shape[2], k.shape[2]) if causal else None
         return torch.nn.functional.scaled_dot_product_attention(q64, k64, v64, attn_mask=mask)
 
+    def dtype_and_tolerance(self, info):
+        """fp16 for a kernel that takes it and not fp32, else fp32; the error allowed against fp64."""
+        import torch
+        fp16 = info.in_dtypes & (1 << flashstages.FP16) and not info.in_dtypes & (1 << flashstages.FP32)
+        return (torch.float16, 4e-3) if fp16 else (torch.float32, 1e-4)
+
     def test_every_attention_kernel_matches_sdpa(self):
         import torch
         torch.manual_seed(0)
         lib = flashstages.library()
         for info in flashstages.kernels(lib, problem=flashstages.PROBLEM_ATTENTION):
-            dtype = torch.float16 if info.in_dtypes & (1 << flashstages.FP16) and not info.in_dtypes & 1 else torch.float32
-            tol = 4e-3 if dtype == torch.float16 else 1e-4
+            dtype, tol = self.dtype_and_tolerance(info)
             for nq, nk, causal in ((200, 200, True), (100, 230, True), (230, 100, False)):
                 with self.subTest(kernel=info.name, nq=nq, nk=nk, causal=causal):
                     q = torch.rand(2, 3, nq, 64, device="cuda", dtype=dtype) * 2 - 1
@@ -191,6 +208,25 @@ class OnTheGpu(unittest.TestCase):
                     flashstages.attention(q, k, v, causal=causal, out=o, kernel=info.name)
                     torch.cuda.synchronize()
                     self.assertLess((o.double() - self.reference(q, k, v, causal)).abs().max().item(), tol)
+
+    def test_grouped_query_heads_match_sdpa(self):
+        # 4 query heads over 2 K/V heads and over 1, prefill and decoding; the reference repeats each K/V
+        # head over its group (what SDPA's enable_gqa=True computes).
+        import torch
+        torch.manual_seed(1)
+        lib = flashstages.library()
+        for info in flashstages.kernels(lib, problem=flashstages.PROBLEM_ATTENTION):
+            dtype, tol = self.dtype_and_tolerance(info)
+            for kv_heads, nq, nk, causal in ((2, 100, 230, True), (1, 1, 3000, False), (2, 1, 3000, True)):
+                with self.subTest(kernel=info.name, kv_heads=kv_heads, nq=nq, nk=nk, causal=causal):
+                    q = torch.rand(2, 4, nq, 64, device="cuda", dtype=dtype) * 2 - 1
+                    k, v = (torch.rand(2, kv_heads, nk, 64, device="cuda", dtype=dtype) * 2 - 1 for _ in range(2))
+                    o = torch.full_like(q, float("nan"))
+                    flashstages.attention(q, k, v, causal=causal, out=o, kernel=info.name)
+                    torch.cuda.synchronize()
+                    group = 4 // kv_heads
+                    ref = self.reference(q, k.repeat_interleave(group, 1), v.repeat_interleave(group, 1), causal)
+                    self.assertLess((o.double() - ref).abs().max().item(), tol)
 
     def test_cpu_tensors_are_refused_and_the_context_survives(self):
         import torch

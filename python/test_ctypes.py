@@ -16,7 +16,7 @@ LIB_PATH = None
 CODES = ["FS_SUCCESS", "FS_ERR_NULL_POINTER", "FS_ERR_INVALID_SIZE", "FS_ERR_UNSUPPORTED_HEAD_DIM",
          "FS_ERR_UNSUPPORTED_DTYPE", "FS_ERR_MISALIGNED_POINTER", "FS_ERR_UNSUPPORTED_MASK",
          "FS_ERR_INVALID_SCALE", "FS_ERR_OUT_OF_MEMORY", "FS_ERR_CUDA", "FS_ERR_INVALID_SEQLENS",
-         "FS_ERR_INVALID_LEADING_DIM", "FS_ERR_UNSUPPORTED_DEVICE"]
+         "FS_ERR_INVALID_LEADING_DIM", "FS_ERR_UNSUPPORTED_DEVICE", "FS_ERR_INVALID_KV_HEADS"]
 
 
 def valid_params(**change):
@@ -97,6 +97,10 @@ class CInterface(unittest.TestCase):
                                  "FS_ERR_UNSUPPORTED_HEAD_DIM")
                 self.assertEqual(self.code(launcher, valid_params(causal=1, seq_q=20, **ok)), "FS_ERR_UNSUPPORTED_MASK")
                 self.assertEqual(self.code(launcher, valid_params(k=0x20002, **ok)), "FS_ERR_MISALIGNED_POINTER")
+                # kv_heads: negative, more than heads = 3, or not a divisor of it.
+                for kv_heads in (-1, 4, 2):
+                    self.assertEqual(self.code(launcher, valid_params(kv_heads=kv_heads, **ok)),
+                                     "FS_ERR_INVALID_KV_HEADS")
                 # One variable-length array alone is never valid: seq_lens to a kernel that takes none,
                 # or cu_seqlens_q without cu_seqlens_k.
                 self.assertEqual(self.code(launcher, valid_params(cu_seqlens_q=0x60000, **ok)), "FS_ERR_INVALID_SEQLENS")

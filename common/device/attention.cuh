@@ -21,7 +21,8 @@ constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
 
 // The launch arguments every tiled attention kernel takes. Tensors are [B, H, N, D] (dense and padded
-// batches) or [H, total, D] (packed batches, seq_q / seq_k = the totals); see fs_attention_params.
+// batches) or [H, total, D] (packed batches, seq_q / seq_k = the totals), with KVH heads in place of H
+// for K and V (grouped-query attention); see fs_attention_params.
 template <class T>
 struct Args {
   const T* __restrict__ q;
@@ -31,6 +32,7 @@ struct Args {
   float* __restrict__ lse;  // may be null
   int64_t seq_q, seq_k;
   int64_t heads;
+  int64_t group;            // query heads per K/V head, H / KVH (1: multi-head attention)
   int64_t max_seq_q;        // the most query rows of one entry (packed: an entry with more is invalid)
   int64_t q_tiles;          // query tiles per (batch entry, head): the grid is B·H·q_tiles blocks
   float scale_log2;         // softmax scale · log2(e): exp(scale·s) = exp2(scale_log2·s); may be negative
@@ -52,6 +54,7 @@ Args<T> make_args(const AttentionProblem& pr, int Br) {
   a.seq_q = p.seq_q;
   a.seq_k = p.seq_k;
   a.heads = p.heads;
+  a.group = group_size(p);
   a.max_seq_q = pr.max_seq_q;
   a.q_tiles = (pr.max_seq_q + Br - 1) / Br;
   a.scale_log2 = pr.scale * kLog2e;
@@ -65,7 +68,7 @@ Args<T> make_args(const AttentionProblem& pr, int Br) {
 // One block's share of the problem: query rows [q0, q0 + Br) of one (batch entry, head).
 struct Sequence {
   int64_t q_row0;   // row of Q, O (and entry of LSE) where this (b, h) starts ([*, D] row index)
-  int64_t k_row0;   // the same for K, V
+  int64_t k_row0;   // the same for K, V: the K/V head of this query head (several share one under GQA)
   int64_t nq, nk;   // query and key rows that take part
   int64_t nq_rows;  // query rows to write: nq, or seq_q for padded batches (rows past nq get zeros)
   int64_t q0;       // this block's first query row, within the sequence
@@ -73,7 +76,8 @@ struct Sequence {
 };
 
 // Block x of the grid → its sequence and query tile. Blocks of one (b, h) are consecutive so that they
-// run together and share that head's K and V in L2. With reverse_tiles the last query tile comes
+// run together and share that head's K and V in L2 (and so are the heads of one group under
+// grouped-query attention, which read the same K and V). With reverse_tiles the last query tile comes
 // first: under a causal mask it has the most keys, and starting the longest blocks first keeps the end
 // of the grid from waiting on one of them.
 //
@@ -101,14 +105,14 @@ __device__ __forceinline__ Sequence locate(const Args<T>& a, int Br, bool revers
             s.nq <= a.max_seq_q && !(a.causal && s.nq > s.nk);
     s.nq_rows = s.nq;
     s.q_row0 = h * a.seq_q + q_begin;
-    s.k_row0 = h * a.seq_k + k_begin;
+    s.k_row0 = h / a.group * a.seq_k + k_begin;  // K/V: [KVH, total, D]
   } else {
     s.nq = a.seq_lens ? a.seq_lens[b] : a.seq_q;
     s.nk = a.seq_lens ? a.seq_lens[b] : a.seq_k;
     valid = s.nq >= 0 && s.nq <= a.seq_q && s.nk <= a.seq_k;
     s.nq_rows = a.seq_q;
     s.q_row0 = bh * a.seq_q;
-    s.k_row0 = bh * a.seq_k;
+    s.k_row0 = bh / a.group * a.seq_k;  // K/V head b·KVH + h / G = bh / G (common/lib/attention.h)
   }
   if (!valid) s.nq = s.nk = s.nq_rows = 0;  // no row to read or write: the row offsets go unused
   s.offset = s.nk - s.nq;

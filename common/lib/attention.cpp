@@ -22,10 +22,17 @@ bool head_dim_supported(int64_t d, const AttentionSupport& s) {
 }
 
 // Every tensor's byte count fits in 64 bits (the kernels index in 64 bits; a product that wraps
-// would make a huge problem look small).
+// would make a huge problem look small): Q and O, then K and V with their own head count.
 bool sizes_fit(const AttentionParams& p) {
   const int64_t e = int64_t(dtype_size(dtype_of(p)));
-  return fits_product({p.batch, p.heads, std::max(p.seq_q, p.seq_k), p.head_dim, e});
+  return fits_product({p.batch, p.heads, p.seq_q, p.head_dim, e}) &&
+         fits_product({p.batch, kv_head_count(p), p.seq_k, p.head_dim, e});
+}
+
+// 0 (as many K/V heads as query heads) or a divisor of heads: every query head then belongs to exactly
+// one group of heads / kv_heads, and the groups tile the heads.
+bool kv_heads_valid(const AttentionParams& p) {
+  return p.kv_heads == 0 || (p.kv_heads > 0 && p.kv_heads <= p.heads && p.heads % p.kv_heads == 0);
 }
 
 // A pointer the runtime does not know as device (or managed) memory is refused: the kernels read
@@ -59,6 +66,7 @@ float softmax_scale(const AttentionParams& p) {
 Status validate(const AttentionParams& p, const AttentionSupport& support) {
   if (!p.q || !p.k || !p.v || !p.o) return Status::NullPointer;
   if (p.batch <= 0 || p.heads <= 0 || p.seq_q <= 0 || p.seq_k <= 0 || p.head_dim <= 0) return Status::InvalidSize;
+  if (!kv_heads_valid(p)) return Status::InvalidKvHeads;
   if (!std::isfinite(p.scale)) return Status::InvalidScale;
   if (!in_set(support.dtypes, p.dtype)) return Status::UnsupportedDtype;
   if (!head_dim_supported(p.head_dim, support)) return Status::UnsupportedHeadDim;
@@ -82,8 +90,8 @@ Status validate(const AttentionParams& p, const AttentionSupport& support) {
 
 double largest_tensor_bytes(const AttentionParams& p) {
   const double entries = p.cu_seqlens_q ? 1.0 : double(p.batch);  // packed: [H, total, D]
-  return entries * double(p.heads) * double(std::max(p.seq_q, p.seq_k)) * double(p.head_dim) *
-         double(dtype_size(dtype_of(p)));
+  const double rows = std::max(double(p.heads) * double(p.seq_q), double(kv_head_count(p)) * double(p.seq_k));
+  return entries * rows * double(p.head_dim) * double(dtype_size(dtype_of(p)));
 }
 
 AttentionProblem prepare(const AttentionParams& p) {
@@ -120,9 +128,12 @@ Status check_varlen(AttentionParams* p, cudaStream_t stream) {
 }
 
 std::string describe(const AttentionParams& p) {
-  char buf[160];
-  std::snprintf(buf, sizeof buf, "B=%lld H=%lld Nq=%lld Nk=%lld D=%lld %s%s scale=%.4g",
-                static_cast<long long>(p.batch), static_cast<long long>(p.heads),
+  char buf[192], kv[40] = "";
+  // The raw field, not kv_head_count(): describe() also names params that failed validation.
+  if (p.kv_heads != 0 && p.kv_heads != p.heads)
+    std::snprintf(kv, sizeof kv, " KVH=%lld", static_cast<long long>(p.kv_heads));
+  std::snprintf(buf, sizeof buf, "B=%lld H=%lld%s Nq=%lld Nk=%lld D=%lld %s%s scale=%.4g",
+                static_cast<long long>(p.batch), static_cast<long long>(p.heads), kv,
                 static_cast<long long>(p.seq_q), static_cast<long long>(p.seq_k),
                 static_cast<long long>(p.head_dim), p.causal ? "causal " : "",
                 is_dtype(p.dtype) ? dtype_name(dtype_of(p)) : "?", softmax_scale(p));

@@ -22,9 +22,17 @@ inline DType dtype_of(const AttentionParams& p) { return static_cast<DType>(p.dt
 // The scale the kernels use: 0 in the params selects 1/sqrt(D).
 float softmax_scale(const AttentionParams& p);
 
+// Grouped-query attention: K and V hold KVH heads, each shared by a group of G = H / KVH consecutive
+// query heads (KVH = H: multi-head attention, G = 1; KVH = 1: multi-query attention, G = H). Query head
+// h reads K/V head h / G. In flat indices over the batch, query head bh = b·H + h reads K/V head
+// b·KVH + h / G, which is bh / G because H = KVH·G: a kernel maps a flat query head to its K/V head
+// with one division. For validated params.
+inline int64_t kv_head_count(const AttentionParams& p) { return p.kv_heads ? p.kv_heads : p.heads; }
+inline int64_t group_size(const AttentionParams& p) { return p.heads / kv_head_count(p); }
+
 // Element counts, in 64 bits (B·H·N·D passes 2^31 at realistic sizes). Only for validated params.
 inline int64_t q_elems(const AttentionParams& p) { return p.batch * p.heads * p.seq_q * p.head_dim; }
-inline int64_t kv_elems(const AttentionParams& p) { return p.batch * p.heads * p.seq_k * p.head_dim; }
+inline int64_t kv_elems(const AttentionParams& p) { return p.batch * kv_head_count(p) * p.seq_k * p.head_dim; }
 inline int64_t lse_elems(const AttentionParams& p) { return p.batch * p.heads * p.seq_q; }
 
 // What one attention kernel takes. Built from the kernel's instance lists (attention_support), so the
@@ -51,7 +59,7 @@ constexpr AttentionSupport attention_support(std::size_t alignment, bool varlen)
   return s;
 }
 
-// Checks, in this order: null pointers, sizes, scale, dtype, head_dim, mask, alignment; then the
+// Checks, in this order: null pointers, sizes, kv_heads, scale, dtype, head_dim, mask, alignment; then the
 // variable-length fields: none for a kernel that takes none, seq_lens and cu_seqlens not both,
 // cu_seqlens_q and cu_seqlens_k together, 0 <= max_seq_q <= seq_q, device-accessible arrays. Their
 // values are checked on the device by the kernels (and on the host by check_varlen).
@@ -70,41 +78,54 @@ AttentionProblem prepare(const AttentionParams& p);  // for validated params
 // calls f(HeadSlice<T>) for each slice and stops at the first error.
 constexpr int64_t kMaxHeadsPerLaunch = 65535;
 
+// The K/V head that query head z of a slice reads, counted from the slice's k and v. The slice starts
+// at flat query head bh0, so its query head z is bh0 + z and reads K/V head (bh0 + z) / G; the slice's
+// k and v start at K/V head bh0 / G, so relative to them that is (bh0 % G + z) / G. (A slice need not
+// start on a group boundary: 65535 is a multiple of few group sizes.) Multi-head: first = 0, G = 1, z.
+struct KvHeadOf {
+  int64_t first;  // bh0 % G
+  int64_t group;  // G = H / KVH
+  __host__ __device__ int64_t operator()(int64_t z) const { return (first + z) / group; }
+};
+
 template <class T>
 struct HeadSlice {
   const T* q;       // [heads, Nq, D]
-  const T* k;       // [heads, Nk, D]
-  const T* v;       // [heads, Nk, D]
+  const T* k;       // [*, Nk, D]: from the K/V head of the slice's first query head on
+  const T* v;       // [*, Nk, D]
   T* o;             // [heads, Nq, D]
   float* lse;       // [heads, Nq] or null
   unsigned heads;   // at most kMaxHeadsPerLaunch
+  KvHeadOf kv_head; // query head z of the slice reads k, v head kv_head(z)
 };
 
 template <class T, class F>
 Status for_each_head_slice(const AttentionParams& p, F&& f) {
-  const int64_t total = p.batch * p.heads;
+  const int64_t total = p.batch * p.heads, group = group_size(p);
   for (int64_t bh0 = 0; bh0 < total; bh0 += kMaxHeadsPerLaunch) {
     HeadSlice<T> s;
     s.q = static_cast<const T*>(p.q) + bh0 * p.seq_q * p.head_dim;
-    s.k = static_cast<const T*>(p.k) + bh0 * p.seq_k * p.head_dim;
-    s.v = static_cast<const T*>(p.v) + bh0 * p.seq_k * p.head_dim;
+    s.k = static_cast<const T*>(p.k) + bh0 / group * p.seq_k * p.head_dim;
+    s.v = static_cast<const T*>(p.v) + bh0 / group * p.seq_k * p.head_dim;
     s.o = static_cast<T*>(p.o) + bh0 * p.seq_q * p.head_dim;
     s.lse = p.lse ? p.lse + bh0 * p.seq_q : nullptr;
     s.heads = static_cast<unsigned>(total - bh0 < kMaxHeadsPerLaunch ? total - bh0 : kMaxHeadsPerLaunch);
+    s.kv_head = {bh0 % group, group};
     FS_RETURN_IF_ERROR(f(s));
   }
   return Status::Success;
 }
 
-// The bytes of the largest of Q, K, V, O as the params lay them out ([B, H, N, D], or [H, total, D]
-// for packed batches). For validated params.
+// The bytes of the largest of Q, K, V, O as the params lay them out (Q, O [B, H, Nq, D], K, V
+// [B, KVH, Nk, D]; packed batches [H, total, D] and [KVH, total, D]). For validated params.
 double largest_tensor_bytes(const AttentionParams& p);
 
 // The host-side check behind fs_check_varlen: reads the arrays (one copy and a synchronization of
 // `stream`), names what is wrong, and for packed batches sets p->max_seq_q.
 Status check_varlen(AttentionParams* p, cudaStream_t stream);
 
-// "B=2 H=16 Nq=4096 Nk=4096 D=64 causal fp16 scale=0.125"
+// "B=2 H=16 Nq=4096 Nk=4096 D=64 causal fp16 scale=0.125"; "B=1 H=32 KVH=8 Nq=1 ..." when K/V have
+// fewer heads than Q.
 std::string describe(const AttentionParams& p);
 
 }  // namespace fs

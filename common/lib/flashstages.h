@@ -6,7 +6,8 @@
  * gemm.h wrap them), so there is one definition of each problem and one list of status codes.
  * fs_kernel_count / fs_kernel_at describe every launcher: what it takes and which GPUs it runs on.
  *
- * Tensors are contiguous, row-major [B, H, N, D] for Q, K, V, O and [B, H, Nq] (fp32) for LSE.
+ * Tensors are contiguous, row-major [B, H, Nq, D] for Q and O, [B, KVH, Nk, D] for K and V (KVH = H
+ * unless kv_heads says otherwise: grouped-query attention) and [B, H, Nq] (fp32) for LSE.
  * Every entry validates its arguments before it launches anything; a non-zero return means nothing
  * was written. fs_status_name / fs_status_message name every code.
  */
@@ -39,7 +40,8 @@ typedef enum fs_status {
   FS_ERR_CUDA = 9,                 /* the CUDA runtime reported an error (no device, launch failure) */
   FS_ERR_INVALID_SEQLENS = 10,     /* seq_lens / cu_seqlens are inconsistent, or this kernel takes none */
   FS_ERR_INVALID_LEADING_DIM = 11, /* a GEMM leading dimension is smaller than its matrix's row */
-  FS_ERR_UNSUPPORTED_DEVICE = 12   /* this kernel has no code for the current GPU, or needs more shared memory */
+  FS_ERR_UNSUPPORTED_DEVICE = 12,  /* this kernel has no code for the current GPU, or needs more shared memory */
+  FS_ERR_INVALID_KV_HEADS = 13     /* kv_heads is negative, larger than heads, or does not divide heads */
 } fs_status;
 
 /* Element types. A kernel's set of types is a bit mask: bit (1 << dtype). */
@@ -56,15 +58,15 @@ typedef struct fs_attention_params {
   int32_t causal;    /* non-zero: query i sees keys j <= i + (Nk - Nq) (bottom-right aligned) */
   int32_t dtype;     /* fs_dtype of Q, K, V and O */
   const void* q;     /* [B, H, Nq, D] */
-  const void* k;     /* [B, H, Nk, D] */
-  const void* v;     /* [B, H, Nk, D] */
+  const void* k;     /* [B, KVH, Nk, D] (KVH: see kv_heads) */
+  const void* v;     /* [B, KVH, Nk, D] */
   void* o;           /* [B, H, Nq, D] */
   float* lse;        /* [B, H, Nq] natural-log LSE of the scaled scores; may be null (not written) */
   /* Variable lengths (stage 04): both null for dense batches, at most one set. Device arrays.
    * seq_lens [B]: padded batches; entry b uses its first seq_lens[b] query rows and key rows
    *   (<= seq_q and <= seq_k); its query rows past that get O = 0 and LSE = -inf.
    * cu_seqlens_q / cu_seqlens_k [B+1]: packed batches; entry b owns rows cu[b] .. cu[b+1]-1 of
-   *   Q (O, LSE) and K, V, stored [H, total, D] (so seq_q / seq_k are the totals, cu[B]).
+   *   Q (O, LSE) and K, V, stored [H, total, D] and [KVH, total, D] (so seq_q / seq_k are the totals, cu[B]).
    * The launchers never read these arrays on the host (so they can be captured into a CUDA graph):
    * the kernels check each entry on the device and write nothing for an entry that breaks the
    * rules. fs_check_varlen checks a layout on the host, once, and names what is wrong. */
@@ -76,6 +78,11 @@ typedef struct fs_attention_params {
    * saves launching tiles that hold no row. fs_check_varlen computes it. An entry longer than
    * max_seq_q breaks the rules (see above). Ignored for dense and padded batches. */
   int64_t max_seq_q;
+  /* K/V heads, KVH (grouped-query attention): 0 means heads (multi-head attention, every query head
+   * has its own K and V). Otherwise 1 <= kv_heads <= heads and heads is a multiple of it: K and V hold
+   * kv_heads heads, and query head h reads K/V head h / (heads / kv_heads), so each K/V head serves a
+   * group of heads / kv_heads consecutive query heads. kv_heads = 1 is multi-query attention. */
+  int64_t kv_heads;
 } fs_attention_params;
 
 /* One GEMM: C = alpha · op(A) · op(B) + beta · C, row-major. op(A) is M×K: A is stored M×K (lda >= K),

@@ -24,8 +24,11 @@ constexpr StatusText kStatusText[] = {
     {"FS_ERR_UNSUPPORTED_DEVICE",
      "this kernel cannot run on the current GPU: this build has no code for its architecture, or a block "
      "needs more shared memory than the GPU allows"},
+    {"FS_ERR_INVALID_KV_HEADS",
+     "kv_heads must be 0 (one K/V head per query head) or a divisor of heads: it is negative, larger than heads, "
+     "or does not divide heads"},
 };
-constexpr int kLastStatus = FS_ERR_UNSUPPORTED_DEVICE;
+constexpr int kLastStatus = FS_ERR_INVALID_KV_HEADS;
 static_assert(sizeof(kStatusText) / sizeof(kStatusText[0]) == kLastStatus + 1,
               "every fs_status code needs a name and a message");
 

@@ -83,8 +83,8 @@ AttentionParams attention_shape(int64_t batch, int64_t heads, int64_t seq_q, int
 AttentionFixture::AttentionFixture(const AttentionParams& s, uint64_t seed, int max_heads)
     : shape_(s), impl_(std::make_unique<Impl>()) {
   const DType dtype = dtype_of(s);
-  const int64_t bh = s.batch * s.heads;
-  const std::size_t nq = bh * s.seq_q * s.head_dim, nk = bh * s.seq_k * s.head_dim;
+  const int64_t bh = s.batch * s.heads, group = group_size(s);
+  const std::size_t nq = q_elems(s), nk = kv_elems(s);  // K, V: B·KVH heads of Nk rows
   const auto hq = draw(dtype, nq, seed), hk = draw(dtype, nk, seed + 1), hv = draw(dtype, nk, seed + 2);
   Impl& m = *impl_;
   m.q = DeviceBuffer<unsigned char>(hq);
@@ -99,10 +99,12 @@ AttentionFixture::AttentionFixture(const AttentionParams& s, uint64_t seed, int 
   const double scale = softmax_scale(s);
   parallel_for(m.heads.size(), [&](std::size_t begin, std::size_t end) {
     for (std::size_t i = begin; i < end; ++i) {
-      const int64_t h = m.heads[i];
+      const int64_t h = m.heads[i];  // flat: b·H + head
+      // Its K/V head by the definition (flashstages.h), not the kernels' shortcut h / G.
+      const int64_t kv = h / s.heads * kv_head_count(s) + h % s.heads / group;
       const auto q = head_slice(hq, dtype, h, s.seq_q, s.head_dim);
-      const auto k = head_slice(hk, dtype, h, s.seq_k, s.head_dim);
-      const auto v = head_slice(hv, dtype, h, s.seq_k, s.head_dim);
+      const auto k = head_slice(hk, dtype, kv, s.seq_k, s.head_dim);
+      const auto v = head_slice(hv, dtype, kv, s.seq_k, s.head_dim);
       m.ref_o[i].resize(s.seq_q * s.head_dim);
       m.ref_lse[i].resize(s.seq_q);
       ref::attention_forward_head(q.data(), k.data(), v.data(), s.seq_q, s.seq_k, s.head_dim, scale, s.causal,

@@ -25,6 +25,27 @@ std::vector<AttentionParams> odd_shapes(DType dtype, const std::vector<int64_t>&
   return out;
 }
 
+std::vector<AttentionParams> gqa_shapes(DType dtype, const std::vector<int64_t>& dims) {
+  struct Sizes {
+    int64_t b, h, kv_heads, nq, nk;
+  };
+  const int64_t n = size_for_run(1000, 200), n_odd = size_for_run(1023, 223);
+  const int64_t long_k = size_for_run(4097, 517), longer_k = size_for_run(16384, 1100);
+  const Sizes sizes[] = {{2, 4, 2, 17, 17},  {2, 4, 2, 100, n_odd}, {3, 6, 1, 17, 100},
+                         {1, 4, 1, n, n},     {2, 4, 2, 1, n},       {3, 6, 1, 1, long_k},
+                         {1, 8, 2, 1, longer_k}};
+  std::vector<AttentionParams> out;
+  for (int64_t d : dims)
+    for (const Sizes& s : sizes)
+      for (bool causal : {false, true}) {
+        if (causal && s.nq > s.nk) continue;
+        AttentionParams p = attention_shape(s.b, s.h, s.nq, s.nk, d, dtype, causal);
+        p.kv_heads = s.kv_heads;
+        out.push_back(p);
+      }
+  return out;
+}
+
 // doctest prints a char* as a pointer: messages are built from std::string.
 static std::string name(const KernelDesc& k) { return k.qualified(); }
 
@@ -65,6 +86,11 @@ void check_rejects_bad_inputs(const KernelDesc& kernel, const AttentionParams& o
   check_rejected(kernel, ok, [](AttentionParams& p) { p.v = nullptr; }, Status::NullPointer);
   check_rejected(kernel, ok, [](AttentionParams& p) { p.seq_k = 0; }, Status::InvalidSize);
   check_rejected(kernel, ok, [](AttentionParams& p) { p.heads = -1; }, Status::InvalidSize);
+  check_rejected(kernel, ok, [](AttentionParams& p) { p.kv_heads = -1; }, Status::InvalidKvHeads);
+  check_rejected(kernel, ok, [](AttentionParams& p) { p.kv_heads = p.heads + 1; }, Status::InvalidKvHeads);
+  // 3 query heads cannot be split evenly over 2 K/V heads (refused before any read, so that the
+  // buffers hold fewer heads does not matter).
+  check_rejected(kernel, ok, [](AttentionParams& p) { p.heads = 3, p.kv_heads = 2; }, Status::InvalidKvHeads);
   check_rejected(kernel, ok, [](AttentionParams& p) { p.scale = std::numeric_limits<float>::infinity(); },
                  Status::InvalidScale);
   // Same buffers, read as fewer keys than queries: a causal mask would leave rows with no key.

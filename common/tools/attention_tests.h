@@ -15,14 +15,21 @@ namespace fs::testing {
 // 223: still several tiles with tails. Every case draws fresh inputs from its own seed.
 std::vector<AttentionParams> odd_shapes(DType dtype, const std::vector<int64_t>& dims);
 
+// K/V with fewer heads than Q, for each head_dim, causal and not (causal only where Nq <= Nk):
+// grouped-query (H = 4, KVH = 2) and multi-query (H = 4 or 6, KVH = 1) at odd sizes, mostly with
+// B > 1 so that a wrong batch stride shows too; and decoding, Nq = 1 against Nk = 1000 and against a
+// long Nk (4097 and 16384; 200, 517 and 1100 under the sanitizer), GQA and MQA.
+std::vector<AttentionParams> gqa_shapes(DType dtype, const std::vector<int64_t>& dims);
+
 // Poisoned outputs, fp64 reference for every head, O and LSE within the dtype's tolerance; for
 // fp16/bf16 with `naive` given, the error is also at most 2× the naive stage's on the same inputs.
 void check_against_reference(const KernelDesc& kernel, const AttentionParams& shape, uint64_t seed,
                              const KernelDesc* naive = nullptr);
 
-// Null pointers, non-positive sizes, sizes that overflow or exceed the GPU's memory, a non-finite
-// scale, an impossible causal mask and a non-float dtype each return their code and leave O and LSE
-// untouched. `ok` must be a shape the kernel accepts.
+// Null pointers, non-positive sizes, sizes that overflow or exceed the GPU's memory, kv_heads that is
+// negative, larger than heads or not a divisor of it, a non-finite scale, an impossible causal mask and
+// a non-float dtype each return their code and leave O and LSE untouched. `ok` must be a shape the
+// kernel accepts, with at least 2 heads.
 void check_rejects_bad_inputs(const KernelDesc& kernel, const AttentionParams& ok);
 
 // A bad input built from `ok` by `make_bad` returns `expected` and writes nothing.

@@ -141,9 +141,11 @@ void register_attention_shapes(const DeviceInfo& dev, const KernelDesc& kernel,
   if (!runs_on(kernel, dev)) return;
   for (const AttentionParams& p : shapes) {
     if (!in_set(kernel.attention.dtypes, p.dtype) || !fits(dev, kernel, p)) continue;
+    // KVH only where K/V have fewer heads than Q: multi-head names stay as they were.
+    const std::string kv_heads = kv_head_count(p) != p.heads ? "/KVH:" + std::to_string(kv_head_count(p)) : "";
     register_attention_point(dev, kernel,
                              kernel.qualified() + "/" + dtype_name(dtype_of(p)) + "/D:" + std::to_string(p.head_dim) +
-                                 "/B:" + std::to_string(p.batch) + "/H:" + std::to_string(p.heads) +
+                                 "/B:" + std::to_string(p.batch) + "/H:" + std::to_string(p.heads) + kv_heads +
                                  "/Nq:" + std::to_string(p.seq_q) + "/Nk:" + std::to_string(p.seq_k) +
                                  "/causal:" + std::to_string(int(p.causal != 0)),
                              p);

@@ -1,7 +1,8 @@
 // Google Benchmark helpers shared by every stage's bench.cu.
 //
 // Names: <stage>/<version>/<dtype>/D:<d>/N:<n>/causal:<0|1> for attention on the grid,
-// <stage>/<version>/<dtype>/D:<d>/B:<b>/H:<h>/Nq:<nq>/Nk:<nk>/causal:<0|1> for other attention shapes, and
+// <stage>/<version>/<dtype>/D:<d>/B:<b>/H:<h>/Nq:<nq>/Nk:<nk>/causal:<0|1> for other attention shapes
+// (.../H:<h>/KVH:<kvh>/Nq:... when K/V have fewer heads than Q), and
 // <stage>/<version>/<dtype>/M:<m>/N:<n>/K:<k> for GEMM; peers use their own first part (cublas/…).
 // Time is manual (CUDA events around each launch, L2 flushed before it); counters are TFLOPS, GB/s and,
 // for attention, extra_bytes. Each benchmark runs 5 repetitions and reports their median (plus mean,
@@ -49,7 +50,7 @@ void register_attention(const DeviceInfo& dev, const KernelDesc& kernel, const A
 void register_attention_stage(const DeviceInfo& dev, const char* stage, const AttentionGrid& grid);
 
 // Registers the kernel at each of `shapes` (sizes, dtype and mask set; no tensors) that it takes and
-// that fits, named with B, H, Nq and Nk.
+// that fits, named with B, H (and KVH when kv_heads makes it differ), Nq and Nk.
 void register_attention_shapes(const DeviceInfo& dev, const KernelDesc& kernel,
                                const std::vector<AttentionParams>& shapes);
 

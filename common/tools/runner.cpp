@@ -139,7 +139,7 @@ bool measure(Problem& problem, const Common& opt, const DeviceInfo& dev, const K
 // ---- Attention -------------------------------------------------------------------------------
 
 struct AttentionOptions {
-  int64_t batch = 0, heads = 0, seq = 4096, seq_k = 0, dim = 64, check_heads = -1;
+  int64_t batch = 0, heads = 0, kv_heads = 0, seq = 4096, seq_k = 0, dim = 64, check_heads = -1;
   bool causal = false;
   double scale = 0.0;
   std::string dtype;
@@ -188,6 +188,8 @@ void add_attention_options(CLI::App& app, AttentionOptions& o, const std::string
   o.dtype = default_dtype;
   app.add_option("--batch", o.batch, "B, batch entries [default: 16384 / N, at least 1]")->check(at_least(1));
   app.add_option("--heads", o.heads, "H, heads [default: 2048 / D, at least 1]")->check(at_least(1));
+  app.add_option("--kv-heads", o.kv_heads, "KVH, K/V heads, a divisor of H (grouped-query attention) [default: H]")
+      ->check(at_least(1));
   app.add_option("--seq", o.seq, "Nq, query rows per head")->capture_default_str()->check(at_least(1));
   app.add_option("--seq-k", o.seq_k, "Nk, key and value rows per head [default: Nq]")->check(at_least(1));
   app.add_option("--dim", o.dim, "D, head_dim")->capture_default_str()->check(at_least(1));
@@ -208,6 +210,7 @@ AttentionParams attention_params(const AttentionOptions& o) {
   p.head_dim = o.dim;
   p.batch = o.batch ? o.batch : std::max<int64_t>(1, 16384 / o.seq);
   p.heads = o.heads ? o.heads : std::max<int64_t>(1, 2048 / o.dim);
+  p.kv_heads = o.kv_heads;
   p.causal = o.causal;
   p.scale = float(o.scale);
   p.dtype = static_cast<int32_t>(*parse_dtype(o.dtype));
@@ -229,6 +232,9 @@ std::string attention_refusal(Status st, const AttentionParams& p, const KernelD
     case Status::UnsupportedMask:
       return "--causal needs Nq <= Nk (--seq " + std::to_string(p.seq_q) + ", --seq-k " + std::to_string(p.seq_k) +
              "): the first query rows would see no key";
+    case Status::InvalidKvHeads:
+      return "--kv-heads: " + std::to_string(p.kv_heads) + " must divide --heads " + std::to_string(p.heads) +
+             " (each K/V head serves H / KVH query heads)";
     case Status::InvalidSize:
       return "--batch, --heads, --seq, --seq-k, --dim: " + describe(p) + " is too large (its byte counts pass 2^63)";
     default:

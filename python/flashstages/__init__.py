@@ -5,7 +5,8 @@
     o = flashstages.attention(q, k, v, causal=True, kernel="fs_online_softmax_v1")
 
 attention() checks its tensors before it calls the library — on one CUDA device, contiguous, of one
-dtype the kernel takes, of shapes that agree — and raises TypeError or ValueError naming the tensor
+dtype the kernel takes, of shapes that agree (k and v may have fewer heads than q, a divisor of them:
+grouped-query attention) — and raises TypeError or ValueError naming the tensor
 and the problem; what the library itself refuses comes back as FlashstagesError with its named code
 (FS_ERR_UNSUPPORTED_HEAD_DIM, ...). It launches on PyTorch's current stream of the tensors' device.
 The library is found by find_library(): $FLASHSTAGES_LIBRARY, then the build tree of this checkout,
@@ -78,11 +79,15 @@ def _check_attention(info, q, k, v, out, lse, make_contiguous):
     b, h, nq, d = q.shape
     for name in ("k", "v"):
         t = tensors[name]
-        if t.shape[0] != b or t.shape[1] != h or t.shape[3] != d:
+        if t.shape[0] != b or t.shape[3] != d:
             raise ValueError(f"{name} has shape {tuple(t.shape)}, q {tuple(q.shape)}: k and v must be "
-                             f"[B, H, Nk, D] with q's B = {b}, H = {h} and D = {d}")
+                             f"[B, KVH, Nk, D] with q's B = {b} and D = {d}")
     if tuple(v.shape) != tuple(k.shape):
         raise ValueError(f"v has shape {tuple(v.shape)}, k {tuple(k.shape)}: they must match")
+    kv_heads = k.shape[1]
+    if kv_heads < 1 or kv_heads > h or h % kv_heads:
+        raise ValueError(f"k and v have {kv_heads} heads, q {h}: the K/V heads must divide the query heads "
+                         f"(grouped-query attention, each K/V head shared by H / KVH query heads)")
     if out is not None and tuple(out.shape) != tuple(q.shape):
         raise ValueError(f"out has shape {tuple(out.shape)}: it must be q's, {tuple(q.shape)}")
     if lse is not None and tuple(lse.shape) != (b, h, nq):
@@ -108,7 +113,9 @@ def attention(q, k, v, *, causal=False, scale=None, out=None, lse=None, kernel=D
               make_contiguous=False):
     """O = softmax(scale · Q Kᵀ [causal mask]) V with one of the library's attention kernels.
 
-    q: [B, H, Nq, D]; k, v: [B, H, Nk, D]; one CUDA device, one dtype the kernel takes. The causal mask
+    q: [B, H, Nq, D]; k, v: [B, KVH, Nk, D] with KVH = H, or a divisor of H for grouped-query attention
+    (query head h reads K/V head h // (H // KVH), as SDPA's enable_gqa=True; KVH = 1 is multi-query
+    attention); one CUDA device, one dtype the kernel takes. The causal mask
     is aligned bottom-right (query i sees keys j <= i + Nk - Nq), like FlashAttention's and unlike
     PyTorch's is_causal (top-left): compare with torch.nn.attention.bias.causal_lower_right. scale:
     None for 1/sqrt(D). out: the output to write ([B, H, Nq, D], contiguous), made when None. lse: an
@@ -125,6 +132,7 @@ def attention(q, k, v, *, causal=False, scale=None, out=None, lse=None, kernel=D
     params = AttentionParams(b, h, nq, k.shape[2], d, 0.0 if scale is None else float(scale), int(bool(causal)),
                              _DTYPES[str(q.dtype)], q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(),
                              lse.data_ptr() if lse is not None else None)
+    params.kv_heads = k.shape[1]
     with torch.cuda.device(q.device):
         call(lib, kernel, params, torch.cuda.current_stream(q.device).cuda_stream)
     return out

@@ -33,6 +33,7 @@ class AttentionParams(ctypes.Structure):
         ("cu_seqlens_q", ctypes.c_void_p),
         ("cu_seqlens_k", ctypes.c_void_p),
         ("max_seq_q", ctypes.c_int64),
+        ("kv_heads", ctypes.c_int64),  # 0: heads (multi-head); else K, V have kv_heads heads (GQA)
     ]
 
 

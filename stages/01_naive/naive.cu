@@ -30,11 +30,12 @@ Status run(const AttentionProblem& pr, cudaStream_t stream) {
         const dim3 block(32, 8);
         const dim3 grid_s((p.seq_k + 31) / 32, (p.seq_q + 7) / 8, h.heads);
         naive::scores_kernel<T>
-            <<<grid_s, block, 0, stream>>>(h.q, h.k, s, p.seq_q, p.seq_k, p.head_dim, pr.scale, causal);
+            <<<grid_s, block, 0, stream>>>(h.q, h.k, s, p.seq_q, p.seq_k, p.head_dim, pr.scale, causal, h.kv_head);
         rowwise::softmax_kernel<T>
             <<<dim3(p.seq_q, h.heads), rowwise::kSoftmaxThreads, 0, stream>>>(s, h.lse, p.seq_q, p.seq_k);
         const dim3 grid_o((p.head_dim + 31) / 32, (p.seq_q + 7) / 8, h.heads);
-        naive::pv_kernel<T><<<grid_o, block, 0, stream>>>(s, h.v, h.o, p.seq_q, p.seq_k, p.head_dim, causal);
+        naive::pv_kernel<T>
+            <<<grid_o, block, 0, stream>>>(s, h.v, h.o, p.seq_q, p.seq_k, p.head_dim, causal, h.kv_head);
         FS_RETURN_IF_CUDA_ERROR(cudaGetLastError());
         return Status::Success;
       });

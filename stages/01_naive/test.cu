@@ -1,4 +1,5 @@
-// Stage 01 tests: naive attention against fp64 at odd sizes in every dtype, and its error paths.
+// Stage 01 tests: naive attention against fp64 at odd sizes in every dtype, with K/V shared by groups of
+// query heads (GQA, MQA, decoding; past 65535 heads), and its error paths.
 #include "common/tools/attention_tests.h"
 #include "naive.h"
 
@@ -19,6 +20,25 @@ FS_GPU_TEST_CASE("stage01 v1 matches fp64 at odd sizes / fp16 and bf16") {
   for (DType t : {DType::FP16, DType::BF16})
     for (const auto& shape : testing::odd_shapes(t, {64, 128}))
       testing::check_against_reference(kNaiveV1, shape, ++seed);
+}
+
+FS_GPU_TEST_CASE("stage01 v1 matches fp64 with grouped-query and multi-query K/V, and decoding") {
+  FS_SKIP_WITHOUT_GPU();
+  if (!testing::runs_here(kNaiveV1)) return;
+  uint64_t seed = 250;
+  for (DType t : {DType::FP32, DType::FP16, DType::BF16})
+    for (const auto& shape : testing::gqa_shapes(t, {64, 128}))
+      testing::check_against_reference(kNaiveV1, shape, ++seed);
+}
+
+FS_GPU_TEST_CASE("stage01 v1 with more than 65535 heads: slices that start inside a group of K/V heads") {
+  FS_SKIP_WITHOUT_GPU();
+  if (!testing::runs_here(kNaiveV1)) return;
+  // 80000 query heads over 20000 K/V heads (G = 4): the second slice starts at query head 65535, the
+  // last head of a group, so its first two query heads read different K/V heads.
+  AttentionParams s = attention_shape(2, 40000, 2, 3, 4, DType::FP32, /*causal=*/true);
+  s.kv_heads = 10000;
+  testing::check_against_reference(kNaiveV1, s, 290);
 }
 
 FS_GPU_TEST_CASE("stage01 v1 honours a custom scale and odd head_dims") {

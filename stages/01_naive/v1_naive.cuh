@@ -28,6 +28,7 @@
 #include <cstdint>
 
 #include "common/device/row_softmax.cuh"
+#include "common/lib/attention.h"
 #include "common/lib/numeric.h"
 
 namespace fs::naive {
@@ -37,18 +38,19 @@ __device__ __forceinline__ bool visible(int64_t i, int64_t j, int64_t offset, bo
   return !causal || j <= i + offset;
 }
 
-// S[bh, i, j] = scale · Σ_c Q[bh, i, c] · K[bh, j, c], or -inf where masked.
+// S[bh, i, j] = scale · Σ_c Q[bh, i, c] · K[kv_head(bh), j, c], or -inf where masked.
 // grid (ceil(Nk/32), ceil(Nq/8), B·H), block (32, 8): threadIdx.x walks j so that the 32 lanes of a
 // warp write 32 consecutive S elements; each of them reads a whole row of K from global memory.
+// kv_head: the K/V head query head bh reads (bh itself unless K/V have fewer heads, attention.h).
 template <class T>
 __global__ void scores_kernel(const T* __restrict__ q, const T* __restrict__ k, T* __restrict__ s, int64_t nq,
-                              int64_t nk, int64_t d, float scale, bool causal) {
+                              int64_t nk, int64_t d, float scale, bool causal, KvHeadOf kv_head) {
   const int64_t j = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
   const int64_t i = blockIdx.y * int64_t(blockDim.y) + threadIdx.y;
   const int64_t bh = blockIdx.z;
   if (i >= nq || j >= nk) return;
-  const T* qi = q + (bh * nq + i) * d;  // [D]
-  const T* kj = k + (bh * nk + j) * d;  // [D]
+  const T* qi = q + (bh * nq + i) * d;           // [D]
+  const T* kj = k + (kv_head(bh) * nk + j) * d;  // [D]
   float acc = -INFINITY;
   if (visible(i, j, nk - nq, causal)) {
     acc = 0.0f;
@@ -58,18 +60,18 @@ __global__ void scores_kernel(const T* __restrict__ q, const T* __restrict__ k, 
   s[(bh * nq + i) * nk + j] = from_float<T>(acc);
 }
 
-// O[bh, i, c] = Σ_j P[bh, i, j] · V[bh, j, c]. grid (ceil(D/32), ceil(Nq/8), B·H), block (32, 8):
-// threadIdx.x walks c, so a warp reads 32 consecutive elements of each V row. Under the causal mask
-// P is zero past key i + offset, so the loop stops there.
+// O[bh, i, c] = Σ_j P[bh, i, j] · V[kv_head(bh), j, c]. grid (ceil(D/32), ceil(Nq/8), B·H), block
+// (32, 8): threadIdx.x walks c, so a warp reads 32 consecutive elements of each V row. Under the causal
+// mask P is zero past key i + offset, so the loop stops there.
 template <class T>
 __global__ void pv_kernel(const T* __restrict__ p, const T* __restrict__ v, T* __restrict__ o, int64_t nq,
-                          int64_t nk, int64_t d, bool causal) {
+                          int64_t nk, int64_t d, bool causal, KvHeadOf kv_head) {
   const int64_t c = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
   const int64_t i = blockIdx.y * int64_t(blockDim.y) + threadIdx.y;
   const int64_t bh = blockIdx.z;
   if (i >= nq || c >= d) return;
-  const T* pi = p + (bh * nq + i) * nk;  // [Nk]
-  const T* vb = v + bh * nk * d;         // [Nk, D]
+  const T* pi = p + (bh * nq + i) * nk;    // [Nk]
+  const T* vb = v + kv_head(bh) * nk * d;  // [Nk, D]
   const int64_t j_end = causal ? i + (nk - nq) + 1 : nk;
   float acc = 0.0f;
   for (int64_t j = 0; j < j_end; ++j) acc += to_float(pi[j]) * to_float(vb[j * d + c]);

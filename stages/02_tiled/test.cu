@@ -1,4 +1,5 @@
-// Stage 02 tests: tiled attention against fp64 at odd sizes (tails of every tile), and its error paths.
+// Stage 02 tests: tiled attention against fp64 at odd sizes (tails of every tile), with K/V shared by groups
+// of query heads (GQA, MQA, decoding; past 65535 heads), and its error paths.
 #include "common/tools/attention_tests.h"
 #include "tiled.h"
 
@@ -10,6 +11,18 @@ FS_GPU_TEST_CASE("stage02 v1 matches fp64 at odd sizes") {
   uint64_t seed = 1100;
   for (const auto& shape : testing::odd_shapes(DType::FP32, {32, 64, 128}))
     testing::check_against_reference(kTiledV1, shape, ++seed);
+}
+
+FS_GPU_TEST_CASE("stage02 v1 matches fp64 with grouped-query and multi-query K/V, and decoding") {
+  FS_SKIP_WITHOUT_GPU();
+  if (!testing::runs_here(kTiledV1)) return;
+  uint64_t seed = 1150;
+  for (const auto& shape : testing::gqa_shapes(DType::FP32, {64, 128}))
+    testing::check_against_reference(kTiledV1, shape, ++seed);
+  // More than 65535 heads: the second slice starts at query head 65535, inside a group of G = 4.
+  AttentionParams s = attention_shape(2, 40000, 2, 3, 4, DType::FP32, /*causal=*/true);
+  s.kv_heads = 10000;
+  testing::check_against_reference(kTiledV1, s, 1190);
 }
 
 FS_GPU_TEST_CASE("stage02 v1 honours a custom scale and head_dims that are not multiples of the tile") {

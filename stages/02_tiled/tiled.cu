@@ -29,18 +29,22 @@ Status run(const AttentionProblem& pr, cudaStream_t stream) {
       const dim3 grid_o((p.head_dim + tiled::kBN - 1) / tiled::kBN, (p.seq_q + tiled::kBM - 1) / tiled::kBM, h.heads);
       if (causal)
         tiled::matmul_tiled_kernel<true, tiled::Causal::MaskOutput>
-            <<<grid_s, tiled::kThreads, 0, stream>>>(h.q, h.k, s, p.seq_q, p.seq_k, p.head_dim, pr.scale, offset);
+            <<<grid_s, tiled::kThreads, 0, stream>>>(h.q, h.k, s, p.seq_q, p.seq_k, p.head_dim, pr.scale, offset,
+                                                     h.kv_head);
       else
         tiled::matmul_tiled_kernel<true, tiled::Causal::None>
-            <<<grid_s, tiled::kThreads, 0, stream>>>(h.q, h.k, s, p.seq_q, p.seq_k, p.head_dim, pr.scale, offset);
+            <<<grid_s, tiled::kThreads, 0, stream>>>(h.q, h.k, s, p.seq_q, p.seq_k, p.head_dim, pr.scale, offset,
+                                                     h.kv_head);
       rowwise::softmax_kernel<float>
           <<<dim3(p.seq_q, h.heads), rowwise::kSoftmaxThreads, 0, stream>>>(s, h.lse, p.seq_q, p.seq_k);
       if (causal)
         tiled::matmul_tiled_kernel<false, tiled::Causal::LimitReduction>
-            <<<grid_o, tiled::kThreads, 0, stream>>>(s, h.v, h.o, p.seq_q, p.head_dim, p.seq_k, 1.0f, offset);
+            <<<grid_o, tiled::kThreads, 0, stream>>>(s, h.v, h.o, p.seq_q, p.head_dim, p.seq_k, 1.0f, offset,
+                                                     h.kv_head);
       else
         tiled::matmul_tiled_kernel<false, tiled::Causal::None>
-            <<<grid_o, tiled::kThreads, 0, stream>>>(s, h.v, h.o, p.seq_q, p.head_dim, p.seq_k, 1.0f, offset);
+            <<<grid_o, tiled::kThreads, 0, stream>>>(s, h.v, h.o, p.seq_q, p.head_dim, p.seq_k, 1.0f, offset,
+                                                     h.kv_head);
       FS_RETURN_IF_CUDA_ERROR(cudaGetLastError());
       return Status::Success;
     });

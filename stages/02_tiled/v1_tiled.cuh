@@ -22,6 +22,8 @@
 
 #include <cstdint>
 
+#include "common/lib/attention.h"
+
 namespace fs::tiled {
 
 constexpr int kBM = 64;       // output tile rows
@@ -38,13 +40,14 @@ enum class Causal {
   LimitReduction,  // O = P V: P is zero past key i + offset, so the reduction stops there
 };
 
-// C[bh] (M×N) = alpha · A[bh] (M×K) · op(B[bh]), all row-major per head, bh = blockIdx.z.
-// op(B) is K×N: B is stored N×K (kTransB, for Kᵀ) or K×N (for V).
+// C[bh] (M×N) = alpha · A[bh] (M×K) · op(B[b_head(bh)]), all row-major per head, bh = blockIdx.z.
+// op(B) is K×N: B is stored N×K (kTransB, for Kᵀ) or K×N (for V). B is K or V, whose heads may be
+// shared by several query heads (grouped-query attention): b_head maps a query head to its K/V head.
 // grid (ceil(N/64), ceil(M/64), B·H), block 256.
 template <bool kTransB, Causal kCausal>
 __global__ void __launch_bounds__(kThreads)
     matmul_tiled_kernel(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c, int64_t m,
-                        int64_t n, int64_t k, float alpha, int64_t causal_offset) {
+                        int64_t n, int64_t k, float alpha, int64_t causal_offset, KvHeadOf b_head) {
   // A is stored transposed in shared memory so that a thread's 4 rows sit in one row of sA. Loading
   // walks k fastest (coalesced global reads), so 16 threads store down one column of sA: the +1 pad
   // puts those 16 stores in 16 different banks instead of one.
@@ -54,7 +57,7 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t bh = blockIdx.z;
   const int64_t row0 = int64_t(blockIdx.y) * kBM, col0 = int64_t(blockIdx.x) * kBN;
   a += bh * m * k;
-  b += bh * n * k;
+  b += b_head(bh) * n * k;
   c += bh * m * n;
   const int tx = threadIdx.x % (kBN / kTN), ty = threadIdx.x / (kBN / kTN);  // 16 × 16 threads
 

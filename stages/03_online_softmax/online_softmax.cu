@@ -24,7 +24,8 @@ Status run(const AttentionProblem& pr, cudaStream_t stream) {
     const int64_t blocks = (p.seq_q + online::kBr - 1) / online::kBr * p.batch * p.heads;
     online::online_softmax_v1_kernel<D><<<dim3(unsigned(blocks)), online::kThreads, smem, stream>>>(
         static_cast<const float*>(p.q), static_cast<const float*>(p.k), static_cast<const float*>(p.v),
-        static_cast<float*>(p.o), p.lse, p.seq_q, p.seq_k, pr.scale * online::kLog2e, p.causal != 0);
+        static_cast<float*>(p.o), p.lse, p.seq_q, p.seq_k, pr.scale * online::kLog2e, p.causal != 0,
+        group_size(p));
     FS_RETURN_IF_CUDA_ERROR(cudaGetLastError());
     return Status::Success;
   });

@@ -1,5 +1,5 @@
 // Stage 03 tests: the fused kernel against fp64 at odd sizes (tails in both tile directions, Nq ≠ Nk,
-// causal rows that end mid-tile), its LSE, and its error paths.
+// causal rows that end mid-tile, K/V shared by groups of query heads), its LSE, and its error paths.
 #include "common/tools/attention_tests.h"
 #include "online_softmax.h"
 
@@ -10,6 +10,14 @@ FS_GPU_TEST_CASE("stage03 v1 matches fp64 at odd sizes") {
   if (!testing::runs_here(kOnlineSoftmaxV1)) return;
   uint64_t seed = 2100;
   for (const auto& shape : testing::odd_shapes(DType::FP32, {32, 64, 128}))
+    testing::check_against_reference(kOnlineSoftmaxV1, shape, ++seed);
+}
+
+FS_GPU_TEST_CASE("stage03 v1 matches fp64 with grouped-query and multi-query K/V, and decoding") {
+  FS_SKIP_WITHOUT_GPU();
+  if (!testing::runs_here(kOnlineSoftmaxV1)) return;
+  uint64_t seed = 2150;
+  for (const auto& shape : testing::gqa_shapes(DType::FP32, {32, 64, 128}))
     testing::check_against_reference(kOnlineSoftmaxV1, shape, ++seed);
 }
 

@@ -77,12 +77,14 @@ __device__ __forceinline__ float team_reduce(float x, Op op) {
 }
 
 // grid (ceil(Nq/Br) · B·H), block 256 = 16 row teams × 16 threads. Thread (ty, tx) owns query rows
-// ty·4 .. ty·4+3 of the tile, score columns tx + 16·n and output columns tx + 16·t.
+// ty·4 .. ty·4+3 of the tile, score columns tx + 16·n and output columns tx + 16·t. K and V have one
+// head per `group` query heads (1: multi-head; grouped-query attention, common/lib/attention.h): query
+// head bh reads K/V head bh / group.
 template <int D>
 __global__ void __launch_bounds__(kThreads)
     online_softmax_v1_kernel(const float* __restrict__ q, const float* __restrict__ k, const float* __restrict__ v,
                              float* __restrict__ o, float* __restrict__ lse, int64_t nq, int64_t nk,
-                             float scale_log2, bool causal) {
+                             float scale_log2, bool causal, int64_t group) {
   using Cfg = TileConfig<D>;
   constexpr int kBc = Cfg::kBc, kTN = Cfg::kTN, kTD = Cfg::kTD;
   extern __shared__ float smem[];
@@ -95,8 +97,8 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t bh = blockIdx.x / q_tiles;
   const int64_t q0 = (blockIdx.x % q_tiles) * kBr;
   q += bh * nq * D;
-  k += bh * nk * D;
-  v += bh * nk * D;
+  k += bh / group * nk * D;
+  v += bh / group * nk * D;
   const int tx = threadIdx.x % kTeam, ty = threadIdx.x / kTeam;
   const int64_t offset = nk - nq;  // bottom-right causal alignment
 

@@ -7,7 +7,9 @@
 //   2. tiles >= slots: the grid fills the GPU; one split, v5's launch, nothing more.
 //   3. tiles < slots: the candidates are every tile shape of tile_shapes.cuh with split counts around
 //      the wave count's choice (flash_fwd_v6_split_heuristic); the tuner times them once on a dense
-//      problem of the call's shape (B·H heads, Nq, Nk) and remembers the fastest for that shape.
+//      problem of the call's shape (B·H query heads over B·KVH K/V heads, Nq, Nk) and remembers the
+//      fastest for that shape. Decoding (Nq = 1, one query tile per head) is the extreme case: B·H
+//      tiles, each split as far as the waves and the 4-block slices allow (16 at most).
 // FLASHSTAGES_AUTOTUNE=0 (and a first call inside a graph capture) takes candidate 0: v5's tile
 // with the heuristic's split count, untimed.
 #include <cuda_runtime.h>
@@ -178,12 +180,14 @@ std::string name(int64_t head_dim, const Plan& c) {
   return flash_fwd_v5_candidate_name(head_dim, c.tile) + " splits=" + std::to_string(c.splits);
 }
 
-// The tuning problem: dense, B = 1, H = the call's B·H, the call's Nq (its longest entry) and Nk, in
-// its head_dim, dtype, mask and scale.
+// The tuning problem: dense, B = 1, H = the call's B·H over its B·KVH K/V heads (the same groups: what
+// K and V cost depends on how many query heads share them), the call's Nq (its longest entry) and Nk,
+// in its head_dim, dtype, mask and scale.
 AttentionParams tuning_shape(const AttentionProblem& call) {
   AttentionParams p{};
   p.batch = 1;
   p.heads = call.p.batch * call.p.heads;
+  p.kv_heads = call.p.batch * kv_head_count(call.p);
   p.seq_k = call.p.seq_k;
   p.seq_q = call.p.causal ? std::min(call.max_seq_q, p.seq_k) : call.max_seq_q;
   p.head_dim = call.p.head_dim;
@@ -202,6 +206,7 @@ std::string key_of(const AttentionProblem& pr, int device) {
   const AttentionParams& p = pr.p;
   return "device " + std::to_string(device) + " D=" + std::to_string(p.head_dim) + " " + dtype_name(dtype_of(p)) +
          (p.causal ? " causal" : "") + " B*H=" + std::to_string(p.batch * p.heads) +
+         " B*KVH=" + std::to_string(p.batch * kv_head_count(p)) +
          " Nq=" + std::to_string(pr.max_seq_q) + " Nk=" + std::to_string(p.seq_k);
 }
 

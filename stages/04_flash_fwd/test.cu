@@ -1,6 +1,7 @@
 // Stage 04 tests: every version, fp16 and bf16, every head_dim it takes, against fp64 at odd sizes
 // (tails in both tile directions, Nq ≠ Nk, causal aligned bottom-right) with the error at most 2× the
-// naive stage's in the same precision, LSE included; custom scales; padded (seq_lens) and packed
+// naive stage's in the same precision, LSE included; grouped-query and multi-query K/V, and decoding
+// (Nq = 1 against up to 16384 keys); custom scales; padded (seq_lens) and packed
 // (cu_seqlens) batches against a per-entry reference, and entries that break the rules left unwritten;
 // every v5 candidate shape; v6 with forced split counts (several slices with tails, slices that see
 // no key of some rows, Nq = 1 against thousands of keys) and its split heuristic; error paths. The versions, their head_dims and the naive baseline come
@@ -60,23 +61,29 @@ KernelDesc forced_plan_kernel(AttentionRun run) {
 }
 
 // A batch of variable-length sequences. Padded: [B, H, seq_q, D] with lens[b] rows used of each;
-// packed: [H, total, D] with entry b at rows cu[b] .. cu[b+1]-1. Inputs random in [-1, 1].
+// packed: [H, total, D] with entry b at rows cu[b] .. cu[b+1]-1. K and V the same with KVH heads
+// (kv_heads, 0: H). Inputs random in [-1, 1].
 struct Varlen {
   int64_t batch, heads, d;
   bool causal;
   std::vector<int32_t> lens;        // padded: [B]
   int64_t seq_q = 0, seq_k = 0;     // padded: the padded lengths; packed: the totals
   std::vector<int32_t> cu_q, cu_k;  // packed: [B+1]
+  int64_t kv_heads = 0;             // grouped-query attention: K/V heads, each read by H / KVH query heads
 
   bool packed() const { return !cu_q.empty(); }
-  // Where (b, h) starts in Q/O (and LSE) and in K/V, and its lengths.
+  int64_t kvh() const { return kv_heads ? kv_heads : heads; }
+  // Where (b, h) starts in Q/O (and LSE) and in K/V (its K/V head is h / G), and its lengths.
   int64_t q_row0(int64_t b, int64_t h) const { return packed() ? h * seq_q + cu_q[b] : (b * heads + h) * seq_q; }
-  int64_t k_row0(int64_t b, int64_t h) const { return packed() ? h * seq_k + cu_k[b] : (b * heads + h) * seq_k; }
+  int64_t k_row0(int64_t b, int64_t h) const {
+    const int64_t kv = h / (heads / kvh());
+    return packed() ? kv * seq_k + cu_k[b] : (b * kvh() + kv) * seq_k;
+  }
   int64_t nq(int64_t b) const { return packed() ? cu_q[b + 1] - cu_q[b] : lens[b]; }
   int64_t nk(int64_t b) const { return packed() ? cu_k[b + 1] - cu_k[b] : lens[b]; }
   int64_t rows(int64_t b) const { return packed() ? nq(b) : seq_q; }  // rows of O written
   int64_t q_total() const { return (packed() ? 1 : batch) * heads * seq_q; }
-  int64_t k_total() const { return (packed() ? 1 : batch) * heads * seq_k; }
+  int64_t k_total() const { return (packed() ? 1 : batch) * kvh() * seq_k; }
 };
 
 // The batch's tensors on the device, with its length arrays, and the params that point at them.
@@ -93,6 +100,7 @@ struct VarlenBuffers {
         hv(random_uniform<T>(c.k_total() * c.d, seed + 2)), q(hq), k(hk), v(hv), o(hq.size()), lse(c.q_total()) {
     const DType dtype = std::is_same_v<T, __half> ? DType::FP16 : DType::BF16;
     p = attention_shape(c.batch, c.heads, c.seq_q, c.seq_k, c.d, dtype, c.causal);
+    p.kv_heads = c.kv_heads;
     p.q = q.get();
     p.k = k.get();
     p.v = v.get();
@@ -231,6 +239,30 @@ FS_GPU_TEST_CASE("stage04 every version matches fp64 at odd sizes in every head_
   }
 }
 
+FS_GPU_TEST_CASE("stage04 every version: grouped-query and multi-query K/V, and decoding (Nq = 1)") {
+  FS_SKIP_WITHOUT_GPU();
+  uint64_t seed = 5500;
+  // Under the sanitizer fp16 alone: the address arithmetic does not depend on the type, and racecheck
+  // over this binary already takes minutes.
+  const std::vector<DType> dtypes =
+      testing::sanitizer_sizes() ? std::vector<DType>{DType::FP16} : std::vector<DType>{DType::FP16, DType::BF16};
+  for (const KernelDesc* k : find_kernels("stage04")) {
+    if (!testing::runs_here(*k)) continue;
+    for (int64_t d : head_dims(*k))
+      for (DType t : dtypes)
+        for (const auto& shape : testing::gqa_shapes(t, {d}))
+          testing::check_against_reference(*k, shape, ++seed, &naive());
+    // Padded and packed batches with 4 query heads over 2 K/V heads, and over 1.
+    for (int64_t kv_heads : {2, 1}) {
+      Varlen padded{3, 4, 64, true, {200, 0, 77}, 200, 230};
+      Varlen packed{3, 4, 64, false, {}, 330, 350, {0, 70, 100, 330}, {0, 100, 100, 350}};
+      padded.kv_heads = packed.kv_heads = kv_heads;
+      check_varlen_batch<__half>(*k, padded, ++seed);
+      check_varlen_batch<__nv_bfloat16>(*k, packed, ++seed);
+    }
+  }
+}
+
 FS_GPU_TEST_CASE("stage04 every version honours a custom scale over many key blocks") {
   FS_SKIP_WITHOUT_GPU();
   // Scale 2 makes the running max move often (the rescaling must be exact); a negative scale turns the
@@ -334,6 +366,9 @@ FS_GPU_TEST_CASE("stage04 v6 with forced split counts matches fp64: slices with 
       }
       testing::check_against_reference(k, attention_shape(1, 2, 1000, 300, d, DType::BF16, false), ++seed, &naive());
       check_varlen_layouts(k, d, seed += 10);
+      // Decoding with grouped-query and multi-query K/V: every split of a head reads its group's K/V head.
+      for (const auto& shape : testing::gqa_shapes(DType::FP16, {d}))
+        if (shape.seq_q == 1) testing::check_against_reference(k, shape, ++seed, &naive());
     }
 }
 
@@ -423,6 +458,7 @@ FS_CPU_TEST_CASE("stage04 through the C interface: named codes before any launch
     CHECK(launch(nullptr, nullptr) == FS_ERR_NULL_POINTER);
     CHECK(with(launch, [](auto& b) { b.dtype = FS_FP32; }) == FS_ERR_UNSUPPORTED_DTYPE);
     CHECK(with(launch, [](auto& b) { b.head_dim = 80; }) == FS_ERR_UNSUPPORTED_HEAD_DIM);
+    CHECK(with(launch, [](auto& b) { b.kv_heads = 2; }) == FS_ERR_INVALID_KV_HEADS);  // more than heads = 1
     CHECK(with(launch, [](auto& b) { b.q = reinterpret_cast<const void*>(0x10008); }) == FS_ERR_MISALIGNED_POINTER);
     // Packed batches need cu_seqlens_q and cu_seqlens_k together; checked before any device call.
     CHECK(with(launch, [](auto& b) { b.cu_seqlens_k = reinterpret_cast<const int32_t*>(0x30000); }) ==
@@ -458,6 +494,13 @@ FS_CPU_TEST_CASE("stage04 v6 split heuristic: fill whole waves, never split a fu
   // Slices of at least 4 key blocks: 8 key blocks allow at most 2 splits; 3 allow none.
   CHECK(flash_fwd_v6_split_heuristic(16, 8, 132) == 2);
   CHECK(flash_fwd_v6_split_heuristic(16, 3, 132) == 1);
+  // Decoding, Nq = 1: one query tile per head. B = 1, H = 32 against Nk = 16384 (256 key blocks of 64):
+  // 8 splits fill 256 of 264 slots, 4 fill 128 of 132; with 8 query heads 16 splits, the cap, fill
+  // 128 of 264. (The grid has a tile per query head, whether or not heads share K/V: GQA changes
+  // nothing here.)
+  CHECK(flash_fwd_v6_split_heuristic(32, 256, 264) == 8);
+  CHECK(flash_fwd_v6_split_heuristic(32, 256, 132) == 4);
+  CHECK(flash_fwd_v6_split_heuristic(8, 256, 264) == 16);
   // At most 16 splits, however empty the GPU.
   CHECK(flash_fwd_v6_split_heuristic(1, 100000, 1000) == 16);
   CHECK(flash_fwd_v6_split_heuristic(0, 100, 132) == 1);
