@@ -27,7 +27,7 @@ v1::Args make_args(const AttentionBwdProblem& pr, const float* delta) {
   a.seq_q = p.seq_q;
   a.seq_k = p.seq_k;
   a.scale = pr.fwd.scale;
-  a.scale_log2 = pr.fwd.scale * online::kLog2e;
+  a.scale_log2 = pr.fwd.scale * attn::kLog2e;
   a.causal = p.causal != 0;
   return a;
 }

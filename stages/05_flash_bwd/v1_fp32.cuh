@@ -41,7 +41,8 @@
 
 #include <cstdint>
 
-#include "stages/03_online_softmax/v1_online_softmax.cuh"  // online::load_tile: the fp32 tile loader
+#include "common/device/attention.cuh"  // attn::kLog2e
+#include "common/device/fp32_tile.cuh"
 
 namespace fs::bwd::v1 {
 
@@ -58,8 +59,6 @@ struct Config {
   static constexpr int kLdS = kBc + 1;           // row stride of sP, sdS
   static constexpr int kSmemFloats = 2 * kBc * kLd + 2 * kBr * kLd + 2 * kBr * kLdS + 2 * kBr;
   static constexpr std::size_t kSmemBytes = std::size_t(kSmemFloats) * sizeof(float);
-  // online::load_tile strides its threads by 256.
-  static_assert(kThreads == online::kThreads, "the tile loader assumes 256 threads");
 };
 
 // The launch arguments. Tensors are dense [B·H, N, D] (LSE and delta [B·H, Nq]).
@@ -118,11 +117,11 @@ __device__ __forceinline__ BlockTile block_tile(int64_t n, int rows, bool revers
 template <int D>
 __device__ __forceinline__ void load_query_tile(const Tiles<D>& t, const Args& a, int64_t bh, int64_t q0) {
   using C = Config<D>;
-  online::load_tile<D>(t.sQ, C::kLd, a.q + bh * a.seq_q * D, q0, C::kBr, a.seq_q);
-  online::load_tile<D>(t.sdO, C::kLd, a.d_o + bh * a.seq_q * D, q0, C::kBr, a.seq_q);
+  fp32::load_tile<D, C::kThreads>(t.sQ, C::kLd, a.q + bh * a.seq_q * D, q0, C::kBr, a.seq_q);
+  fp32::load_tile<D, C::kThreads>(t.sdO, C::kLd, a.d_o + bh * a.seq_q * D, q0, C::kBr, a.seq_q);
   for (int r = threadIdx.x; r < C::kBr; r += C::kThreads) {
     const bool real = q0 + r < a.seq_q;
-    t.sLse[r] = real ? a.lse[bh * a.seq_q + q0 + r] * online::kLog2e : 0.0f;
+    t.sLse[r] = real ? a.lse[bh * a.seq_q + q0 + r] * attn::kLog2e : 0.0f;
     t.sDelta[r] = real ? a.delta[bh * a.seq_q + q0 + r] : 0.0f;
   }
 }
@@ -131,8 +130,8 @@ __device__ __forceinline__ void load_query_tile(const Tiles<D>& t, const Args& a
 template <int D>
 __device__ __forceinline__ void load_key_block(const Tiles<D>& t, const Args& a, int64_t bh, int64_t k0) {
   using C = Config<D>;
-  online::load_tile<D>(t.sK, C::kLd, a.k + bh * a.seq_k * D, k0, C::kBc, a.seq_k);
-  online::load_tile<D>(t.sV, C::kLd, a.v + bh * a.seq_k * D, k0, C::kBc, a.seq_k);
+  fp32::load_tile<D, C::kThreads>(t.sK, C::kLd, a.k + bh * a.seq_k * D, k0, C::kBc, a.seq_k);
+  fp32::load_tile<D, C::kThreads>(t.sV, C::kLd, a.v + bh * a.seq_k * D, k0, C::kBc, a.seq_k);
 }
 
 // P and dS of the [Br][Bc] tile of query rows q0.. and keys k0.., this thread's kRM × kCN entries, into
