@@ -276,6 +276,60 @@ FS_CPU_TEST_CASE("validation: each bad input gets its own code / in a fixed orde
   CHECK(fs::validate(p, listed) == fs::Status::Success);
 }
 
+FS_CPU_TEST_CASE("backward validation: the forward's rules, then lse, dO and the gradients; outputs apart from inputs") {
+  fs::AttentionSupport support;
+  support.dtypes = fs::dtype_bit(fs::DType::FP32);
+  support.max_head_dim = 256;
+  support.alignment = 16;
+  // Q, O, dO, dQ: 2·3·17·64·4 = 26112 bytes each; K, V, dK, dV: 2·3·19·64·4 = 29184; LSE, delta 408.
+  fs::AttentionBwdParams ok{};
+  ok.fwd = valid_params();
+  ok.d_o = fake(0x60000);
+  ok.dq = const_cast<void*>(fake(0x70000));
+  ok.dk = const_cast<void*>(fake(0x80000));
+  ok.dv = const_cast<void*>(fake(0x90000));
+  ok.delta = reinterpret_cast<float*>(0xA0000);
+  CHECK(fs::validate(ok, support) == fs::Status::Success);
+  CHECK(fs::check_outputs_apart(ok) == fs::Status::Success);
+  auto with = [&](auto change) {
+    fs::AttentionBwdParams p = ok;
+    change(p);
+    return fs::validate(p, support);
+  };
+  CHECK(with([](auto& p) { p.fwd.v = nullptr; }) == fs::Status::NullPointer);
+  CHECK(with([](auto& p) { p.fwd.seq_q = 0; }) == fs::Status::InvalidSize);
+  CHECK(with([](auto& p) { p.fwd.dtype = FS_BF16; }) == fs::Status::UnsupportedDtype);
+  CHECK(with([](auto& p) { p.fwd.kv_heads = p.fwd.heads + 1; }) == fs::Status::InvalidKvHeads);  // the forward's rule
+  CHECK(with([](auto& p) { p.fwd.kv_heads = p.fwd.heads; }) == fs::Status::Success);  // = 0: one K/V head each
+  CHECK(with([](auto& p) { p.fwd.heads = 6, p.fwd.kv_heads = 3; }) == fs::Status::InvalidKvHeads);  // no GQA yet
+  CHECK(with([](auto& p) { p.fwd.lse = nullptr; }) == fs::Status::NullPointer);  // optional forward, required here
+  CHECK(with([](auto& p) { p.d_o = nullptr; }) == fs::Status::NullPointer);
+  CHECK(with([](auto& p) { p.dk = nullptr; }) == fs::Status::NullPointer);
+  CHECK(with([](auto& p) { p.delta = nullptr; }) == fs::Status::Success);  // delta is optional
+  CHECK(with([](auto& p) { p.dv = static_cast<char*>(p.dv) + 8; }) == fs::Status::MisalignedPointer);
+  CHECK(with([](auto& p) { p.delta = reinterpret_cast<float*>(0xA0001); }) == fs::Status::MisalignedPointer);
+  // A null pointer comes before a misaligned one, as in the forward.
+  CHECK(with([](auto& p) { p.dq = nullptr, p.dv = static_cast<char*>(p.dv) + 8; }) == fs::Status::NullPointer);
+
+  auto apart = [&](auto change) {
+    fs::AttentionBwdParams p = ok;
+    change(p);
+    return fs::check_outputs_apart(p);
+  };
+  CHECK(apart([](auto& p) { p.dq = const_cast<void*>(p.fwd.q); }) == fs::Status::MisalignedPointer);
+  CHECK(apart([](auto& p) { p.dk = p.dv; }) == fs::Status::MisalignedPointer);
+  CHECK(apart([](auto& p) { p.delta = p.fwd.lse; }) == fs::Status::MisalignedPointer);
+  // dQ over the last 16 bytes of dO (0x60000 + 26112 bytes), then right after it.
+  CHECK(apart([](auto& p) { p.dq = const_cast<void*>(fake(0x60000 + 26112 - 16)); }) == fs::Status::MisalignedPointer);
+  CHECK(apart([](auto& p) { p.dq = const_cast<void*>(fake(0x60000 + 26112)); }) == fs::Status::Success);
+  // dK right after dV (29184 bytes) is apart, 16 bytes earlier it is not.
+  CHECK(apart([](auto& p) { p.dk = static_cast<char*>(p.dv) + 29184; }) == fs::Status::Success);
+  CHECK(apart([](auto& p) { p.dk = static_cast<char*>(p.dv) + 29184 - 16; }) == fs::Status::MisalignedPointer);
+  // An output that spans past the end of the address space is not wrapped back to small addresses.
+  CHECK(apart([](auto& p) { p.dv = reinterpret_cast<void*>(UINTPTR_MAX - 0xFF); }) == fs::Status::Success);
+  CHECK(apart([](auto& p) { p.delta = nullptr, p.dq = reinterpret_cast<void*>(0xA0000); }) == fs::Status::Success);
+}
+
 FS_CPU_TEST_CASE("status codes: every code has a distinct name and a message") {
   for (int code = FS_SUCCESS; code <= FS_ERR_INVALID_KV_HEADS; ++code) {
     CHECK(std::strncmp(fs_status_name(code), "FS_", 3) == 0);

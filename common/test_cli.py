@@ -3,7 +3,7 @@ and a bad flag is refused with a message that names it, exit code 2, before any 
 (so on a machine without one the message is still about the flag).
 
     python3 common/test_cli.py build/.../stage01_naive build/.../stage03_online_softmax \
-        build/.../stage04_flash_fwd build/.../stage06_gemm
+        build/.../stage04_flash_fwd build/.../stage06_gemm build/.../stage05_flash_bwd
 """
 import os
 import subprocess
@@ -62,6 +62,12 @@ class CommandLine(unittest.TestCase):
         self.refused("stage06", ["--m", "0"], "--m")
         self.refused("stage06", ["--dtype", "int8", "--c-dtype", "fp16"], "--c-dtype")
         self.refused("stage06", ["--version", "v12"], "--version")
+        # Stage 05: v1 takes fp32 at D = 32, 64, 128 only; v0 takes fp16 and any D up to 256, so
+        # --dim 96 is refused only together with --version v1.
+        self.refused("stage05", ["--dim", "300"], "--dim")
+        self.refused("stage05", ["--dim", "96", "--version", "v1"], "--dim")
+        self.refused("stage05", ["--dtype", "fp16", "--version", "v1"], "--dtype")
+        self.refused("stage05", ["--causal", "--seq", "20", "--seq-k", "10"], "--causal")
 
     def test_benchmarks_follow_the_tests_rule_without_a_gpu(self):
         # No GPU: skipped (77) and said so, or a failure with FLASHSTAGES_REQUIRE_GPU=1; never a silent 0.
@@ -78,6 +84,15 @@ class CommandLine(unittest.TestCase):
                                   env={**env, "FLASHSTAGES_REQUIRE_GPU": "1"})
         self.assertEqual(required.returncode, 1, required.stdout + required.stderr)
 
+    def test_backward_stage_lists_its_own_flag(self):
+        code, out = run("stage05", "--help")
+        self.assertEqual(code, 0, out)
+        for flag in ("--seq", "--dim", "--causal", "--deterministic", "--version", "--check-heads"):
+            self.assertIn(flag, out)
+        self.assertIn("stage05/v0", out)
+        code, out = run("stage04", "--help")
+        self.assertNotIn("--deterministic", out)  # a forward stage has nothing to make deterministic
+
     def test_valid_flags_reach_the_gpu_check(self):
         # With valid flags the executable goes on to look for a GPU: without one it says so plainly.
         code, out = run("stage04", "--seq", "17", "--dim", "64", "--causal=1", "--version", "v3", "--check", "0",
@@ -90,9 +105,9 @@ class CommandLine(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    names = ("stage01", "stage03", "stage04", "stage06", "bench")
-    if len(sys.argv) < 5:
-        sys.exit("usage: test_cli.py stage01 stage03 stage04 stage06 [stage01_bench] (paths to the executables)")
+    names = ("stage01", "stage03", "stage04", "stage06", "stage05", "bench")
+    if len(sys.argv) < 6:
+        sys.exit("usage: test_cli.py stage01 stage03 stage04 stage06 stage05 [stage01_bench] (paths to the executables)")
     given = [a for a in sys.argv[1:] if not a.startswith("-")]
     EXES.update(zip(names, given))
     del sys.argv[1:1 + len(given)]

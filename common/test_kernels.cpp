@@ -1,6 +1,6 @@
 // Tests of the plumbing every kernel goes through: the registry and its C view, the static switch,
-// the device check on made-up GPUs (CPU only), and on a GPU, every launcher captured into a CUDA
-// graph and replayed.
+// the device check on made-up GPUs (CPU only), and on a GPU, every launcher (forward, backward, GEMM)
+// captured into a CUDA graph and replayed.
 #include <doctest/doctest.h>
 #include <dlfcn.h>
 
@@ -51,8 +51,10 @@ FS_CPU_TEST_CASE("registry: every stage's versions, in order, each with a C entr
     CHECK(std::strlen(info->technique) > 10);
     CHECK(info->num_archs > 0);
     CHECK(info->in_dtypes != 0);
-    if (info->problem == FS_PROBLEM_ATTENTION) {
-      CHECK(bool(all[i]->run_attention));
+    if (info->problem == FS_PROBLEM_ATTENTION || info->problem == FS_PROBLEM_ATTENTION_BWD) {
+      // One run pointer, the one of its kind.
+      CHECK(bool(all[i]->run_attention) == (info->problem == FS_PROBLEM_ATTENTION));
+      CHECK(bool(all[i]->run_attention_bwd) == (info->problem == FS_PROBLEM_ATTENTION_BWD));
       CHECK(bool(all[i]->extra_bytes));
       CHECK(info->out_dtypes == info->in_dtypes);
       CHECK(info->max_head_dim > 0);
@@ -62,6 +64,7 @@ FS_CPU_TEST_CASE("registry: every stage's versions, in order, each with a C entr
     }
   }
   CHECK(find_kernels("stage04").size() == 6);
+  CHECK(find_kernels("stage05").size() == 2);
   CHECK(find_kernels("stage04/v3").size() == 1);
   CHECK(find_kernels("stage0").empty());  // a prefix must end at a '/'
   CHECK(find_kernels("stage04/v9").empty());
@@ -186,6 +189,18 @@ FS_GPU_TEST_CASE("every launcher can be captured into a CUDA graph, and the repl
       const AttentionCheck c = fixture.compare();
       INFO("O: ", c.o.str(), "  LSE: ", c.lse.str());
       CHECK(c.passed(attention_tolerance(t), lse_tolerance(t)));
+    } else if (k->is_attention_bwd()) {
+      const DType t = first_dtype(k->info.in_dtypes);
+      const AttentionParams shape = attention_shape(2, 3, 100, 130, some_head_dim(*k), t, /*causal=*/true);
+      AttentionBwdFixture fixture(shape, ++seed);
+      REQUIRE(fixture.run(*k).status == Status::Success);
+      // Without delta: the version's workspace is allocated and freed inside the graph too.
+      AttentionBwdParams p = fixture.params();
+      p.delta = nullptr;
+      capture_and_replay([&](cudaStream_t s) { return launch(*k, p, s); }, [&] { fixture.poison_outputs(); });
+      const AttentionBwdCheck c = fixture.compare(/*with_delta=*/false);
+      INFO("dQ: ", c.dq.str(), "  dK: ", c.dk.str(), "  dV: ", c.dv.str());
+      CHECK(c.passed(backward_tolerance(t)));
     } else {
       const DType ab = first_dtype(k->info.in_dtypes);
       GemmCase g = gemm_case(100, 130, 70, ab, first_dtype(k->info.out_dtypes));

@@ -1,5 +1,6 @@
-"""CPU test of the C interface through ctypes: the status table, the registry, and that each launcher
-returns its named code for bad input before touching a device. Without a GPU a valid call must return
+"""CPU test of the C interface through ctypes: the status table, the registry (every problem kind:
+attention forward and backward, GEMM), and that each launcher returns its named code for bad input
+before touching a device. Without a GPU a valid call must return
 FS_ERR_CUDA. (test_binding.py runs the kernels on a GPU through the torch-facing API.)
 
     python3 python/test_ctypes.py build/common/libflashstages.so
@@ -24,6 +25,17 @@ def valid_params(**change):
                                     0x10000, 0x20000, 0x30000, 0x40000, 0x50000)
     for key, value in change.items():
         setattr(p, key, value)
+    return p
+
+
+def bwd_params(info, **change):
+    """A valid backward problem for a backward version: its first dtype, D = 64, distinct aligned fake
+    tensors; `change` sets fields of the backward struct or, for names of the forward's, of `fwd`."""
+    p = flashstages.AttentionBwdParams(fwd=valid_params(dtype=info.dtypes[0], head_dim=64), d_o=0x60000, dq=0x70000,
+                                       dk=0x80000, dv=0x90000, delta=0xA0000)
+    forward = {name for name, _ in flashstages.AttentionParams._fields_}
+    for key, value in change.items():
+        setattr(p.fwd if key in forward else p, key, value)
     return p
 
 
@@ -77,6 +89,11 @@ class CInterface(unittest.TestCase):
                 self.assertGreater(k.num_archs, 0)
                 self.assertTrue(k.dtypes)
         self.assertFalse(self.lib.fs_kernel_at(len(infos)))  # a null pointer past the end
+        # Every kind has its params struct; the kinds are the three the header names.
+        self.assertEqual({k.problem for k in infos}, set(flashstages.PARAMS_OF_PROBLEM))
+        self.assertEqual([k.version.decode() for k in flashstages.kernels(self.lib, stage="stage05")], ["v0", "v1"])
+        self.assertTrue(all(k.problem == flashstages.PROBLEM_ATTENTION_BWD
+                            for k in flashstages.kernels(self.lib, stage="stage05")))
         self.assertEqual([k.version.decode() for k in flashstages.kernels(self.lib, stage="stage04")],
                          ["v1", "v2", "v3", "v4", "v5", "v6"])
 
@@ -105,6 +122,26 @@ class CInterface(unittest.TestCase):
                 # or cu_seqlens_q without cu_seqlens_k.
                 self.assertEqual(self.code(launcher, valid_params(cu_seqlens_q=0x60000, **ok)), "FS_ERR_INVALID_SEQLENS")
 
+    def test_attention_bwd_bad_inputs_return_named_codes(self):
+        # The forward problem's rules, then the backward's own pointers, all before any device call.
+        for info in flashstages.kernels(self.lib, problem=flashstages.PROBLEM_ATTENTION_BWD):
+            launcher = info.name
+            with self.subTest(launcher=launcher):
+                self.assertEqual(self.code(launcher, bwd_params(info, q=None)), "FS_ERR_NULL_POINTER")
+                self.assertEqual(self.code(launcher, bwd_params(info, lse=None)), "FS_ERR_NULL_POINTER")
+                for name in ("d_o", "dq", "dk", "dv"):
+                    self.assertEqual(self.code(launcher, bwd_params(info, **{name: None})), "FS_ERR_NULL_POINTER")
+                self.assertEqual(self.code(launcher, bwd_params(info, seq_k=0)), "FS_ERR_INVALID_SIZE")
+                self.assertEqual(self.code(launcher, bwd_params(info, scale=math.inf)), "FS_ERR_INVALID_SCALE")
+                self.assertEqual(self.code(launcher, bwd_params(info, dtype=flashstages.INT8)),
+                                 "FS_ERR_UNSUPPORTED_DTYPE")
+                bad_dim = next(d for d in (300, 48, 96) if not info.takes_head_dim(d))
+                self.assertEqual(self.code(launcher, bwd_params(info, head_dim=bad_dim)), "FS_ERR_UNSUPPORTED_HEAD_DIM")
+                self.assertEqual(self.code(launcher, bwd_params(info, causal=1, seq_q=20)), "FS_ERR_UNSUPPORTED_MASK")
+                self.assertEqual(self.code(launcher, bwd_params(info, dq=0x70001)), "FS_ERR_MISALIGNED_POINTER")
+                self.assertEqual(self.code(launcher, bwd_params(info, delta=0xA0002)), "FS_ERR_MISALIGNED_POINTER")
+                self.assertEqual(self.code(launcher, bwd_params(info, seq_lens=0xB0000)), "FS_ERR_INVALID_SEQLENS")
+
     def test_sizes_near_2_63_are_refused_by_every_launcher(self):
         # Each size field alone pushed so that an element or byte count passes 2^63: a named code, never
         # a product that wraps into a small, valid-looking size (and never FS_SUCCESS).
@@ -115,6 +152,13 @@ class CInterface(unittest.TestCase):
                 for value in big:
                     with self.subTest(launcher=info.name, field=field, value=value):
                         code = self.code(info.name, valid_params(**{**ok, field: value}))
+                        expected = "FS_ERR_UNSUPPORTED_HEAD_DIM" if field == "head_dim" else "FS_ERR_INVALID_SIZE"
+                        self.assertEqual(code, expected)
+        for info in flashstages.kernels(self.lib, problem=flashstages.PROBLEM_ATTENTION_BWD):
+            for field in ("batch", "heads", "seq_q", "seq_k", "head_dim"):
+                for value in big:
+                    with self.subTest(launcher=info.name, field=field, value=value):
+                        code = self.code(info.name, bwd_params(info, **{field: value}))
                         expected = "FS_ERR_UNSUPPORTED_HEAD_DIM" if field == "head_dim" else "FS_ERR_INVALID_SIZE"
                         self.assertEqual(code, expected)
         for info in flashstages.kernels(self.lib, problem=flashstages.PROBLEM_GEMM):
@@ -152,6 +196,9 @@ class CInterface(unittest.TestCase):
             self.skipTest("this machine has a GPU; the GPU test below calls the kernels instead")
         # Fake addresses are never touched: with no device the runtime refuses before any launch.
         self.assertEqual(self.code("fs_naive_v1", valid_params()), "FS_ERR_CUDA")
+        for info in flashstages.kernels(self.lib, problem=flashstages.PROBLEM_ATTENTION_BWD):
+            with self.subTest(launcher=info.name):
+                self.assertEqual(self.code(info.name, bwd_params(info)), "FS_ERR_CUDA")
         for info in flashstages.kernels(self.lib, problem=flashstages.PROBLEM_GEMM):
             with self.subTest(launcher=info.name):
                 self.assertEqual(self.code(info.name, gemm_params(info)), "FS_ERR_CUDA")

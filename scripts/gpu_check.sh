@@ -54,8 +54,8 @@ fi
 # time, the slowest (racecheck over stages 06 and 04) first.
 if has sanitize; then
   binaries=()
-  for t in "$build"/stages/06_*/stage*_test "$build"/stages/04_*/stage*_test "$build"/stages/0[1-3]_*/stage*_test \
-           "$build"/common/common_test "$build"/ceilings/ceilings_test; do
+  for t in "$build"/stages/06_*/stage*_test "$build"/stages/04_*/stage*_test "$build"/stages/05_*/stage*_test \
+           "$build"/stages/0[1-3]_*/stage*_test "$build"/common/common_test "$build"/ceilings/ceilings_test; do
     picked "${SANITIZE:-}" "$(basename "$t")" && binaries+=("$t")
   done
   sanitize_one() {  # tool binary

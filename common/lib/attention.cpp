@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <iterator>
 #include <vector>
 
 #include "common/lib/cuda_check.h"
@@ -52,6 +53,22 @@ Status read_lengths(const int32_t* device, int64_t count, cudaStream_t stream, s
   return Status::Success;
 }
 
+// The bytes a [B, H, rows, D] tensor spans ([H, total, D] for packed batches; `rows` the total then),
+// or a [B, H, rows] one with d = 1 and `element` = 4. For validated sizes: the product fits.
+uint64_t span(const AttentionParams& p, int64_t rows, int64_t d, std::size_t element) {
+  const uint64_t entries = p.cu_seqlens_q ? 1 : uint64_t(p.batch);
+  return entries * uint64_t(p.heads) * uint64_t(rows) * uint64_t(d) * element;
+}
+
+// Do [a, a + a_bytes) and [b, b + b_bytes) share a byte? Addresses as integers: no pointer arithmetic
+// past an object, and a span that would pass the end of the address space counts as reaching it.
+bool overlap(const void* a, uint64_t a_bytes, const void* b, uint64_t b_bytes) {
+  const uint64_t x = reinterpret_cast<std::uintptr_t>(a), y = reinterpret_cast<std::uintptr_t>(b);
+  const uint64_t x_end = a_bytes > UINT64_MAX - x ? UINT64_MAX : x + a_bytes;
+  const uint64_t y_end = b_bytes > UINT64_MAX - y ? UINT64_MAX : y + b_bytes;
+  return x < y_end && y < x_end;
+}
+
 // cu [B+1]: starts at 0, never decreases, ends at the total.
 bool valid_offsets(const std::vector<int32_t>& cu, int64_t total) {
   return cu.front() == 0 && cu.back() == total && std::is_sorted(cu.begin(), cu.end());
@@ -88,6 +105,40 @@ Status validate(const AttentionParams& p, const AttentionSupport& support) {
   return Status::Success;
 }
 
+Status validate(const AttentionBwdParams& p, const AttentionSupport& support) {
+  FS_RETURN_IF_ERROR(validate(p.fwd, support));
+  if (kv_head_count(p.fwd) != p.fwd.heads) return Status::InvalidKvHeads;  // no grouped K/V backward yet
+  if (!p.fwd.lse || !p.d_o || !p.dq || !p.dk || !p.dv) return Status::NullPointer;
+  const std::size_t align = support.alignment ? support.alignment : dtype_size(dtype_of(p.fwd));
+  if (!aligned(p.d_o, align) || !aligned(p.dq, align) || !aligned(p.dk, align) || !aligned(p.dv, align) ||
+      (p.delta && !aligned(p.delta, sizeof(float))))
+    return Status::MisalignedPointer;
+  return Status::Success;
+}
+
+Status check_outputs_apart(const AttentionBwdParams& p) {
+  const AttentionParams& f = p.fwd;
+  const std::size_t e = dtype_size(dtype_of(f));
+  const uint64_t q_bytes = span(f, f.seq_q, f.head_dim, e), kv_bytes = span(f, f.seq_k, f.head_dim, e),
+                 row_bytes = span(f, f.seq_q, 1, sizeof(float));
+  struct Range {
+    const void* ptr;
+    uint64_t bytes;
+  };
+  const Range inputs[] = {{f.q, q_bytes}, {f.k, kv_bytes}, {f.v, kv_bytes},
+                          {f.o, q_bytes}, {f.lse, row_bytes}, {p.d_o, q_bytes}};
+  const Range outputs[] = {{p.dq, q_bytes}, {p.dk, kv_bytes}, {p.dv, kv_bytes}, {p.delta, row_bytes}};
+  for (std::size_t i = 0; i < std::size(outputs); ++i) {
+    if (!outputs[i].ptr) continue;  // delta, when not asked for
+    for (const Range& in : inputs)
+      if (overlap(outputs[i].ptr, outputs[i].bytes, in.ptr, in.bytes)) return Status::MisalignedPointer;
+    for (std::size_t j = i + 1; j < std::size(outputs); ++j)
+      if (outputs[j].ptr && overlap(outputs[i].ptr, outputs[i].bytes, outputs[j].ptr, outputs[j].bytes))
+        return Status::MisalignedPointer;
+  }
+  return Status::Success;
+}
+
 double largest_tensor_bytes(const AttentionParams& p) {
   const double entries = p.cu_seqlens_q ? 1.0 : double(p.batch);  // packed: [H, total, D]
   const double rows = std::max(double(p.heads) * double(p.seq_q), double(kv_head_count(p)) * double(p.seq_k));
@@ -98,6 +149,8 @@ AttentionProblem prepare(const AttentionParams& p) {
   const bool packed = p.cu_seqlens_q != nullptr;
   return {p, softmax_scale(p), packed && p.max_seq_q > 0 ? p.max_seq_q : p.seq_q};
 }
+
+AttentionBwdProblem prepare(const AttentionBwdParams& p) { return {prepare(p.fwd), p}; }
 
 Status check_varlen(AttentionParams* p, cudaStream_t stream) {
   if (!p->seq_lens && !p->cu_seqlens_q && !p->cu_seqlens_k) return Status::Success;

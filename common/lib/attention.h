@@ -16,6 +16,7 @@
 namespace fs {
 
 using AttentionParams = fs_attention_params;
+using AttentionBwdParams = fs_attention_bwd_params;
 
 inline DType dtype_of(const AttentionParams& p) { return static_cast<DType>(p.dtype); }
 
@@ -65,6 +66,16 @@ constexpr AttentionSupport attention_support(std::size_t alignment, bool varlen)
 // values are checked on the device by the kernels (and on the host by check_varlen).
 Status validate(const AttentionParams& p, const AttentionSupport& support);
 
+// The backward: everything validate() checks of p.fwd, then one K/V head per query head (kv_heads 0
+// or heads: InvalidKvHeads, the backward takes no grouped K/V yet), lse, d_o, dq, dk, dv not null
+// (NullPointer); d_o, dq, dk, dv aligned as Q is and delta to 4 bytes (MisalignedPointer).
+Status validate(const AttentionBwdParams& p, const AttentionSupport& support);
+// No output (dQ, dK, dV, delta) overlaps an input (Q, K, V, O, LSE, dO) or another output, as the sizes
+// lay them out: MisalignedPointer otherwise (a pointer where the kernel cannot use it). For validated
+// params on a device that can hold their tensors: sizes no GPU could hold make any two spans overlap,
+// and those are the device check's to name (InvalidSize).
+Status check_outputs_apart(const AttentionBwdParams& p);
+
 // A call that passed validate(): the params, and what every kernel derives from them.
 struct AttentionProblem {
   AttentionParams p;
@@ -72,6 +83,13 @@ struct AttentionProblem {
   int64_t max_seq_q;  // the most query rows of one entry: sizes the grid (seq_q unless packed)
 };
 AttentionProblem prepare(const AttentionParams& p);  // for validated params
+
+// The same for the backward: the forward's derived values, and the backward's own pointers.
+struct AttentionBwdProblem {
+  AttentionProblem fwd;  // prepare(p.fwd)
+  AttentionBwdParams p;
+};
+AttentionBwdProblem prepare(const AttentionBwdParams& p);  // for validated params
 
 // Kernels whose grid puts B·H in blockIdx.y or .z (stages 01 and 02) are limited to 65535 heads per
 // launch: larger batches run in slices of heads, one after another on the stream. for_each_head_slice

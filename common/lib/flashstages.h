@@ -33,7 +33,8 @@ typedef enum fs_status {
   FS_ERR_INVALID_SIZE = 2,         /* a size is zero or negative */
   FS_ERR_UNSUPPORTED_HEAD_DIM = 3, /* this kernel has no instance for head_dim */
   FS_ERR_UNSUPPORTED_DTYPE = 4,    /* this kernel does not take this element type */
-  FS_ERR_MISALIGNED_POINTER = 5,   /* a pointer is not aligned as the kernel's vector loads need */
+  FS_ERR_MISALIGNED_POINTER = 5,   /* a pointer is not aligned as the kernel's vector loads need, or an
+                                      output overlaps another tensor (backward) */
   FS_ERR_UNSUPPORTED_MASK = 6,     /* causal with seq_q > seq_k: some rows would see no key */
   FS_ERR_INVALID_SCALE = 7,        /* scale is NaN or infinite */
   FS_ERR_OUT_OF_MEMORY = 8,        /* the kernel's workspace could not be allocated */
@@ -41,7 +42,8 @@ typedef enum fs_status {
   FS_ERR_INVALID_SEQLENS = 10,     /* seq_lens / cu_seqlens are inconsistent, or this kernel takes none */
   FS_ERR_INVALID_LEADING_DIM = 11, /* a GEMM leading dimension is smaller than its matrix's row */
   FS_ERR_UNSUPPORTED_DEVICE = 12,  /* this kernel has no code for the current GPU, or needs more shared memory */
-  FS_ERR_INVALID_KV_HEADS = 13     /* kv_heads is negative, larger than heads, or does not divide heads */
+  FS_ERR_INVALID_KV_HEADS = 13     /* kv_heads is negative, larger than heads, or does not divide heads;
+                                      or this kernel takes no grouped K/V heads (the backward, for now) */
 } fs_status;
 
 /* Element types. A kernel's set of types is a bit mask: bit (1 << dtype). */
@@ -107,8 +109,12 @@ FS_API const char* fs_status_message(int status); /* one sentence for a person *
 
 /* ---- What the library holds ----------------------------------------------------------------- */
 
-/* Which params struct a launcher takes. */
-typedef enum fs_problem { FS_PROBLEM_ATTENTION = 0, FS_PROBLEM_GEMM = 1 } fs_problem;
+/* Which params struct a launcher takes. Append only. */
+typedef enum fs_problem {
+  FS_PROBLEM_ATTENTION = 0,     /* fs_attention_params: the forward pass */
+  FS_PROBLEM_GEMM = 1,          /* fs_gemm_params */
+  FS_PROBLEM_ATTENTION_BWD = 2  /* fs_attention_bwd_params: the backward pass */
+} fs_problem;
 
 /* One launcher, as the library describes it. */
 typedef struct fs_kernel_info {
@@ -118,7 +124,7 @@ typedef struct fs_kernel_info {
   const char* technique;  /* one line: what this version does */
   int32_t problem;        /* fs_problem */
   uint32_t in_dtypes;     /* bit (1 << fs_dtype) per type it takes: Q, K, V (attention), A, B (GEMM) */
-  uint32_t out_dtypes;    /* per type it writes: O (attention: always the input's type), C (GEMM) */
+  uint32_t out_dtypes;    /* per type it writes: O, or dQ, dK, dV (attention: always the input's type), C (GEMM) */
   int32_t num_head_dims;  /* attention: how many entries of head_dims hold; 0: any head_dim <= max_head_dim */
   int32_t head_dims[8];
   int32_t max_head_dim;
@@ -155,6 +161,32 @@ FS_API int fs_flash_fwd_v6(const fs_attention_params* params, void* stream);
  * decrease, or do not end at the totals) or FS_ERR_UNSUPPORTED_MASK (causal, an entry with more
  * queries than keys). For packed batches it sets params->max_seq_q. Dense params return FS_SUCCESS. */
 FS_API int fs_check_varlen(fs_attention_params* params, void* stream);
+
+/* ---- Attention backward ---------------------------------------------------------------------- */
+
+/* One attention backward problem: given dO = ∂L/∂O, the gradients dQ, dK, dV of the forward problem
+ * `fwd`. It holds the forward's sizes, scale, mask, dtype and layout, its inputs Q, K, V, and what the
+ * forward wrote, which the backward reads: fwd.o (O) and fwd.lse (LSE, required here). Every field a
+ * later version adds to fs_attention_params is a field of the backward problem too.
+ *   delta_i = Σ_c dO_ic O_ic,  P = exp(scale · Q Kᵀ - LSE),  dP = dO Vᵀ,  dS = P ∘ (dP - delta),
+ *   dV = Pᵀ dO,  dQ = scale · dS K,  dK = scale · dSᵀ Q.
+ * No output may overlap an input or another output (FS_ERR_MISALIGNED_POINTER: the pointer is not
+ * where the kernel can use it). */
+typedef struct fs_attention_bwd_params {
+  fs_attention_params fwd; /* the forward problem; o and lse are read, never written */
+  const void* d_o;         /* dO [B, H, Nq, D], in fwd.dtype */
+  void* dq;                /* [B, H, Nq, D], in fwd.dtype */
+  void* dk;                /* [B, H, Nk, D], in fwd.dtype */
+  void* dv;                /* [B, H, Nk, D], in fwd.dtype */
+  float* delta;            /* [B, H, Nq] fp32: rowsum(dO ∘ O); may be null (not written) */
+  /* Non-zero: dQ is bitwise the same on every run with the same inputs (no unordered atomic adds).
+   * Every version that takes the flag keeps that promise; dK, dV and delta always are. */
+  int32_t deterministic;
+} fs_attention_bwd_params;
+
+/* Stage 05: FlashAttention backward, one entry per version, all with the same arguments. */
+FS_API int fs_flash_bwd_v0(const fs_attention_bwd_params* params, void* stream);
+FS_API int fs_flash_bwd_v1(const fs_attention_bwd_params* params, void* stream);
 
 /* ---- GEMM ------------------------------------------------------------------------------------- */
 

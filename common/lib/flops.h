@@ -54,6 +54,17 @@ inline double score_buffer_traffic_bytes(const AttentionParams& p) {
   return attention_fwd_min_bytes(p) + 4.0 * s;
 }
 
+// The fewest bytes the backward pass must move: Q, K, V, O, dO and LSE read once, dQ, dK, dV written
+// once (delta, an optional by-product, is not counted).
+inline double attention_bwd_min_bytes(const AttentionParams& p) {
+  const double e = double(dtype_size(dtype_of(p)));
+  return e * double(4 * q_elems(p) + 4 * kv_elems(p)) + 4.0 * double(lse_elems(p));
+}
+
+// Device memory a backward launch allocates when the caller gives no delta buffer: delta, [B, H, Nq]
+// fp32. The backward versions from v1 on allocate nothing else.
+inline std::size_t delta_extra_bytes(const AttentionParams& p) { return lse_extra_bytes(p); }
+
 // GEMM: M·N dot products of length K, one multiply and one add each.
 inline double gemm_flops(int64_t m, int64_t n, int64_t k) { return 2.0 * double(m) * double(n) * double(k); }
 

@@ -10,10 +10,19 @@ extern const KernelList kStageKernels[];
 extern const int kStageCount;
 
 Status launch(const KernelDesc& kernel, const AttentionParams& params, cudaStream_t stream) {
-  if (!kernel.run_attention) return Status::UnsupportedDtype;  // a GEMM kernel takes no attention params
+  if (!kernel.run_attention) return Status::UnsupportedDtype;  // a GEMM or backward kernel takes no forward params
   FS_RETURN_IF_ERROR(validate(params, kernel.attention));
   FS_RETURN_IF_ERROR(check_current_device(kernel.info, largest_tensor_bytes(params)));
   return kernel.run_attention(prepare(params), stream);
+}
+
+Status launch(const KernelDesc& kernel, const AttentionBwdParams& params, cudaStream_t stream) {
+  if (!kernel.run_attention_bwd) return Status::UnsupportedDtype;  // not a backward kernel
+  FS_RETURN_IF_ERROR(validate(params, kernel.attention));
+  FS_RETURN_IF_ERROR(check_current_device(kernel.info, largest_tensor_bytes(params.fwd)));
+  // After the device check: sizes no GPU could hold make every span overlap, and are named InvalidSize.
+  FS_RETURN_IF_ERROR(check_outputs_apart(params));
+  return kernel.run_attention_bwd(prepare(params), stream);
 }
 
 Status launch(const KernelDesc& kernel, const GemmParams& params, cudaStream_t stream) {
@@ -46,6 +55,11 @@ std::vector<const KernelDesc*> find_kernels(std::string_view name) {
 namespace detail {
 
 int export_call(const KernelDesc& kernel, const fs_attention_params* params, void* stream) {
+  if (!params) return FS_ERR_NULL_POINTER;
+  return static_cast<int>(launch(kernel, *params, static_cast<cudaStream_t>(stream)));
+}
+
+int export_call(const KernelDesc& kernel, const fs_attention_bwd_params* params, void* stream) {
   if (!params) return FS_ERR_NULL_POINTER;
   return static_cast<int>(launch(kernel, *params, static_cast<cudaStream_t>(stream)));
 }

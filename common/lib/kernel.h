@@ -4,10 +4,11 @@
 // lists its dispatch uses, common/lib/dispatch.h), the GPUs it runs on, and `run`, the version's own
 // launch. Everything else goes through launch() below, the same for every version of every stage:
 //   validate the params  →  check that the current GPU can run the kernel and hold its tensors
-//   →  run(problem, stream)
-// so a bad call returns its named code before anything touches the device. The C entries are made
-// by FS_EXPORT_ATTENTION / FS_EXPORT_GEMM from the descriptor, and the registry (all_kernels(), and
-// fs_kernel_count / fs_kernel_at for C and Python) lists every descriptor of every stage.
+//   →  (backward: no output overlaps another tensor, check_outputs_apart)  →  run(problem, stream)
+// so a bad call returns its named code before anything is launched. The C entries are made by
+// FS_EXPORT_ATTENTION / FS_EXPORT_ATTENTION_BWD / FS_EXPORT_GEMM from the descriptor, and the registry
+// (all_kernels(), and fs_kernel_count / fs_kernel_at for C and Python) lists every descriptor of every
+// stage.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -26,22 +27,27 @@ namespace fs {
 
 // A version's own launch, called with params that passed validation on a GPU that can run it.
 using AttentionRun = Status (*)(const AttentionProblem&, cudaStream_t);
+using AttentionBwdRun = Status (*)(const AttentionBwdProblem&, cudaStream_t);
 using GemmRun = Status (*)(const GemmParams&, cudaStream_t);
 
 struct KernelDesc {
   fs_kernel_info info;
-  AttentionSupport attention;  // attention kernels: what validate() admits
+  AttentionSupport attention;  // attention kernels, forward and backward: what validate() admits
   GemmSupport gemm;            // GEMM kernels: the same
   AttentionRun run_attention = nullptr;
+  AttentionBwdRun run_attention_bwd = nullptr;
   GemmRun run_gemm = nullptr;
   // Attention: device memory the launch allocates beyond Q, K, V, O and LSE (the N×N score buffer of
   // stages 01–02), and the modelled DRAM traffic, for GB/s (null: the least possible,
-  // attention_fwd_min_bytes). Both may be null for GEMM kernels.
+  // attention_fwd_min_bytes). Backward: the most it allocates beyond its inputs and outputs for this
+  // shape (the P and dS buffers of the naive version, delta when the caller does not ask for it),
+  // and its traffic (null: attention_bwd_min_bytes). Both may be null for GEMM kernels.
   std::size_t (*extra_bytes)(const AttentionParams&) = nullptr;
   double (*traffic_bytes)(const AttentionParams&) = nullptr;
 
   std::string qualified() const { return std::string(info.stage) + "/" + info.version; }  // "stage04/v3"
   bool is_attention() const { return info.problem == FS_PROBLEM_ATTENTION; }
+  bool is_attention_bwd() const { return info.problem == FS_PROBLEM_ATTENTION_BWD; }
 };
 
 // The GPUs a stage's kernels run on, as compute capabilities: CMake computes them from the stage's
@@ -112,6 +118,18 @@ constexpr KernelDesc attention_kernel(const KernelName& n, const AttentionSuppor
   return k;
 }
 
+// An attention backward version: the same description, the backward's run. `support` says what it
+// takes of the forward problem (dtypes: of Q, K, V, O, dO and the gradients).
+constexpr KernelDesc attention_bwd_kernel(const KernelName& n, const AttentionSupport& support, const ArchSet& archs,
+                                          std::size_t smem_bytes, AttentionBwdRun run,
+                                          std::size_t (*extra_bytes)(const AttentionParams&),
+                                          double (*traffic_bytes)(const AttentionParams&) = nullptr) {
+  KernelDesc k = attention_kernel(n, support, archs, smem_bytes, nullptr, extra_bytes, traffic_bytes);
+  k.info.problem = FS_PROBLEM_ATTENTION_BWD;
+  k.run_attention_bwd = run;
+  return k;
+}
+
 // A GEMM version.
 constexpr KernelDesc gemm_kernel(const KernelName& n, const GemmSupport& support, const ArchSet& archs,
                                  std::size_t smem_bytes, GemmRun run) {
@@ -123,6 +141,7 @@ constexpr KernelDesc gemm_kernel(const KernelName& n, const GemmSupport& support
 
 // Validate, check the device, run (see the top of this file).
 Status launch(const KernelDesc& kernel, const AttentionParams& params, cudaStream_t stream);
+Status launch(const KernelDesc& kernel, const AttentionBwdParams& params, cudaStream_t stream);
 Status launch(const KernelDesc& kernel, const GemmParams& params, cudaStream_t stream);
 
 // Every kernel of every stage, in stage and version order.
@@ -143,6 +162,7 @@ constexpr KernelList kernel_list(const KernelDesc* const (&items)[N]) {
 
 namespace detail {
 int export_call(const KernelDesc& kernel, const fs_attention_params* params, void* stream);
+int export_call(const KernelDesc& kernel, const fs_attention_bwd_params* params, void* stream);
 int export_call(const KernelDesc& kernel, const fs_gemm_params* params, void* stream);
 }  // namespace detail
 
@@ -153,6 +173,10 @@ int export_call(const KernelDesc& kernel, const fs_gemm_params* params, void* st
 #define FS_EXPORT_ATTENTION(entry, descriptor)                                     \
   extern "C" FS_API int entry(const fs_attention_params* params, void* stream) {   \
     return ::fs::detail::export_call(descriptor, params, stream);                   \
+  }
+#define FS_EXPORT_ATTENTION_BWD(entry, descriptor)                                   \
+  extern "C" FS_API int entry(const fs_attention_bwd_params* params, void* stream) {   \
+    return ::fs::detail::export_call(descriptor, params, stream);                       \
   }
 #define FS_EXPORT_GEMM(entry, descriptor)                                      \
   extern "C" FS_API int entry(const fs_gemm_params* params, void* stream) {    \

@@ -10,11 +10,12 @@ struct StatusText {
 // Indexed by the code; the static_assert below keeps it in step with the enum.
 constexpr StatusText kStatusText[] = {
     {"FS_SUCCESS", "success"},
-    {"FS_ERR_NULL_POINTER", "a required tensor pointer (q, k, v or o) is null"},
+    {"FS_ERR_NULL_POINTER", "a required tensor pointer (q, k, v, o; for the backward also lse, d_o, dq, dk, dv) is null"},
     {"FS_ERR_INVALID_SIZE", "every size must be positive"},
     {"FS_ERR_UNSUPPORTED_HEAD_DIM", "this kernel has no instance for this head_dim"},
     {"FS_ERR_UNSUPPORTED_DTYPE", "this kernel does not take this element type"},
-    {"FS_ERR_MISALIGNED_POINTER", "a tensor pointer is not aligned as this kernel's loads need"},
+    {"FS_ERR_MISALIGNED_POINTER",
+     "a tensor pointer is not aligned as this kernel's loads need, or an output overlaps another tensor"},
     {"FS_ERR_UNSUPPORTED_MASK", "causal masking needs seq_q <= seq_k, or some query rows would see no key"},
     {"FS_ERR_INVALID_SCALE", "scale must be finite (0 selects 1/sqrt(head_dim))"},
     {"FS_ERR_OUT_OF_MEMORY", "the kernel's device workspace could not be allocated"},
@@ -26,7 +27,7 @@ constexpr StatusText kStatusText[] = {
      "needs more shared memory than the GPU allows"},
     {"FS_ERR_INVALID_KV_HEADS",
      "kv_heads must be 0 (one K/V head per query head) or a divisor of heads: it is negative, larger than heads, "
-     "or does not divide heads"},
+     "or does not divide heads; or this kernel takes no grouped K/V heads (the backward, stage 05)"},
 };
 constexpr int kLastStatus = FS_ERR_INVALID_KV_HEADS;
 static_assert(sizeof(kStatusText) / sizeof(kStatusText[0]) == kLastStatus + 1,

@@ -1,6 +1,7 @@
 #include "common/tools/attention_check.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -34,6 +35,23 @@ double element(const unsigned char* bytes, DType t, std::size_t i) {
     case DType::BF16: { __nv_bfloat16 x; std::memcpy(&x, bytes + 2 * i, 2); return to_double(x); }
     default: return 0.0;
   }
+}
+
+void set_element(unsigned char* bytes, DType t, std::size_t i, double x) {
+  switch (t) {
+    case DType::FP32: { const float y = float(x); std::memcpy(bytes + 4 * i, &y, 4); break; }
+    case DType::FP16: { const __half y = from_float<__half>(float(x)); std::memcpy(bytes + 2 * i, &y, 2); break; }
+    case DType::BF16: {
+      const __nv_bfloat16 y = from_float<__nv_bfloat16>(float(x));
+      std::memcpy(bytes + 2 * i, &y, 2);
+      break;
+    }
+    default: break;
+  }
+}
+
+bool all_poison(const unsigned char* p, std::size_t n) {
+  return std::all_of(p, p + n, [](unsigned char b) { return b == 0xFF; });
 }
 
 std::vector<double> head_slice(const std::vector<unsigned char>& bytes, DType t, int64_t head, int64_t rows,
@@ -165,11 +183,147 @@ bool AttentionFixture::untouched_after(const KernelDesc& kernel, const Attention
   FS_CUDA_CHECK(cudaDeviceSynchronize());
   const auto o = m.o.download();
   const auto lse = m.lse.download();
-  auto all_poison = [](const unsigned char* p, std::size_t n) {
-    return std::all_of(p, p + n, [](unsigned char b) { return b == 0xFF; });
-  };
   return all_poison(o.data(), o.size()) &&
          all_poison(reinterpret_cast<const unsigned char*>(lse.data()), lse.size() * sizeof(float));
 }
+
+// ---- Backward ----------------------------------------------------------------------------------
+
+double standin_lse(const AttentionParams& shape) {
+  return std::fabs(double(softmax_scale(shape))) * double(shape.head_dim);
+}
+
+struct AttentionBwdFixture::Impl {
+  std::vector<int64_t> heads;  // flat b·H + h indices that are checked
+  std::vector<std::vector<double>> ref_dq, ref_dk, ref_dv, ref_delta;
+  DeviceBuffer<unsigned char> q, k, v, o, d_o, dq, dk, dv;
+  DeviceBuffer<float> lse, delta;
+};
+
+AttentionBwdFixture::AttentionBwdFixture(const AttentionParams& s, uint64_t seed, int max_heads)
+    : shape_(s), impl_(std::make_unique<Impl>()) {
+  const DType dtype = dtype_of(s);
+  const int64_t bh = s.batch * s.heads, nq = s.seq_q, nk = s.seq_k, d = s.head_dim;
+  const std::size_t q_n = bh * nq * d, kv_n = bh * nk * d;
+  const auto hq = draw(dtype, q_n, seed), hk = draw(dtype, kv_n, seed + 1), hv = draw(dtype, kv_n, seed + 2),
+             h_do = draw(dtype, q_n, seed + 3);
+  // The forward's outputs: stand-ins everywhere, the fp64 forward over them for the checked heads.
+  auto ho = draw(dtype, q_n, seed + 4);
+  std::vector<float> h_lse(bh * nq, float(standin_lse(s)));
+
+  Impl& m = *impl_;
+  m.heads = pick_heads(bh, max_heads);
+  const std::size_t n_heads = m.heads.size();
+  m.ref_dq.resize(n_heads);
+  m.ref_dk.resize(n_heads);
+  m.ref_dv.resize(n_heads);
+  m.ref_delta.resize(n_heads);
+  const double scale = softmax_scale(s);
+  parallel_for(n_heads, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t i = begin; i < end; ++i) {
+      const int64_t h = m.heads[i];
+      const auto q = head_slice(hq, dtype, h, nq, d), k = head_slice(hk, dtype, h, nk, d),
+                 v = head_slice(hv, dtype, h, nk, d), d_o = head_slice(h_do, dtype, h, nq, d);
+      std::vector<double> o(nq * d), lse(nq);
+      ref::attention_forward_head(q.data(), k.data(), v.data(), nq, nk, d, scale, s.causal, o.data(), lse.data());
+      // Each head owns its slices of ho and h_lse: the threads never write the same bytes.
+      for (int64_t e = 0; e < nq * d; ++e) set_element(ho.data(), dtype, h * nq * d + e, o[e]);
+      for (int64_t r = 0; r < nq; ++r) h_lse[h * nq + r] = float(lse[r]);
+      m.ref_dq[i].resize(nq * d);
+      m.ref_dk[i].resize(nk * d);
+      m.ref_dv[i].resize(nk * d);
+      m.ref_delta[i].resize(nq);
+      ref::attention_backward_head(q.data(), k.data(), v.data(), d_o.data(), nq, nk, d, scale, s.causal,
+                                   m.ref_dq[i].data(), m.ref_dk[i].data(), m.ref_dv[i].data(),
+                                   m.ref_delta[i].data());
+    }
+  });
+  m.q = DeviceBuffer<unsigned char>(hq);
+  m.k = DeviceBuffer<unsigned char>(hk);
+  m.v = DeviceBuffer<unsigned char>(hv);
+  m.o = DeviceBuffer<unsigned char>(ho);
+  m.d_o = DeviceBuffer<unsigned char>(h_do);
+  m.lse = DeviceBuffer<float>(h_lse);
+  m.dq = DeviceBuffer<unsigned char>(q_n * dtype_size(dtype));
+  m.dk = DeviceBuffer<unsigned char>(kv_n * dtype_size(dtype));
+  m.dv = DeviceBuffer<unsigned char>(kv_n * dtype_size(dtype));
+  m.delta = DeviceBuffer<float>(bh * nq);
+}
+
+AttentionBwdFixture::~AttentionBwdFixture() = default;
+
+AttentionBwdParams AttentionBwdFixture::params() const {
+  const Impl& m = *impl_;
+  AttentionBwdParams p{};
+  p.fwd = shape_;
+  p.fwd.q = m.q.get();
+  p.fwd.k = m.k.get();
+  p.fwd.v = m.v.get();
+  p.fwd.o = m.o.get();
+  p.fwd.lse = m.lse.get();
+  p.d_o = m.d_o.get();
+  p.dq = m.dq.get();
+  p.dk = m.dk.get();
+  p.dv = m.dv.get();
+  p.delta = m.delta.get();
+  return p;
+}
+
+void AttentionBwdFixture::poison_outputs() {
+  impl_->dq.poison();
+  impl_->dk.poison();
+  impl_->dv.poison();
+  impl_->delta.poison();
+}
+
+AttentionBwdCheck AttentionBwdFixture::compare(bool with_delta) const {
+  const Impl& m = *impl_;
+  const DType t = dtype_of(shape_);
+  const auto dq = m.dq.download(), dk = m.dk.download(), dv = m.dv.download();
+  const auto delta = m.delta.download();
+  const int64_t nq = shape_.seq_q, nk = shape_.seq_k, d = shape_.head_dim;
+  AttentionBwdCheck result;
+  for (std::size_t i = 0; i < m.heads.size(); ++i) {
+    const int64_t h = m.heads[i];
+    for (int64_t e = 0; e < nq * d; ++e) result.dq.add(element(dq.data(), t, h * nq * d + e), m.ref_dq[i][e]);
+    for (int64_t e = 0; e < nk * d; ++e) {
+      result.dk.add(element(dk.data(), t, h * nk * d + e), m.ref_dk[i][e]);
+      result.dv.add(element(dv.data(), t, h * nk * d + e), m.ref_dv[i][e]);
+    }
+    if (with_delta)
+      for (int64_t r = 0; r < nq; ++r) result.delta.add(delta[h * nq + r], m.ref_delta[i][r]);
+  }
+  if (!with_delta)
+    result.delta_written = !all_poison(reinterpret_cast<const unsigned char*>(delta.data()), delta.size() * 4);
+  result.heads_checked = static_cast<int>(m.heads.size());
+  return result;
+}
+
+AttentionBwdCheck AttentionBwdFixture::run(const KernelDesc& kernel, const AttentionBwdParams& p,
+                                           cudaStream_t stream) {
+  poison_outputs();
+  const Status st = launch(kernel, p, stream);
+  if (st != Status::Success) {
+    AttentionBwdCheck failed;
+    failed.status = st;
+    return failed;
+  }
+  FS_CUDA_CHECK(cudaStreamSynchronize(stream));
+  return compare(p.delta != nullptr);
+}
+
+bool AttentionBwdFixture::untouched_after(const KernelDesc& kernel, const AttentionBwdParams& bad,
+                                          Status* returned) {
+  const Impl& m = *impl_;
+  poison_outputs();
+  *returned = launch(kernel, bad, nullptr);
+  FS_CUDA_CHECK(cudaDeviceSynchronize());
+  const auto dq = m.dq.download(), dk = m.dk.download(), dv = m.dv.download();
+  const auto delta = m.delta.download();
+  return all_poison(dq.data(), dq.size()) && all_poison(dk.data(), dk.size()) && all_poison(dv.data(), dv.size()) &&
+         all_poison(reinterpret_cast<const unsigned char*>(delta.data()), delta.size() * sizeof(float));
+}
+
+std::vector<unsigned char> AttentionBwdFixture::dq_bytes() const { return impl_->dq.download(); }
 
 }  // namespace fs

@@ -1,11 +1,12 @@
-// Runs an attention kernel on fresh random inputs and compares it with the fp64 reference: the check
-// behind every attention stage's executable and GPU tests.
+// Runs an attention kernel, forward or backward, on fresh random inputs and compares it with the fp64
+// reference: the check behind every attention stage's executable and GPU tests.
 #pragma once
 
 #include <cuda_runtime.h>
 
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "common/lib/kernel.h"
 #include "common/tools/compare.h"
@@ -45,6 +46,57 @@ class AttentionFixture {
   // Poisons O and LSE, calls the launcher with `bad` params (this fixture's pointers unless `bad`
   // replaces them), waits, and reports whether O and LSE still hold the poison.
   bool untouched_after(const KernelDesc& kernel, const AttentionParams& bad, Status* returned);
+
+ private:
+  struct Impl;
+  AttentionParams shape_;
+  std::unique_ptr<Impl> impl_;
+};
+
+struct AttentionBwdCheck {
+  Status status = Status::Success;
+  ErrorStats dq, dk, dv, delta;  // delta: empty (count 0) when the launch did not ask for it
+  bool delta_written = false;    // the launch did not ask for delta, yet its buffer changed
+  int heads_checked = 0;
+  bool passed(const Tolerance& t) const {
+    return status == Status::Success && within_gradient(dq, t) && within_gradient(dk, t) &&
+           within_gradient(dv, t) && (delta.count == 0 || within_gradient(delta, t)) && !delta_written;
+  }
+};
+
+// The LSE a head gets when the backward fixture does not check it (and the benchmarks' LSE): |scale|·D,
+// at least every score of a row, since the inputs lie in [-1, 1] and so |q·k| <= D; then
+// P = exp(scale·q·k - LSE) <= 1, as in a real backward pass.
+double standin_lse(const AttentionParams& shape);
+
+// One backward problem: random Q, K, V and dO drawn from `seed` (uniform in [-1, 1]); the forward's O
+// and LSE from the fp64 reference (O rounded to the dtype, LSE to fp32), uploaded as the kernel's
+// inputs; the fp64 reference dQ, dK, dV and delta for a subset of heads, picked as AttentionFixture
+// picks them. Heads that are not checked get stand-ins instead of the fp64 forward, which at the
+// executables' sizes would take the host minutes per head: O random, LSE = standin_lse(). The kernels'
+// time does not depend on the values.
+class AttentionBwdFixture {
+ public:
+  AttentionBwdFixture(const AttentionParams& shape, uint64_t seed, int max_heads = 0);
+  ~AttentionBwdFixture();
+
+  const AttentionParams& shape() const { return shape_; }
+  // The problem, pointing at this fixture's device tensors: delta asked for, deterministic = 0.
+  AttentionBwdParams params() const;
+  // Fills dQ, dK, dV and delta with NaN bytes, so that an element a kernel never writes fails the check.
+  void poison_outputs();
+  // Downloads the outputs (after the caller has synchronized) and compares every checked head; delta
+  // when `with_delta`, and otherwise checks that its buffer still holds the poison.
+  AttentionBwdCheck compare(bool with_delta = true) const;
+  // Poisons, launches `p` (params() or a variant of it: delta null, deterministic) on `stream`, waits,
+  // compares.
+  AttentionBwdCheck run(const KernelDesc& kernel, const AttentionBwdParams& p, cudaStream_t stream = nullptr);
+  AttentionBwdCheck run(const KernelDesc& kernel) { return run(kernel, params()); }
+  // Poisons the outputs, calls the launcher with `bad` params, waits, and reports whether dQ, dK, dV and
+  // delta still hold the poison.
+  bool untouched_after(const KernelDesc& kernel, const AttentionBwdParams& bad, Status* returned);
+  // dQ's bytes as the last launch left them (after the caller has synchronized).
+  std::vector<unsigned char> dq_bytes() const;
 
  private:
   struct Impl;

@@ -1,4 +1,5 @@
-// Checks every attention stage's tests share: odd sizes against fp64, bad inputs, error paths.
+// Checks every attention stage's tests share, forward and backward: odd sizes against fp64, bad inputs,
+// error paths.
 // They use doctest's CHECK, so they report each failing shape and carry on with the next.
 #pragma once
 
@@ -40,5 +41,32 @@ void check_rejected(const KernelDesc& kernel, const AttentionParams& ok,
 // captured in global mode (an implicit dependency the runtime refuses); the launcher must report it,
 // not crash.
 void check_reports_cuda_error(const KernelDesc& kernel, const AttentionParams& ok);
+
+// ---- Backward ------------------------------------------------------------------------------------
+
+// One problem, fp64 reference for every head, three launches: as params() gives it (dQ, dK, dV and
+// delta within the dtype's backward tolerance; for fp16/bf16 with `naive` given, each at most 2× the
+// naive version's error on the same inputs); without delta (the rest still right, the delta buffer
+// untouched); and deterministic, twice (right, and dQ bitwise the same both times). Outputs poisoned
+// before each launch.
+void check_bwd_against_reference(const KernelDesc& kernel, const AttentionParams& shape, uint64_t seed,
+                                 const KernelDesc* naive = nullptr);
+
+// Logits far outside the usual range (|scale·S| up to about 1e4, the scale ±`magnitude`): every
+// gradient and delta finite.
+void check_bwd_extreme_logits(const KernelDesc& kernel, const AttentionParams& shape, uint64_t seed);
+
+// A bad backward input built from `ok` by `make_bad` returns `expected` and writes nothing.
+void check_bwd_rejected(const KernelDesc& kernel, const AttentionParams& ok,
+                        const std::function<void(AttentionBwdParams&)>& make_bad, Status expected);
+
+// Everything check_rejects_bad_inputs() tries on the forward problem, and the backward's own: a null
+// lse, d_o, dq, dk or dv; d_o, dq, delta misaligned (by one byte: no kernel takes that); an output on top
+// of an input or of another output, wholly or in part; seq_lens or cu_seqlens to a version that takes
+// none. `ok` must be a shape the kernel accepts.
+void check_bwd_rejects_bad_inputs(const KernelDesc& kernel, const AttentionParams& ok);
+
+// FS_ERR_CUDA, provoked as check_reports_cuda_error() provokes it.
+void check_bwd_reports_cuda_error(const KernelDesc& kernel, const AttentionParams& ok);
 
 }  // namespace fs::testing

@@ -4,6 +4,7 @@
 
 #include "common/lib/flops.h"
 #include "common/lib/random.h"
+#include "common/tools/attention_check.h"
 #include "common/tools/check.h"
 #include "common/tools/device_buffer.h"
 #include "common/tools/timing.h"
@@ -81,45 +82,93 @@ AttentionParams grid_params(DType dtype, int64_t d, int64_t n, bool causal) {
 
 namespace {
 
-// One attention benchmark: `shape` (sizes, dtype, mask) on random inputs, named `name`.
+// The forward of `shape` on random inputs: Q, K, V uniform in [-1, 1].
+void time_forward(benchmark::State& state, const DeviceInfo& dev, const KernelDesc& k, const AttentionParams& shape) {
+  const DType t = dtype_of(shape);
+  const std::size_t e = dtype_size(t);
+  DeviceBuffer<unsigned char> q(q_elems(shape) * e), kb(kv_elems(shape) * e), v(kv_elems(shape) * e),
+      o(q_elems(shape) * e);
+  DeviceBuffer<float> lse(lse_elems(shape));
+  FS_CHECK_STATUS(fill_random_device(q.get(), q_elems(shape), t, 1));
+  FS_CHECK_STATUS(fill_random_device(kb.get(), kv_elems(shape), t, 2));
+  FS_CHECK_STATUS(fill_random_device(v.get(), kv_elems(shape), t, 3));
+  AttentionParams p = shape;
+  p.q = q.get();
+  p.k = kb.get();
+  p.v = v.get();
+  p.o = o.get();
+  p.lse = lse.get();
+  if (const Status st = launch(k, p, nullptr); st != Status::Success) {
+    state.SkipWithError(status_name(st));
+    return;
+  }
+  const double traffic = k.traffic_bytes ? k.traffic_bytes(p) : attention_fwd_min_bytes(p);
+  timed_loop(state, dev, attention_fwd_flops(p), traffic, [&] { launch(k, p, nullptr); });
+  state.counters["extra_bytes"] = double(k.extra_bytes(p));
+}
+
+// The backward of `shape`, as a training step calls it (no delta asked for): Q, K, V, O, dO uniform in
+// [-1, 1] and LSE = standin_lse(), so that P <= 1 as after a real forward (the time does not depend
+// on the values).
+void time_backward(benchmark::State& state, const DeviceInfo& dev, const KernelDesc& k, const AttentionParams& shape,
+                   bool deterministic) {
+  const DType t = dtype_of(shape);
+  const std::size_t e = dtype_size(t);
+  DeviceBuffer<unsigned char> q(q_elems(shape) * e), kb(kv_elems(shape) * e), v(kv_elems(shape) * e),
+      o(q_elems(shape) * e), d_o(q_elems(shape) * e), dq(q_elems(shape) * e), dk(kv_elems(shape) * e),
+      dv(kv_elems(shape) * e);
+  DeviceBuffer<float> lse(lse_elems(shape));
+  FS_CHECK_STATUS(fill_random_device(q.get(), q_elems(shape), t, 1));
+  FS_CHECK_STATUS(fill_random_device(kb.get(), kv_elems(shape), t, 2));
+  FS_CHECK_STATUS(fill_random_device(v.get(), kv_elems(shape), t, 3));
+  FS_CHECK_STATUS(fill_random_device(o.get(), q_elems(shape), t, 4));
+  FS_CHECK_STATUS(fill_random_device(d_o.get(), q_elems(shape), t, 5));
+  const float lse_value = float(standin_lse(shape));
+  FS_CHECK_STATUS(fill_random_device(lse.get(), lse_elems(shape), DType::FP32, 6, lse_value, lse_value));
+  AttentionBwdParams p{};
+  p.fwd = shape;
+  p.fwd.q = q.get();
+  p.fwd.k = kb.get();
+  p.fwd.v = v.get();
+  p.fwd.o = o.get();
+  p.fwd.lse = lse.get();
+  p.d_o = d_o.get();
+  p.dq = dq.get();
+  p.dk = dk.get();
+  p.dv = dv.get();
+  p.deterministic = deterministic;
+  if (const Status st = launch(k, p, nullptr); st != Status::Success) {
+    state.SkipWithError(status_name(st));
+    return;
+  }
+  const double traffic = k.traffic_bytes ? k.traffic_bytes(shape) : attention_bwd_min_bytes(shape);
+  timed_loop(state, dev, attention_bwd_flops(shape), traffic, [&] { launch(k, p, nullptr); });
+  state.counters["extra_bytes"] = double(k.extra_bytes(shape));
+}
+
+// One attention benchmark, forward or backward as the kernel is: `shape` (sizes, dtype, mask), named
+// `name`.
 void register_attention_point(const DeviceInfo& dev, const KernelDesc& kernel, const std::string& name,
-                              const AttentionParams& shape) {
+                              const AttentionParams& shape, bool deterministic) {
   const KernelDesc* k = &kernel;
-  auto* b = benchmark::RegisterBenchmark(name.c_str(), [&dev, k, shape](benchmark::State& state) {
-    const DType t = dtype_of(shape);
-    const std::size_t e = dtype_size(t);
-    DeviceBuffer<unsigned char> q(q_elems(shape) * e), kb(kv_elems(shape) * e), v(kv_elems(shape) * e),
-        o(q_elems(shape) * e);
-    DeviceBuffer<float> lse(lse_elems(shape));
-    FS_CHECK_STATUS(fill_random_device(q.get(), q_elems(shape), t, 1));
-    FS_CHECK_STATUS(fill_random_device(kb.get(), kv_elems(shape), t, 2));
-    FS_CHECK_STATUS(fill_random_device(v.get(), kv_elems(shape), t, 3));
-    AttentionParams p = shape;
-    p.q = q.get();
-    p.k = kb.get();
-    p.v = v.get();
-    p.o = o.get();
-    p.lse = lse.get();
-    if (const Status st = launch(*k, p, nullptr); st != Status::Success) {
-      state.SkipWithError(status_name(st));
-      return;
-    }
-    const double traffic = k->traffic_bytes ? k->traffic_bytes(p) : attention_fwd_min_bytes(p);
-    timed_loop(state, dev, attention_fwd_flops(p), traffic, [&] { launch(*k, p, nullptr); });
-    state.counters["extra_bytes"] = double(k->extra_bytes(p));
+  auto* b = benchmark::RegisterBenchmark(name.c_str(), [&dev, k, shape, deterministic](benchmark::State& state) {
+    if (k->is_attention_bwd())
+      time_backward(state, dev, *k, shape, deterministic);
+    else
+      time_forward(state, dev, *k, shape);
   });
   configure(b);
 }
 
 // Whether the shape's tensors and the kernel's workspace fit in 90% of device memory.
 bool fits(const DeviceInfo& dev, const KernelDesc& kernel, const AttentionParams& shape) {
-  const double need = attention_fwd_min_bytes(shape) + double(kernel.extra_bytes(shape));
-  return need <= 0.9 * double(dev.global_mem);
+  const double tensors = kernel.is_attention_bwd() ? attention_bwd_min_bytes(shape) : attention_fwd_min_bytes(shape);
+  return tensors + double(kernel.extra_bytes(shape)) <= 0.9 * double(dev.global_mem);
 }
 
-}  // namespace
-
-void register_attention(const DeviceInfo& dev, const KernelDesc& kernel, const AttentionGrid& grid) {
+// Every grid point the kernel takes and that fits, named <series>/<dtype>/D:<d>/N:<n>/causal:<0|1>.
+void register_grid(const DeviceInfo& dev, const KernelDesc& kernel, const AttentionGrid& grid,
+                   const std::string& series, bool deterministic) {
   if (!runs_on(kernel, dev)) return;
   for (DType dtype : grid.dtypes) {
     if (!in_set(kernel.attention.dtypes, int32_t(dtype))) continue;
@@ -129,11 +178,22 @@ void register_attention(const DeviceInfo& dev, const KernelDesc& kernel, const A
           const AttentionParams shape = grid_params(dtype, d, n, causal);
           if (!fits(dev, kernel, shape)) continue;
           register_attention_point(dev, kernel,
-                                   kernel.qualified() + "/" + dtype_name(dtype) + "/D:" + std::to_string(d) +
-                                       "/N:" + std::to_string(n) + "/causal:" + std::to_string(int(causal)),
-                                   shape);
+                                   series + "/" + dtype_name(dtype) + "/D:" + std::to_string(d) + "/N:" +
+                                       std::to_string(n) + "/causal:" + std::to_string(int(causal)),
+                                   shape, deterministic);
         }
   }
+}
+
+}  // namespace
+
+void register_attention(const DeviceInfo& dev, const KernelDesc& kernel, const AttentionGrid& grid) {
+  register_grid(dev, kernel, grid, kernel.qualified(), false);
+}
+
+void register_attention_bwd_deterministic(const DeviceInfo& dev, const KernelDesc& kernel,
+                                          const AttentionGrid& grid) {
+  register_grid(dev, kernel, grid, kernel.qualified() + "_deterministic", true);
 }
 
 void register_attention_shapes(const DeviceInfo& dev, const KernelDesc& kernel,
@@ -148,7 +208,7 @@ void register_attention_shapes(const DeviceInfo& dev, const KernelDesc& kernel,
                                  "/B:" + std::to_string(p.batch) + "/H:" + std::to_string(p.heads) + kv_heads +
                                  "/Nq:" + std::to_string(p.seq_q) + "/Nk:" + std::to_string(p.seq_k) +
                                  "/causal:" + std::to_string(int(p.causal != 0)),
-                             p);
+                             p, false);
   }
 }
 

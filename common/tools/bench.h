@@ -45,8 +45,13 @@ struct AttentionGrid {
 AttentionParams grid_params(DType dtype, int64_t d, int64_t n, bool causal);
 
 // Registers the kernel at every grid point it takes whose tensors and workspace fit in 90% of device
-// memory; register_attention_stage does it for every version of a stage ("stage04").
+// memory; register_attention_stage does it for every version of a stage ("stage04"). A backward
+// kernel is timed on the backward of the point (attention_bwd_flops: 2.5× the forward's), as a
+// training step calls it: no delta asked for, dQ by whatever the version does by default.
 void register_attention(const DeviceInfo& dev, const KernelDesc& kernel, const AttentionGrid& grid);
+// A backward kernel with `deterministic` set, under the series <stage>/<version>_deterministic: the
+// cost of a bitwise-reproducible dQ, beside the same version's default.
+void register_attention_bwd_deterministic(const DeviceInfo& dev, const KernelDesc& kernel, const AttentionGrid& grid);
 void register_attention_stage(const DeviceInfo& dev, const char* stage, const AttentionGrid& grid);
 
 // Registers the kernel at each of `shapes` (sizes, dtype and mask set; no tensors) that it takes and

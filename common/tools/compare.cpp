@@ -40,6 +40,8 @@ std::string ErrorStats::str() const {
   return s;
 }
 
+double ErrorStats::ref_l2() const { return std::sqrt(sq_ref_); }
+
 Tolerance sgemm_tolerance(int64_t k) {
   // Each output is a K-term fp32 dot product of values in [-1, 1]. Rounding errors of random sign
   // grow like √K·2^-24·|partial sums|, and the partial sums grow like √K, so the error grows like

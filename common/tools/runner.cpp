@@ -141,6 +141,7 @@ bool measure(Problem& problem, const Common& opt, const DeviceInfo& dev, const K
 struct AttentionOptions {
   int64_t batch = 0, heads = 0, kv_heads = 0, seq = 4096, seq_k = 0, dim = 64, check_heads = -1;
   bool causal = false;
+  bool deterministic = false;  // backward stages
   double scale = 0.0;
   std::string dtype;
 };
@@ -183,8 +184,59 @@ class AttentionJob : public Problem {
   AttentionFixture fixture_;
 };
 
+// The backward of the same problem: checked on the fixture's inputs with delta asked for, timed as a
+// training step calls it, without (the version keeps delta in a workspace).
+class BackwardJob : public Problem {
+ public:
+  BackwardJob(const AttentionParams& shape, int check_heads, bool deterministic)
+      : fixture_(shape, /*seed=*/20261122, check_heads), deterministic_(deterministic) {}
+  void print_header(const DeviceInfo&) const override {
+    std::printf("problem: backward of %s%s\n", describe(fixture_.shape()).c_str(),
+                deterministic_ ? ", deterministic dQ" : "");
+    std::printf("work: %.3g FLOP (2.5x the forward's); least traffic (Q, K, V, O, dO, LSE read once, dQ, dK, dV "
+                "written once) %.1f MB\n",
+                flops(), attention_bwd_min_bytes(fixture_.shape()) / 1e6);
+  }
+  double flops() const override { return attention_bwd_flops(fixture_.shape()); }
+  const char* unit() const override { return "TFLOPS"; }
+  double peak(const DeviceInfo& dev) const override {
+    return dtype_of(fixture_.shape()) == DType::FP32 ? dev.peak_fp32_tflops : dev.peak_fp16_tflops;
+  }
+  double traffic_bytes(const KernelDesc* k) const override {
+    return k && k->traffic_bytes ? k->traffic_bytes(fixture_.shape()) : attention_bwd_min_bytes(fixture_.shape());
+  }
+  double extra_bytes(const KernelDesc* k) const override { return double(k->extra_bytes(fixture_.shape())); }
+  std::string check(const KernelDesc* k, const std::function<Status()>&) override {
+    const AttentionBwdCheck c = fixture_.run(*k, checked_params());
+    if (c.status != Status::Success) {
+      std::printf("  launch failed: %s (%s)\n", status_name(c.status), status_message(c.status));
+      return status_name(c.status);
+    }
+    const bool ok = c.passed(backward_tolerance(dtype_of(fixture_.shape())));
+    std::printf("  check vs fp64 (%d heads): dQ %s | dK %s | dV %s | delta %s -> %s\n", c.heads_checked,
+                c.dq.str().c_str(), c.dk.str().c_str(), c.dv.str().c_str(), c.delta.str().c_str(),
+                ok ? "PASS" : "FAIL");
+    return ok ? "PASS" : "FAIL";
+  }
+  Status launch(const KernelDesc& k) override { return fs::launch(k, checked_params(), nullptr); }
+  Status launch_timed(const KernelDesc& k) override {
+    AttentionBwdParams p = checked_params();
+    p.delta = nullptr;
+    return fs::launch(k, p, nullptr);
+  }
+
+ private:
+  AttentionBwdParams checked_params() const {
+    AttentionBwdParams p = fixture_.params();
+    p.deterministic = deterministic_;
+    return p;
+  }
+  AttentionBwdFixture fixture_;
+  bool deterministic_;
+};
+
 void add_attention_options(CLI::App& app, AttentionOptions& o, const std::string& default_dtype,
-                           const std::vector<std::string>& dtypes) {
+                           const std::vector<std::string>& dtypes, bool backward) {
   o.dtype = default_dtype;
   app.add_option("--batch", o.batch, "B, batch entries [default: 16384 / N, at least 1]")->check(at_least(1));
   app.add_option("--heads", o.heads, "H, heads [default: 2048 / D, at least 1]")->check(at_least(1));
@@ -201,6 +253,9 @@ void add_attention_options(CLI::App& app, AttentionOptions& o, const std::string
   app.add_option("--check-heads", o.check_heads,
                  "heads checked against fp64; 0 = all [default: all, 8 or 2 as the problem grows]")
       ->check(at_least(0));
+  if (backward)
+    app.add_flag("--deterministic", o.deterministic,
+                 "dQ bitwise the same on every run (no unordered atomics; also --deterministic=0/1)");
 }
 
 AttentionParams attention_params(const AttentionOptions& o) {
@@ -371,7 +426,8 @@ int run_stage(int argc, char** argv, const StageRun& stage) {
     std::fprintf(stderr, "error: the library holds no kernel named %s\n", join(stage.kernels).c_str());
     return 2;
   }
-  const bool attention = own.front()->is_attention();
+  const bool backward = own.front()->is_attention_bwd();
+  const bool attention = own.front()->is_attention() || backward;
   uint32_t own_dtypes = 0;
   for (const KernelDesc* k : own) own_dtypes |= k->info.in_dtypes;
   std::vector<std::string> dtype_names;
@@ -385,7 +441,7 @@ int run_stage(int argc, char** argv, const StageRun& stage) {
   GemmOptions go;
   if (attention) {
     // The default dtype is the first one the stage's own kernel (the last version) takes.
-    add_attention_options(app, ao, first_dtype(own.back()->info.in_dtypes), dtype_names);
+    add_attention_options(app, ao, first_dtype(own.back()->info.in_dtypes), dtype_names, backward);
   } else {
     add_gemm_options(app, go, dtype_names);
   }
@@ -428,7 +484,16 @@ int run_stage(int argc, char** argv, const StageRun& stage) {
       if (attention) {
         AttentionParams fake = ap;
         fake.q = fake_pointer(0), fake.k = fake_pointer(1), fake.v = fake_pointer(2), fake.o = fake_pointer(3);
-        verdicts.emplace_back(k, validate(fake, k->attention));
+        if (!backward) {
+          verdicts.emplace_back(k, validate(fake, k->attention));
+          continue;
+        }
+        AttentionBwdParams bwd{};
+        bwd.fwd = fake;
+        bwd.fwd.lse = static_cast<float*>(fake_pointer(4));
+        bwd.d_o = fake_pointer(5), bwd.dq = fake_pointer(6), bwd.dk = fake_pointer(7), bwd.dv = fake_pointer(8);
+        bwd.deterministic = ao.deterministic;
+        verdicts.emplace_back(k, validate(bwd, k->attention));
       } else {
         GemmParams fake = gc.shape;
         fake.a = fake_pointer(0), fake.b = fake_pointer(1), fake.c = fake_pointer(2);
@@ -471,7 +536,10 @@ int run_stage(int argc, char** argv, const StageRun& stage) {
       // The fp64 reference costs 4·Nq·Nk·D per head: check every head of small problems, two of large.
       const double per_head = double(ap.seq_q) * double(ap.seq_k) * double(ap.head_dim);
       const int heads = ao.check_heads >= 0 ? int(ao.check_heads) : per_head > 2e8 ? 2 : per_head > 2e7 ? 8 : 0;
-      problem = std::make_unique<AttentionJob>(ap, common.check ? heads : -1);
+      if (backward)
+        problem = std::make_unique<BackwardJob>(ap, common.check ? heads : -1, ao.deterministic);
+      else
+        problem = std::make_unique<AttentionJob>(ap, common.check ? heads : -1);
     } else {
       problem = std::make_unique<GemmJob>(gc, common.check ? go.check_rows : -1);
     }

@@ -5,6 +5,7 @@
 // or without a usable GPU.
 //
 // Attention stages:  --batch --heads --seq --seq-k --dim --causal --scale --dtype --check-heads
+// Backward stages:   the same, and --deterministic (the backward of that problem is run)
 // GEMM stages:       --m --n --k --dtype --c-dtype --trans-a --trans-b --alpha --beta --check-rows
 // Both:              --check 0|1  --repeats R  --version vN|stageNN/vN  --help
 // Defaults follow the benchmarks (attention: N = 4096, D = 64, B = 16384 / N, H = 2048 / D; GEMM:

@@ -11,14 +11,15 @@ and the problem; what the library itself refuses comes back as FlashstagesError 
 (FS_ERR_UNSUPPORTED_HEAD_DIM, ...). It launches on PyTorch's current stream of the tensors' device.
 The library is found by find_library(): $FLASHSTAGES_LIBRARY, then the build tree of this checkout,
 then the install prefix. kernels() lists what the library holds; call() runs any entry, the GEMMs of
-stage 06 included, on a params struct.
+stage 06 and the backward passes of stage 05 included, on a params struct.
 """
-from ._capi import (BF16, DTYPE_NAMES, FP16, FP32, INT8, INT32, LIBRARY_ENV, PROBLEM_ATTENTION, PROBLEM_GEMM,  # noqa: F401
-                    AttentionParams, FlashstagesError, GemmParams, KernelInfo, call, find_library, kernels,
-                    library_candidates, load, status_name)
+from ._capi import (BF16, DTYPE_NAMES, FP16, FP32, INT8, INT32, LIBRARY_ENV, PARAMS_OF_PROBLEM,  # noqa: F401
+                    PROBLEM_ATTENTION, PROBLEM_ATTENTION_BWD, PROBLEM_GEMM, AttentionBwdParams, AttentionParams,
+                    FlashstagesError, GemmParams, KernelInfo, call, find_library, kernels, library_candidates, load,
+                    status_name)
 
 __all__ = ["attention", "library", "kernels", "call", "load", "find_library", "FlashstagesError",
-           "AttentionParams", "GemmParams", "KernelInfo"]
+           "AttentionParams", "AttentionBwdParams", "GemmParams", "KernelInfo"]
 
 DEFAULT_KERNEL = "fs_flash_fwd_v5"
 _DTYPES = {"torch.float32": FP32, "torch.float16": FP16, "torch.bfloat16": BF16}

@@ -9,7 +9,7 @@ import sys
 
 FP32, FP16, BF16, INT8, INT32 = 0, 1, 2, 3, 4
 DTYPE_NAMES = {FP32: "fp32", FP16: "fp16", BF16: "bf16", INT8: "int8", INT32: "int32"}
-PROBLEM_ATTENTION, PROBLEM_GEMM = 0, 1
+PROBLEM_ATTENTION, PROBLEM_GEMM, PROBLEM_ATTENTION_BWD = 0, 1, 2
 
 
 class AttentionParams(ctypes.Structure):
@@ -37,6 +37,22 @@ class AttentionParams(ctypes.Structure):
     ]
 
 
+class AttentionBwdParams(ctypes.Structure):
+    """Mirror of fs_attention_bwd_params (common/lib/flashstages.h): the forward problem `fwd` (its o and
+    lse are read), dO, the gradients dQ, dK, dV, an optional delta [B, H, Nq] fp32, and `deterministic`.
+    Embedding AttentionParams, it grows with it."""
+
+    _fields_ = [
+        ("fwd", AttentionParams),
+        ("d_o", ctypes.c_void_p),
+        ("dq", ctypes.c_void_p),
+        ("dk", ctypes.c_void_p),
+        ("dv", ctypes.c_void_p),
+        ("delta", ctypes.c_void_p),
+        ("deterministic", ctypes.c_int32),
+    ]
+
+
 class GemmParams(ctypes.Structure):
     """Mirror of fs_gemm_params: C = alpha · op(A) · op(B) + beta · C, row-major (common/lib/flashstages.h)."""
 
@@ -57,6 +73,11 @@ class GemmParams(ctypes.Structure):
         ("c", ctypes.c_void_p),
         ("ldc", ctypes.c_int64),
     ]
+
+
+# The params struct each problem kind's launchers take (fs_problem).
+PARAMS_OF_PROBLEM = {PROBLEM_ATTENTION: AttentionParams, PROBLEM_GEMM: GemmParams,
+                     PROBLEM_ATTENTION_BWD: AttentionBwdParams}
 
 
 class KernelInfo(ctypes.Structure):
@@ -166,14 +187,14 @@ def load(path=None):
     for info in kernels(lib):
         fn = getattr(lib, info.name)
         fn.restype = ctypes.c_int
-        params = AttentionParams if info.problem == PROBLEM_ATTENTION else GemmParams
-        fn.argtypes = [ctypes.POINTER(params), ctypes.c_void_p]
+        fn.argtypes = [ctypes.POINTER(PARAMS_OF_PROBLEM[info.problem]), ctypes.c_void_p]
     return lib
 
 
 def kernels(lib, problem=None, stage=None):
     """Every launcher the library holds (KernelInfo), in stage and version order; optionally only
-    those of one problem kind (PROBLEM_ATTENTION, PROBLEM_GEMM) or one stage ("stage04")."""
+    those of one problem kind (PROBLEM_ATTENTION, PROBLEM_ATTENTION_BWD, PROBLEM_GEMM) or one stage
+    ("stage04")."""
     found = [lib.fs_kernel_at(i).contents for i in range(lib.fs_kernel_count())]
     return [k for k in found
             if (problem is None or k.problem == problem) and (stage is None or k.stage.decode() == stage)]
@@ -184,8 +205,8 @@ def status_name(lib, code):
 
 
 def call(lib, launcher, params, stream=None):
-    """Calls one launcher with its params struct (AttentionParams or GemmParams); returns 0 or raises
-    FlashstagesError."""
+    """Calls one launcher with its params struct (AttentionParams, AttentionBwdParams or GemmParams);
+    returns 0 or raises FlashstagesError."""
     code = getattr(lib, launcher)(ctypes.byref(params), stream)
     if code != 0:
         raise FlashstagesError(code, status_name(lib, code), lib.fs_status_message(code).decode())

@@ -30,6 +30,8 @@
 
 #include <cstdint>
 
+#include "common/device/fp32_tile.cuh"
+
 namespace fs::online {
 
 constexpr int kThreads = 256;
@@ -51,23 +53,6 @@ struct TileConfig {
   static constexpr int kSmemFloats = kBr * (D + 1) + kBc * (D + 1) + kBc * D + kBr * (kBc + 1);
   static constexpr std::size_t kSmemBytes = kSmemFloats * sizeof(float);
 };
-
-// Copies rows [row0, row0 + rows) of a [n, D] matrix into shared memory with row stride `ld`, 16 bytes
-// per global load; rows past n are zero so that tails contribute nothing.
-template <int D>
-__device__ __forceinline__ void load_tile(float* dst, int ld, const float* __restrict__ src, int64_t row0, int rows,
-                                          int64_t n) {
-  constexpr int kVecPerRow = D / 4;
-  for (int e = threadIdx.x; e < rows * kVecPerRow; e += kThreads) {
-    const int r = e / kVecPerRow, c = (e % kVecPerRow) * 4;
-    float4 x = make_float4(0.f, 0.f, 0.f, 0.f);
-    if (row0 + r < n) x = *reinterpret_cast<const float4*>(src + (row0 + r) * D + c);
-    dst[r * ld + c + 0] = x.x;
-    dst[r * ld + c + 1] = x.y;
-    dst[r * ld + c + 2] = x.z;
-    dst[r * ld + c + 3] = x.w;
-  }
-}
 
 // Reduces across the 16 threads of a row team (lanes differing in their low 4 bits).
 template <class Op>
@@ -102,7 +87,7 @@ __global__ void __launch_bounds__(kThreads)
   const int tx = threadIdx.x % kTeam, ty = threadIdx.x / kTeam;
   const int64_t offset = nk - nq;  // bottom-right causal alignment
 
-  load_tile<D>(sQ, D + 1, q, q0, kBr, nq);
+  fp32::load_tile<D, kThreads>(sQ, D + 1, q, q0, kBr, nq);
 
   float rO[kTM][kTD] = {};  // O accumulator, unnormalized: rows ty·4 + r, columns tx + 16·t
   float m[kTM], l[kTM];     // running max (log2 domain) and running sum per row
@@ -111,8 +96,8 @@ __global__ void __launch_bounds__(kThreads)
   // Causal: the tile's last row sees keys up to (q0 + Br - 1) + offset; later tiles are all masked.
   const int64_t kv_end = causal ? min(nk, q0 + kBr + offset) : nk;
   for (int64_t j0 = 0; j0 < kv_end; j0 += kBc) {
-    load_tile<D>(sK, D + 1, k, j0, kBc, nk);
-    load_tile<D>(sV, D, v, j0, kBc, nk);
+    fp32::load_tile<D, kThreads>(sK, D + 1, k, j0, kBc, nk);
+    fp32::load_tile<D, kThreads>(sV, D, v, j0, kBc, nk);
     __syncthreads();  // sK, sV (and, the first time, sQ) are complete before anyone reads them
 
     float rS[kTM][kTN] = {};  // S = Q Kᵀ for this thread's rows and columns

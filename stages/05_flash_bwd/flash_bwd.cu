@@ -1,0 +1,42 @@
+// Stage 05: its versions as the registry lists them — each one's descriptor (what it takes, the GPUs it
+// runs on, the shared memory it asks for, the memory it allocates) and C entry. Each version's launch is
+// in flash_bwd_vN.cu, a translation unit of its own so that they compile in parallel.
+#include "common/lib/flops.h"
+#include "flash_bwd.h"
+#include "launch.h"
+#include "v1_fp32.cuh"
+
+namespace fs {
+
+std::size_t flash_bwd_v0_extra_bytes(const AttentionParams& p) {
+  return 2 * std::size_t(p.batch * p.heads) * std::size_t(p.seq_q * p.seq_k) * dtype_size(dtype_of(p)) +
+         delta_extra_bytes(p);
+}
+
+double flash_bwd_v0_traffic_bytes(const AttentionParams& p) {
+  const double matrix = double(p.batch * p.heads) * double(p.seq_q) * double(p.seq_k) * double(dtype_size(dtype_of(p)));
+  return attention_bwd_min_bytes(p) + 6.0 * matrix;
+}
+
+const KernelDesc kFlashBwdV0 = attention_bwd_kernel(
+    {"fs_flash_bwd_v0", "stage05", "v0",
+     "naive: P and dS materialized in DRAM (two N×N buffers), one thread per element, five kernels"},
+    bwd::v0::kSupport, kStageArchs, /*smem_bytes=*/0, bwd::run_v0, flash_bwd_v0_extra_bytes,
+    flash_bwd_v0_traffic_bytes);
+
+const KernelDesc kFlashBwdV1 = attention_bwd_kernel(
+    {"fs_flash_bwd_v1", "stage05", "v1",
+     "fp32: delta once, K/V resident, Q/dO streamed, P recomputed from LSE, dQ by atomics (or a 2nd pass)"},
+    bwd::v1::kSupport, kStageArchs,
+    bwd::v1::HeadDimList::max_of([](auto d) { return bwd::v1::Config<decltype(d)::value>::kSmemBytes; }),
+    bwd::run_v1, delta_extra_bytes);
+
+KernelList stage05_kernels() {
+  static const KernelDesc* const versions[] = {&kFlashBwdV0, &kFlashBwdV1};
+  return kernel_list(versions);
+}
+
+}  // namespace fs
+
+FS_EXPORT_ATTENTION_BWD(fs_flash_bwd_v0, fs::kFlashBwdV0)
+FS_EXPORT_ATTENTION_BWD(fs_flash_bwd_v1, fs::kFlashBwdV1)

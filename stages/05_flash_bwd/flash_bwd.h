@@ -1,0 +1,24 @@
+// Stage 05 — FlashAttention backward. Its versions, as the registry lists them (fs_flash_bwd_v0, v1 in
+// C; fs_attention_bwd_params in common/lib/flashstages.h), and the device memory each allocates.
+//
+//   v0  fp32, fp16, bf16; any head_dim up to 256; P and dS materialized    (the naive baseline)
+//   v1  fp32; head_dim 32, 64, 128; 16-byte aligned tensors; no N×N buffer
+// Both take dense batches only: seq_lens and cu_seqlens are refused (FS_ERR_INVALID_SEQLENS).
+#pragma once
+
+#include <cstddef>
+
+#include "common/lib/kernel.h"
+
+namespace fs {
+
+extern const KernelDesc kFlashBwdV0, kFlashBwdV1;
+
+// v0: P and dS, B·H·Nq·Nk elements each in the input type, and delta when the caller gives no buffer
+// for it.
+std::size_t flash_bwd_v0_extra_bytes(const AttentionParams& params);
+// v0's modelled DRAM traffic: the least (attention_bwd_min_bytes), plus P and dS each written once and
+// read twice.
+double flash_bwd_v0_traffic_bytes(const AttentionParams& params);
+
+}  // namespace fs
