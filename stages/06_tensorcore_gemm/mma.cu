@@ -4,7 +4,7 @@
 #include <cuda_fp16.h>
 
 #include "gemm.h"
-#include "gemm_launch.h"
+#include "common/lib/gemm_launch.h"
 #include "v9_mma_sync.cuh"
 
 namespace fs {
