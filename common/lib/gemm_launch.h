@@ -17,13 +17,14 @@
 
 namespace fs::gemm {
 
-// `Version` has a static member template run<kTransA, kTransB>(params, stream) that enqueues the kernel
-// and returns the first error of its own setup calls (cudaSuccess when there are none).
-template <class Version>
-Status launch_transposes(const GemmParams& p, cudaStream_t stream) {
+// `Version` has a static member template run<kTransA, kTransB>(params, stream, extra...) that enqueues
+// the kernel and returns the first error of its own setup calls (cudaSuccess when there are none).
+// `extra` is whatever the launcher prepared for every instance (stage 07: the operands' tensor maps).
+template <class Version, class... Extra>
+Status launch_transposes(const GemmParams& p, cudaStream_t stream, const Extra&... extra) {
   return dispatch_bool(p.trans_a, [&](auto ta) {
     return dispatch_bool(p.trans_b, [&](auto tb) {
-      FS_RETURN_IF_CUDA_ERROR((Version::template run<decltype(ta)::value, decltype(tb)::value>(p, stream)));
+      FS_RETURN_IF_CUDA_ERROR((Version::template run<decltype(ta)::value, decltype(tb)::value>(p, stream, extra...)));
       FS_RETURN_IF_CUDA_ERROR(cudaGetLastError());  // a refused launch shows up here
       return Status::Success;
     });
