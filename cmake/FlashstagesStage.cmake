@@ -10,9 +10,11 @@
 # sources as FS_STAGE_ARCHS (compute capabilities, "80 86 87 89 90"): each kernel descriptor states
 # them, and a launch on any other GPU returns FS_ERR_UNSUPPORTED_DEVICE.
 #
-# The stage also gets its executable (<prefix>_<exe>), its doctest binary (<prefix>_test, each
-# TEST_CASE a CTest test labelled by its suite, cpu or gpu; exit code 77 means skipped) and its
-# benchmark binary (<prefix>_bench), all linked with the host tools (and TOOLS, e.g. flashstages_cublas).
+# The stage also gets its executable (<prefix>_<exe>, or <prefix> without EXE), its doctest binary
+# (<prefix>_test, each TEST_CASE a CTest test labelled by its suite, cpu or gpu; exit code 77 means
+# skipped) and its benchmark binary (<prefix>_bench), all linked with the host tools (and TOOLS,
+# e.g. flashstages_cublas). A stage of two rungs (stage 07: gemm/, attention/) adds each as its own
+# prefix (stage07_gemm), whose executable is then the prefix alone.
 # Stage sources include each other's headers only by stage-qualified paths
 # ("stages/04_flash_fwd/flash_fwd.h"): no stage folder is on any include path.
 
@@ -75,8 +77,12 @@ function(flashstages_add_stage prefix)
   message(STATUS "flashstages: ${prefix} built for ${ARG_ARCHS}: runs on compute capability ${ccs}")
 
   if(ARG_MAIN)
-    add_executable(${prefix}_${ARG_EXE} ${ARG_MAIN})
-    target_link_libraries(${prefix}_${ARG_EXE} PRIVATE flashstages_tools ${ARG_TOOLS})
+    set(exe ${prefix})
+    if(ARG_EXE)
+      set(exe ${prefix}_${ARG_EXE})
+    endif()
+    add_executable(${exe} ${ARG_MAIN})
+    target_link_libraries(${exe} PRIVATE flashstages_tools ${ARG_TOOLS})
   endif()
 
   if(ARG_TEST AND FLASHSTAGES_BUILD_TESTS)

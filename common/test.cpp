@@ -14,7 +14,9 @@
 
 #include "common/lib/attention.h"
 #include "common/lib/flops.h"
+#include "common/lib/gemm.h"
 #include "common/lib/random.h"
+#include "common/lib/tensor_map.h"
 #include "common/tools/compare.h"
 #include "common/tools/gpu_test.h"
 #include "common/tools/parallel.h"
@@ -328,6 +330,59 @@ FS_CPU_TEST_CASE("backward validation: the forward's rules, then lse, dO and the
   // An output that spans past the end of the address space is not wrapped back to small addresses.
   CHECK(apart([](auto& p) { p.dv = reinterpret_cast<void*>(UINTPTR_MAX - 0xFF); }) == fs::Status::Success);
   CHECK(apart([](auto& p) { p.delta = nullptr, p.dq = reinterpret_cast<void*>(0xA0000); }) == fs::Status::Success);
+}
+
+FS_CPU_TEST_CASE("validation: a GEMM kernel's operand alignment refuses bases and row strides off its multiple") {
+  // 16-byte operands, as stage 07's TMA loads need: A and B only (C is stored by ordinary stores).
+  fs::GemmParams p{};
+  p.m = 17, p.n = 24, p.k = 40;
+  p.ab_dtype = FS_FP16, p.c_dtype = FS_FP32;
+  p.a = fake(0x10000), p.b = fake(0x20000), p.c = const_cast<void*>(fake(0x30004));
+  p.lda = 40, p.ldb = 24, p.ldc = 25;  // 80 and 48 bytes: multiples of 16; ldc is free
+  const fs::GemmSupport tma{fs::dtype_bit(fs::DType::FP16), fs::dtype_bit(fs::DType::FP32), 16};
+  const fs::GemmSupport plain{tma.ab_dtypes, tma.c_dtypes};
+  auto with = [&](const fs::GemmSupport& s, auto change) {
+    fs::GemmParams q = p;
+    change(q);
+    return fs::validate(q, s);
+  };
+  const auto same = [](fs::GemmParams&) {};
+  CHECK(with(tma, same) == fs::Status::Success);
+  CHECK(with(tma, [](auto& q) { q.a = fake(0x10008); }) == fs::Status::MisalignedPointer);   // 8-byte base
+  CHECK(with(tma, [](auto& q) { q.b = fake(0x20002); }) == fs::Status::MisalignedPointer);
+  CHECK(with(tma, [](auto& q) { q.lda = 44; }) == fs::Status::InvalidLeadingDim);            // 88 bytes
+  CHECK(with(tma, [](auto& q) { q.k = 17, q.lda = 17; }) == fs::Status::InvalidLeadingDim);  // tight, odd
+  CHECK(with(tma, [](auto& q) { q.trans_b = 1, q.ldb = 41; }) == fs::Status::InvalidLeadingDim);
+  CHECK(with(tma, [](auto& q) { q.trans_a = 1, q.lda = 24; }) == fs::Status::Success);  // K×M, 48-byte rows
+  // A base off by one element is the element check's, before the wider one; the other kernels ask neither.
+  CHECK(with(tma, [](auto& q) { q.a = fake(0x10001); }) == fs::Status::MisalignedPointer);
+  CHECK(with(plain, [](auto& q) { q.a = fake(0x10008), q.lda = 44; }) == fs::Status::Success);
+  // A leading dimension too small is still that, whatever its alignment.
+  CHECK(with(tma, [](auto& q) { q.lda = 32; }) == fs::Status::InvalidLeadingDim);
+}
+
+FS_CPU_TEST_CASE("TMA tensor maps: each of TMA's limits returns its code before the driver is asked") {
+  fs::TensorMap2d t;
+  t.base = fake(0x10000);
+  t.dtype = fs::DType::BF16;
+  t.cols = 1000, t.rows = 17, t.ld = 1000;  // 2000-byte rows
+  t.box_cols = 64, t.box_rows = 128;
+  CHECK(fs::check_tensor_map(t) == fs::Status::Success);
+  auto with = [&](auto change) {
+    fs::TensorMap2d u = t;
+    change(u);
+    return fs::check_tensor_map(u);
+  };
+  CHECK(with([](auto& u) { u.base = fake(0x10008); }) == fs::Status::MisalignedPointer);
+  CHECK(with([](auto& u) { u.ld = 1001; }) == fs::Status::InvalidLeadingDim);  // 2002 bytes
+  CHECK(with([](auto& u) { u.ld = 999; }) == fs::Status::InvalidLeadingDim);   // shorter than a row
+  CHECK(with([](auto& u) { u.ld = int64_t(1) << 39; }) == fs::Status::InvalidLeadingDim);  // 2^40 bytes
+  CHECK(with([](auto& u) { u.ld = (int64_t(1) << 39) - 8; }) == fs::Status::Success);
+  CHECK(with([](auto& u) { u.ld = std::numeric_limits<int64_t>::max(); }) == fs::Status::InvalidLeadingDim);
+  CHECK(with([](auto& u) { u.rows = 0; }) == fs::Status::InvalidSize);
+  // One row of 2^31 elements: TMA could address it, the kernels' signed 32-bit coordinates cannot.
+  CHECK(with([](auto& u) { u.rows = 1, u.cols = u.ld = int64_t(1) << 31; }) == fs::Status::InvalidSize);
+  CHECK(with([](auto& u) { u.rows = 1, u.cols = u.ld = (int64_t(1) << 31) - 8; }) == fs::Status::Success);
 }
 
 FS_CPU_TEST_CASE("status codes: every code has a distinct name and a message") {

@@ -3,7 +3,7 @@ and a bad flag is refused with a message that names it, exit code 2, before any 
 (so on a machine without one the message is still about the flag).
 
     python3 common/test_cli.py build/.../stage01_naive build/.../stage03_online_softmax \
-        build/.../stage04_flash_fwd build/.../stage06_gemm build/.../stage05_flash_bwd
+        build/.../stage04_flash_fwd build/.../stage06_gemm build/.../stage05_flash_bwd build/.../stage07_gemm
 """
 import os
 import subprocess
@@ -23,7 +23,10 @@ class CommandLine(unittest.TestCase):
         for exe, flags in (("stage01", ["--batch", "--heads", "--kv-heads", "--seq", "--seq-k", "--dim", "--causal", "--scale",
                                         "--dtype", "--check", "--check-heads", "--repeats", "--version"]),
                            ("stage06", ["--m", "--n", "--k", "--dtype", "--c-dtype", "--trans-a", "--trans-b",
-                                        "--alpha", "--beta", "--check", "--check-rows", "--repeats", "--version"])):
+                                        "--alpha", "--beta", "--check", "--check-rows", "--repeats", "--version"]),
+                           ("stage07", ["--m", "--n", "--k", "--dtype", "--c-dtype", "--trans-a", "--trans-b",
+                                        "--alpha", "--beta", "--check", "--check-rows", "--repeats", "--version",
+                                        "=fp16", "stage06/v9", "stage07/gemm/v1"])):
             for spelling in ("--help", "-h"):
                 with self.subTest(exe=exe, spelling=spelling):
                     code, out = run(exe, spelling)
@@ -68,6 +71,13 @@ class CommandLine(unittest.TestCase):
         self.refused("stage05", ["--dim", "96", "--version", "v1"], "--dim")
         self.refused("stage05", ["--dtype", "fp16", "--version", "v1"], "--dtype")
         self.refused("stage05", ["--causal", "--seq", "20", "--seq-k", "10"], "--causal")
+        # Stage 07 takes fp16 and bf16 only, and reads A and B with TMA: tight rows of 17 fp16 are
+        # 34 bytes, not a multiple of 16.
+        self.refused("stage07", ["--dtype", "fp32"], "--dtype")
+        self.refused("stage07", ["--dtype", "int8"], "--dtype")
+        self.refused("stage07", ["--k", "17"], "--k")
+        self.refused("stage07", ["--m", "1000", "--n", "20", "--k", "64"], "--n")
+        self.refused("stage07", ["--version", "v7"], "--version")
 
     def test_benchmarks_follow_the_tests_rule_without_a_gpu(self):
         # No GPU: skipped (77) and said so, or a failure with FLASHSTAGES_REQUIRE_GPU=1; never a silent 0.
@@ -105,9 +115,9 @@ class CommandLine(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    names = ("stage01", "stage03", "stage04", "stage06", "stage05", "bench")
-    if len(sys.argv) < 6:
-        sys.exit("usage: test_cli.py stage01 stage03 stage04 stage06 stage05 [stage01_bench] (paths to the executables)")
+    names = ("stage01", "stage03", "stage04", "stage06", "stage05", "stage07", "bench")
+    if len(sys.argv) < 7:
+        sys.exit("usage: test_cli.py stage01 stage03 stage04 stage06 stage05 stage07 [stage01_bench] (paths to the executables)")
     given = [a for a in sys.argv[1:] if not a.startswith("-")]
     EXES.update(zip(names, given))
     del sys.argv[1:1 + len(given)]

@@ -45,9 +45,11 @@ def first_type(mask):
 
 def gemm_params(info, **change):
     """A valid problem for a GEMM version: its first input and output types (from the registry)."""
+    # Rows of A and B padded to 16-element multiples: 16 bytes or more for every type, what stage 07's
+    # TMA loads need.
     p = flashstages.GemmParams(m=17, n=33, k=65, ab_dtype=first_type(info.in_dtypes),
                                c_dtype=first_type(info.out_dtypes), alpha=1.0, beta=0.0,
-                               a=0x10000, lda=65, b=0x20000, ldb=33, c=0x30000, ldc=33)
+                               a=0x10000, lda=80, b=0x20000, ldb=48, c=0x30000, ldc=33)
     for key, value in change.items():
         setattr(p, key, value)
     return p
@@ -188,8 +190,11 @@ class CInterface(unittest.TestCase):
                 untaken = next(d for d in flashstages.DTYPE_NAMES if not info.in_dtypes & (1 << d))
                 self.assertEqual(self.code(launcher, gemm_params(info, ab_dtype=untaken)),
                                  "FS_ERR_UNSUPPORTED_DTYPE")
-                # Element alignment is all any version asks: C is at least 2 bytes wide.
+                # Element alignment is all any version asks of C: it is at least 2 bytes wide.
                 self.assertEqual(self.code(launcher, gemm_params(info, c=0x30001)), "FS_ERR_MISALIGNED_POINTER")
+                if info.stage.decode() == "stage07/gemm":  # TMA: 16-byte bases and rows for A and B
+                    self.assertEqual(self.code(launcher, gemm_params(info, a=0x10008)), "FS_ERR_MISALIGNED_POINTER")
+                    self.assertEqual(self.code(launcher, gemm_params(info, lda=68)), "FS_ERR_INVALID_LEADING_DIM")
 
     def test_valid_call_without_gpu_is_a_named_cuda_error(self):
         if has_gpu():

@@ -4,8 +4,8 @@
 #   usage: scripts/gpu_check.sh [preset] [steps...]
 #   steps: build test sanitize run profile bench plots compare (default: h100, build test sanitize run
 #          bench plots)
-#   Filters (space-separated stage names, default all): BENCHES (stage01 … stage06, ceilings, sdpa), RUNS
-#   (executables), SANITIZE (test binaries: stage01 … stage06, common, ceilings), PROFILES (the ncu
+#   Filters (space-separated stage names, default all): BENCHES (stage01 … stage07, ceilings, sdpa), RUNS
+#   (executables), SANITIZE (test binaries: stage01 … stage07, common, ceilings), PROFILES (the ncu
 #   groups of the profile step: traffic large limits stage04 stage06); TOOLS lists the
 #   compute-sanitizer tools (default all four).
 #   compare: BASELINE=<source tree of an earlier commit> is built beside this one and the headline
@@ -54,8 +54,9 @@ fi
 # time, the slowest (racecheck over stages 06 and 04) first.
 if has sanitize; then
   binaries=()
-  for t in "$build"/stages/06_*/stage*_test "$build"/stages/04_*/stage*_test "$build"/stages/05_*/stage*_test \
-           "$build"/stages/0[1-3]_*/stage*_test "$build"/common/common_test "$build"/ceilings/ceilings_test; do
+  for t in "$build"/stages/07_*/*/stage*_test "$build"/stages/06_*/stage*_test "$build"/stages/04_*/stage*_test \
+           "$build"/stages/05_*/stage*_test "$build"/stages/0[1-3]_*/stage*_test \
+           "$build"/common/common_test "$build"/ceilings/ceilings_test; do
     picked "${SANITIZE:-}" "$(basename "$t")" && binaries+=("$t")
   done
   sanitize_one() {  # tool binary
@@ -81,13 +82,15 @@ fi
 
 if has run; then
   # Attention stages at N = 4096, D = 64, both masks; the GEMM stage at 4096³ in each element type.
-  for exe in "$build"/stages/*/stage0[0-9]_*; do
+  for exe in "$build"/stages/*/stage0[0-9]_* "$build"/stages/*/*/stage0[0-9]_*; do
     case "$exe" in *_test|*_bench|*.cmake) continue ;; esac
     [ -f "$exe" ] && [ -x "$exe" ] || continue
     name=$(basename "$exe")
     picked "${RUNS:-}" "$name" || continue
-    if [[ "$name" == stage06_* ]]; then
-      for dtype in fp32 fp16 int8; do
+    if [[ "$name" == stage0[67]_* ]]; then  # the GEMM stages; stage 07 takes fp16 and bf16 alone
+      dtypes="fp32 fp16 int8"
+      [[ "$name" == stage07_* ]] && dtypes="fp16 bf16"
+      for dtype in $dtypes; do
         "$exe" --m 4096 --n 4096 --k 4096 --dtype $dtype >"$logs/run_${name}_$dtype.log" 2>&1
         note "run $name 4096^3 $dtype: rc=$?"
       done
@@ -176,7 +179,7 @@ fi
 
 if has bench; then
   mkdir -p "$out"
-  for b in "$build"/stages/*/stage0[0-9]_bench "$build"/ceilings/ceilings_bench; do
+  for b in "$build"/stages/*/stage0[0-9]_bench "$build"/stages/*/*/stage0[0-9]_*_bench "$build"/ceilings/ceilings_bench; do
     name=$(basename "$b" _bench)
     picked "${BENCHES:-}" "$name" || continue
     start=$SECONDS

@@ -71,11 +71,13 @@ mkdir -p "$out"
 echo "GPU: $(nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.max.mem --format=csv,noheader)"
 
 status=0
-for exe in "$build"/stages/*/stage0[0-9]_*; do
+for exe in "$build"/stages/*/stage0[0-9]_* "$build"/stages/*/*/stage0[0-9]_*; do
   case "$exe" in *_test|*_bench|*.cmake) continue ;; esac
   [ -f "$exe" ] && [ -x "$exe" ] || continue
-  if [[ "$(basename "$exe")" == stage06_* ]]; then
-    for dtype in fp32 fp16 int8; do
+  if [[ "$(basename "$exe")" == stage0[67]_* ]]; then  # the GEMM stages; stage 07 takes fp16 and bf16 alone
+    dtypes="fp32 fp16 int8"
+    [[ "$(basename "$exe")" == stage07_* ]] && dtypes="fp16 bf16"
+    for dtype in $dtypes; do
       echo; echo "== $(basename "$exe") --m 4096 --n 4096 --k 4096 --dtype $dtype"
       alive "$(basename "$exe")" "$exe" --m 4096 --n 4096 --k 4096 --dtype $dtype || status=1
     done
@@ -87,7 +89,7 @@ for exe in "$build"/stages/*/stage0[0-9]_*; do
   done
 done
 
-for bench in "$build"/stages/*/stage0[0-9]_bench "$build"/ceilings/ceilings_bench; do
+for bench in "$build"/stages/*/stage0[0-9]_bench "$build"/stages/*/*/stage0[0-9]_*_bench "$build"/ceilings/ceilings_bench; do
   name=$(basename "$bench" _bench)
   echo; echo "== $name benchmarks -> $out/$name.json"
   alive "$name benchmarks" "$bench" --benchmark_out="$out/$name.json" --benchmark_out_format=json || status=1

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what flashstages needs to build and test on a Debian/Ubuntu machine: CMake, Ninja, doctest,
-# Google Benchmark, CLI11 (Debian packages) and matplotlib for the plots. The CUDA Toolkit (12.4 or
+# Google Benchmark, CLI11 (Debian packages) and matplotlib for the plots. The CUDA Toolkit (12.5 or
 # newer) must already be there. Skips what is present; on a machine with a staged prefix (.deps, see
 # README) installs no build packages. Every apt-get, venv or pip step is announced before it runs.
 #   usage: scripts/setup.sh
@@ -39,7 +39,7 @@ apt_install() {
 
 echo "setup: checking the CUDA Toolkit, CMake, Ninja, doctest, Google Benchmark, CLI11 and matplotlib"
 command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ] || {
-  echo "setup: nvcc not found — install the CUDA Toolkit (12.4 or newer) first" >&2; exit 1; }
+  echo "setup: nvcc not found — install the CUDA Toolkit (12.5 or newer) first" >&2; exit 1; }
 
 if [ ! -d "$root/.deps" ]; then
   need=()

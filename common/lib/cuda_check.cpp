@@ -16,4 +16,9 @@ Status record_cuda_error(cudaError_t err) {
   return Status::CudaError;
 }
 
+Status record_driver_error(const std::string& what) {
+  g_last_cuda_error = what;
+  return Status::CudaError;
+}
+
 }  // namespace fs

@@ -5,6 +5,8 @@
 
 #include <cuda_runtime.h>
 
+#include <string>
+
 #include "common/lib/status.h"
 
 namespace fs {
@@ -12,6 +14,9 @@ namespace fs {
 // The text of the last CUDA error this thread turned into Status::CudaError.
 const char* last_cuda_error();
 Status record_cuda_error(cudaError_t err);
+// A driver call (one found at run time, e.g. cuTensorMapEncodeTiled) that failed: `what` is kept as
+// the text, and the result is Status::CudaError.
+Status record_driver_error(const std::string& what);
 
 }  // namespace fs
 

@@ -209,6 +209,13 @@ FS_API int fs_gemm_v9(const fs_gemm_params* params, void* stream); /* mma.sync f
 FS_API int fs_gemm_v10(const fs_gemm_params* params, void* stream); /* mma.sync int8 -> int32 */
 FS_API int fs_gemm_v11(const fs_gemm_params* params, void* stream); /* v9, tile configuration tuned */
 
+/* Stage 07 gemm: Hopper only (sm_90a; FS_ERR_UNSUPPORTED_DEVICE on any other GPU), the same arguments.
+ * ab_dtype FS_FP16 or FS_BF16, c_dtype FS_FP32, FS_FP16 or FS_BF16; any M, N, K >= 1 and every
+ * transpose. A and B are read by TMA: their bases 16-byte aligned (else FS_ERR_MISALIGNED_POINTER)
+ * and lda, ldb times the element size multiples of 16 bytes (else FS_ERR_INVALID_LEADING_DIM); C
+ * needs only its element alignment. */
+FS_API int fs_gemm_tma_v1(const fs_gemm_params* params, void* stream); /* TMA + wgmma, one warpgroup */
+
 #ifdef __cplusplus
 }
 #endif

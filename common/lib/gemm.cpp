@@ -33,6 +33,12 @@ Status validate(const GemmParams& p, const GemmSupport& support) {
   if (!in_set(support.ab_dtypes, p.ab_dtype) || !in_set(support.c_dtypes, p.c_dtype)) return Status::UnsupportedDtype;
   const std::size_t in = dtype_size(DType(p.ab_dtype)), out = dtype_size(DType(p.c_dtype));
   if (misaligned(p.a, in) || misaligned(p.b, in) || misaligned(p.c, out)) return Status::MisalignedPointer;
+  if (const std::size_t w = support.operand_align; w > in) {
+    if (misaligned(p.a, w) || misaligned(p.b, w)) return Status::MisalignedPointer;
+    // lda, ldb times 4 fit in 64 bits (checked above), times the element size too.
+    if ((p.lda * int64_t(in)) % int64_t(w) != 0 || (p.ldb * int64_t(in)) % int64_t(w) != 0)
+      return Status::InvalidLeadingDim;
+  }
   return Status::Success;
 }
 

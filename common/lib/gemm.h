@@ -17,17 +17,22 @@ namespace fs {
 
 using GemmParams = fs_gemm_params;
 
-// What one GEMM kernel takes: sets of input (A, B) and output (C) types, as dtype_bit() masks.
+// What one GEMM kernel takes: sets of input (A, B) and output (C) types, as dtype_bit() masks, and
+// the alignment its loads of A and B need.
 struct GemmSupport {
   uint32_t ab_dtypes = 0;
   uint32_t c_dtypes = 0;
+  // Bytes that the bases of A and B and their row strides (lda, ldb times the element size) must be
+  // multiples of; 0 asks only the element alignment. Stage 07's TMA loads need 16 (stage 06 asks
+  // none: its kernels check wider alignment themselves and fall back to narrower copies).
+  uint32_t operand_align = 0;
 };
 
 // Checks, in this order: null pointers (FS_ERR_NULL_POINTER), sizes (FS_ERR_INVALID_SIZE: not
 // positive, or a matrix whose byte count passes 64 bits), leading dimensions
-// (FS_ERR_INVALID_LEADING_DIM), dtypes (FS_ERR_UNSUPPORTED_DTYPE), and that every pointer is aligned
-// to its element size (FS_ERR_MISALIGNED_POINTER). Wider alignment is never required: the kernels
-// with 16-byte loads check it themselves and fall back to element loads in the same kernel.
+// (FS_ERR_INVALID_LEADING_DIM), dtypes (FS_ERR_UNSUPPORTED_DTYPE), that every pointer is aligned to
+// its element size (FS_ERR_MISALIGNED_POINTER), then the kernel's operand_align: A's and B's bases
+// (FS_ERR_MISALIGNED_POINTER), then their row strides (FS_ERR_INVALID_LEADING_DIM).
 Status validate(const GemmParams& p, const GemmSupport& support);
 
 // The element counts A, B and C span in memory: the last row needs only its used columns.

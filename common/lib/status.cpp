@@ -21,7 +21,9 @@ constexpr StatusText kStatusText[] = {
     {"FS_ERR_OUT_OF_MEMORY", "the kernel's device workspace could not be allocated"},
     {"FS_ERR_CUDA", "the CUDA runtime reported an error (no usable device, or a failed launch)"},
     {"FS_ERR_INVALID_SEQLENS", "seq_lens / cu_seqlens are inconsistent with the sizes, or this kernel takes none"},
-    {"FS_ERR_INVALID_LEADING_DIM", "a leading dimension (lda, ldb, ldc) is smaller than its matrix's row"},
+    {"FS_ERR_INVALID_LEADING_DIM",
+     "a leading dimension (lda, ldb, ldc) is smaller than its matrix's row, or not the multiple this kernel's "
+     "loads need"},
     {"FS_ERR_UNSUPPORTED_DEVICE",
      "this kernel cannot run on the current GPU: this build has no code for its architecture, or a block "
      "needs more shared memory than the GPU allows"},

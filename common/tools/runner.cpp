@@ -401,6 +401,10 @@ std::string gemm_refusal(Status st, const GemmParams& p, const std::vector<const
              (judged.size() == 1 ? names.front() : "any version") + " (inputs: " + dtype_list(in) +
              "; outputs: " + dtype_list(out) + ")";
     case Status::InvalidSize: return "--m, --n, --k: " + describe(p) + " is too large (its byte counts pass 2^63)";
+    case Status::InvalidLeadingDim:  // the executable stores A and B tight: their rows are K, M or N long
+      return "--m, --n, --k: " + describe(p) + ": the rows of A and B (stored tight: K, M or N elements) must be " +
+             "multiples of 16 bytes (8 fp16 or bf16) for " + (judged.size() == 1 ? names.front() : "these versions") +
+             ", which read them with TMA";
     default: return describe(p) + ": " + status_message(st);
   }
 }
@@ -443,6 +447,7 @@ int run_stage(int argc, char** argv, const StageRun& stage) {
     // The default dtype is the first one the stage's own kernel (the last version) takes.
     add_attention_options(app, ao, first_dtype(own.back()->info.in_dtypes), dtype_names, backward);
   } else {
+    go.dtype = dtype_names.front();  // fp32 for stage 06, fp16 for stage 07 (which takes no fp32)
     add_gemm_options(app, go, dtype_names);
   }
   app.add_option("--check", common.check, "check every version against fp64 first (0: time only)")

@@ -3,8 +3,8 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include "common/lib/gemm_launch.h"
 #include "gemm.h"
-#include "gemm_launch.h"
 #include "mma_launch.h"
 
 namespace fs {

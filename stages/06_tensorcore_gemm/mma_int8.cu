@@ -2,7 +2,7 @@
 #include <cstdint>
 
 #include "gemm.h"
-#include "gemm_launch.h"
+#include "common/lib/gemm_launch.h"
 #include "v10_mma_int8.cuh"
 
 namespace fs {

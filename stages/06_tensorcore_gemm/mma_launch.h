@@ -5,7 +5,7 @@
 
 #include <cuda_runtime.h>
 
-#include "gemm_launch.h"
+#include "common/lib/gemm_launch.h"
 #include "v9_mma_sync.cuh"
 
 namespace fs::gemm_v9 {

@@ -1,6 +1,6 @@
 // Stage 06: the SIMT fp32 versions v1–v5 — their launches, descriptors and C entries.
 #include "gemm.h"
-#include "gemm_launch.h"
+#include "common/lib/gemm_launch.h"
 #include "v1_smem_tiling.cuh"
 #include "v2_register_blocking.cuh"
 #include "v3_vectorized.cuh"

@@ -13,10 +13,15 @@
 #include "common/lib/cuda_check.h"
 #include "common/tools/check.h"
 #include "common/tools/gemm_check.h"
+#include "common/tools/gemm_tests.h"
 #include "common/tools/gpu_test.h"
 #include "gemm.h"
 
 using namespace fs;
+using testing::check_gemm;
+using testing::Mnk;
+using testing::padded_ld;
+using testing::sized;
 
 namespace {
 
@@ -45,9 +50,6 @@ int32_t not_in(uint32_t mask) {
   return -1;
 }
 
-struct Mnk {
-  int64_t m, n, k;
-};
 // Each of M, N, K takes 1, 17 and L = 1000, in every pairing; 300×520×200 adds whole interior tiles
 // in both directions next to tails, and K = L runs the 3- and 4-stage pipelines (v7–v10) around several times.
 // Under the sanitizer L is 300: still several 64-deep k-tiles and a tail in every direction.
@@ -56,10 +58,6 @@ std::vector<Mnk> odd_sizes() {
   return {{1, 1, 1},  {17, 17, 17}, {1, 17, L}, {17, L, 1},     {L, 1, 17},
           {L, 17, L}, {17, L, L},   {L, L, 17}, {300, 520, 200}};
 }
-
-// Padding that makes a leading dimension a multiple of 16 elements, and at least 16 more than needed:
-// the 16-byte copy paths run, next to tails, and row padding (NaN) is really there to be misread.
-int64_t aligned_ld(int64_t row) { return (row + 15) / 16 * 16 + 16; }
 
 // What a version is checked on: its input type, fp32 C (int32 for int8), exact integer inputs for the
 // tensor-core versions.
@@ -71,27 +69,6 @@ GemmCase base_case(const KernelDesc& k) {
   return g;
 }
 
-GemmCase sized(GemmCase g, const Mnk& mnk, int transposes) {
-  g.shape.m = mnk.m;
-  g.shape.n = mnk.n;
-  g.shape.k = mnk.k;
-  g.shape.trans_a = transposes & 2;
-  g.shape.trans_b = transposes & 1;
-  return g;
-}
-
-void check(const KernelDesc& kernel, const GemmCase& g, uint64_t seed) {
-  INFO(kernel.qualified(), " ", describe(g), " seed=", seed);
-  GemmFixture problem(g, seed);
-  const GemmCheck c = problem.run(kernel);
-  REQUIRE_MESSAGE(c.status == Status::Success, status_name(c.status));
-  INFO("C: ", c.c.str(), " mismatches=", c.c.mismatches, " of ", c.c.count);
-  CHECK(c.outside_untouched);
-  CHECK(c.c.nonfinite == 0);
-  if (g.integers || g.shape.ab_dtype == FS_INT8) CHECK(c.c.mismatches == 0);
-  else CHECK(within(c.c, sgemm_tolerance(g.shape.k)));
-}
-
 // Every odd size, every transpose pair, tight and padded leading dimensions.
 void check_odd_sizes(const KernelDesc& kernel, const GemmCase& base, uint64_t seed) {
   for (const Mnk& mnk : odd_sizes())
@@ -100,11 +77,11 @@ void check_odd_sizes(const KernelDesc& kernel, const GemmCase& base, uint64_t se
         GemmCase g = sized(base, mnk, t);
         if (padded) {
           GemmParams& s = g.shape;
-          s.lda = aligned_ld(s.trans_a ? s.m : s.k);
-          s.ldb = aligned_ld(s.trans_b ? s.k : s.n);
+          s.lda = padded_ld(s.trans_a ? s.m : s.k);
+          s.ldb = padded_ld(s.trans_b ? s.k : s.n);
           s.ldc = s.n + 3;
         }
-        check(kernel, g, ++seed);
+        check_gemm(kernel, g, ++seed);
       }
 }
 
@@ -116,26 +93,8 @@ void check_alpha_beta(const KernelDesc& kernel, GemmCase base, float alpha, floa
     for (int t = 0; t < 4; ++t) {
       GemmCase g = sized(base, mnk, t);
       g.shape.ldc = g.shape.n + 5;
-      check(kernel, g, ++seed);
+      check_gemm(kernel, g, ++seed);
     }
-}
-
-// A bad input built from a valid 17×17×17 problem returns `expected` and leaves C as it was.
-void check_rejected(const KernelDesc& kernel, const GemmCase& ok, const std::function<void(GemmParams&)>& make_bad,
-                    Status expected) {
-  GemmFixture problem(ok, 1, /*check_rows=*/-1);
-  GemmParams bad = problem.params();
-  make_bad(bad);
-  Status returned = Status::Success;
-  const bool untouched = problem.untouched_after(kernel, bad, &returned);
-  INFO(kernel.qualified(), " ", describe(ok), ": expected ", status_name(expected), ", got ", status_name(returned));
-  CHECK(returned == expected);
-  CHECK(untouched);
-}
-
-template <class T>
-const T* shifted(const void* p, int bytes) {
-  return reinterpret_cast<const T*>(static_cast<const char*>(p) + bytes);
 }
 
 }  // namespace
@@ -168,8 +127,8 @@ FS_CPU_TEST_CASE("stage06 validation returns each named code in order") {
   CHECK(with([](GemmParams& q) { q.c_dtype = FS_INT32; }) == Status::UnsupportedDtype);
   CHECK(with([](GemmParams& q) { q.c_dtype = -1; }) == Status::UnsupportedDtype);
   CHECK(with([](GemmParams& q) { q.c_dtype = 99; }) == Status::UnsupportedDtype);
-  CHECK(with([](GemmParams& q) { q.a = shifted<char>(q.a, 2); }) == Status::MisalignedPointer);
-  CHECK(with([](GemmParams& q) { q.c = const_cast<char*>(shifted<char>(q.c, 1)); }) == Status::MisalignedPointer);
+  CHECK(with([](GemmParams& q) { q.a = static_cast<const char*>(q.a) + 2; }) == Status::MisalignedPointer);
+  CHECK(with([](GemmParams& q) { q.c = static_cast<char*>(q.c) + 1; }) == Status::MisalignedPointer);
   // The C entries reject a null params pointer.
   CHECK(fs_gemm_v1(nullptr, nullptr) == FS_ERR_NULL_POINTER);
   CHECK(fs_gemm_v7(nullptr, nullptr) == FS_ERR_NULL_POINTER);
@@ -284,7 +243,7 @@ FS_GPU_TEST_CASE("stage06 fp16 and bf16 versions stay within the fp32 tolerance 
           GemmCase g = sized(base_case(*k), mnk, t);
           g.shape.ab_dtype = ab;
           g.integers = false;
-          check(*k, g, ++seed);
+          check_gemm(*k, g, ++seed);
         }
     }
 }
@@ -330,7 +289,7 @@ FS_GPU_TEST_CASE("stage06 misaligned bases take the element-copy path and stay c
       GemmCase g = sized(base_case(*k), Mnk{300, 520, 200}, t);
       g.shift = 1;
       g.shape.beta = 1.0f;
-      check(*k, g, ++seed);
+      check_gemm(*k, g, ++seed);
     }
   }
 }
@@ -360,57 +319,17 @@ FS_GPU_TEST_CASE("stage06 v9 v10 take 8- and 4-byte copies where rows allow no 1
           s.ldc = s.n + 1;
           g.shift = w / es;  // every base w-byte aligned, not 2w
           s.beta = 1.0f;
-          check(*k, g, ++seed);
+          check_gemm(*k, g, ++seed);
         }
   }
 }
 
 FS_GPU_TEST_CASE("stage06 every version rejects bad inputs and writes nothing") {
   FS_SKIP_WITHOUT_GPU();
-  for (const KernelDesc* k : kAll) {
-    const GemmCase ok = sized(base_case(*k), Mnk{17, 17, 17}, 0);
-    const KernelDesc& K = *k;
-    check_rejected(K, ok, [](GemmParams& p) { p.a = nullptr; }, Status::NullPointer);
-    check_rejected(K, ok, [](GemmParams& p) { p.b = nullptr; }, Status::NullPointer);
-    check_rejected(K, ok, [](GemmParams& p) { p.c = nullptr; }, Status::NullPointer);
-    check_rejected(K, ok, [](GemmParams& p) { p.m = 0; }, Status::InvalidSize);
-    check_rejected(K, ok, [](GemmParams& p) { p.n = -1; }, Status::InvalidSize);
-    check_rejected(K, ok, [](GemmParams& p) { p.k = 0; }, Status::InvalidSize);
-    check_rejected(K, ok, [](GemmParams& p) { p.m = int64_t(1) << 62; }, Status::InvalidSize);  // M·ldc·4 wraps
-    // No wrap, but more bytes than the GPU has: no pointer can really hold that, whatever it claims.
-    check_rejected(K, ok, [](GemmParams& p) { p.m = int64_t(1) << 40; }, Status::InvalidSize);
-    check_rejected(K, ok, [](GemmParams& p) { p.lda = p.k - 1; }, Status::InvalidLeadingDim);
-    check_rejected(K, ok, [](GemmParams& p) { p.trans_a = 1; p.m = p.lda + 1; }, Status::InvalidLeadingDim);
-    check_rejected(K, ok, [](GemmParams& p) { p.ldb = p.n - 1; }, Status::InvalidLeadingDim);
-    check_rejected(K, ok, [](GemmParams& p) { p.trans_a = p.trans_b = 1; p.k = p.ldb + 1; }, Status::InvalidLeadingDim);
-    check_rejected(K, ok, [](GemmParams& p) { p.ldc = p.n - 1; }, Status::InvalidLeadingDim);
-    const int32_t bad_ab = not_in(k->gemm.ab_dtypes), bad_c = not_in(k->gemm.c_dtypes);
-    check_rejected(K, ok, [=](GemmParams& p) { p.ab_dtype = bad_ab; }, Status::UnsupportedDtype);
-    check_rejected(K, ok, [=](GemmParams& p) { p.c_dtype = bad_c; }, Status::UnsupportedDtype);
-    check_rejected(K, ok, [](GemmParams& p) { p.c = static_cast<char*>(p.c) + 1; }, Status::MisalignedPointer);
-    if (ok.shape.ab_dtype != FS_INT8)  // an int8 pointer is always element-aligned
-      check_rejected(K, ok, [](GemmParams& p) { p.b = shifted<char>(p.b, 1); }, Status::MisalignedPointer);
-  }
+  for (const KernelDesc* k : kAll) testing::check_gemm_rejects_bad_inputs(*k, sized(base_case(*k), Mnk{17, 17, 17}, 0));
 }
 
 FS_GPU_TEST_CASE("stage06 every version reports FS_ERR_CUDA when the runtime refuses the work") {
   FS_SKIP_WITHOUT_GPU();
-  for (const KernelDesc* k : kAll) {
-    GemmFixture problem(sized(base_case(*k), Mnk{17, 17, 17}, 0), 1, /*check_rows=*/-1);
-    // Work on the legacy default stream would have to wait for a blocking stream that is capturing
-    // in global mode (an implicit dependency on the capture): the runtime refuses the launch. (With a
-    // non-blocking capturing stream there is no such dependency, and the launch is legal.)
-    cudaStream_t capturing;
-    FS_CUDA_CHECK(cudaStreamCreateWithFlags(&capturing, cudaStreamDefault));
-    FS_CUDA_CHECK(cudaStreamBeginCapture(capturing, cudaStreamCaptureModeGlobal));
-    const Status st = launch(*k, problem.params(), nullptr);
-    cudaGraph_t graph = nullptr;
-    cudaStreamEndCapture(capturing, &graph);  // invalidated by the refused call: an error is expected
-    if (graph) cudaGraphDestroy(graph);
-    cudaGetLastError();
-    FS_CUDA_CHECK(cudaStreamDestroy(capturing));
-    INFO(k->qualified(), " returned ", status_name(st), ": ", last_cuda_error());
-    CHECK(st == Status::CudaError);
-    FS_CUDA_CHECK(cudaDeviceSynchronize());  // the refusal left no sticky error behind
-  }
+  for (const KernelDesc* k : kAll) testing::check_gemm_reports_cuda_error(*k, sized(base_case(*k), Mnk{17, 17, 17}, 0));
 }

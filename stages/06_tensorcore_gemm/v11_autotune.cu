@@ -36,11 +36,11 @@
 #include <vector>
 
 #include "common/lib/device.h"
+#include "common/lib/gemm_launch.h"
 #include "common/lib/random.h"
 #include "common/lib/tuner.h"
 #include "common/lib/workspace.h"
 #include "gemm.h"
-#include "gemm_launch.h"
 #include "mma_launch.h"
 
 namespace fs::gemm_v11 {

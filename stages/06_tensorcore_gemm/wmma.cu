@@ -2,7 +2,7 @@
 #include <cuda_fp16.h>
 
 #include "gemm.h"
-#include "gemm_launch.h"
+#include "common/lib/gemm_launch.h"
 #include "v6_wmma.cuh"
 #include "v7_wmma_pipelined.cuh"
 #include "v8_wmma_int8.cuh"

@@ -1,5 +1,7 @@
-// What every stage 06 launch does around its kernel: pick the instance compiled for the transposes,
-// launch, and turn a CUDA error into Status::CudaError. Host code.
+// What every GEMM launch (stages 06 and 07) does around its kernel: pick the instance compiled for the
+// transposes, launch, and turn a CUDA error into Status::CudaError; and the facts about the operands
+// a launcher picks an instance by (copy widths, C's pair stores). Host code, header-only: each stage's
+// object library instantiates it for its own kernels.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -15,13 +17,14 @@
 
 namespace fs::gemm {
 
-// `Version` has a static member template run<kTransA, kTransB>(params, stream) that enqueues the kernel
-// and returns the first error of its own setup calls (cudaSuccess when there are none).
-template <class Version>
-Status launch_transposes(const GemmParams& p, cudaStream_t stream) {
+// `Version` has a static member template run<kTransA, kTransB>(params, stream, extra...) that enqueues
+// the kernel and returns the first error of its own setup calls (cudaSuccess when there are none).
+// `extra` is whatever the launcher prepared for every instance (stage 07: the operands' tensor maps).
+template <class Version, class... Extra>
+Status launch_transposes(const GemmParams& p, cudaStream_t stream, const Extra&... extra) {
   return dispatch_bool(p.trans_a, [&](auto ta) {
     return dispatch_bool(p.trans_b, [&](auto tb) {
-      FS_RETURN_IF_CUDA_ERROR((Version::template run<decltype(ta)::value, decltype(tb)::value>(p, stream)));
+      FS_RETURN_IF_CUDA_ERROR((Version::template run<decltype(ta)::value, decltype(tb)::value>(p, stream, extra...)));
       FS_RETURN_IF_CUDA_ERROR(cudaGetLastError());  // a refused launch shows up here
       return Status::Success;
     });
@@ -78,7 +81,8 @@ inline int operand_copy_bytes(const GemmParams& p, std::size_t elem_bytes) {
   return std::min(gemm::copy_bytes(p.a, p.lda, elem_bytes), gemm::copy_bytes(p.b, p.ldb, elem_bytes));
 }
 
-// v9 and v10 need more than the default 48 KB of shared memory: each instance opts in before its launch.
+// Kernels that need more than the default 48 KB of shared memory (stage 06 v9 and v10, stage 07) opt
+// in before each launch.
 template <class Kernel>
 cudaError_t allow_smem(Kernel kernel, std::size_t smem) {
   return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));

@@ -1,0 +1,302 @@
+// flashstages — the sm_90a PTX instructions the Hopper kernels (stage 07) are built from, one wrapper
+// each, named after the instruction, in the style of sm80.cuh. Each comment says what the instruction
+// does in plain loop terms. Code that includes this header must be compiled for sm_90a: wgmma exists
+// on no other architecture (not even sm_100), and the stage 07 object library is built for 90a alone.
+//
+//   mbarrier_init               mbarrier.init.shared::cta.b64                 a barrier expecting `count` arrivals
+//   fence_mbarrier_init         fence.mbarrier_init.release.cluster           the inits, visible to the async proxy (TMA)
+//   mbarrier_arrive             mbarrier.arrive.shared::cta.b64               one arrival
+//   mbarrier_arrive_expect_tx   mbarrier.arrive.expect_tx.shared::cta.b64     one arrival, and "wait for N more bytes too"
+//   mbarrier_try_wait_parity    mbarrier.try_wait.parity.shared::cta.b64      has the phase of this parity completed?
+//   mbarrier_wait_parity        a loop around try_wait: until it has
+//   fence_proxy_async           fence.proxy.async.shared::cta                 plain stores to shared memory, visible to TMA/wgmma
+//   tma_load_2d                 cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
+//                               one box of a 2D tensor, global → shared, counted on an mbarrier
+//   wgmma_fence                 wgmma.fence.sync.aligned                      accumulators settled before wgmma reads them
+//   wgmma_commit_group          wgmma.commit_group.sync.aligned               close a group of wgmma.mma_async
+//   wgmma_wait_group<N>         wgmma.wait_group.sync.aligned N               wait until at most N groups are in flight
+//   wgmma_m64nNk16<N, T, ...>   wgmma.mma_async.sync.aligned.m64nNk16.f32.{f16,bf16}.{f16,bf16}   D (64×N) += A·B
+//   matrix_descriptor_sw128     the 64-bit shared-memory matrix descriptor wgmma reads A and B through
+//   wgmma_fence_operand         no instruction: keeps the compiler from moving accumulator reads across a wait
+//
+// Why hand-written PTX rather than CCCL's cuda::ptx. The CUDA Toolkit's libcu++ wraps the mbarrier,
+// fence and cp.async.bulk.tensor instructions above (cuda::ptx::mbarrier_init, mbarrier_arrive_expect_tx,
+// mbarrier_try_wait_parity, fence_proxy_async, fence_mbarrier_init, cp_async_bulk_tensor, in
+// <cuda/ptx>); it has no wgmma. Each wrapper below names its cuda::ptx counterpart. They emit the
+// same single instruction, so there is no speed difference to measure (the 20% fast.cu reports is
+// against cuda::barrier, the C++ barrier object with its own arrival protocol, which nothing here
+// uses). This header writes the PTX out anyway: (1) the instruction string is the lesson, next to
+// the wgmma ones that must be hand-written regardless; (2) the project builds with CUDA 12.5 and
+// newer, and which cuda::ptx overloads exist moves with the toolkit (the shared::cta form of
+// cp.async.bulk.tensor, for one, needs PTX ISA 8.6, CUDA 12.8); raw PTX of ISA 8.0 compiles the same
+// everywhere from 12.0 on.
+//
+// The proxies. TMA and wgmma reach shared memory through the "async proxy", ordinary loads and
+// stores through the "generic proxy"; the two are ordered only by an mbarrier completion or a
+// fence.proxy.async. In the stage 07 kernels shared memory is written only by TMA and read only by
+// wgmma, and each tile's mbarrier completion orders the two, so the one fence needed is the one after
+// mbarrier.init (a generic write the TMA unit must see).
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstdint>
+#include <type_traits>
+
+#include "common/device/sm80.cuh"
+
+namespace fs::sm90 {
+
+using sm80::smem_address;
+
+// ---- mbarrier: a counter of arrivals and of bytes, with a phase bit ------------------------------
+// A barrier object is 8 bytes of shared memory. Its current phase completes when `count` arrivals
+// have been made and every byte announced by expect_tx has landed (complete_tx, from TMA); then the
+// phase bit flips and the counts reset for the next phase. Waiting is by phase parity: phase 0, 2, 4 …
+// has parity 0, phase 1, 3, 5 … parity 1. In loop terms, for a barrier guarding a buffer that is
+// filled again and again:
+//   for (use = 0; ; ++use) { wait until phase `use` completed, i.e. try_wait.parity(use & 1) is true; … }
+
+// Initializes the barrier for `count` arrivals per phase (phase 0, nothing arrived). One thread does
+// it, before any other thread touches the barrier. cuda::ptx::mbarrier_init.
+__device__ __forceinline__ void mbarrier_init(uint64_t* bar, uint32_t count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_address(bar)), "r"(count) : "memory");
+}
+
+// Orders this thread's earlier mbarrier.init before later operations of the async proxy, so a TMA
+// load that signals the barrier finds it initialized (a __syncthreads() then publishes it to the
+// other threads). cuda::ptx::fence_mbarrier_init.
+__device__ __forceinline__ void fence_mbarrier_init() {
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+}
+
+// One arrival: `arrived += 1`, and if that completes the phase (and no bytes are pending) the phase
+// flips. Release semantics: this thread's earlier memory operations are visible to whoever waits on
+// the phase. The barrier's state before the arrival is returned by the instruction and dropped here.
+// cuda::ptx::mbarrier_arrive.
+__device__ __forceinline__ void mbarrier_arrive(uint64_t* bar) {
+  asm volatile(
+      "{\n"
+      ".reg .b64 state;\n"
+      "mbarrier.arrive.shared::cta.b64 state, [%0];\n"
+      "}\n" ::"r"(smem_address(bar))
+      : "memory");
+}
+
+// One arrival that also announces `bytes` more bytes to wait for: `pending_bytes += bytes; arrived += 1`.
+// The phase cannot complete until the TMA copies naming this barrier have delivered those bytes
+// (each decrements pending_bytes as its data lands). Issued before the copies it announces.
+// cuda::ptx::mbarrier_arrive_expect_tx.
+__device__ __forceinline__ void mbarrier_arrive_expect_tx(uint64_t* bar, uint32_t bytes) {
+  asm volatile(
+      "{\n"
+      ".reg .b64 state;\n"
+      "mbarrier.arrive.expect_tx.shared::cta.b64 state, [%0], %1;\n"
+      "}\n" ::"r"(smem_address(bar)),
+      "r"(bytes)
+      : "memory");
+}
+
+// Whether the phase of parity `parity` has completed: true once the barrier's current phase has moved
+// past it. The hardware may suspend the thread a while before answering false, so a loop around it
+// does not burn issue slots. Acquire semantics: once it returns true, every write the phase made
+// visible (the TMA'd bytes, the arriving threads' stores) can be read. cuda::ptx::mbarrier_try_wait_parity.
+__device__ __forceinline__ bool mbarrier_try_wait_parity(uint64_t* bar, uint32_t parity) {
+  uint32_t done;
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+      "selp.u32 %0, 1, 0, p;\n"
+      "}\n"
+      : "=r"(done)
+      : "r"(smem_address(bar)), "r"(parity)
+      : "memory");
+  return done != 0;
+}
+
+// `while (!phase_completed(parity)) {}`.
+__device__ __forceinline__ void mbarrier_wait_parity(uint64_t* bar, uint32_t parity) {
+  while (!mbarrier_try_wait_parity(bar, parity)) {
+  }
+}
+
+// Makes this thread's earlier plain (generic-proxy) shared-memory writes visible to later async-proxy
+// operations (TMA, wgmma) — the fence a kernel needs when it writes a tile itself and then hands it to
+// wgmma. cuda::ptx::fence_proxy_async(cuda::ptx::space_shared).
+__device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+
+// ---- TMA: the Tensor Memory Accelerator ----------------------------------------------------------
+// Copies one box of a 2D tensor from global to shared memory. `tensor_map` (a CUtensorMap in
+// parameter, constant or global memory; a __grid_constant__ kernel parameter here) holds the tensor's
+// base address, its two extents and its row stride, the box size, and the swizzle. (c0, c1) is the
+// box's first element: c0 along the contiguous dimension, c1 the row. In loop terms, with the box
+// (box0 × box1) and the tensor (dim0 × dim1, row stride ld):
+//   for (r < box1) for (c < box0)
+//     dst[swizzle(r * box0 + c)] = (c1 + r < dim1 && c0 + c < dim0) ? src[(c1 + r) * ld + c0 + c] : 0;
+//   pending_bytes(bar) -= box0 * box1 * sizeof(element);   // always the whole box, zeros included
+// done by one thread's one instruction, asynchronously: the issuing thread goes on at once, and the
+// barrier tells everyone when the bytes have landed. Elements outside the tensor read nothing and
+// arrive as zeros, which is how a kernel's tails in M, N and K cost no code. The destination must be
+// 128-byte aligned (1024 for the 128-byte swizzle to start its pattern at row 0, as the wgmma
+// descriptors below assume). The .shared::cluster destination of this (PTX ISA 8.0) form is this
+// block's own shared memory when the kernel is not launched as a cluster.
+// cuda::ptx::cp_async_bulk_tensor(space_cluster, space_global, …).
+__device__ __forceinline__ void tma_load_2d(void* dst, const void* tensor_map, int32_t c0, int32_t c1, uint64_t* bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::
+          "r"(smem_address(dst)),
+      "l"(reinterpret_cast<uint64_t>(tensor_map)), "r"(c0), "r"(c1), "r"(smem_address(bar))
+      : "memory");
+}
+
+// ---- wgmma: warpgroup matrix multiply-accumulate --------------------------------------------------
+// A warpgroup is 4 consecutive warps (128 threads, the first warp's index a multiple of 4). Together
+// they issue one wgmma.mma_async: a 64×N×16 product whose A and B tiles are read from shared memory
+// by the tensor cores themselves (no ldmatrix, no fragments in registers) and whose 64×N fp32
+// accumulator is spread over the 128 threads' registers. The instruction is asynchronous, and three
+// companions order it:
+//   wgmma_fence();                 // before the first wgmma of a batch: earlier register writes settled
+//   wgmma_m64nNk16(...) × n;       // issued, not finished
+//   wgmma_commit_group();          // the batch so far becomes one group
+//   wgmma_wait_group<0>();         // until every group has finished (<1>: all but the newest)
+// Only after the wait may the accumulators be read, or the shared tiles the batch read be overwritten.
+
+// Accumulator registers that wgmma writes asynchronously: the asm statements below are ordered among
+// themselves, but an ordinary read of an accumulator (the epilogue) could be scheduled by the compiler
+// between a wgmma and its wait. This empty asm "rewrites" every register after the wait, so no read
+// can move above it. No instruction is emitted.
+template <int R>
+__device__ __forceinline__ void wgmma_fence_operand(float (&d)[R]) {
+#pragma unroll
+  for (int i = 0; i < R; ++i) asm volatile("" : "+f"(d[i])::"memory");
+}
+
+// All earlier writes of the warpgroup's registers (accumulators included) are done before any later
+// wgmma.mma_async reads them. Required before the first wgmma of a batch.
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+
+// Closes the wgmma.mma_async issued since the last commit into one group.
+__device__ __forceinline__ void wgmma_commit_group() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+
+// Waits until at most N committed groups are still in flight.
+template <int N>
+__device__ __forceinline__ void wgmma_wait_group() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+
+// The shared-memory matrix descriptor: where a 64×16 (A) or N×16 (B) operand tile lies and how it
+// is laid out. 64 bits, every byte quantity in units of 16 bytes (the low 4 bits dropped):
+//   bits  0–13  start address >> 4        (shared addresses < 256 KiB: 14 bits are enough)
+//   bits 14–15  0
+//   bits 16–29  leading-dimension byte offset (LBO) >> 4
+//   bits 30–31  0
+//   bits 32–45  stride-dimension byte offset (SBO) >> 4
+//   bits 46–48  0
+//   bits 49–51  base offset: 0, because every tile starts on a 1024-byte boundary, where the
+//               128-byte swizzle pattern starts (otherwise (pattern start >> 7) & 7)
+//   bits 52–61  0
+//   bits 62–63  swizzle: 1 = 128-byte (0 none, 2 64-byte, 3 32-byte)
+// With the 128-byte swizzle the tile is made of "atoms" of 8 rows × 128 bytes (1024 bytes), a row
+// being 64 16-bit elements along the tile's contiguous dimension, 16-byte chunk c of row r stored at
+// chunk c ^ (r % 8): exactly what a TMA load with CU_TENSOR_MAP_SWIZZLE_128B writes. The two offsets
+// say where the atoms are:
+//   K-major tile (k contiguous: A untransposed, B transposed): rows are m (or n), 128 bytes = 64 k.
+//     SBO = bytes from rows 0–7 to rows 8–15 (1024 for 128-byte rows); LBO is not used (the 16 k of
+//     one instruction are 32 bytes of a row) and is set to 16 bytes, the value the PTX ISA assumes.
+//   MN-major tile (m or n contiguous: A transposed, B untransposed): rows are k, 128 bytes = 64 m (n).
+//     SBO = bytes from k rows 0–7 to k rows 8–15 (1024); LBO = bytes from m (n) 0–63 to 64–127, the
+//     next 64-wide panel.
+// Moving along k within a tile is moving the start address: +32 bytes per 16 k (K-major, inside the
+// 128-byte row; the hardware applies the XOR to the address it computes, so the row's swizzle stays
+// right), +2048 bytes per 16 k (MN-major: two atoms of 8 k rows).
+__device__ __forceinline__ uint64_t matrix_descriptor_sw128(uint32_t start, uint32_t lbo_bytes, uint32_t sbo_bytes) {
+  auto encode = [](uint32_t x) { return uint64_t((x & 0x3FFFF) >> 4); };
+  return encode(start) | encode(lbo_bytes) << 16 | encode(sbo_bytes) << 32 | uint64_t(1) << 62;
+}
+
+// The accumulator registers of one m64nN instruction, spelled out for the asm statements below (an
+// asm operand list cannot be written as a loop): 16 at a time.
+#define FS_SM90_D16(p)                                                                                           \
+  "+f"((p)[0]), "+f"((p)[1]), "+f"((p)[2]), "+f"((p)[3]), "+f"((p)[4]), "+f"((p)[5]), "+f"((p)[6]), "+f"((p)[7]), \
+      "+f"((p)[8]), "+f"((p)[9]), "+f"((p)[10]), "+f"((p)[11]), "+f"((p)[12]), "+f"((p)[13]), "+f"((p)[14]),     \
+      "+f"((p)[15])
+#define FS_SM90_REGS_64                                                               \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "         \
+  "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
+  "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
+  "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}"
+#define FS_SM90_REGS_128                                                                        \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "                   \
+  "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "           \
+  "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "           \
+  "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "           \
+  "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "           \
+  "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "           \
+  "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, " \
+  "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}"
+// One instruction: the accumulator list, then A's and B's descriptors, scale-d (a predicate made from
+// `accumulate`), scale-a = scale-b = 1 (no negation), and the two transpose immediates.
+// FS_SM90_OPS_AFTER_n names the operand numbers of those five after n accumulators; FS_SM90_WGMMA
+// passes its arguments on through one more macro so that this list is split into five first.
+#define FS_SM90_WGMMA(...) FS_SM90_WGMMA_IMPL(__VA_ARGS__)
+#define FS_SM90_WGMMA_IMPL(SHAPE, TYPE, REGS, DA, DB, SD, TA, TB, ...)                                       \
+  asm volatile("{\n"                                                                                    \
+               ".reg .pred p;\n"                                                                        \
+               "setp.ne.b32 p, " SD ", 0;\n"                                                            \
+               "wgmma.mma_async.sync.aligned." SHAPE ".f32." TYPE "." TYPE " " REGS ", " DA ", " DB        \
+               ", p, 1, 1, " TA ", " TB ";\n"                                                            \
+               "}\n"                                                                                    \
+               : __VA_ARGS__                                                                            \
+               : "l"(desc_a), "l"(desc_b), "r"(int32_t(accumulate)), "n"(int32_t(kTransA)),           \
+                 "n"(int32_t(kTransB))                                                                  \
+               : "memory")
+#define FS_SM90_OPS_AFTER_64 "%64", "%65", "%66", "%67", "%68"
+#define FS_SM90_OPS_AFTER_128 "%128", "%129", "%130", "%131", "%132"
+
+// D(64×N, fp32) = A(64×16)·B(16×N) + (accumulate ? D : 0), A and B read from shared memory through
+// their descriptors, T = __half or __nv_bfloat16. In loop terms, for the 128 threads together:
+//   for (m < 64) for (n < N) { float s = accumulate ? D[m][n] : 0; for (k < 16) s += A[m][k] * B[k][n]; D[m][n] = s; }
+// kTransA = false: A's tile is K-major (A[m][k] at row m, element k); true: M-major (row k, element m).
+// kTransB = false: B's tile is K-major (B[k][n] at row n, element k); true: N-major (row k, element n).
+// (The PTX ISA's "transpose" is relative to K-major, cuBLAS's column-major view: a row-major B that is
+// not transposed is N-major, kTransB = true.)
+// D's layout over the warpgroup (the m16n8 accumulator layout of mma.sync, sm80.cuh, stacked): warp w
+// owns rows 16w .. 16w+15; lane 4g+t of it holds, for each n8 block j = 0 .. N/8-1,
+//   d[4j + 0], d[4j + 1] = D[16w + g][8j + 2t], D[16w + g][8j + 2t + 1]
+//   d[4j + 2], d[4j + 3] = D[16w + g + 8][8j + 2t], D[16w + g + 8][8j + 2t + 1]
+// N = 128 or 256 here (any multiple of 8 up to 256 exists; these are the ones the kernels use).
+template <int N, class T, bool kTransA, bool kTransB>
+__device__ __forceinline__ void wgmma_m64nNk16(float (&d)[N / 2], uint64_t desc_a, uint64_t desc_b, bool accumulate) {
+  static_assert(std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>, "fp16 or bf16 operands");
+  static_assert(N == 128 || N == 256, "m64n128k16 or m64n256k16");
+  constexpr bool kHalf = std::is_same_v<T, __half>;
+  if constexpr (N == 128) {
+    if constexpr (kHalf)
+      FS_SM90_WGMMA("m64n128k16", "f16", FS_SM90_REGS_64, FS_SM90_OPS_AFTER_64, FS_SM90_D16(d), FS_SM90_D16(d + 16),
+                    FS_SM90_D16(d + 32), FS_SM90_D16(d + 48));
+    else
+      FS_SM90_WGMMA("m64n128k16", "bf16", FS_SM90_REGS_64, FS_SM90_OPS_AFTER_64, FS_SM90_D16(d), FS_SM90_D16(d + 16),
+                    FS_SM90_D16(d + 32), FS_SM90_D16(d + 48));
+  } else {
+    if constexpr (kHalf)
+      FS_SM90_WGMMA("m64n256k16", "f16", FS_SM90_REGS_128, FS_SM90_OPS_AFTER_128, FS_SM90_D16(d), FS_SM90_D16(d + 16),
+                    FS_SM90_D16(d + 32), FS_SM90_D16(d + 48), FS_SM90_D16(d + 64), FS_SM90_D16(d + 80),
+                    FS_SM90_D16(d + 96), FS_SM90_D16(d + 112));
+    else
+      FS_SM90_WGMMA("m64n256k16", "bf16", FS_SM90_REGS_128, FS_SM90_OPS_AFTER_128, FS_SM90_D16(d), FS_SM90_D16(d + 16),
+                    FS_SM90_D16(d + 32), FS_SM90_D16(d + 48), FS_SM90_D16(d + 64), FS_SM90_D16(d + 80),
+                    FS_SM90_D16(d + 96), FS_SM90_D16(d + 112));
+  }
+}
+
+#undef FS_SM90_WGMMA
+#undef FS_SM90_WGMMA_IMPL
+#undef FS_SM90_OPS_AFTER_128
+#undef FS_SM90_OPS_AFTER_64
+#undef FS_SM90_REGS_128
+#undef FS_SM90_REGS_64
+#undef FS_SM90_D16
+
+}  // namespace fs::sm90

@@ -1,0 +1,78 @@
+#include "common/lib/tensor_map.h"
+
+#include <cuda_runtime.h>
+#include <cudaTypedefs.h>  // PFN_cuTensorMapEncodeTiled_v12000: the entry's signature
+
+#include <atomic>
+#include <limits>
+#include <string>
+
+#include "common/lib/cuda_check.h"
+
+namespace fs {
+
+namespace {
+
+using EncodeTiled = PFN_cuTensorMapEncodeTiled_v12000;
+
+// The driver's cuTensorMapEncodeTiled, in its CUDA 12.0 form, looked up once per process (a failed
+// lookup is not remembered: a later call tries again).
+Status encode_tiled_entry(EncodeTiled* out) {
+  static std::atomic<EncodeTiled> cached{nullptr};
+  EncodeTiled fn = cached.load(std::memory_order_acquire);
+  if (!fn) {
+    void* entry = nullptr;
+    cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+    FS_RETURN_IF_CUDA_ERROR(
+        cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &entry, 12000, cudaEnableDefault, &found));
+    if (found != cudaDriverEntryPointSuccess || !entry)
+      return record_driver_error("the driver has no cuTensorMapEncodeTiled (a CUDA 12.0 or newer driver is needed)");
+    fn = reinterpret_cast<EncodeTiled>(entry);
+    cached.store(fn, std::memory_order_release);
+  }
+  *out = fn;
+  return Status::Success;
+}
+
+bool tma_type(DType t, CUtensorMapDataType* out) {
+  switch (t) {
+    case DType::FP16: *out = CU_TENSOR_MAP_DATA_TYPE_FLOAT16; return true;
+    case DType::BF16: *out = CU_TENSOR_MAP_DATA_TYPE_BFLOAT16; return true;
+    case DType::FP32: *out = CU_TENSOR_MAP_DATA_TYPE_FLOAT32; return true;
+    case DType::INT8: *out = CU_TENSOR_MAP_DATA_TYPE_UINT8; return true;  // TMA moves bits: signedness is wgmma's
+    case DType::INT32: *out = CU_TENSOR_MAP_DATA_TYPE_INT32; return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+Status check_tensor_map(const TensorMap2d& t) {
+  if (reinterpret_cast<std::uintptr_t>(t.base) % 16 != 0) return Status::MisalignedPointer;
+  const int64_t size = int64_t(dtype_size(t.dtype));
+  constexpr int64_t kMaxExtent = std::numeric_limits<int32_t>::max();
+  if (t.cols < 1 || t.rows < 1 || t.cols > kMaxExtent || t.rows > kMaxExtent) return Status::InvalidSize;
+  // ld < 2^40 / size first, so that ld · size cannot wrap.
+  if (t.ld < t.cols || t.ld >= (int64_t(1) << 40) / size || (t.ld * size) % 16 != 0) return Status::InvalidLeadingDim;
+  return Status::Success;
+}
+
+Status encode_tensor_map(const TensorMap2d& t, CUtensorMap* map) {
+  FS_RETURN_IF_ERROR(check_tensor_map(t));
+  CUtensorMapDataType type;
+  if (!tma_type(t.dtype, &type)) return Status::UnsupportedDtype;
+  EncodeTiled encode = nullptr;
+  FS_RETURN_IF_ERROR(encode_tiled_entry(&encode));
+  const cuuint64_t dims[2] = {cuuint64_t(t.cols), cuuint64_t(t.rows)};
+  const cuuint64_t strides[1] = {cuuint64_t(t.ld) * dtype_size(t.dtype)};  // bytes; dimension 0's is implied
+  const cuuint32_t box[2] = {cuuint32_t(t.box_cols), cuuint32_t(t.box_rows)};
+  const cuuint32_t steps[2] = {1, 1};  // every element of the box, no striding
+  const CUresult r = encode(map, type, 2, const_cast<void*>(t.base), dims, strides, box, steps,
+                            CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                            CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS)
+    return record_driver_error("cuTensorMapEncodeTiled refused the map (CUresult " + std::to_string(int(r)) + ")");
+  return Status::Success;
+}
+
+}  // namespace fs

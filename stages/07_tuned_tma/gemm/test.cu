@@ -1,0 +1,242 @@
+// Stage 07 gemm tests: every version against the fp64 reference, exact on small-integer fp16 and bf16
+// inputs, at M, N, K from 1, 17, 1000 in every pairing and 4097 in one dimension at a time (sampled
+// reference rows there), for every transpose pair and every C type, with padded leading dimensions
+// and with tight ones wherever those keep TMA's 16-byte rows; fractional inputs within the fp32
+// tolerance; alpha and beta (a NaN-poisoned C with beta = 0 must not leak through); and every status
+// code a launcher can return, with C left untouched: TMA's alignment refused by name, the device check
+// decided on made-up GPUs (CPU).
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "common/lib/device.h"
+#include "common/tools/check.h"
+#include "common/tools/gemm_check.h"
+#include "common/tools/gemm_tests.h"
+#include "common/tools/gpu_test.h"
+#include "stages/07_tuned_tma/gemm/gemm.h"
+
+using namespace fs;
+using testing::check_gemm;
+using testing::Mnk;
+using testing::padded_ld;
+using testing::sized;
+
+namespace {
+
+const std::vector<const KernelDesc*> kAll = find_kernels("stage07/gemm");
+
+// Small integers in [-2, 2]: every product and sum is exact in fp32, so C must equal the reference
+// rounded to C's type.
+GemmCase integer_case(DType ab, DType c) {
+  GemmCase g = gemm_case(1, 1, 1, ab, c);
+  g.integers = true;
+  return g;
+}
+
+// Each of M, N, K takes 1, 17 and L = 1000 in every pairing (L = 300 under the sanitizer: still several
+// 64-deep k-tiles and a tail in every direction); 300×520×200 adds whole interior tiles beside tails.
+std::vector<Mnk> odd_sizes() {
+  const int64_t L = testing::size_for_run(1000, 300);
+  return {{1, 1, 1},  {17, 17, 17}, {1, 17, L}, {17, L, 1},     {L, 1, 17},
+          {L, 17, L}, {17, L, L},   {L, L, 17}, {300, 520, 200}};
+}
+
+// 4097 (one past a tile boundary, 33 tiles of 128 in M or N, 65 k-tiles in K) in one dimension at a
+// time; not under the sanitizer, whose sizes above already cover every path.
+std::vector<Mnk> long_sizes() {
+  if (testing::sanitizer_sizes()) return {};
+  return {{4097, 33, 200}, {33, 4097, 200}, {65, 33, 4097}};
+}
+
+// The stored row of each operand, in elements.
+int64_t a_row(const GemmParams& s) { return s.trans_a ? s.m : s.k; }
+int64_t b_row(const GemmParams& s) { return s.trans_b ? s.k : s.n; }
+
+// Tight leading dimensions keep TMA's 16-byte rows only where the row is a multiple of 8 elements.
+bool tight_is_aligned(const GemmParams& s) { return a_row(s) % 8 == 0 && b_row(s) % 8 == 0; }
+
+// Padded leading dimensions (multiples of 16 elements, NaN in the padding), C's row padded too.
+GemmCase padded(GemmCase g) {
+  g.shape.lda = padded_ld(a_row(g.shape));
+  g.shape.ldb = padded_ld(b_row(g.shape));
+  g.shape.ldc = g.shape.n + 3;
+  return g;
+}
+
+// Every size, every transpose pair; padded leading dimensions always, tight ones where TMA takes them.
+// At M = 4097 64 rows of C are checked against fp64 (the first, the last and 62 between), else all.
+void check_sizes(const KernelDesc& kernel, const GemmCase& base, uint64_t seed) {
+  std::vector<Mnk> sizes = odd_sizes();
+  for (const Mnk& s : long_sizes()) sizes.push_back(s);
+  for (const Mnk& mnk : sizes)
+    for (int t = 0; t < 4; ++t) {
+      const GemmCase g = sized(base, mnk, t);
+      const int64_t rows = mnk.m > 1000 ? 64 : 0;
+      check_gemm(kernel, padded(g), ++seed, rows);
+      if (tight_is_aligned(g.shape)) check_gemm(kernel, g, ++seed, rows);
+    }
+}
+
+DeviceProps made_up_gpu(int cc, std::size_t smem_kib) {
+  DeviceProps d;
+  d.cc = cc;
+  d.smem_per_block_optin = smem_kib * 1024;
+  d.sms = 132;
+  return d;
+}
+
+}  // namespace
+
+FS_CPU_TEST_CASE("stage07 gemm validation refuses what TMA cannot read, by name, before any launch") {
+  REQUIRE(!kAll.empty());
+  // Host-only: validation runs before any CUDA call, so fake (aligned, non-null) pointers do.
+  GemmParams p{};
+  p.m = 17, p.n = 40, p.k = 24;
+  p.ab_dtype = FS_FP16, p.c_dtype = FS_FP32;
+  p.alpha = 1.0f;
+  p.a = reinterpret_cast<void*>(std::uintptr_t(0x10000));
+  p.b = reinterpret_cast<void*>(std::uintptr_t(0x20000));
+  p.c = reinterpret_cast<void*>(std::uintptr_t(0x30004));  // C needs only its element alignment
+  p.lda = 24, p.ldb = 40, p.ldc = 41;                     // 48- and 80-byte rows; ldc is free
+  for (const KernelDesc* k : kAll) {
+    INFO(k->qualified());
+    auto with = [&](const std::function<void(GemmParams&)>& change) {
+      GemmParams q = p;
+      change(q);
+      return validate(q, k->gemm);
+    };
+    CHECK(with([](GemmParams&) {}) == Status::Success);
+    CHECK(with([](GemmParams& q) { q.ab_dtype = FS_BF16, q.c_dtype = FS_BF16; }) == Status::Success);
+    CHECK(with([](GemmParams& q) { q.trans_a = 1, q.lda = 24; }) == Status::Success);  // K×M, 48-byte rows
+    CHECK(with([](GemmParams& q) { q.trans_b = 1, q.ldb = 32; }) == Status::Success);  // N×K, 64-byte rows
+    // Tight rows of 17 or 20 elements are 34 and 40 bytes: not multiples of 16.
+    CHECK(with([](GemmParams& q) { q.k = 17, q.lda = 17; }) == Status::InvalidLeadingDim);
+    CHECK(with([](GemmParams& q) { q.ldb = 44; }) == Status::InvalidLeadingDim);
+    CHECK(with([](GemmParams& q) { q.trans_a = 1, q.lda = 20; }) == Status::InvalidLeadingDim);
+    // Bases 8 bytes past a 16-byte boundary: element-aligned, not TMA-aligned.
+    CHECK(with([](GemmParams& q) { q.a = static_cast<const char*>(q.a) + 8; }) == Status::MisalignedPointer);
+    CHECK(with([](GemmParams& q) { q.b = static_cast<const char*>(q.b) + 2; }) == Status::MisalignedPointer);
+    CHECK(with([](GemmParams& q) { q.ab_dtype = FS_FP32, q.lda = 24; }) == Status::UnsupportedDtype);
+    CHECK(with([](GemmParams& q) { q.ab_dtype = FS_INT8, q.c_dtype = FS_INT32; }) == Status::UnsupportedDtype);
+  }
+  CHECK(fs_gemm_tma_v1(nullptr, nullptr) == FS_ERR_NULL_POINTER);
+}
+
+FS_CPU_TEST_CASE("stage07 gemm runs on sm_90 alone: FS_ERR_UNSUPPORTED_DEVICE on every other GPU") {
+  // sm_90a code runs on compute capability 9.0 and nothing else: not Ampere or Ada, not Blackwell.
+  for (const KernelDesc* k : kAll) {
+    INFO(k->qualified());
+    CHECK(std::vector<int>(k->info.archs, k->info.archs + k->info.num_archs) == std::vector<int>{90});
+    CHECK(device_supports(k->info, made_up_gpu(90, 227)) == Status::Success);
+    for (int cc : {80, 86, 89, 100, 120}) {
+      INFO("sm_", cc);
+      CHECK(device_supports(k->info, made_up_gpu(cc, 227)) == Status::UnsupportedDevice);
+      CHECK(!unsupported_reason(k->info, made_up_gpu(cc, 227)).empty());
+    }
+    // A 9.0 GPU that allowed less shared memory per block than a block asks for would be refused too.
+    CHECK(device_supports(k->info, made_up_gpu(90, k->info.smem_bytes / 1024 - 1)) == Status::UnsupportedDevice);
+  }
+}
+
+FS_GPU_TEST_CASE("stage07 gemm fp16 is exact on small integers with fp32 and fp16 output, every transpose") {
+  FS_SKIP_WITHOUT_GPU();
+  uint64_t seed = 70000;
+  for (const KernelDesc* k : kAll) {
+    if (!testing::runs_here(*k)) continue;
+    for (DType c : {DType::FP32, DType::FP16}) check_sizes(*k, integer_case(DType::FP16, c), seed += 1000);
+  }
+}
+
+FS_GPU_TEST_CASE("stage07 gemm bf16 is exact on small integers with fp32, bf16 and fp16 output, every transpose") {
+  FS_SKIP_WITHOUT_GPU();
+  uint64_t seed = 72000;
+  for (const KernelDesc* k : kAll) {
+    if (!testing::runs_here(*k)) continue;
+    for (DType c : {DType::FP32, DType::BF16, DType::FP16}) check_sizes(*k, integer_case(DType::BF16, c), seed += 1000);
+  }
+}
+
+FS_GPU_TEST_CASE("stage07 gemm stays within the fp32 tolerance on fractional inputs") {
+  FS_SKIP_WITHOUT_GPU();
+  // fp16 and bf16 inputs are exact in fp64, their products exact in fp32: the error is the fp32
+  // accumulation's, as in stage 06.
+  uint64_t seed = 75000;
+  const int64_t L = testing::size_for_run(1000, 300);
+  for (const KernelDesc* k : kAll) {
+    if (!testing::runs_here(*k)) continue;
+    for (DType ab : {DType::FP16, DType::BF16})
+      for (const Mnk& mnk : {Mnk{L, 17, L}, Mnk{300, 520, 200}})
+        for (int t = 0; t < 4; ++t) {
+          GemmCase g = padded(sized(gemm_case(1, 1, 1, ab, DType::FP32), mnk, t));
+          check_gemm(*k, g, ++seed);
+        }
+  }
+}
+
+FS_GPU_TEST_CASE("stage07 gemm alpha and beta read C when beta is not zero") {
+  FS_SKIP_WITHOUT_GPU();
+  uint64_t seed = 78000;
+  const int64_t L = testing::size_for_run(1000, 300);
+  struct AlphaBeta {
+    DType ab, c;
+    float alpha, beta;
+  };
+  const AlphaBeta runs[] = {{DType::FP16, DType::FP32, 2.0f, -3.0f},
+                            {DType::FP16, DType::FP16, -1.0f, 2.0f},
+                            {DType::BF16, DType::BF16, -1.0f, 2.0f},
+                            {DType::FP16, DType::FP32, 0.0f, 1.0f}};  // alpha = 0 keeps beta·C alone
+  for (const KernelDesc* k : kAll) {
+    if (!testing::runs_here(*k)) continue;
+    for (const AlphaBeta& r : runs)
+      for (const Mnk& mnk : {Mnk{17, L, 24}, Mnk{300, 520, 200}})
+        for (int t = 0; t < 4; ++t) {
+          GemmCase g = padded(sized(integer_case(r.ab, r.c), mnk, t));
+          g.shape.alpha = r.alpha;
+          g.shape.beta = r.beta;
+          g.shape.ldc = g.shape.n + 5;  // odd: C takes the element-wise epilogue, not pair stores
+          check_gemm(*k, g, ++seed);
+        }
+  }
+}
+
+FS_GPU_TEST_CASE("stage07 gemm refuses rows and bases TMA cannot read, and writes nothing") {
+  FS_SKIP_WITHOUT_GPU();
+  for (const KernelDesc* k : kAll) {
+    if (!testing::runs_here(*k)) continue;
+    for (int t = 0; t < 4; ++t) {
+      // 17×17×17 tight: every stored row 34 bytes.
+      const GemmCase tight = sized(integer_case(DType::FP16, DType::FP32), Mnk{17, 17, 17}, t);
+      GemmCase ok = padded(tight);
+      GemmFixture probe(ok, 1, /*check_rows=*/-1);
+      const GemmParams shape = probe.params();
+      testing::check_gemm_rejected(*k, ok, [&](GemmParams& p) { p.lda = a_row(shape); }, Status::InvalidLeadingDim);
+      testing::check_gemm_rejected(*k, ok, [&](GemmParams& p) { p.ldb = b_row(shape) + 1; }, Status::InvalidLeadingDim);
+      // One element (2 bytes) into the buffer: element-aligned, not 16-byte aligned.
+      GemmCase shifted = ok;
+      shifted.shift = 1;
+      GemmFixture problem(shifted, 2, /*check_rows=*/-1);
+      Status returned = Status::Success;
+      const bool untouched = problem.untouched_after(*k, problem.params(), &returned);
+      INFO(k->qualified(), " ", describe(shifted), ": got ", status_name(returned));
+      CHECK(returned == Status::MisalignedPointer);
+      CHECK(untouched);
+    }
+  }
+}
+
+FS_GPU_TEST_CASE("stage07 gemm every version rejects bad inputs and writes nothing") {
+  FS_SKIP_WITHOUT_GPU();
+  for (const KernelDesc* k : kAll)
+    testing::check_gemm_rejects_bad_inputs(*k, padded(sized(integer_case(DType::FP16, DType::FP32), Mnk{17, 17, 17}, 0)));
+}
+
+FS_GPU_TEST_CASE("stage07 gemm every version reports FS_ERR_CUDA when the runtime refuses the work") {
+  FS_SKIP_WITHOUT_GPU();
+  for (const KernelDesc* k : kAll) {
+    if (!testing::runs_here(*k)) continue;  // elsewhere the device check answers first
+    testing::check_gemm_reports_cuda_error(*k, padded(sized(integer_case(DType::FP16, DType::FP32), Mnk{17, 17, 17}, 0)));
+  }
+}

@@ -1,0 +1,141 @@
+// What the stage 07 GEMM versions share, kept once so that each vN_*.cuh shows only its own idea:
+// the shared-memory operand tile that one TMA load fills and wgmma reads (its layout, its loads, its
+// matrix descriptors), the host side of the same geometry (the operands' tensor maps), the block's
+// place in C, and the epilogue of a warpgroup's accumulators.
+//
+// The operand tile. Every tile is kBK = 64 deep in k: 64 16-bit elements are 128 bytes, one row of the
+// 128-byte swizzle. An operand is stored either k-contiguous (K-major: A untransposed, B transposed)
+// or x-contiguous (x = m for A, n for B; MN-major: A transposed, B untransposed), and the tile keeps
+// the stored orientation, as stage 06 v9's did; wgmma's transpose bits say which.
+//
+//   K-major, kBX × 64:  kBX rows (x), 128 bytes each (k 0..63). One TMA box of 64 (k) × kBX (rows).
+//     byte offset of (x, k) before the swizzle: x·128 + 2k
+//   MN-major, 64 × kBX: kBX / 64 panels side by side in x, each 64 rows (k) × 128 bytes (x 0..63 of
+//     the panel), 8 KiB apart. One TMA box of 64 (x) × 64 (k rows) per panel.
+//     byte offset of (x, k): (x / 64)·8192 + k·128 + 2·(x % 64)
+// Both then swizzle every 1024-byte atom of 8 rows: 16-byte chunk c of row r is stored at chunk
+// c ^ (r % 8). For one atom, the chunk each logical chunk lands in (rows down, chunks across):
+//
+//          logical chunk:  0  1  2  3  4  5  6  7
+//          row 0           0  1  2  3  4  5  6  7
+//          row 1           1  0  3  2  5  4  7  6
+//          row 2           2  3  0  1  6  7  4  5
+//          row 3           3  2  1  0  7  6  5  4
+//          row 4           4  5  6  7  0  1  2  3
+//          …
+//          row 7           7  6  5  4  3  2  1  0
+//
+// so the 8 rows of one logical chunk (what a tensor-core read of 8 rows × 16 bytes wants) fall in 8
+// different chunks, 4 banks each: all 32 banks, no conflict. TMA writes this layout
+// (CU_TENSOR_MAP_SWIZZLE_128B) and the descriptors tell wgmma to read it (sm90::matrix_descriptor_sw128).
+#pragma once
+
+#include <cuda.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "common/device/gemm_epilogue.cuh"
+#include "common/device/sm90.cuh"
+#include "common/lib/gemm.h"
+#include "common/lib/tensor_map.h"
+
+namespace fs::gemm_tma {
+
+constexpr int kBK = 64;         // k per tile: 128 bytes of 16-bit elements, one swizzle row
+constexpr int kRowBytes = 128;  // one row of a tile, either orientation
+constexpr int kAtomBytes = 8 * kRowBytes;  // the swizzle's repeat: 8 rows
+constexpr int kWgmmaK = 16;     // k of one wgmma.mma_async
+constexpr int kWarpgroup = 128;
+
+// One operand's tile in one pipeline stage: kBX (m or n) × kBK, stored K-major or MN-major (above).
+template <bool kIsMNMajor, int kBX>
+struct OperandTile {
+  static_assert(kBX % 64 == 0 && kBX <= 256, "whole 64-wide panels; a TMA box is at most 256 rows");
+  static constexpr bool kMNMajor = kIsMNMajor;
+  static constexpr int kBytes = kBX * kBK * 2;       // 16-bit elements
+  static constexpr int kPanelBytes = kBK * kRowBytes;  // MN-major: one 64-wide panel, 8 KiB
+
+  // Thread 0 issues the TMA loads of the tile whose first element is (x0, k0) into `dst` (1024-byte
+  // aligned), each counted on `full`. Parts outside the matrix arrive as zeros.
+  __device__ static void load(const CUtensorMap* map, unsigned char* dst, uint64_t* full, int32_t x0, int32_t k0) {
+    if constexpr (kMNMajor) {
+#pragma unroll
+      for (int p = 0; p < kBX / 64; ++p) sm90::tma_load_2d(dst + p * kPanelBytes, map, x0 + 64 * p, k0, full);
+    } else {
+      sm90::tma_load_2d(dst, map, k0, x0, full);
+    }
+  }
+
+  // The descriptor of the wgmma operand that starts at row x (a multiple of 64) and k = 16·ks of the
+  // tile at shared address `tile`: extent 64 (A) or the whole kBX (B) in x, 16 in k.
+  //   K-major:  start at row x, 32 bytes per 16 k along the row; SBO = one atom (8 rows of x);
+  //             LBO unused (16 k = 32 bytes stay inside one row).
+  //   MN-major: start at panel x / 64, two atoms (16 k rows) per ks; SBO = one atom (8 rows of k);
+  //             LBO = one panel (the next 64 of x).
+  __device__ static uint64_t descriptor(uint32_t tile, int x, int ks) {
+    if constexpr (kMNMajor)
+      return sm90::matrix_descriptor_sw128(tile + x / 64 * kPanelBytes + ks * 2 * kAtomBytes, kPanelBytes, kAtomBytes);
+    else
+      return sm90::matrix_descriptor_sw128(tile + x * kRowBytes + ks * kWgmmaK * 2, 16, kAtomBytes);
+  }
+};
+
+// A's tile is MN-major when A is stored K×M (trans_a); B's when B is stored K×N (not trans_b).
+template <bool kTransA, int kBM>
+using TileA = OperandTile<kTransA, kBM>;
+template <bool kTransB, int kBN>
+using TileB = OperandTile<!kTransB, kBN>;
+
+// The tensor map OperandTile<mn_major, box_x>::load reads through: the operand as stored (x_extent =
+// M or N), the box one load copies. Host code.
+inline TensorMap2d operand_map(bool mn_major, int box_x, const void* base, DType t, int64_t x_extent, int64_t k_extent,
+                               int64_t ld) {
+  TensorMap2d m;
+  m.base = base;
+  m.dtype = t;
+  m.ld = ld;
+  m.cols = mn_major ? x_extent : k_extent;
+  m.rows = mn_major ? k_extent : x_extent;
+  m.box_cols = 64;  // 128 bytes: the swizzle span
+  m.box_rows = mn_major ? kBK : box_x;
+  return m;
+}
+
+// The tensor maps of A and B for a block tile kBM × kBN × kBK, as TileA and TileB load them. InvalidSize
+// for an extent TMA's signed 32-bit coordinates cannot reach, CudaError if the driver refuses (the
+// alignment TMA needs was refused in validation already: GemmSupport::operand_align).
+template <int kBM, int kBN>
+Status encode_operand_maps(const GemmParams& p, CUtensorMap* a, CUtensorMap* b) {
+  const DType t = DType(p.ab_dtype);
+  FS_RETURN_IF_ERROR(encode_tensor_map(operand_map(p.trans_a, kBM, p.a, t, p.m, p.k, p.lda), a));
+  return encode_tensor_map(operand_map(!p.trans_b, kBN, p.b, t, p.n, p.k, p.ldb), b);
+}
+
+// This block's tile of C, row-major over the grid of kBM × kBN tiles (1D grid). m0, n0 < 2^31: the
+// tensor maps refuse larger extents.
+template <int kBM, int kBN>
+__device__ __forceinline__ void block_tile(int64_t N, int32_t& m0, int32_t& n0) {
+  const int64_t tiles_n = (N + kBN - 1) / kBN;
+  m0 = int32_t(blockIdx.x / tiles_n * kBM);
+  n0 = int32_t(blockIdx.x % tiles_n * kBN);
+}
+
+// The epilogue of one warpgroup's m64nN accumulator `d` (sm90::wgmma_m64nNk16's layout), whose row 0
+// is row m0 of C and column 0 column n0: each thread stores its pairs of columns, rows g and g + 8 of
+// its warp's 16, through gemm::store_pair (alpha, beta, bounds, pair stores where `pairs`).
+template <int N, class TOut>
+__device__ __forceinline__ void store_accumulators(TOut* C, int64_t ldc, int64_t M, int64_t Ncols, int64_t m0,
+                                                   int64_t n0, const float (&d)[N / 2], float alpha, float beta,
+                                                   bool pairs) {
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32 % 4;
+  const int64_t m = m0 + 16 * warp + lane / 4;
+#pragma unroll
+  for (int j = 0; j < N / 8; ++j) {
+    const int64_t n = n0 + 8 * j + 2 * (lane % 4);
+    gemm::store_pair(C, ldc, M, Ncols, m, n, d[4 * j], d[4 * j + 1], alpha, beta, pairs);
+    gemm::store_pair(C, ldc, M, Ncols, m + 8, n, d[4 * j + 2], d[4 * j + 3], alpha, beta, pairs);
+  }
+}
+
+}  // namespace fs::gemm_tma

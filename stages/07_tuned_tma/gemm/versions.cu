@@ -1,0 +1,12 @@
+// Stage 07 gemm: the list of its versions, in order, as the registry shows them (the descriptors live
+// beside their launches: tma_wgmma.cu).
+#include "stages/07_tuned_tma/gemm/gemm.h"
+
+namespace fs {
+
+KernelList stage07_gemm_kernels() {
+  static const KernelDesc* const versions[] = {&kGemmTmaV1};
+  return kernel_list(versions);
+}
+
+}  // namespace fs
