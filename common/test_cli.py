@@ -61,11 +61,14 @@ class CommandLine(unittest.TestCase):
         self.refused("stage06", ["--dtype", "int8", "--c-dtype", "fp16"], "--c-dtype")
         self.refused("stage06", ["--version", "v11"], "--version")
         # Stage 05: v1 takes fp32 at D = 32, 64, 128 only; v0 takes fp16 and any D up to 256, so
-        # --dim 96 is refused only together with --version v1.
+        # --dim 96 is refused only together with --version v1 (and its dtype: the default is v2's fp16).
         self.refused("stage05", ["--dim", "300"], "--dim")
-        self.refused("stage05", ["--dim", "96", "--version", "v1"], "--dim")
+        self.refused("stage05", ["--dtype", "fp32", "--dim", "96", "--version", "v1"], "--dim")
         self.refused("stage05", ["--dtype", "fp16", "--version", "v1"], "--dtype")
         self.refused("stage05", ["--causal", "--seq", "20", "--seq-k", "10"], "--causal")
+        # v2: fp16 and bf16 at D = 64, 128 only.
+        self.refused("stage05", ["--dtype", "fp32", "--version", "v2"], "--dtype")
+        self.refused("stage05", ["--dtype", "fp16", "--dim", "32", "--version", "v2"], "--dim")
 
     def test_benchmarks_follow_the_tests_rule_without_a_gpu(self):
         # No GPU: skipped (77) and said so, or a failure with FLASHSTAGES_REQUIRE_GPU=1; never a silent 0.
