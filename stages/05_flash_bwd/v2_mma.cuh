@@ -19,7 +19,7 @@
 // stores) and after a barrier every warp reads its share of dS as plain A fragments.
 // Where the scale multiplies: dK = scale · dSᵀ Q, once, when dK_j is written; dQ = scale · dS K, once,
 // when the fp32 dQ workspace is rounded to the dtype (dq_convert_kernel); dS itself stays unscaled.
-// dQ: every key block adds its share of every dQ_i with red.global.add.f32 (atomicAdd, result unused)
+// dQ: every key block adds its share of every dQ_i with red.global.add.f32 (sm80::red_global_add_f32)
 // into an fp32 workspace [B, H, Nq, D], zeroed first, rounded to fp16/bf16 once at the end: summing in
 // the dtype would round after every key block. With `deterministic` set the K/V kernel leaves dQ alone
 // and flash_bwd_v2_dq_kernel — v1's second pass on tensor cores — gives each query tile to one block,
@@ -31,11 +31,14 @@
 //   first <= i < full_begin:         the diagonal crosses the tile → masked (Bc - 1 rows wide: 1 to 3 tiles)
 //   full_begin <= i < full_end:      every key visible to every query → no mask at all
 //   full_end <= i:                   the Nq tail tile, or every tile when block j holds the Nk tail → masked
-// Register budget (per thread; ptxas -v numbers in the README):
-//   D = 64,  Br = 64: dK_j, dV_j 2 × 32 fp32 (16 keys × 64 per warp), Sᵀ, dPᵀ 2 × 32 → 128 live in the
+// Register budget (per thread, fp32 accumulators; the rest is fragments in flight and addresses):
+//   D = 64,  Br = 64: dK_j, dV_j 2 × 32 (16 keys × 64 per warp), Sᵀ, dPᵀ 2 × 32 → 128 live in the
 //                     loop; the dQ share 32 (after Sᵀ, dPᵀ die)
 //   D = 128, Br = 32: dK_j, dV_j 2 × 64, Sᵀ, dPᵀ 2 × 16 → 160; the dQ share 32
 //   dq kernel (Br = Bc = 64): dQ_i 16 rows × D per warp (32 or 64), S, dP 2 × 32
+// ptxas -v (CUDA 13.0, sm_90), no spills: K/V kernel 252 registers at D = 64, 255 at D = 128 (with the
+// atomic dQ or without); dq kernel 164 and 236. 2 blocks of 4 warps per SM; capping the K/V kernel at
+// 168 (3 blocks) spilled 124 bytes at D = 64.
 // Why it should be faster than v1: the tensor cores (an H100 runs fp16 mma at many times the fp32 FMA
 // rate), half the bytes per element loaded, 16 multiply-adds per 32-bit fragment register loaded. What
 // it still lacks: loads that stall the block until they land (cp.async next), 32-bit fragment gathers
@@ -66,6 +69,7 @@ using attn::load_tile;
 using sm80::ex2_approx_ftz;
 using sm80::mma_m16n8k16;
 using sm80::pack2;
+using sm80::red_global_add_f32;
 
 // The K/V-outer kernel (flash_bwd_v2_dkv_kernel).
 template <int D>
@@ -236,7 +240,7 @@ __global__ void __launch_bounds__(Config<D>::kThreads) flash_bwd_v2_dkv_kernel(c
         }
       }
       // This key block's share, added in fp32; the other key blocks add theirs in whatever order they
-      // get there. The result is unused, so each add compiles to one red.global.add.f32.
+      // get there.
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int64_t row = q0 + rt * 16 + g + 8 * h;
@@ -244,8 +248,8 @@ __global__ void __launch_bounds__(Config<D>::kThreads) flash_bwd_v2_dkv_kernel(c
         float* dq_row = a.dq_accum + (q_base + row) * D + c0 + 2 * t;
 #pragma unroll
         for (int dt = 0; dt < C::kDqCols / 8; ++dt) {
-          atomicAdd(dq_row + dt * 8, rdQ[dt][2 * h]);
-          atomicAdd(dq_row + dt * 8 + 1, rdQ[dt][2 * h + 1]);
+          red_global_add_f32(dq_row + dt * 8, rdQ[dt][2 * h]);
+          red_global_add_f32(dq_row + dt * 8 + 1, rdQ[dt][2 * h + 1]);
         }
       }
     }
