@@ -13,7 +13,7 @@
 //   dQ_i += dS K_j                 [Br][D]   A: dS from shared       B: K columns (lds_b_cols)
 // The transposes cost nothing: the kernel computes Sᵀ and dPᵀ — keys as the rows of the mma, queries
 // as its columns — so their C fragments are already laid out as the A fragments of Pᵀ dO and dSᵀ Q
-// (attn::a_from_c: C tiles 2kk, 2kk+1 are the A fragment of k step kk; docs/05_flash_bwd.md draws it).
+// (attn::a_from_c: C tiles 2kk, 2kk+1 are the A fragment of k step kk; docs/05_flash_bwd.md, section 8).
 // LSE and delta, per query, become per column. Only dQ needs dS with queries as rows, and it needs
 // every warp's keys: each warp writes its dSᵀ into shared memory transposed (sdS [Br][Bc], 16-bit
 // stores) and after a barrier every warp reads its share of dS as plain A fragments.
