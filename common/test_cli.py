@@ -66,11 +66,17 @@ class CommandLine(unittest.TestCase):
         self.refused("stage06", ["--dtype", "int8", "--c-dtype", "fp16"], "--c-dtype")
         self.refused("stage06", ["--version", "v12"], "--version")
         # Stage 05: v1 takes fp32 at D = 32, 64, 128 only; v0 takes fp16 and any D up to 256, so
-        # --dim 96 is refused only together with --version v1.
+        # --dim 96 is refused only together with --version v1 (and its dtype: the default is v2's fp16).
         self.refused("stage05", ["--dim", "300"], "--dim")
-        self.refused("stage05", ["--dim", "96", "--version", "v1"], "--dim")
+        self.refused("stage05", ["--dtype", "fp32", "--dim", "96", "--version", "v1"], "--dim")
         self.refused("stage05", ["--dtype", "fp16", "--version", "v1"], "--dtype")
         self.refused("stage05", ["--causal", "--seq", "20", "--seq-k", "10"], "--causal")
+        # A grouping the forward takes is refused by the backward, and said so: not "must divide".
+        self.refused("stage05", ["--heads", "4", "--kv-heads", "2"], "takes no grouped K/V heads")
+        self.refused("stage04", ["--heads", "4", "--kv-heads", "3"], "must divide --heads")
+        # v2: fp16 and bf16 at D = 64, 128 only.
+        self.refused("stage05", ["--dtype", "fp32", "--version", "v2"], "--dtype")
+        self.refused("stage05", ["--dtype", "fp16", "--dim", "32", "--version", "v2"], "--dim")
         # Stage 07 takes fp16 and bf16 only, and reads A and B with TMA: tight rows of 17 fp16 are
         # 34 bytes, not a multiple of 16.
         self.refused("stage07", ["--dtype", "fp32"], "--dtype")

@@ -3,7 +3,7 @@
 // block's rows live in dense, padded and packed batches (with the variable lengths checked here, on
 // the device), which key blocks a query tile visits and which need a mask, the mask itself on
 // m16n8k16 C fragments, the plain 16-byte loader into padded shared tiles and the 32-bit fragment
-// gathers from them, and one kernel launch.
+// gathers from them, C fragments turned into A fragments, and one kernel launch.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -236,6 +236,20 @@ __device__ __forceinline__ void lds_b_cols(uint32_t& b0, uint32_t& b1, const T* 
   const uint16_t* p = reinterpret_cast<const uint16_t*>(tile) + (k0 + 2 * t) * kStride + n0 + g;
   b0 = sm80::pack2_bits(p[0], p[kStride]);
   b1 = sm80::pack2_bits(p[8 * kStride], p[9 * kStride]);
+}
+
+// Two fp32 C fragments side by side (columns n0..n0+7 and n0+8..n0+15 of the same 16 rows) → the A
+// fragment of a 16-wide k step over those columns, rounded to T, without leaving registers: the C
+// layout (c[0..1] = row g, columns 2t, 2t+1; c[2..3] = row g+8) of the two tiles is exactly the A layout
+// (a[0], a[1] from the left tile, a[2], a[3] from the right). What a product of a product needs:
+// P of S = Q Kᵀ as the A operand of P V (forward), Pᵀ and dSᵀ as the A operands of dV += Pᵀ dO and
+// dK += dSᵀ Q (backward).
+template <class T>
+__device__ __forceinline__ void a_from_c(uint32_t (&a)[4], const float (&left)[4], const float (&right)[4]) {
+  a[0] = sm80::pack2<T>(left[0], left[1]);    // row g,     columns 2t, 2t+1
+  a[1] = sm80::pack2<T>(left[2], left[3]);    // row g + 8, columns 2t, 2t+1
+  a[2] = sm80::pack2<T>(right[0], right[1]);  // row g,     columns 8 + 2t, 8 + 2t+1
+  a[3] = sm80::pack2<T>(right[2], right[3]);  // row g + 8, columns 8 + 2t, 8 + 2t+1
 }
 
 // ---- One launch (host) ---------------------------------------------------------------------------

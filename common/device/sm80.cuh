@@ -11,6 +11,7 @@
 //   cp_async_ca_zfill<N>  cp.async.ca.shared.global, N = 4, 8 or 16 bytes, with a source size (.cg takes 16 only)
 //   cp_async_commit_group / cp_async_wait_group<N>   close a group of copies / wait until <= N pend
 //   ex2_approx_ftz        ex2.approx.ftz.f32: 2^x on the special-function unit, one instruction
+//   red_global_add_f32    red.global.add.f32: *p += x in global memory, atomically, no value returned
 //
 // The m16n8k16 fragment layouts (docs/04_flash_fwd.md draws them): with lane = 4·g + t (g = lane / 4
 // is the "group", t = lane % 4 the thread in it):
@@ -111,6 +112,12 @@ __device__ __forceinline__ void cp_async_commit_group() { asm volatile("cp.async
 template <int N>
 __device__ __forceinline__ void cp_async_wait_group() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
+
+// *p += x in global memory, atomically, with nothing returned: the reduction form of atom.add, which
+// needs no reply from the memory system (atomicAdd with its result unused usually becomes the same).
+__device__ __forceinline__ void red_global_add_f32(float* p, float x) {
+  asm volatile("red.global.add.f32 [%0], %1;\n" ::"l"(p), "f"(x) : "memory");
 }
 
 // 2^x in one MUFU instruction (relative error about 2^-22; subnormal results flush to 0, ex2(-inf) = 0).

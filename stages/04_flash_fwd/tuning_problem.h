@@ -17,27 +17,22 @@ namespace fs::flash {
 
 class TuningProblem {
  public:
-  explicit TuningProblem(cudaStream_t stream) : stream_(stream) {}
-  ~TuningProblem() {
-    for (void* b : buffers_)
-      if (b) workspace_free(b, stream_);
-  }
-  TuningProblem(const TuningProblem&) = delete;
-  TuningProblem& operator=(const TuningProblem&) = delete;
+  explicit TuningProblem(cudaStream_t stream) : stream_(stream), buffers_(stream) {}
 
   // `p` holds the sizes, dtype, mask and scale (its pointers are set here); Q, K, V are drawn from
   // seeds seed, seed + 1, seed + 2.
   Status make(AttentionParams p, uint64_t seed, AttentionProblem* out) {
     const DType dtype = dtype_of(p);
     const int64_t elems[4] = {q_elems(p), kv_elems(p), kv_elems(p), q_elems(p)};
+    void* tensors[4] = {};
     for (int i = 0; i < 4; ++i)
-      FS_RETURN_IF_ERROR(workspace_alloc(&buffers_[i], std::size_t(elems[i]) * dtype_size(dtype), stream_));
+      FS_RETURN_IF_ERROR(buffers_.alloc(&tensors[i], std::size_t(elems[i]) * dtype_size(dtype)));
     for (int i = 0; i < 3; ++i)
-      FS_RETURN_IF_ERROR(fill_random_device(buffers_[i], elems[i], dtype, seed + i, -1.0f, 1.0f, stream_));
-    p.q = buffers_[0];
-    p.k = buffers_[1];
-    p.v = buffers_[2];
-    p.o = buffers_[3];
+      FS_RETURN_IF_ERROR(fill_random_device(tensors[i], elems[i], dtype, seed + i, -1.0f, 1.0f, stream_));
+    p.q = tensors[0];
+    p.k = tensors[1];
+    p.v = tensors[2];
+    p.o = tensors[3];
     FS_RETURN_IF_ERROR(validate(p, kSupport));
     *out = prepare(p);
     return Status::Success;
@@ -45,7 +40,7 @@ class TuningProblem {
 
  private:
   cudaStream_t stream_;
-  void* buffers_[4] = {};
+  WorkspaceSet buffers_;  // freed on the stream when the problem goes
 };
 
 }  // namespace fs::flash

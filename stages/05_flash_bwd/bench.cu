@@ -1,11 +1,14 @@
 // Stage 05 benchmarks: the backward pass (FLOPs 2.5× the forward's, common/lib/flops.h) on the
-// project's grid (D = 64, 128; B·N = 16384, H = 2048 / D; causal and not), fp32 v1 with and without
-// deterministic dQ, and the naive v0 in fp32 and fp16 — each only up to N = 4096, where one launch of
-// v0 still takes seconds rather than minutes. Names:
+// project's grid (D = 64, 128; B·N = 16384, H = 2048 / D; causal and not): the naive v0 in fp32 and
+// fp16 and the fp32 v1, with and without deterministic dQ, each only up to N = 4096, where one launch of
+// v0 still takes seconds rather than minutes; the tensor-core v2 in fp16 and bf16 up to N = 8192, the
+// size the speed goal is set at, with and without deterministic dQ. Names:
 //   stage05/v1/fp32/D:64/N:4096/causal:1             (dQ by atomics, the default)
 //   stage05/v1_deterministic/fp32/D:64/N:4096/causal:1
-// That is 4 N × 2 D × 2 masks = 16 points per (version, dtype): 64 benchmarks of 5 repetitions of at
-// least 50 ms each. Measured time: not yet (no run on a GPU so far).
+//   stage05/v2/bf16/D:128/N:8192/causal:0
+// That is 4 N × 2 D × 2 masks = 16 points per (version, dtype) up to N = 4096 (64 benchmarks for v0 and
+// v1), and 5 N × 2 D × 2 masks = 20 per (v2 series, dtype) (80 for v2), of 5 repetitions of at least
+// 50 ms each. Measured time: not yet (no run on a GPU so far).
 #include "common/tools/bench.h"
 
 void fs::bench::register_benchmarks(const DeviceInfo& dev) {
@@ -17,5 +20,12 @@ void fs::bench::register_benchmarks(const DeviceInfo& dev) {
   for (const KernelDesc* k : find_kernels("stage05/v1")) {
     register_attention(dev, *k, small);
     register_attention_bwd_deterministic(dev, *k, small);
+  }
+  AttentionGrid tensor_cores;
+  tensor_cores.seqs = {512, 1024, 2048, 4096, 8192};
+  tensor_cores.dtypes = {DType::FP16, DType::BF16};
+  for (const KernelDesc* k : find_kernels("stage05/v2")) {
+    register_attention(dev, *k, tensor_cores);
+    register_attention_bwd_deterministic(dev, *k, tensor_cores);
   }
 }

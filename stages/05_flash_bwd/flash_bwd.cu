@@ -1,10 +1,13 @@
 // Stage 05: its versions as the registry lists them — each one's descriptor (what it takes, the GPUs it
 // runs on, the shared memory it asks for, the memory it allocates) and C entry. Each version's launch is
 // in flash_bwd_vN.cu, a translation unit of its own so that they compile in parallel.
+#include <algorithm>
+
 #include "common/lib/flops.h"
 #include "flash_bwd.h"
 #include "launch.h"
 #include "v1_fp32.cuh"
+#include "v2_mma.cuh"
 
 namespace fs {
 
@@ -31,8 +34,21 @@ const KernelDesc kFlashBwdV1 = attention_bwd_kernel(
     bwd::v1::HeadDimList::max_of([](auto d) { return bwd::v1::Config<decltype(d)::value>::kSmemBytes; }),
     bwd::run_v1, delta_extra_bytes);
 
+std::size_t flash_bwd_v2_extra_bytes(const AttentionParams& p) {
+  return std::size_t(q_elems(p)) * sizeof(float) + delta_extra_bytes(p);
+}
+
+const KernelDesc kFlashBwdV2 = attention_bwd_kernel(
+    {"fs_flash_bwd_v2", "stage05", "v2",
+     "tensor cores (mma.sync, fp16/bf16): v1's schedule, dQ in fp32 by atomics (or a 2nd pass), causal split"},
+    bwd::v2::kSupport, kStageArchs, bwd::v2::HeadDimList::max_of([](auto d) {
+      constexpr int D = decltype(d)::value;
+      return std::max(bwd::v2::Config<D>::kSmemBytes, bwd::v2::DqConfig<D>::kSmemBytes);
+    }),
+    bwd::run_v2, flash_bwd_v2_extra_bytes);
+
 KernelList stage05_kernels() {
-  static const KernelDesc* const versions[] = {&kFlashBwdV0, &kFlashBwdV1};
+  static const KernelDesc* const versions[] = {&kFlashBwdV0, &kFlashBwdV1, &kFlashBwdV2};
   return kernel_list(versions);
 }
 
@@ -40,3 +56,4 @@ KernelList stage05_kernels() {
 
 FS_EXPORT_ATTENTION_BWD(fs_flash_bwd_v0, fs::kFlashBwdV0)
 FS_EXPORT_ATTENTION_BWD(fs_flash_bwd_v1, fs::kFlashBwdV1)
+FS_EXPORT_ATTENTION_BWD(fs_flash_bwd_v2, fs::kFlashBwdV2)

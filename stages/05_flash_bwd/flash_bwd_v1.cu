@@ -10,41 +10,6 @@
 
 namespace fs::bwd {
 
-namespace {
-
-v1::Args make_args(const AttentionBwdProblem& pr, const float* delta) {
-  const AttentionParams& p = pr.fwd.p;
-  v1::Args a;
-  a.q = static_cast<const float*>(p.q);
-  a.k = static_cast<const float*>(p.k);
-  a.v = static_cast<const float*>(p.v);
-  a.d_o = static_cast<const float*>(pr.p.d_o);
-  a.lse = p.lse;
-  a.delta = delta;
-  a.dq = static_cast<float*>(pr.p.dq);
-  a.dk = static_cast<float*>(pr.p.dk);
-  a.dv = static_cast<float*>(pr.p.dv);
-  a.seq_q = p.seq_q;
-  a.seq_k = p.seq_k;
-  a.scale = pr.fwd.scale;
-  a.scale_log2 = pr.fwd.scale * attn::kLog2e;
-  a.causal = p.causal != 0;
-  return a;
-}
-
-// One of v1's kernels for head_dim D, `blocks` blocks of 256 threads, Config<D>'s shared memory.
-template <int D>
-Status launch_kernel(void (*kernel)(v1::Args), int64_t blocks, const v1::Args& a, cudaStream_t stream) {
-  using C = v1::Config<D>;
-  // Above 48 KB a kernel must opt in to the larger dynamic shared memory carve-out.
-  FS_RETURN_IF_CUDA_ERROR(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(C::kSmemBytes)));
-  kernel<<<unsigned(blocks), C::kThreads, C::kSmemBytes, stream>>>(a);
-  FS_RETURN_IF_CUDA_ERROR(cudaGetLastError());
-  return Status::Success;
-}
-
-}  // namespace
-
 Status run_v1(const AttentionBwdProblem& pr, cudaStream_t stream) {
   const AttentionParams& p = pr.fwd.p;
   return v1::HeadDimList::dispatch(p.head_dim, [&](auto d) {
@@ -55,15 +20,15 @@ Status run_v1(const AttentionBwdProblem& pr, cudaStream_t stream) {
     const int64_t q_blocks = heads * ((p.seq_q + C::kBr - 1) / C::kBr);
     if (kv_blocks > INT_MAX || q_blocks > INT_MAX) return Status::InvalidSize;  // gridDim.x; before any write
     return with_delta(pr, stream, [&](float* delta) {
-      const v1::Args a = make_args(pr, delta);
+      const v1::Args a = make_args<float>(pr, delta);
       FS_RETURN_IF_ERROR(launch_delta<float>(pr, delta, stream));
       if (pr.p.deterministic) {
-        FS_RETURN_IF_ERROR(launch_kernel<D>(v1::flash_bwd_v1_dkv_kernel<D, false>, kv_blocks, a, stream));
-        return launch_kernel<D>(v1::flash_bwd_v1_dq_kernel<D>, q_blocks, a, stream);
+        FS_RETURN_IF_ERROR(launch_tiled<C>(v1::flash_bwd_v1_dkv_kernel<D, false>, kv_blocks, a, stream));
+        return launch_tiled<C>(v1::flash_bwd_v1_dq_kernel<D>, q_blocks, a, stream);
       }
       // The key blocks add their shares of dQ to zeros.
       FS_RETURN_IF_CUDA_ERROR(cudaMemsetAsync(a.dq, 0, std::size_t(q_elems(p)) * sizeof(float), stream));
-      return launch_kernel<D>(v1::flash_bwd_v1_dkv_kernel<D, true>, kv_blocks, a, stream);
+      return launch_tiled<C>(v1::flash_bwd_v1_dkv_kernel<D, true>, kv_blocks, a, stream);
     });
   });
 }

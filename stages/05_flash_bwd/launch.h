@@ -5,7 +5,10 @@
 
 #include <cuda_runtime.h>
 
+#include <cstdint>
+
 #include "common/lib/attention.h"
+#include "common/lib/cuda_check.h"
 #include "common/lib/dispatch.h"
 
 namespace fs::bwd {
@@ -25,8 +28,28 @@ using HeadDimList = HeadDims<32, 64, 128>;
 constexpr AttentionSupport kSupport = attention_support<Elements, HeadDimList>(16, /*varlen=*/false);
 }  // namespace v1
 
+namespace v2 {
+// fp16 and bf16 (mma.sync m16n8k16); one instance per head_dim; 16-byte aligned tensors (16-byte tile
+// loads: every row, D·2 bytes, is a multiple of 16). Dense batches only.
+using Elements = Dtypes<DType::FP16, DType::BF16>;
+using HeadDimList = HeadDims<64, 128>;
+constexpr AttentionSupport kSupport = attention_support<Elements, HeadDimList>(16, /*varlen=*/false);
+}  // namespace v2
+
 // Each version's launch (flash_bwd_vN.cu): validated params, a GPU that can run it.
 Status run_v0(const AttentionBwdProblem& pr, cudaStream_t stream);
 Status run_v1(const AttentionBwdProblem& pr, cudaStream_t stream);
+Status run_v2(const AttentionBwdProblem& pr, cudaStream_t stream);
+
+// Launches a kernel built for tile configuration C (kThreads, kSmemBytes) on `blocks` blocks
+// (at most INT_MAX: the caller checks, before anything is written).
+template <class C, class A>
+Status launch_tiled(void (*kernel)(A), int64_t blocks, const A& args, cudaStream_t stream) {
+  // Above 48 KB a kernel must opt in to the larger dynamic shared memory carve-out.
+  FS_RETURN_IF_CUDA_ERROR(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(C::kSmemBytes)));
+  kernel<<<unsigned(blocks), C::kThreads, C::kSmemBytes, stream>>>(args);
+  FS_RETURN_IF_CUDA_ERROR(cudaGetLastError());
+  return Status::Success;
+}
 
 }  // namespace fs::bwd

@@ -41,6 +41,7 @@
 
 #include <cstdint>
 
+#include "args.cuh"
 #include "common/device/attention.cuh"  // attn::kLog2e
 #include "common/device/fp32_tile.cuh"
 
@@ -61,22 +62,7 @@ struct Config {
   static constexpr std::size_t kSmemBytes = std::size_t(kSmemFloats) * sizeof(float);
 };
 
-// The launch arguments. Tensors are dense [B·H, N, D] (LSE and delta [B·H, Nq]).
-struct Args {
-  const float* __restrict__ q;
-  const float* __restrict__ k;
-  const float* __restrict__ v;
-  const float* __restrict__ d_o;
-  const float* __restrict__ lse;
-  const float* __restrict__ delta;
-  float* __restrict__ dq;  // zeroed before the atomic path
-  float* __restrict__ dk;
-  float* __restrict__ dv;
-  int64_t seq_q, seq_k;
-  float scale;       // dQ = scale · dS K, dK = scale · dSᵀ Q; may be negative
-  float scale_log2;  // scale · log2(e): P = exp2(scale_log2 · S′ - LSE · log2(e))
-  bool causal;       // query i sees keys j <= i + (Nk - Nq)
-};
+using Args = bwd::Args<float>;  // args.cuh
 
 // One block's shared memory, as the tiles it holds.
 template <int D>

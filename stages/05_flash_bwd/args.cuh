@@ -1,0 +1,54 @@
+// Stage 05: the launch arguments the kernels of every version from v1 on take (v1: T = float; v2:
+// __half, __nv_bfloat16), and how a launch fills them in from the validated problem.
+#pragma once
+
+#include <cstdint>
+
+#include "common/device/attention.cuh"
+#include "common/lib/attention.h"
+
+namespace fs::bwd {
+
+// Tensors are dense [B·H, N, D] (LSE and delta [B·H, Nq]).
+template <class T>
+struct Args {
+  const T* __restrict__ q;
+  const T* __restrict__ k;
+  const T* __restrict__ v;
+  const T* __restrict__ d_o;
+  const float* __restrict__ lse;    // natural log, from the forward
+  const float* __restrict__ delta;  // rowsum(dO ∘ O), from the preprocess
+  float* __restrict__ dq_accum;     // v2's atomic path: [B·H, Nq, D] fp32, zeroed, Σ_j dS_ij K_j; else null
+  T* __restrict__ dq;               // v1's atomic path adds into it (zeroed first)
+  T* __restrict__ dk;
+  T* __restrict__ dv;
+  int64_t seq_q, seq_k;
+  float scale;       // dQ = scale · dS K, dK = scale · dSᵀ Q; may be negative
+  float scale_log2;  // scale · log2(e): P = exp2(scale_log2 · S - LSE · log2(e))
+  bool causal;       // query i sees keys j <= i + (Nk - Nq)
+};
+
+// The arguments of a validated problem, delta where the launch keeps it, no dQ workspace yet.
+template <class T>
+Args<T> make_args(const AttentionBwdProblem& pr, const float* delta) {
+  const AttentionParams& p = pr.fwd.p;
+  Args<T> a;
+  a.q = static_cast<const T*>(p.q);
+  a.k = static_cast<const T*>(p.k);
+  a.v = static_cast<const T*>(p.v);
+  a.d_o = static_cast<const T*>(pr.p.d_o);
+  a.lse = p.lse;
+  a.delta = delta;
+  a.dq_accum = nullptr;
+  a.dq = static_cast<T*>(pr.p.dq);
+  a.dk = static_cast<T*>(pr.p.dk);
+  a.dv = static_cast<T*>(pr.p.dv);
+  a.seq_q = p.seq_q;
+  a.seq_k = p.seq_k;
+  a.scale = pr.fwd.scale;
+  a.scale_log2 = pr.fwd.scale * attn::kLog2e;
+  a.causal = p.causal != 0;
+  return a;
+}
+
+}  // namespace fs::bwd
