@@ -267,7 +267,8 @@ class SdpaBenchShapesTest(unittest.TestCase):
         for causal in (False, True):
             self.assertEqual(self.sb.attention_bwd_flops(2, 16, 8192, 8192, 128, causal),
                              2.5 * self.sb.attention_flops(2, 16, 8192, 8192, 128, causal))
-        self.assertEqual(self.sb.attention_bwd_bytes(2, 4, 10, 20, 64, 2), 2 * self.sb.attention_bytes(2, 4, 10, 20, 64, 2))
+        self.assertEqual(self.sb.attention_bwd_bytes(2, 4, 10, 20, 64, 2),
+                         2 * self.sb.attention_bytes(2, 4, 10, 20, 64, 2))
         args = self.sb.parse_args(["--out", "x.json", "--backward"])
         self.sb.backward_defaults(args)
         self.assertEqual(args.seq, [512, 1024, 2048, 4096, 8192])

@@ -56,8 +56,10 @@ def _check_tensor(name, t, ndim):
         raise ValueError(f"{name} must have {ndim} dimensions, got shape {tuple(t.shape)}")
 
 
-def _check_attention(info, q, k, v, out, lse, make_contiguous):
-    """Every check attention() makes before the library is called; returns the contiguous inputs."""
+def _check_attention(info, q, k, v, out, lse, make_contiguous,
+                     copy_hint="or make_contiguous=True to let attention() copy it"):
+    """Every check attention() makes before the library is called; returns the contiguous inputs.
+    copy_hint ends the message for a strided input (flash_attention() has no copying option)."""
     tensors = {"q": q, "k": k, "v": v}
     for name, t in tensors.items():
         _check_tensor(name, t, 4)
@@ -111,7 +113,7 @@ def _check_attention(info, q, k, v, out, lse, make_contiguous):
         if not t.is_contiguous():
             if not make_contiguous:
                 raise ValueError(f"{name} is not contiguous (a view with strides {t.stride()}): pass "
-                                 f"{name}.contiguous(), or make_contiguous=True to let attention() copy it")
+                                 f"{name}.contiguous(), {copy_hint}")
             t = t.contiguous()
         inputs.append(t)
     return inputs
@@ -149,7 +151,8 @@ def attention(q, k, v, *, causal=False, scale=None, out=None, lse=None, kernel=D
 def _check_flash_attention(fwd_info, bwd_info, q, k, v, causal):
     """Every check flash_attention() makes before the library is called: attention()'s for the forward
     kernel, then what the backward kernel needs, so that nothing is refused only in backward()."""
-    _check_attention(fwd_info, q, k, v, None, None, make_contiguous=False)
+    _check_attention(fwd_info, q, k, v, None, None, make_contiguous=False,
+                     copy_hint="whose gradient flows back to the view (flash_attention() copies nothing)")
     dtype = str(q.dtype)
     if not bwd_info.in_dtypes & (1 << _DTYPES[dtype]):
         takes = ", ".join(n for c, n in ((FP32, "float32"), (FP16, "float16"), (BF16, "bfloat16"))
@@ -202,7 +205,8 @@ def _flash_attention_function():
             with torch.cuda.device(q.device):
                 call(library(), kernel, params, torch.cuda.current_stream(q.device).cuda_stream)
             ctx.save_for_backward(q, k, v, out, lse)
-            ctx.causal, ctx.scale, ctx.deterministic, ctx.backward_kernel = causal, scale, deterministic, backward_kernel
+            ctx.causal, ctx.scale, ctx.deterministic = causal, scale, deterministic
+            ctx.backward_kernel = backward_kernel
             return out
 
         @staticmethod
