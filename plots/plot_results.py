@@ -82,6 +82,9 @@ HEADLINE_GEMM_SIZE = 4096
 HEADLINE_DTYPES = ("fp32", "fp16", "int8")
 HEADLINE_PEERS = ("cublas", "cublaslt", "sdpa_flash", "sdpa_cudnn")
 STAGE_NOTES = {"stage05": "backward"}
+# Peers that time a backward pass end in this (sdpa_bench.py --backward: sdpa_flash_bwd, ...); a stage's
+# tables put them beside the stages STAGE_NOTES calls backward, and the forward peers beside the others.
+BACKWARD_PEER_SUFFIX = "_bwd"
 
 
 class ResultsError(Exception):
@@ -322,6 +325,17 @@ def _natural(text: str) -> list:
 
 def is_peer(series: str) -> bool:
     return series.startswith(PEER_PREFIXES)
+
+
+def is_backward(series: str) -> bool:
+    """A backward-pass series: a stage STAGE_NOTES calls backward, or a peer named with _bwd."""
+    stage = series.split("/")[0]
+    return STAGE_NOTES.get(stage) == "backward" or stage.endswith(BACKWARD_PEER_SUFFIX)
+
+
+def sdpa_peer_of(prefix: tuple[str, ...], series: str) -> bool:
+    """An sdpa_* peer of the same pass (forward or backward) as the stages the prefix names."""
+    return series.startswith("sdpa_") and any(is_backward(p) == is_backward(series) for p in prefix)
 
 
 def is_baseline(series: str) -> bool:
@@ -1223,7 +1237,7 @@ def attention_tables(results: Results, prefix: tuple[str, ...] | None) -> tuple[
             if not any(r.name.series.startswith(prefix) for r in chosen):
                 continue
             chosen = [r for r in chosen if r.name.series.startswith(prefix)
-                      or is_baseline(r.name.series) or r.name.series.startswith("sdpa_")]
+                      or is_baseline(r.name.series) or sdpa_peer_of(prefix, r.name.series)]
         mask = "causal" if causal else "non-causal"
         heading = f"**{dtype}, D = {d}, {mask}** — TFLOPS; {attention_shape_text(chosen, d)}"
         out += _by_n_table(heading, attention_lines(chosen, lambda r: r.tflops), _line_label)
@@ -1233,7 +1247,7 @@ def attention_tables(results: Results, prefix: tuple[str, ...] | None) -> tuple[
 
 def memory_tables(results: Results, prefix: tuple[str, ...] | None) -> tuple[list[str], list[Run]]:
     runs = [r for r in memory_runs(results) if prefix is None or r.name.series.startswith(prefix)
-            or is_baseline(r.name.series) or r.name.series.startswith("sdpa_")]
+            or is_baseline(r.name.series) or sdpa_peer_of(prefix, r.name.series)]
     if prefix is not None and not any(r.name.series.startswith(prefix) for r in runs):
         return [], []
     out: list[str] = []

@@ -5,6 +5,7 @@
     python3 plots/sdpa_bench.py --out results/h100-sxm/sdpa.json --shape 2,16,8192,128
     python3 plots/sdpa_bench.py --out results/h100-sxm/sdpa.json --shape-qk 1,16,512,16384,128
     python3 plots/sdpa_bench.py --out results/h100-sxm/sdpa.json --shape-gqa 1,32,8,1,16384,128
+    python3 plots/sdpa_bench.py --out results/h100-sxm/sdpa_bwd.json --backward
 
 Backends: FLASH_ATTENTION → sdpa_flash, CUDNN_ATTENTION → sdpa_cudnn, EFFICIENT_ATTENTION →
 sdpa_efficient, each forced alone with torch.nn.attention.sdpa_kernel. Shapes follow the project's
@@ -29,6 +30,19 @@ it), so the mask is torch.nn.attention.bias.causal_lower_right(Nq, Nk) as attn_m
 FLOPs = 4·B·H·Nq·Nk·D; causal: halved when Nq = Nk (FlashAttention's convention), otherwise
 4·B·H·D × the visible pairs, exactly as common/lib/flops.h counts them. Bytes = Q, K, V read once +
 O written once (K and V with their KVH heads).
+
+--backward times the backward pass alone, as stage 05's benchmarks do (stages/05_flash_bwd/bench.cu):
+series sdpa_flash_bwd, sdpa_cudnn_bwd, sdpa_efficient_bwd, named like stage 05's rows
+(sdpa_flash_bwd/fp16/D:64/N:4096/causal:0), on its grid (N = 512 … 8192 at each --dim; no short-query
+or grouped shapes, which stage 05 does not time), written to its own file (sdpa_bwd.json). Q, K, V
+require grad; the forward runs once outside the timing, and each timed call is
+out.backward(dO, retain_graph=True) with a fixed random dO. Between calls the grads are set to None
+(outside the timing), so every call writes fresh dQ, dK, dV as the stage does, instead of adding
+into them: accumulating would time an extra read-add of each gradient the stage never does.
+FLOPs = 2.5 × the forward's (common/lib/flops.h: five matmuls against two); bytes = Q, K, V, O, dO
+read + dQ, dK, dV written, twice the forward's. Expected time on an H100, not measured yet: about a
+minute (5 N × 2 D × 2 masks × 2 dtypes × 3 backends = 120 points of ~0.3 s warm-up and timed calls
+each, plus one forward apiece); scripts/gpu_check.sh and run_all.sh run it right after stage 05's bench.
 A backend that refuses a shape is skipped with a note (enable_gqa needs PyTorch 2.5 or newer, and not
 every backend takes it). Without PyTorch or CUDA this prints a
 skip line and exits 0.
@@ -61,6 +75,10 @@ DEFAULT_QK_SIZES = ((1, 16, 512, 16384), (1, 32, 1024, 8192), (2, 8, 256, 32768)
 # multi-query decoding — timed at GQA_DIM when --dim has it.
 DEFAULT_GQA_SIZES = ((1, 32, 8, 1, 16384), (8, 32, 8, 1, 8192), (1, 32, 8, 512, 16384), (4, 32, 1, 1, 8192))
 GQA_DIM = 128
+# --backward: stage 05's grid (its bench.cu, the tensor-core v2), and the suffix its peers' series take.
+BACKWARD_SEQS = (512, 1024, 2048, 4096, 8192)
+BACKWARD_SUFFIX = "_bwd"
+BACKWARD_FLOP_FACTOR = 2.5  # dV = Pᵀ dO, dP = dO Vᵀ, dQ = dS K, dK = dSᵀ Q, and S recomputed: 5 vs 2 matmuls
 
 # Series name → name of the torch.nn.attention.SDPBackend member.
 BACKENDS = {"flash": ("sdpa_flash", "FLASH_ATTENTION"),
@@ -94,6 +112,17 @@ def attention_bytes(b: int, h: int, nq: int, nk: int, d: int, element_size: int,
     """Q, K, V read once and O written once; K and V have kv_heads heads (None: h)."""
     kvh = h if kv_heads is None else kv_heads
     return 2.0 * b * (h * nq + kvh * nk) * d * element_size
+
+
+def attention_bwd_flops(b: int, h: int, nq: int, nk: int, d: int, causal: bool) -> float:
+    """The backward pass: BACKWARD_FLOP_FACTOR × the forward's (common/lib/flops.h)."""
+    return BACKWARD_FLOP_FACTOR * attention_flops(b, h, nq, nk, d, causal)
+
+
+def attention_bwd_bytes(b: int, h: int, nq: int, nk: int, d: int, element_size: int,
+                        kv_heads: int | None = None) -> float:
+    """Q, K, V, O, dO read once and dQ, dK, dV written once: twice the forward's traffic."""
+    return 2.0 * attention_bytes(b, h, nq, nk, d, element_size, kv_heads)
 
 
 def bench_name(series: str, dtype: str, b: int, h: int, nq: int, nk: int, d: int, causal: bool,
@@ -172,7 +201,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", type=Path, required=True, help="JSON file to write, e.g. results/<gpu>/sdpa.json")
     p.add_argument("--dtype", nargs="+", choices=DTYPE_NAMES, default=list(DTYPE_NAMES))
-    p.add_argument("--seq", nargs="+", type=int, default=list(DEFAULT_SEQS), metavar="N")
+    p.add_argument("--seq", nargs="+", type=int, default=None, metavar="N",
+                   help="sequence lengths (default 512 … 16384; with --backward 512 … 8192)")
     p.add_argument("--dim", nargs="+", type=int, default=list(DEFAULT_DIMS), metavar="D")
     p.add_argument("--causal", nargs="+", type=int, choices=(0, 1), default=[0, 1])
     p.add_argument("--backend", nargs="+", choices=list(BACKENDS), default=list(BACKENDS))
@@ -184,10 +214,21 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--shape-gqa", type=parse_shape_gqa, action="append", default=[], metavar="B,H,KVH,Nq,Nk,D",
                    help="an extra shape with K/V heads KVH < H (repeatable), e.g. 1,32,8,1,16384,128")
     p.add_argument("--no-gqa", action="store_true", help="skip the default grouped-query shapes")
+    p.add_argument("--backward", action="store_true",
+                   help="time the backward pass alone (series *_bwd, stage 05's grid; see above)")
     p.add_argument("--warmup", type=int, default=10, help="untimed calls before timing (default 10)")
     p.add_argument("--runs", type=int, default=30, help="timed calls; the median is kept (default 30)")
     p.add_argument("--no-l2-flush", action="store_true", help="do not overwrite L2 before each timed call")
     return p.parse_args(argv)
+
+
+def backward_defaults(args: argparse.Namespace) -> None:
+    """The default --seq (stage 05's grid with --backward); --backward also drops the short-query and
+    grouped shapes."""
+    if args.seq is None:
+        args.seq = list(BACKWARD_SEQS if args.backward else DEFAULT_SEQS)
+    if args.backward:
+        args.no_qk = args.no_gqa = True
 
 
 # ---------------------------------------------------------------------------------------------
@@ -263,19 +304,27 @@ SUSTAINED_WARMUP_SECONDS = 0.2
 HOST_COVER_CYCLES = 50_000
 
 
-def time_call(torch, fn, warmup: int, runs: int, flush) -> tuple[float, float]:
+def time_call(torch, fn, warmup: int, runs: int, flush, before=None) -> tuple[float, float]:
     """Median device time and median host CPU time of fn(), both in microseconds, after `warmup`
-    calls and SUSTAINED_WARMUP_SECONDS of calls back to back."""
+    calls and SUSTAINED_WARMUP_SECONDS of calls back to back. before(), when given, runs ahead of every
+    call, warm-up included, outside the timed events (the backward rows clear the grads there)."""
+    def prepare():
+        if before is not None:
+            before()
+
     for _ in range(warmup):
+        prepare()
         fn()
     start_s = time.perf_counter()
     while time.perf_counter() - start_s < SUSTAINED_WARMUP_SECONDS:
+        prepare()
         fn()
         torch.cuda.synchronize()  # a host clock over queued calls would stop long before the GPU does
     sleep = getattr(torch.cuda, "_sleep", None)
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     device_us, cpu_us = [], []
     for _ in range(runs):
+        prepare()
         if flush is not None:
             flush.zero_()  # runs before start.record() on the same stream: not in the timing
         if sleep is not None:
@@ -341,6 +390,32 @@ def measure_point(torch, sdpa, backend, q, k, v, causal: bool, args, flush) -> t
         return time_call(torch, call, args.warmup, args.runs, flush)
 
 
+def measure_backward_point(torch, sdpa, backend, q, k, v, causal: bool, args, flush) -> tuple[float, float]:
+    """Time one backend's backward alone on one shape: the forward once, outside the timing, then
+    out.backward(dO, retain_graph=True) per call, the grads set to None before each (not timed)."""
+    from torch.nn.attention import sdpa_kernel
+
+    mask = causal_arguments(causal, q.shape[-2], k.shape[-2])
+    q, k, v = (t.detach().requires_grad_(True) for t in (q, k, v))
+    d_o = torch.randn_like(q)
+    with sdpa_kernel([backend]):
+        out = sdpa(q, k, v, **mask)  # a refusal raises here, before any timing
+        leaves = (q, k, v)
+
+        def call():
+            out.backward(d_o, retain_graph=True)
+
+        call()  # the backward kernel can refuse too
+        if not all(bool(torch.isfinite(t.grad).all()) for t in leaves):
+            raise RuntimeError("a gradient has NaN or Inf")
+
+        def clear():
+            for t in leaves:
+                t.grad = None
+
+        return time_call(torch, call, args.warmup, args.runs, flush, before=clear)
+
+
 def benchmark_rows(torch, args: argparse.Namespace) -> list[dict]:
     import torch.nn.functional as F
     from torch.nn.attention import SDPBackend
@@ -371,23 +446,26 @@ def benchmark_rows(torch, args: argparse.Namespace) -> list[dict]:
             for causal in (bool(c) for c in args.causal):
                 for key in args.backend:
                     series, member = BACKENDS[key]
+                    series += BACKWARD_SUFFIX if args.backward else ""
                     name = bench_name(series, dtype_name, b, h, nq, nk, d, causal, kvh)
                     backend = getattr(SDPBackend, member, None)
                     if backend is None:
                         print(f"sdpa_bench: note: {name}: this PyTorch has no SDPBackend.{member}; skipped")
                         continue
                     try:
-                        t_us, cpu_us = measure_point(torch, F.scaled_dot_product_attention, backend,
-                                                     q, k, v, causal, args, flush)
+                        measure = measure_backward_point if args.backward else measure_point
+                        t_us, cpu_us = measure(torch, F.scaled_dot_product_attention, backend, q, k, v, causal,
+                                               args, flush)
                     except (RuntimeError, ValueError, NotImplementedError, ImportError, TypeError) as err:
                         # TypeError: a PyTorch older than 2.5 has no enable_gqa argument.
                         reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
                         print(f"sdpa_bench: note: {name}: backend refused or failed ({reason}); skipped")
                         torch.cuda.empty_cache()
                         continue
-                    flops = attention_flops(b, h, nq, nk, d, causal)
-                    rows.append(median_row(name, args.runs, t_us, cpu_us, flops,
-                                           attention_bytes(b, h, nq, nk, d, element_size, kvh)))
+                    flops, traffic = ((attention_bwd_flops, attention_bwd_bytes) if args.backward
+                                      else (attention_flops, attention_bytes))
+                    rows.append(median_row(name, args.runs, t_us, cpu_us, flops(b, h, nq, nk, d, causal),
+                                           traffic(b, h, nq, nk, d, element_size, kvh)))
                     print(f"sdpa_bench: {name:64s} {t_us:10.1f} us {rows[-1]['TFLOPS']:7.1f} TFLOPS")
             del q, k, v
             torch.cuda.empty_cache()
@@ -399,6 +477,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.warmup < 0 or args.runs < 1:
         print("sdpa_bench: error: --warmup must be >= 0 and --runs >= 1", file=sys.stderr)
         return 2
+    backward_defaults(args)
     try:
         import torch
     except ImportError:

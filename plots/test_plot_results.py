@@ -187,6 +187,33 @@ class QueryKeyShapeTest(unittest.TestCase):
             self.assertTrue(pr.draw_attention_throughput(results, out, {}) is not None)
 
 
+class BackwardPeersTest(unittest.TestCase):
+    """sdpa_*_bwd rows (sdpa_bench.py --backward) sit in stage 05's tables, the forward peers in the
+    others', never the other way round."""
+
+    def test_each_stage_gets_the_peers_of_its_pass(self):
+        doc = {"context": {"gpu_name": "NVIDIA H100 80GB HBM3"}, "benchmarks": []}
+        for series, us in (("stage04/v5", 100.0), ("stage05/v2", 300.0), ("sdpa_flash", 90.0),
+                           ("sdpa_flash_bwd", 280.0)):
+            name = f"{series}/fp16/D:64/N:4096/causal:0"
+            doc["benchmarks"].append({"name": name + "_median", "run_name": name, "run_type": "aggregate",
+                                      "aggregate_name": "median", "real_time": us, "cpu_time": us,
+                                      "time_unit": "us", "TFLOPS": 1e4 / us, "iterations": 1})
+        with tempfile.TemporaryDirectory() as tmp:
+            folder = Path(tmp) / "results"
+            folder.mkdir()
+            (folder / "rows.json").write_text(json.dumps(doc), encoding="utf-8")
+            results = pr.load_results(folder)
+        self.assertTrue(pr.is_backward("sdpa_flash_bwd") and pr.is_backward("stage05/v2"))
+        self.assertFalse(pr.is_backward("sdpa_flash") or pr.is_backward("stage04/v5"))
+        for prefix, peer, other in ((("stage05",), "sdpa_flash_bwd", "sdpa_flash"),
+                                    (("stage04",), "sdpa_flash", "sdpa_flash_bwd")):
+            _, runs = pr.attention_tables(results, prefix)
+            series = {r.name.series for r in runs}
+            self.assertIn(peer, series, prefix)
+            self.assertNotIn(other, series, prefix)
+
+
 class SdpaBenchShapesTest(unittest.TestCase):
     """plots/sdpa_bench.py's names and FLOP counts, without PyTorch."""
 
@@ -232,6 +259,27 @@ class SdpaBenchShapesTest(unittest.TestCase):
             self.assertEqual(self.sb.attention_flops(2, 3, nq, nk, 64, True), 4.0 * 2 * 3 * 64 * pairs)
         self.assertEqual(self.sb.attention_flops(2, 16, 8192, 8192, 128, True), 2.0 * 2 * 16 * 8192 * 8192 * 128)
         self.assertEqual(self.sb.attention_flops(1, 1, 512, 16384, 64, False), 4.0 * 512 * 16384 * 64)
+
+    def test_backward_names_flops_and_grid(self):
+        # The backward peers line up with stage 05's rows: the same name after the series.
+        self.assertEqual(self.sb.bench_name("sdpa_flash" + self.sb.BACKWARD_SUFFIX, "fp16", 4, 32, 4096, 4096, 64,
+                                            False), "sdpa_flash_bwd/fp16/D:64/N:4096/causal:0")
+        for causal in (False, True):
+            self.assertEqual(self.sb.attention_bwd_flops(2, 16, 8192, 8192, 128, causal),
+                             2.5 * self.sb.attention_flops(2, 16, 8192, 8192, 128, causal))
+        self.assertEqual(self.sb.attention_bwd_bytes(2, 4, 10, 20, 64, 2),
+                         2 * self.sb.attention_bytes(2, 4, 10, 20, 64, 2))
+        args = self.sb.parse_args(["--out", "x.json", "--backward"])
+        self.sb.backward_defaults(args)
+        self.assertEqual(args.seq, [512, 1024, 2048, 4096, 8192])
+        self.assertTrue(args.no_qk and args.no_gqa)
+        args = self.sb.parse_args(["--out", "x.json", "--backward", "--seq", "1024"])
+        self.sb.backward_defaults(args)
+        self.assertEqual(args.seq, [1024])
+        args = self.sb.parse_args(["--out", "x.json"])
+        self.sb.backward_defaults(args)
+        self.assertEqual(args.seq, list(self.sb.DEFAULT_SEQS))
+        self.assertFalse(args.no_qk or args.no_gqa)
 
     def test_planned_shapes(self):
         shapes = self.sb.planned_shapes([8192], [128], [(2, 16, 8192, 128)], [(1, 2, 3, 4, 64)])

@@ -51,6 +51,14 @@ class Stand:
         return (1,) * len(self.shape)
 
 
+def has_torch():
+    try:
+        import torch  # noqa: F401
+        return True
+    except ImportError:
+        return False
+
+
 def has_gpu():
     try:
         import torch
@@ -134,6 +142,71 @@ class Checks(unittest.TestCase):
         self.assertIn("fs_flash_fwd_v5", str(caught.exception))  # the ones it has are listed
         with self.assertRaises(ValueError):
             flashstages._attention_kernel(self.lib, "fs_gemm_v1")  # a GEMM is not an attention kernel
+
+
+class FlashChecks(unittest.TestCase):
+    """flash_attention() refuses, named and before any library call or PyTorch import, what its forward or
+    its backward would refuse: the stand-ins are no tensors, so a call that got past the checks would fail
+    otherwise."""
+
+    def qkv(self, dtype="torch.float16", d=64, kv_heads=4, nq=100, nk=130, **change):
+        tensors = dict(q=Stand((2, 4, nq, d), dtype), k=Stand((2, kv_heads, nk, d), dtype),
+                       v=Stand((2, kv_heads, nk, d), dtype))
+        tensors.update(change)
+        return tensors["q"], tensors["k"], tensors["v"]
+
+    def refused(self, error, words, causal=False, **qkv):
+        with self.assertRaises(error) as caught:
+            flashstages.flash_attention(*self.qkv(**qkv), causal=causal)
+        for word in words:
+            self.assertIn(word, str(caught.exception))
+
+    def test_a_valid_call_passes_the_checks(self):
+        lib = flashstages.library()
+        fwd = flashstages._attention_kernel(lib, flashstages.DEFAULT_KERNEL)
+        bwd = flashstages._attention_kernel(lib, flashstages.DEFAULT_BACKWARD_KERNEL, flashstages.PROBLEM_ATTENTION_BWD)
+        for dtype in ("torch.float16", "torch.bfloat16"):
+            for d in (64, 128):
+                flashstages._check_flash_attention(fwd, bwd, *self.qkv(dtype, d), causal=True)
+
+    def test_devices_and_contiguity(self):
+        self.refused(ValueError, ["q is on cpu", "CUDA"], q=Stand((2, 4, 100, 64), device="cpu"))
+        self.refused(ValueError, ["v is on cuda:1", "same device"], v=Stand((2, 4, 130, 64), device="cuda:1"))
+        self.refused(ValueError, ["k is not contiguous", "k.contiguous()", "copies nothing"],
+                     k=Stand((2, 4, 130, 64), contiguous=False))
+
+    def test_dtypes(self):
+        self.refused(TypeError, ["fs_flash_fwd_v5 takes float16, bfloat16"], dtype="torch.float32")
+        self.refused(TypeError, ["q is torch.float64"], dtype="torch.float64")
+        self.refused(TypeError, ["k is torch.bfloat16", "one dtype"], k=Stand((2, 4, 130, 64), "torch.bfloat16"))
+        self.refused(TypeError, ["q must be a torch.Tensor"], q=[[1.0]])
+
+    def test_shapes_and_head_dims(self):
+        self.refused(ValueError, ["q must have 4 dimensions"], q=Stand((4, 100, 64)))
+        self.refused(ValueError, ["v has shape (2, 4, 129, 64)"], v=Stand((2, 4, 129, 64)))
+        # The forward takes 32 and 256; the backward does not: refused up front, naming the backward.
+        self.refused(ValueError, ["head_dim 32", "the backward, fs_flash_bwd_v2", "[64, 128]"], d=32)
+        self.refused(ValueError, ["head_dim 256", "the backward"], d=256)
+        self.refused(ValueError, ["head_dim 48", "fs_flash_fwd_v5"], d=48)
+
+    def test_grouped_kv_is_refused_up_front(self):
+        self.refused(ValueError, ["k and v have 2 heads, q 4", "no grouped K/V", "repeat_interleave(2, 1)"],
+                     kv_heads=2)
+        self.refused(ValueError, ["k and v have 1 heads", "no grouped K/V"], kv_heads=1)
+        self.refused(ValueError, ["divide"], kv_heads=3)  # not even a grouping: attention()'s message
+
+    def test_causal_needs_no_more_queries_than_keys(self):
+        self.refused(ValueError, ["causal with Nq = 130 > Nk = 100"], causal=True, nq=130, nk=100)
+        with self.assertRaises(ImportError if not has_torch() else TypeError):  # past the checks: no tensors
+            flashstages.flash_attention(*self.qkv(nq=130, nk=100), causal=False)
+
+    def test_unknown_kernels(self):
+        with self.assertRaises(ValueError) as caught:
+            flashstages.flash_attention(*self.qkv(), backward_kernel="fs_flash_fwd_v5")
+        self.assertIn("not an attention backward kernel", str(caught.exception))
+        self.assertIn("fs_flash_bwd_v2", str(caught.exception))
+        with self.assertRaises(ValueError):
+            flashstages.flash_attention(*self.qkv(), kernel="fs_flash_bwd_v2")
 
 
 class Lookup(unittest.TestCase):
@@ -269,6 +342,91 @@ class OnTheGpu(unittest.TestCase):
         self.assertIn("torch.Size([2, 4, 1024, 64])", p.stdout)
 
 
+class FlashGradients(unittest.TestCase):
+    """flash_attention's dQ, dK, dV against PyTorch's autograd of scaled_dot_product_attention.
+
+    Tolerance, the flash-attention rule: both are measured against an fp64 autograd of the same inputs
+    and dO, and ours must be within 2x of SDPA's own error in the same dtype (its fp16/bf16 kernels round
+    P and dS as ours do, so its error is what this precision costs), plus an absolute floor of one unit
+    in the last place of the dtype at the gradient's largest magnitude: SDPA can be nearly exact on a tiny
+    problem (N = 17), where 2x of almost nothing would fail an equally good kernel."""
+
+    SHAPES = ((1, 2, 17, 17, 64, True), (2, 3, 1000, 1000, 128, False), (1, 2, 1000, 1000, 64, True),
+              (1, 2, 100, 230, 128, True), (2, 2, 230, 100, 64, False), (1, 1, 17, 1000, 128, True))
+
+    def gradients(self, fn, q, k, v, d_o):
+        q, k, v = (t.detach().clone().requires_grad_(True) for t in (q, k, v))
+        fn(q, k, v).backward(d_o)
+        return q.grad, k.grad, v.grad
+
+    def sdpa(self, causal, nq, nk):
+        import torch
+        from torch.nn.attention.bias import causal_lower_right
+        args = {}
+        if causal:  # the project's bottom-right mask: is_causal agrees with it only when Nq = Nk
+            args = {"is_causal": True} if nq == nk else {"attn_mask": causal_lower_right(nq, nk)}
+        return lambda q, k, v: torch.nn.functional.scaled_dot_product_attention(q, k, v, **args)
+
+    def test_gradients_match_sdpa(self):
+        import torch
+        torch.manual_seed(2)
+        for dtype in (torch.float16, torch.bfloat16):
+            for b, h, nq, nk, d, causal in self.SHAPES:
+                with self.subTest(dtype=str(dtype), b=b, h=h, nq=nq, nk=nk, d=d, causal=causal):
+                    q = torch.randn(b, h, nq, d, device="cuda", dtype=dtype)
+                    k, v = (torch.randn(b, h, nk, d, device="cuda", dtype=dtype) for _ in range(2))
+                    d_o = torch.randn(b, h, nq, d, device="cuda", dtype=dtype)
+                    sdpa = self.sdpa(causal, nq, nk)
+                    ref = self.gradients(sdpa, q.double(), k.double(), v.double(), d_o.double())
+                    theirs = self.gradients(sdpa, q, k, v, d_o)
+                    ours = self.gradients(lambda q, k, v: flashstages.flash_attention(q, k, v, causal=causal),
+                                          q, k, v, d_o)
+                    torch.cuda.synchronize()
+                    ulp = torch.finfo(dtype).eps
+                    for name, r, t, o in zip(("dq", "dk", "dv"), ref, theirs, ours):
+                        self.assertEqual(o.dtype, dtype, name)
+                        their_err = (t.double() - r).abs().max().item()
+                        our_err = (o.double() - r).abs().max().item()
+                        floor = ulp * max(1.0, r.abs().max().item())
+                        self.assertLessEqual(our_err, 2 * their_err + floor,
+                                             f"{name}: ours {our_err:.3g}, SDPA's {their_err:.3g} against fp64")
+
+    def test_scale_and_a_strided_gradient(self):
+        # A scale of its own, and dO as an expanded view (autograd hands those over for a sum's backward).
+        import torch
+        torch.manual_seed(3)
+        q, k, v = (torch.randn(1, 2, 300, 64, device="cuda", dtype=torch.float16) for _ in range(3))
+        q64, k64, v64 = (t.double().requires_grad_(True) for t in (q, k, v))
+        torch.nn.functional.scaled_dot_product_attention(q64, k64, v64, scale=0.3).sum().backward()
+        q, k, v = (t.requires_grad_(True) for t in (q, k, v))
+        flashstages.flash_attention(q, k, v, scale=0.3).sum().backward()
+        for r, o in ((q64.grad, q.grad), (k64.grad, k.grad), (v64.grad, v.grad)):
+            # fp16 keeps 11 bits; 1e-2 of the largest gradient is ten of its rounding steps.
+            self.assertLess((o.double() - r).abs().max().item(), 1e-2 * max(1.0, r.abs().max().item()))
+
+    def test_deterministic_dq_is_bitwise_the_same(self):
+        import torch
+        torch.manual_seed(4)
+        q, k, v = (torch.randn(2, 4, 1000, 128, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+        d_o = torch.randn_like(q)
+        fn = lambda q, k, v: flashstages.flash_attention(q, k, v, causal=True, deterministic=True)  # noqa: E731
+        first, second = self.gradients(fn, q, k, v, d_o), self.gradients(fn, q, k, v, d_o)
+        for name, a, b in zip(("dq", "dk", "dv"), first, second):
+            self.assertTrue(torch.equal(a, b), name)
+
+    def test_gqa_is_refused_before_the_forward(self):
+        import torch
+        q = torch.randn(1, 4, 64, 64, device="cuda", dtype=torch.float16, requires_grad=True)
+        kv = torch.randn(1, 2, 64, 64, device="cuda", dtype=torch.float16, requires_grad=True)
+        with self.assertRaises(ValueError):
+            flashstages.flash_attention(q, kv, kv)
+        self.assertIsNone(q.grad)
+
+    def test_the_function_is_exported(self):
+        import torch
+        self.assertTrue(issubclass(flashstages.FlashAttention, torch.autograd.Function))
+
+
 def main():
     """`test_binding.py [LIBRARY] [--gpu]`: the CPU cases, or with --gpu the GPU cases, which without
     PyTorch and a GPU exit 77 (CTest's "skipped"), or fail when FLASHSTAGES_REQUIRE_GPU=1."""
@@ -282,7 +440,7 @@ def main():
             sys.exit("FLASHSTAGES_REQUIRE_GPU=1 but PyTorch sees no CUDA GPU")
         print("SKIPPED: the binding's GPU tests need PyTorch with a CUDA GPU")
         sys.exit(77)
-    cases = [OnTheGpu] if gpu else [Checks, Lookup]
+    cases = [OnTheGpu, FlashGradients] if gpu else [Checks, FlashChecks, Lookup]
     suite = unittest.TestSuite(unittest.defaultTestLoader.loadTestsFromTestCase(c) for c in cases)
     result = unittest.TextTestRunner(verbosity=2).run(suite)
     sys.exit(0 if result.wasSuccessful() else 1)

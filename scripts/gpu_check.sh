@@ -189,6 +189,10 @@ if has bench; then
       PYTHONUNBUFFERED=1 python3 plots/matmul_bench.py --out "$out/torch_matmul.json" >"$logs/torch_matmul.log" 2>&1
       note "torch matmul peers: rc=$?"
     fi
+    if [[ $name == stage05 ]]; then  # SDPA's backward right after stage 05's (about a minute, not measured yet)
+      PYTHONUNBUFFERED=1 python3 plots/sdpa_bench.py --backward --out "$out/sdpa_bwd.json" >"$logs/sdpa_bwd.log" 2>&1
+      note "sdpa backward peers: rc=$?"
+    fi
   done
   if picked "${BENCHES:-}" sdpa; then
     PYTHONUNBUFFERED=1 python3 plots/sdpa_bench.py --out "$out/sdpa.json" --shape 2,16,8192,128 >"$logs/sdpa.log" 2>&1

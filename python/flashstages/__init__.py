@@ -12,16 +12,21 @@ and the problem; what the library itself refuses comes back as FlashstagesError 
 The library is found by find_library(): $FLASHSTAGES_LIBRARY, then the build tree of this checkout,
 then the install prefix. kernels() lists what the library holds; call() runs any entry, the GEMMs of
 stage 06 and the backward passes of stage 05 included, on a params struct.
+
+flash_attention(q, k, v) is attention with gradients: a torch.autograd.Function (FlashAttention) whose
+forward is stage 04's v5 with the LSE kept and whose backward is stage 05's v2 (fp16/bf16, head_dim 64
+or 128, K/V with as many heads as Q).
 """
 from ._capi import (BF16, DTYPE_NAMES, FP16, FP32, INT8, INT32, LIBRARY_ENV, PARAMS_OF_PROBLEM,  # noqa: F401
                     PROBLEM_ATTENTION, PROBLEM_ATTENTION_BWD, PROBLEM_GEMM, AttentionBwdParams, AttentionParams,
                     FlashstagesError, GemmParams, KernelInfo, call, find_library, kernels, library_candidates, load,
                     status_name)
 
-__all__ = ["attention", "library", "kernels", "call", "load", "find_library", "FlashstagesError",
+__all__ = ["attention", "flash_attention", "library", "kernels", "call", "load", "find_library", "FlashstagesError",
            "AttentionParams", "AttentionBwdParams", "GemmParams", "KernelInfo"]
 
-DEFAULT_KERNEL = "fs_flash_fwd_v5"
+DEFAULT_KERNEL = "fs_flash_fwd_v5"  # stage 04's fastest on its whole sweep (stages/04_flash_fwd/README.md)
+DEFAULT_BACKWARD_KERNEL = "fs_flash_bwd_v2"  # stage 05's tensor-core version
 _DTYPES = {"torch.float32": FP32, "torch.float16": FP16, "torch.bfloat16": BF16}
 _lib = None
 
@@ -34,11 +39,13 @@ def library():
     return _lib
 
 
-def _attention_kernel(lib, name):
-    names = [k.name for k in kernels(lib, problem=PROBLEM_ATTENTION)]
-    if name not in names:
-        raise ValueError(f"kernel {name!r} is not an attention kernel of this library; it has: {', '.join(names)}")
-    return next(k for k in kernels(lib, problem=PROBLEM_ATTENTION) if k.name == name)
+def _attention_kernel(lib, name, problem=PROBLEM_ATTENTION):
+    found = kernels(lib, problem=problem)
+    if name not in [k.name for k in found]:
+        kind = "an attention backward" if problem == PROBLEM_ATTENTION_BWD else "an attention"
+        raise ValueError(f"kernel {name!r} is not {kind} kernel of this library; it has: "
+                         f"{', '.join(k.name for k in found)}")
+    return next(k for k in found if k.name == name)
 
 
 def _check_tensor(name, t, ndim):
@@ -49,8 +56,10 @@ def _check_tensor(name, t, ndim):
         raise ValueError(f"{name} must have {ndim} dimensions, got shape {tuple(t.shape)}")
 
 
-def _check_attention(info, q, k, v, out, lse, make_contiguous):
-    """Every check attention() makes before the library is called; returns the contiguous inputs."""
+def _check_attention(info, q, k, v, out, lse, make_contiguous,
+                     copy_hint="or make_contiguous=True to let attention() copy it"):
+    """Every check attention() makes before the library is called; returns the contiguous inputs.
+    copy_hint ends the message for a strided input (flash_attention() has no copying option)."""
     tensors = {"q": q, "k": k, "v": v}
     for name, t in tensors.items():
         _check_tensor(name, t, 4)
@@ -104,7 +113,7 @@ def _check_attention(info, q, k, v, out, lse, make_contiguous):
         if not t.is_contiguous():
             if not make_contiguous:
                 raise ValueError(f"{name} is not contiguous (a view with strides {t.stride()}): pass "
-                                 f"{name}.contiguous(), or make_contiguous=True to let attention() copy it")
+                                 f"{name}.contiguous(), {copy_hint}")
             t = t.contiguous()
         inputs.append(t)
     return inputs
@@ -137,3 +146,111 @@ def attention(q, k, v, *, causal=False, scale=None, out=None, lse=None, kernel=D
     with torch.cuda.device(q.device):
         call(lib, kernel, params, torch.cuda.current_stream(q.device).cuda_stream)
     return out
+
+
+def _check_flash_attention(fwd_info, bwd_info, q, k, v, causal):
+    """Every check flash_attention() makes before the library is called: attention()'s for the forward
+    kernel, then what the backward kernel needs, so that nothing is refused only in backward()."""
+    _check_attention(fwd_info, q, k, v, None, None, make_contiguous=False,
+                     copy_hint="whose gradient flows back to the view (flash_attention() copies nothing)")
+    dtype = str(q.dtype)
+    if not bwd_info.in_dtypes & (1 << _DTYPES[dtype]):
+        takes = ", ".join(n for c, n in ((FP32, "float32"), (FP16, "float16"), (BF16, "bfloat16"))
+                          if bwd_info.in_dtypes & (1 << c))
+        raise TypeError(f"q is {dtype}: the backward, {bwd_info.name}, takes {takes}")
+    d = q.shape[3]
+    if not bwd_info.takes_head_dim(d):
+        dims = list(bwd_info.head_dims)[: bwd_info.num_head_dims] or f"1 to {bwd_info.max_head_dim}"
+        raise ValueError(f"head_dim {d}: the backward, {bwd_info.name}, takes {dims}")
+    if k.shape[1] != q.shape[1]:
+        raise ValueError(f"k and v have {k.shape[1]} heads, q {q.shape[1]}: flash_attention's backward takes "
+                         f"no grouped K/V; repeat each K/V head over its group (k.repeat_interleave("
+                         f"{q.shape[1] // max(k.shape[1], 1)}, 1)) or use attention() without gradients")
+    if causal and q.shape[2] > k.shape[2]:
+        raise ValueError(f"causal with Nq = {q.shape[2]} > Nk = {k.shape[2]}: the first Nq - Nk query rows "
+                         f"would see no key (the mask is bottom-right aligned)")
+
+
+def _bwd_params(fwd, d_o, dq, dk, dv, deterministic):
+    params = AttentionBwdParams()
+    params.fwd = fwd
+    params.d_o, params.dq, params.dk, params.dv = d_o.data_ptr(), dq.data_ptr(), dk.data_ptr(), dv.data_ptr()
+    params.delta = None
+    params.deterministic = int(bool(deterministic))
+    return params
+
+
+_function = None
+
+
+def _flash_attention_function():
+    """The torch.autograd.Function, made at first use so that importing flashstages needs no PyTorch."""
+    global _function
+    if _function is not None:
+        return _function
+    import torch
+
+    class FlashAttention(torch.autograd.Function):
+        """forward(q, k, v, causal, scale, deterministic, kernel, backward_kernel) → O; the inputs are
+        checked by flash_attention(), which is the way to call it."""
+
+        @staticmethod
+        def forward(ctx, q, k, v, causal, scale, deterministic, kernel, backward_kernel):
+            b, h, nq, d = q.shape
+            out = torch.empty_like(q)
+            lse = torch.empty(b, h, nq, device=q.device, dtype=torch.float32)  # the backward needs it
+            params = AttentionParams(b, h, nq, k.shape[2], d, 0.0 if scale is None else float(scale),
+                                     int(bool(causal)), _DTYPES[str(q.dtype)], q.data_ptr(), k.data_ptr(),
+                                     v.data_ptr(), out.data_ptr(), lse.data_ptr())
+            with torch.cuda.device(q.device):
+                call(library(), kernel, params, torch.cuda.current_stream(q.device).cuda_stream)
+            ctx.save_for_backward(q, k, v, out, lse)
+            ctx.causal, ctx.scale, ctx.deterministic = causal, scale, deterministic
+            ctx.backward_kernel = backward_kernel
+            return out
+
+        @staticmethod
+        def backward(ctx, d_o):
+            q, k, v, out, lse = ctx.saved_tensors
+            d_o = d_o.contiguous()  # autograd may hand over an expanded or strided gradient
+            if d_o.dtype != q.dtype:
+                d_o = d_o.to(q.dtype)
+            dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+            b, h, nq, d = q.shape
+            fwd = AttentionParams(b, h, nq, k.shape[2], d, 0.0 if ctx.scale is None else float(ctx.scale),
+                                  int(bool(ctx.causal)), _DTYPES[str(q.dtype)], q.data_ptr(), k.data_ptr(),
+                                  v.data_ptr(), out.data_ptr(), lse.data_ptr())
+            params = _bwd_params(fwd, d_o, dq, dk, dv, ctx.deterministic)
+            with torch.cuda.device(q.device):
+                call(library(), ctx.backward_kernel, params, torch.cuda.current_stream(q.device).cuda_stream)
+            return dq, dk, dv, None, None, None, None, None
+
+    _function = FlashAttention
+    return _function
+
+
+def __getattr__(name):
+    # flashstages.FlashAttention, made on first access (PEP 562) so that the CPU-side checks need no torch.
+    if name == "FlashAttention":
+        return _flash_attention_function()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def flash_attention(q, k, v, causal=False, scale=None, deterministic=False, *, kernel=DEFAULT_KERNEL,
+                    backward_kernel=DEFAULT_BACKWARD_KERNEL):
+    """attention() with gradients: O = softmax(scale · Q Kᵀ [causal mask]) V, differentiable in q, k, v.
+
+    q: [B, H, Nq, D]; k, v: [B, H, Nk, D] (as many heads as q: the backward takes no grouped K/V); one
+    CUDA device, contiguous, float16 or bfloat16, D 64 or 128 (what both kernels take). causal: the
+    bottom-right mask of attention(), which needs Nq <= Nk here. scale: None for 1/sqrt(D).
+    deterministic: dQ bitwise the same on every backward of the same inputs (no unordered atomic adds;
+    slower); dK and dV always are. The forward (kernel, stage 04's v5 by default) keeps O and the LSE;
+    the backward (backward_kernel, stage 05's v2) reads them with dO. Both run on PyTorch's current
+    stream. Bad input raises TypeError or ValueError here, before the library is called.
+    """
+    lib = library()
+    fwd_info = _attention_kernel(lib, kernel)
+    bwd_info = _attention_kernel(lib, backward_kernel, PROBLEM_ATTENTION_BWD)
+    _check_flash_attention(fwd_info, bwd_info, q, k, v, causal)
+    return _flash_attention_function().apply(q, k, v, bool(causal), scale, bool(deterministic), kernel,
+                                             backward_kernel)
