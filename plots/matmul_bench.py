@@ -29,7 +29,7 @@ import json
 import sys
 from pathlib import Path
 
-from sdpa_bench import l2_flush_buffer, make_context, median_row, time_call
+from sdpa_bench import failure_reason, import_cuda_torch, l2_flush_buffer, make_context, median_row, time_call
 
 SKIP_LINE = "matmul_bench: skipped — PyTorch with CUDA not available"
 
@@ -133,8 +133,7 @@ def benchmark_rows(torch, args: argparse.Namespace, context: dict) -> list[dict]
                     context[f"kernels_{dtype}_{m}x{n}x{k}"] = launched_kernels(torch, call)
                 t_us, cpu_us = time_call(torch, call, args.warmup, args.runs, flush)
             except (RuntimeError, ValueError, NotImplementedError) as err:
-                reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-                print(f"matmul_bench: note: {name}: refused or failed ({reason}); skipped")
+                print(f"matmul_bench: note: {name}: refused or failed ({failure_reason(err)}); skipped")
                 torch.cuda.empty_cache()
                 continue
             rows.append(median_row(name, args.runs, t_us, cpu_us, gemm_flops(m, n, k),
@@ -151,13 +150,8 @@ def main(argv: list[str] | None = None) -> int:
         print("matmul_bench: error: --warmup must be >= 0 and --runs >= 1", file=sys.stderr)
         return 2
     args.shape = args.shape or list(DEFAULT_SHAPES)
-    try:
-        import torch
-    except ImportError:
-        print(SKIP_LINE)
-        return 0
-    if not torch.cuda.is_available():
-        print(SKIP_LINE)
+    torch = import_cuda_torch(SKIP_LINE)
+    if torch is None:
         return 0
 
     context = make_context(torch, args)

@@ -259,6 +259,27 @@ def max_clocks_mhz(index: int) -> tuple[str, str]:
         return "", ""
 
 
+def import_cuda_torch(skip_line: str):
+    """PyTorch, when it is installed and sees a CUDA device; otherwise prints `skip_line` and returns None
+    (the peer scripts then exit 0: nothing to time here is not an error)."""
+    try:
+        import torch
+    except ImportError:
+        print(skip_line)
+        return None
+    if not torch.cuda.is_available():
+        print(skip_line)
+        return None
+    return torch
+
+
+def failure_reason(err: BaseException) -> str:
+    """The first line of an exception's message (its type when it has none): what the note of a point
+    that PyTorch refused says."""
+    text = str(err).strip()
+    return text.splitlines()[0] if text else type(err).__name__
+
+
 def make_context(torch, args: argparse.Namespace) -> dict[str, object]:
     index = torch.cuda.current_device()
     props = torch.cuda.get_device_properties(index)
@@ -458,8 +479,8 @@ def benchmark_rows(torch, args: argparse.Namespace) -> list[dict]:
                                                args, flush)
                     except (RuntimeError, ValueError, NotImplementedError, ImportError, TypeError) as err:
                         # TypeError: a PyTorch older than 2.5 has no enable_gqa argument.
-                        reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-                        print(f"sdpa_bench: note: {name}: backend refused or failed ({reason}); skipped")
+                        print(f"sdpa_bench: note: {name}: backend refused or failed ({failure_reason(err)}); "
+                              "skipped")
                         torch.cuda.empty_cache()
                         continue
                     flops, traffic = ((attention_bwd_flops, attention_bwd_bytes) if args.backward
@@ -478,13 +499,8 @@ def main(argv: list[str] | None = None) -> int:
         print("sdpa_bench: error: --warmup must be >= 0 and --runs >= 1", file=sys.stderr)
         return 2
     backward_defaults(args)
-    try:
-        import torch
-    except ImportError:
-        print(SKIP_LINE)
-        return 0
-    if not torch.cuda.is_available():
-        print(SKIP_LINE)
+    torch = import_cuda_torch(SKIP_LINE)
+    if torch is None:
         return 0
     try:
         from torch.nn.attention import SDPBackend, sdpa_kernel  # noqa: F401  (PyTorch 2.3+)
