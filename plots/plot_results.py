@@ -9,8 +9,9 @@ Every ``*.json`` in the results folder is read (one file per stage, ``sdpa.json`
 rows this script
 
   * draws PNGs into ``--out`` (default: the results folder):
-      attention_<dtype>_D<d>_causal<c>.png   TFLOPS vs N, one line per series
-      attention_memory_D<d>.png              extra device memory (MiB) vs N
+      attention_<dtype>_D<d>_causal<c>.png   TFLOPS vs N, one line per series (forward pass;
+                                             attention_bwd_… the backward pass)
+      attention_memory_D<d>.png              extra device memory (MiB) vs N (…_bwd_D<d>: backward)
       gemm_<dtype>.png                       TFLOPS vs M=N=K, one line per series
       ladder.png                             fastest version of every stage at the headline shape, with peers
       roofline.png                           the headline points against the compute and DRAM roofs
@@ -18,12 +19,15 @@ rows this script
     (NAME: attention, gemm, memory, each optionally ``:<prefix>`` or ``:<prefix>+<prefix>``;
     ladder, roofline, ceilings)
   * rewrites the inline numbers ``<!-- value: EXPR | FORMAT -->RENDERED<!-- /value -->``
-    (EXPR: + - * / ( ), numbers, ``[NAME]``, ``[NAME].FIELD``, ``{CONTEXT_KEY}``)
+    (EXPR: + - * / ( ), numbers, ``[NAME]``, ``[NAME].FIELD``, ``{CONTEXT_KEY}``; ``[NAME@FILE]``
+    takes FILE's row where several files measured NAME, else the first file read is taken)
 in each ``--readme`` file and, with ``--repo-docs``, in every file of the repository that can hold
 them. ``--check`` writes nothing and lists what is stale (exit 1).
 
 Row selection: for each benchmark the ``median`` aggregate when the file has one, otherwise its
-iteration row (of several, the one with the median time). Never a best-of. Captions name the GPU,
+iteration row (of several, the one with the median time). Never a best-of. A stage's own tables
+(``:<prefix>``) take each peer from that stage's file where it measured the peer too (peers in the
+same run). Captions name the GPU,
 CUDA version, clocks and shapes.
 """
 
@@ -80,7 +84,7 @@ DRAM_CEILING = "ceiling/dram_copy/fp32"
 HEADLINE_ATTENTION = {"D": 128, "N": 8192, "causal": 0}
 HEADLINE_GEMM_SIZE = 4096
 HEADLINE_DTYPES = ("fp32", "fp16", "int8")
-HEADLINE_PEERS = ("cublas", "cublaslt", "sdpa_flash", "sdpa_cudnn")
+HEADLINE_PEERS = ("cublas", "cublaslt", "sdpa_flash", "sdpa_cudnn", "sdpa_flash_bwd", "sdpa_cudnn_bwd")
 STAGE_NOTES = {"stage05": "backward"}
 # Peers that time a backward pass end in this (sdpa_bench.py --backward: sdpa_flash_bwd, ...); a stage's
 # tables put them beside the stages STAGE_NOTES calls backward, and the forward peers beside the others.
@@ -202,15 +206,25 @@ class Results:
     contexts: dict[str, dict[str, str]] = field(default_factory=dict)  # file name → context
     runs: list[Run] = field(default_factory=list)
     folder: Path | None = None
+    # A benchmark a later file measured again (cuBLAS in both GEMM stages' runs): runs keeps the first
+    # read, here are the others, for the tables and markers that want a peer from the same run.
+    shadowed: list[Run] = field(default_factory=list)
 
     def of_kind(self, kind: str) -> list[Run]:
         return [r for r in self.runs if r.name.kind == kind]
 
-    def find(self, name: BenchName) -> Run | None:
-        for r in self.runs:
-            if r.name == name:
+    def find(self, name: BenchName, source: str | None = None) -> Run | None:
+        """The run of that name: from the file SOURCE when given, else the first read."""
+        for r in self.runs if source is None else self.runs + self.shadowed:
+            if r.name == name and (source is None or r.source == source):
                 return r
         return None
+
+    def same_run(self, run: Run, sources: set[str]) -> Run:
+        """RUN, or its re-measurement from one of SOURCES: a peer from the run of the rows beside it."""
+        if run.source in sources:
+            return run
+        return next((r for r in self.shadowed if r.name == run.name and r.source in sources), run)
 
     def where(self) -> str:
         return str(self.folder) if self.folder is not None else "the results"
@@ -301,8 +315,9 @@ def load_results(results_dir: Path) -> Results:
         for run in select_runs(doc["benchmarks"], path.name):
             if run.name in seen:  # e.g. a baseline re-run inside a later stage's benchmark
                 print(f"plot_results: {path.name}: {run.name.series}/{run.name.dtype} "
-                      f"{dict(run.name.params)} already read from {seen[run.name]}; keeping that one",
-                      file=sys.stderr)
+                      f"{dict(run.name.params)} already read from {seen[run.name]}; keeping that one "
+                      f"(this file's own tables take its own)", file=sys.stderr)
+                results.shadowed.append(run)
                 continue
             seen[run.name] = path.name
             results.runs.append(run)
@@ -445,13 +460,17 @@ def _causal(name: BenchName) -> int:
     return int(name.get("causal", 0))
 
 
-def attention_config(run: Run) -> tuple[str, int, int]:
-    """(dtype, D, causal): one figure, or one table, per config."""
-    return (run.name.dtype, run.name.get("D"), _causal(run.name))
+def attention_config(run: Run) -> tuple[bool, str, int, int]:
+    """(backward, dtype, D, causal): one figure, or one table, per config; the passes never share one."""
+    return (is_backward(run.name.series), run.name.dtype, run.name.get("D"), _causal(run.name))
 
 
-def attention_configs(runs: list[Run]) -> list[tuple[str, int, int]]:
-    return sorted({attention_config(r) for r in runs}, key=lambda k: (dtype_order(k[0]), k[1], k[2]))
+def attention_configs(runs: list[Run]) -> list[tuple[bool, str, int, int]]:
+    return sorted({attention_config(r) for r in runs}, key=lambda k: (k[0], dtype_order(k[1]), k[2], k[3]))
+
+
+def pass_text(backward: bool) -> str:
+    return "backward" if backward else "forward"
 
 
 def _line_key_order(key: tuple[str, tuple[int, int] | None]) -> tuple:
@@ -484,6 +503,18 @@ def _line_label(key: tuple[str, tuple | None]) -> str:
 def memory_runs(results: Results) -> list[Run]:
     """Non-causal attention runs that report extra_bytes."""
     return [r for r in results.of_kind("attention") if r.extra_bytes is not None and _causal(r.name) == 0]
+
+
+# What the extra_bytes counter leaves out: the tensors the caller passes in and gets back.
+MEMORY_BEYOND = {False: "Q, K, V, O", True: "Q, K, V, O, dO, LSE, dQ, dK, dV"}
+
+
+def memory_config(run: Run) -> tuple[bool, int]:
+    return (is_backward(run.name.series), run.name.get("D"))
+
+
+def memory_configs(runs: list[Run]) -> list[tuple[bool, int]]:
+    return sorted({memory_config(r) for r in runs})
 
 
 def memory_lines(runs: list[Run]) -> dict[tuple[str, str, tuple | None], dict[int, float]]:
@@ -801,8 +832,8 @@ def draw_attention_throughput(results: Results, out_dir: Path, colors: dict[str,
     """attention_<dtype>_D<d>_causal<c>.png: TFLOPS vs N, one line per series."""
     written = []
     runs = [r for r in results.of_kind("attention") if r.tflops is not None]
-    for dtype, d, causal in attention_configs(runs):
-        chosen = [r for r in runs if attention_config(r) == (dtype, d, causal)]
+    for backward, dtype, d, causal in attention_configs(runs):
+        chosen = [r for r in runs if attention_config(r) == (backward, dtype, d, causal)]
         lines = attention_lines(chosen, lambda r: r.tflops)
         if not lines:
             continue
@@ -818,18 +849,19 @@ def draw_attention_throughput(results: Results, out_dir: Path, colors: dict[str,
         sources = _sources(chosen)
         subtitle = (f"{setup_caption(results, sources)}\n"
                     f"{attention_shape_text(chosen, d)} · {statistic_text(chosen)}")
-        path = out_dir / f"attention_{dtype}_D{d}_causal{causal}.png"
-        written.append(_finish(fig, ax, f"Attention forward throughput — {dtype}, D = {d}, {mask}",
+        path = out_dir / f"attention_{'bwd_' if backward else ''}{dtype}_D{d}_causal{causal}.png"
+        written.append(_finish(fig, ax, f"Attention {pass_text(backward)} throughput — {dtype}, D = {d}, {mask}",
                                subtitle, path, sources))
     return written
 
 
 def draw_attention_memory(results: Results, out_dir: Path, colors: dict[str, str]) -> list[Path]:
-    """attention_memory_D<d>.png: extra device memory vs N, non-causal, log y."""
+    """attention_memory_D<d>.png (attention_memory_bwd_D<d>.png): extra device memory vs N, non-causal,
+    log y."""
     written = []
     runs = memory_runs(results)
-    for d in sorted({r.name.get("D") for r in runs}):
-        chosen = [r for r in runs if r.name.get("D") == d]
+    for backward, d in memory_configs(runs):
+        chosen = [r for r in runs if memory_config(r) == (backward, d)]
         fig, ax = _new_figure()
         zero_only: list[str] = []
         drawn = 0
@@ -853,9 +885,9 @@ def draw_attention_memory(results: Results, out_dir: Path, colors: dict[str, str
         sources = _sources(chosen)
         subtitle = (f"{setup_caption(results, sources)}\n"
                     f"non-causal · {attention_shape_text(chosen, d)} · {statistic_text(chosen)}")
-        path = out_dir / f"attention_memory_D{d}.png"
-        written.append(_finish(fig, ax, f"Attention: device memory beyond Q, K, V, O — D = {d}",
-                               subtitle, path, sources))
+        path = out_dir / f"attention_memory_{'bwd_' if backward else ''}D{d}.png"
+        written.append(_finish(fig, ax, f"Attention {pass_text(backward)}: device memory beyond "
+                               f"{MEMORY_BEYOND[backward]} — D = {d}", subtitle, path, sources))
     return written
 
 
@@ -1224,6 +1256,13 @@ def _by_n_table(heading: str, lines: dict, label) -> list[str]:
     return [heading, ""] + markdown_table("series \\ N", [str(n) for n in ns], rows) + [""]
 
 
+def with_own_peers(results: Results, chosen: list[Run], prefix: tuple[str, ...]) -> list[Run]:
+    """A prefix's table rows: its own series, and each other series from the prefix's own run (file)
+    where that run measured it too."""
+    sources = {r.source for r in chosen if r.name.series.startswith(prefix)}
+    return [r if r.name.series.startswith(prefix) else results.same_run(r, sources) for r in chosen]
+
+
 def attention_tables(results: Results, prefix: tuple[str, ...] | None) -> tuple[list[str], list[Run]]:
     """One TFLOPS table per (dtype, D in {64, 128}, causal); with a prefix, only the dtypes
     that prefix has, and of the other series only the stage01 baseline and the sdpa_* peers."""
@@ -1231,15 +1270,17 @@ def attention_tables(results: Results, prefix: tuple[str, ...] | None) -> tuple[
             if r.tflops is not None and r.name.get("D") in TABLE_HEAD_DIMS]
     out: list[str] = []
     used: list[Run] = []
-    for dtype, d, causal in attention_configs(runs):
-        chosen = [r for r in runs if attention_config(r) == (dtype, d, causal)]
+    for backward, dtype, d, causal in attention_configs(runs):
+        chosen = [r for r in runs if attention_config(r) == (backward, dtype, d, causal)]
         if prefix is not None:
             if not any(r.name.series.startswith(prefix) for r in chosen):
                 continue
-            chosen = [r for r in chosen if r.name.series.startswith(prefix)
-                      or is_baseline(r.name.series) or sdpa_peer_of(prefix, r.name.series)]
+            chosen = with_own_peers(results, [r for r in chosen if r.name.series.startswith(prefix)
+                                              or is_baseline(r.name.series) or sdpa_peer_of(prefix, r.name.series)],
+                                    prefix)
         mask = "causal" if causal else "non-causal"
-        heading = f"**{dtype}, D = {d}, {mask}** — TFLOPS; {attention_shape_text(chosen, d)}"
+        heading = (f"**{pass_text(backward) + ', ' if backward else ''}{dtype}, D = {d}, {mask}** — TFLOPS; "
+                   f"{attention_shape_text(chosen, d)}")
         out += _by_n_table(heading, attention_lines(chosen, lambda r: r.tflops), _line_label)
         used += chosen
     return out, used
@@ -1248,13 +1289,16 @@ def attention_tables(results: Results, prefix: tuple[str, ...] | None) -> tuple[
 def memory_tables(results: Results, prefix: tuple[str, ...] | None) -> tuple[list[str], list[Run]]:
     runs = [r for r in memory_runs(results) if prefix is None or r.name.series.startswith(prefix)
             or is_baseline(r.name.series) or sdpa_peer_of(prefix, r.name.series)]
-    if prefix is not None and not any(r.name.series.startswith(prefix) for r in runs):
-        return [], []
+    if prefix is not None:
+        if not any(r.name.series.startswith(prefix) for r in runs):
+            return [], []
+        backward = any(is_backward(p) for p in prefix)  # the baseline is a forward pass
+        runs = with_own_peers(results, [r for r in runs if is_backward(r.name.series) == backward], prefix)
     out: list[str] = []
-    for d in sorted({r.name.get("D") for r in runs}):
-        chosen = [r for r in runs if r.name.get("D") == d]
-        heading = (f"**D = {d}, non-causal** — extra device memory (MiB) beyond Q, K, V, O; "
-                   f"{attention_shape_text(chosen, d)}")
+    for backward, d in memory_configs(runs):
+        chosen = [r for r in runs if memory_config(r) == (backward, d)]
+        heading = (f"**{pass_text(backward)}, D = {d}, non-causal** — extra device memory (MiB) beyond "
+                   f"{MEMORY_BEYOND[backward]}; {attention_shape_text(chosen, d)}")
         out += _by_n_table(heading, memory_lines(chosen), _memory_label)
     return out, runs
 
@@ -1273,7 +1317,10 @@ def gemm_tables(results: Results, prefix: tuple[str, ...] | None) -> tuple[list[
         if prefix is not None:
             if not any(r.name.series.startswith(prefix) for r in chosen):
                 continue
-            chosen = [r for r in chosen if r.name.series.startswith(prefix) or is_peer(r.name.series)]
+            # Peers only at the shapes the prefix measured, and from its own run where it has them.
+            own = {r.name.params for r in chosen if r.name.series.startswith(prefix)}
+            chosen = with_own_peers(results, [r for r in chosen if r.name.series.startswith(prefix)
+                                              or (is_peer(r.name.series) and r.name.params in own)], prefix)
         used += chosen
         series_list = sorted({r.name.series for r in chosen}, key=series_order)
         square = [r for r in chosen if _square_size(r.name) and _is_power_of_two(_square_size(r.name))]
@@ -1310,7 +1357,8 @@ def cliff_tables(results: Results, prefix: tuple[str, ...] | None) -> tuple[list
     """Per dtype: every measured unaligned shape against its aligned neighbour, per series."""
     runs = [r for r in results.of_kind("gemm") if r.tflops is not None]
     if prefix is not None:
-        runs = [r for r in runs if r.name.series.startswith(prefix) or is_peer(r.name.series)]
+        runs = with_own_peers(results, [r for r in runs if r.name.series.startswith(prefix)
+                                        or is_peer(r.name.series)], prefix)
     rate = {(r.name.series, r.name.dtype, (r.name.get("M"), r.name.get("N"), r.name.get("K"))): r for r in runs}
     rows, used = [], []
     for (series, dtype, shape), run in sorted(rate.items(), key=lambda kv: (dtype_order(kv[0][1]),
@@ -1582,17 +1630,22 @@ def _name_term(name: str, field_name: str, results: Results) -> float:
     if field_name not in VALUE_FIELDS:
         raise MarkerError(f"unknown field .{field_name} (known: "
                           + ", ".join(f".{f}" for f in VALUE_FIELDS) + ")")
+    name, at, source = name.partition("@")  # [NAME@stage07_gemm.json]: that file's measurement
+    name, source = name.strip(), source.strip() if at else None
     if not name:
         raise MarkerError("an empty name []")
+    if source is not None and source not in results.contexts:
+        raise MarkerError(f"no file {source!r} in {results.where()} (known: "
+                          + ", ".join(sorted(results.contexts, key=_natural)) + ")")
     try:
         wanted = parse_name(name)
     except ValueError as err:
         raise MarkerError(str(err)) from None
-    run = results.find(wanted)
+    run = results.find(wanted, source)
     if run is None:
         close = difflib.get_close_matches(name, [r.plain for r in results.runs], n=3, cutoff=0.75)
         hint = ("; did you mean " + " or ".join(f"[{c}]" for c in close) + "?") if close else ""
-        raise MarkerError(f"no benchmark [{name}] in {results.where()}{hint}")
+        raise MarkerError(f"no benchmark [{name}] in {source or results.where()}{hint}")
     what, get = VALUE_FIELDS[field_name]
     value = get(run)
     if value is None:

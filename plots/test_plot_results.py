@@ -213,6 +213,62 @@ class BackwardPeersTest(unittest.TestCase):
             self.assertIn(peer, series, prefix)
             self.assertNotIn(other, series, prefix)
 
+    def test_the_passes_never_share_a_table_or_figure(self):
+        doc = {"context": {"gpu_name": "NVIDIA H100 80GB HBM3"}, "benchmarks": []}
+        for series in ("stage04/v5", "stage05/v2", "sdpa_flash_bwd"):
+            name = f"{series}/fp16/D:64/N:4096/causal:0"
+            doc["benchmarks"].append({"name": name, "real_time": 1.0, "time_unit": "ms", "TFLOPS": 100.0,
+                                      "extra_bytes": 1048576.0})
+        results = pr.Results(contexts={"rows.json": {}}, runs=pr.select_runs(doc["benchmarks"], "rows.json"))
+        text = pr.render_block("attention", results)
+        forward, _, backward = text.partition("**backward, fp16, D = 64, non-causal**")
+        self.assertIn("stage04/v5", forward)
+        self.assertNotIn("stage05/v2", forward)
+        self.assertIn("stage05/v2", backward)
+        self.assertNotIn("stage04/v5", backward)
+        memory = pr.render_block("memory", results)
+        self.assertIn("**forward, D = 64, non-causal** — extra device memory (MiB) beyond Q, K, V, O;", memory)
+        self.assertIn("beyond Q, K, V, O, dO, LSE, dQ, dK, dV", memory)
+        self.assertNotIn("stage05", pr.render_block("memory:stage04", results))
+        if HAVE_MATPLOTLIB:
+            with tempfile.TemporaryDirectory() as tmp:
+                names = {p.name for p in pr.draw_attention_throughput(results, Path(tmp), {})}
+            self.assertEqual(names, {"attention_fp16_D64_causal0.png", "attention_bwd_fp16_D64_causal0.png"})
+
+
+class SameRunPeersTest(unittest.TestCase):
+    """cuBLAS measured in two stages' runs: each stage's own tables and markers take its own run's."""
+
+    @staticmethod
+    def folder(tmp: str) -> Path:
+        folder = Path(tmp) / "results"
+        folder.mkdir()
+        for file, rows in (("stage06.json", {"stage06/v9": 400.0, "cublas": 650.0}),
+                           ("stage07_gemm.json", {"stage07/gemm/v1": 500.0, "cublas": 680.0,
+                                                  "cublas@8192": 640.0})):
+            doc = {"context": {"gpu_name": "NVIDIA H100 80GB HBM3"}, "benchmarks": []}
+            for series, tflops in rows.items():
+                series, _, size = series.partition("@")
+                size = size or "4096"
+                doc["benchmarks"].append({"name": f"{series}/fp16/M:{size}/N:{size}/K:{size}", "real_time": 1.0,
+                                          "time_unit": "ms", "TFLOPS": tflops})
+            (folder / file).write_text(json.dumps(doc), encoding="utf-8")
+        return folder
+
+    def test_tables_and_markers_take_the_stage_own_peer(self):
+        with tempfile.TemporaryDirectory() as tmp, contextlib.redirect_stderr(io.StringIO()) as err:
+            results = pr.load_results(self.folder(tmp))
+        self.assertIn("this file's own tables take its own", err.getvalue())
+        self.assertIn("| cublas | 650 |", pr.render_block("gemm:stage06", results))
+        stage07 = pr.render_block("gemm:stage07", results)
+        self.assertIn("| cublas | 680 |", stage07)
+        self.assertNotIn("8192", pr.render_block("gemm:stage06", results))  # only stage 07 measured it
+        self.assertEqual(pr.render_value("[cublas/fp16/M:4096/N:4096/K:4096] | .0f", results)[1], "650")
+        self.assertEqual(pr.render_value("[cublas/fp16/M:4096/N:4096/K:4096@stage07_gemm.json] | .0f",
+                                         results)[1], "680")
+        with self.assertRaisesRegex(pr.MarkerError, "no file 'stage08.json'"):
+            pr.render_value("[cublas/fp16/M:4096/N:4096/K:4096@stage08.json] | .0f", results)
+
 
 class SdpaBenchShapesTest(unittest.TestCase):
     """plots/sdpa_bench.py's names and FLOP counts, without PyTorch."""

@@ -51,7 +51,10 @@ fi
 # (it would time every candidate under the tool). Left out: the two cases that provoke CUDA API errors
 # on purpose (an allocation too large to succeed, a launch refused during a capture), which the tool
 # would count as errors. Every (tool, binary) pair is its own process, SANITIZE_JOBS (default 8) at a
-# time, the slowest (racecheck over stages 06 and 04) first.
+# time, the slowest first; the tools in SPLIT_TOOLS (default racecheck, which over stages 04-06 runs
+# longer than one call allows) run each test case as its own process (doctest's --first/--last), so
+# they spread over the cores and a timeout names the case. Each process gets SANITIZE_TIMEOUT seconds
+# (default 420); one summary line per (tool, binary) says clean, or which cases failed or timed out.
 if has sanitize; then
   binaries=()
   for t in "$build"/stages/07_*/*/stage*_test "$build"/stages/06_*/stage*_test "$build"/stages/04_*/stage*_test \
@@ -59,23 +62,52 @@ if has sanitize; then
            "$build"/common/common_test "$build"/ceilings/ceilings_test; do
     picked "${SANITIZE:-}" "$(basename "$t")" && binaries+=("$t")
   done
-  sanitize_one() {  # tool binary
-    local log=$logs/sanitizer_$(basename "$2")_$1.log t0=$SECONDS
-    FLASHSTAGES_SANITIZER=1 FLASHSTAGES_AUTOTUNE=0 timeout 420 compute-sanitizer --tool "$1" --error-exitcode 99 \
-      "$2" -ts=gpu -tce='*FS_ERR_OUT_OF_MEMORY*,*FS_ERR_CUDA*' >"$log" 2>&1
-    echo "sanitizer $1 $(basename "$2"): rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" | tail -1) ($((SECONDS - t0)) s)" \
-      >"$log.summary"
+  filters=(-ts=gpu '-tce=*FS_ERR_OUT_OF_MEMORY*,*FS_ERR_CUDA*')
+  cases_of() {  # binary: how many test cases pass the filters
+    "$1" "${filters[@]}" --count 2>/dev/null | sed -n 's/.*passing the current filters: \([0-9]*\).*/\1/p'
+  }
+  sanitize_one() {  # tool binary [case]: one process; its verdict in $log.summary
+    local name log t0=$SECONDS rc verdict range=()
+    name=$(basename "$2")
+    log=$logs/sanitizer_${name}_$1${3:+_case$3}.log
+    [ -n "${3:-}" ] && range=(--first="$3" --last="$3")
+    FLASHSTAGES_SANITIZER=1 FLASHSTAGES_AUTOTUNE=0 timeout "${SANITIZE_TIMEOUT:-420}" compute-sanitizer \
+      --tool "$1" --error-exitcode 99 "$2" "${filters[@]}" "${range[@]}" >"$log" 2>&1
+    rc=$?
+    if [ $rc -eq 124 ]; then verdict="TIMED OUT after ${SANITIZE_TIMEOUT:-420} s"
+    elif [ $rc -ne 0 ]; then verdict="FAILED (rc=$rc)"
+    elif grep -qE 'ERROR SUMMARY: 0 errors|RACECHECK SUMMARY: 0 hazards' "$log"; then verdict=clean
+    else verdict="no summary from the tool (rc=0)"; fi
+    echo "$verdict${3:+ case $3}: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" | tail -1) ($((SECONDS - t0)) s)" >"$log.summary"
   }
   start=$SECONDS
   for tool in $tools; do
     for t in "${binaries[@]}"; do
-      while [ "$(jobs -rp | wc -l)" -ge "${SANITIZE_JOBS:-8}" ]; do wait -n; done
-      sanitize_one "$tool" "$t" &
+      units=("")
+      if [[ " ${SPLIT_TOOLS-racecheck} " == *" $tool "* ]]; then
+        n=$(cases_of "$t")
+        [ "${n:-0}" -gt 0 ] && units=($(seq 1 "$n"))
+      fi
+      for u in "${units[@]}"; do
+        while [ "$(jobs -rp | wc -l)" -ge "${SANITIZE_JOBS:-8}" ]; do wait -n; done
+        sanitize_one "$tool" "$t" $u &
+      done
     done
   done
   wait
   for tool in $tools; do
-    for t in "${binaries[@]}"; do cat "$logs/sanitizer_$(basename "$t")_$tool.log.summary" | tee -a "$summary"; done
+    for t in "${binaries[@]}"; do
+      name=$(basename "$t")
+      parts=("$logs/sanitizer_${name}_$tool".log.summary "$logs/sanitizer_${name}_${tool}"_case*.log.summary)
+      bad=$(cat "${parts[@]}" 2>/dev/null | grep -v '^clean' || true)
+      count=$(cat "${parts[@]}" 2>/dev/null | wc -l)
+      if [ "$count" -gt 0 ] && [ -z "$bad" ]; then
+        note "sanitizer $tool $name: clean ($count process(es))"
+      else
+        note "sanitizer $tool $name: NOT clean ($count process(es)):"
+        echo "${bad:-no result}" | sed 's/^/    /' | tee -a "$summary"
+      fi
+    done
   done
   note "sanitizer: all tools over all binaries in $((SECONDS - start)) s"
 fi
@@ -189,7 +221,7 @@ if has bench; then
       PYTHONUNBUFFERED=1 python3 plots/matmul_bench.py --out "$out/torch_matmul.json" >"$logs/torch_matmul.log" 2>&1
       note "torch matmul peers: rc=$?"
     fi
-    if [[ $name == stage05 ]]; then  # SDPA's backward right after stage 05's (about a minute, not measured yet)
+    if [[ $name == stage05 ]]; then  # SDPA's backward right after stage 05's (72 s on an H100)
       PYTHONUNBUFFERED=1 python3 plots/sdpa_bench.py --backward --out "$out/sdpa_bwd.json" >"$logs/sdpa_bwd.log" 2>&1
       note "sdpa backward peers: rc=$?"
     fi

@@ -44,6 +44,13 @@ struct KernelDesc {
   // and its traffic (null: attention_bwd_min_bytes). Both may be null for GEMM kernels.
   std::size_t (*extra_bytes)(const AttentionParams&) = nullptr;
   double (*traffic_bytes)(const AttentionParams&) = nullptr;
+  // Backward: what a deterministic call allocates, where that differs from extra_bytes (stage 05 v2
+  // needs its fp32 dQ workspace only for the atomics); null: the same.
+  std::size_t (*deterministic_extra_bytes)(const AttentionParams&) = nullptr;
+
+  std::size_t bwd_extra_bytes(const AttentionParams& shape, bool deterministic) const {
+    return deterministic && deterministic_extra_bytes ? deterministic_extra_bytes(shape) : extra_bytes(shape);
+  }
 
   std::string qualified() const { return std::string(info.stage) + "/" + info.version; }  // "stage04/v3"
   bool is_attention() const { return info.problem == FS_PROBLEM_ATTENTION; }
@@ -123,10 +130,12 @@ constexpr KernelDesc attention_kernel(const KernelName& n, const AttentionSuppor
 constexpr KernelDesc attention_bwd_kernel(const KernelName& n, const AttentionSupport& support, const ArchSet& archs,
                                           std::size_t smem_bytes, AttentionBwdRun run,
                                           std::size_t (*extra_bytes)(const AttentionParams&),
-                                          double (*traffic_bytes)(const AttentionParams&) = nullptr) {
+                                          double (*traffic_bytes)(const AttentionParams&) = nullptr,
+                                          std::size_t (*deterministic_extra_bytes)(const AttentionParams&) = nullptr) {
   KernelDesc k = attention_kernel(n, support, archs, smem_bytes, nullptr, extra_bytes, traffic_bytes);
   k.info.problem = FS_PROBLEM_ATTENTION_BWD;
   k.run_attention_bwd = run;
+  k.deterministic_extra_bytes = deterministic_extra_bytes;
   return k;
 }
 

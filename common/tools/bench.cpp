@@ -143,7 +143,7 @@ void time_backward(benchmark::State& state, const DeviceInfo& dev, const KernelD
   }
   const double traffic = k.traffic_bytes ? k.traffic_bytes(shape) : attention_bwd_min_bytes(shape);
   timed_loop(state, dev, attention_bwd_flops(shape), traffic, [&] { launch(k, p, nullptr); });
-  state.counters["extra_bytes"] = double(k.extra_bytes(shape));
+  state.counters["extra_bytes"] = double(k.bwd_extra_bytes(shape, deterministic));
 }
 
 // One attention benchmark, forward or backward as the kernel is: `shape` (sizes, dtype, mask), named

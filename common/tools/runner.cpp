@@ -205,7 +205,9 @@ class BackwardJob : public Problem {
   double traffic_bytes(const KernelDesc* k) const override {
     return k && k->traffic_bytes ? k->traffic_bytes(fixture_.shape()) : attention_bwd_min_bytes(fixture_.shape());
   }
-  double extra_bytes(const KernelDesc* k) const override { return double(k->extra_bytes(fixture_.shape())); }
+  double extra_bytes(const KernelDesc* k) const override {
+    return double(k->bwd_extra_bytes(fixture_.shape(), deterministic_));
+  }
   std::string check(const KernelDesc* k, const std::function<Status()>&) override {
     const AttentionBwdCheck c = fixture_.run(*k, checked_params());
     if (c.status != Status::Success) {

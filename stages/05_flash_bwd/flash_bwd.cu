@@ -45,7 +45,7 @@ const KernelDesc kFlashBwdV2 = attention_bwd_kernel(
       constexpr int D = decltype(d)::value;
       return std::max(bwd::v2::Config<D>::kSmemBytes, bwd::v2::DqConfig<D>::kSmemBytes);
     }),
-    bwd::run_v2, flash_bwd_v2_extra_bytes);
+    bwd::run_v2, flash_bwd_v2_extra_bytes, /*traffic_bytes=*/nullptr, delta_extra_bytes);
 
 KernelList stage05_kernels() {
   static const KernelDesc* const versions[] = {&kFlashBwdV0, &kFlashBwdV1, &kFlashBwdV2};
