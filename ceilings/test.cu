@@ -135,7 +135,7 @@ FS_GPU_TEST_CASE("ceilings: every kernel fills the GPU with at least one block p
   }
 }
 
-FS_GPU_TEST_CASE("ceilings: ffma runs every trip (x + iters·b, exact on integers)") {
+FS_GPU_TEST_CASE("ceilings: ffma runs every trip (x + iters·b: exact on integers)") {
   FS_SKIP_WITHOUT_GPU();
   const std::vector<float> in = random_ints<float>(kGrid.threads() * kChains, 1, -100, 100);
   DeviceBuffer<float> din(in), out(in.size());

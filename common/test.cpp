@@ -160,7 +160,7 @@ FS_CPU_TEST_CASE("FLOP formulas: forward 4·B·H·Nq·Nk·D / causal half or vis
   CHECK(fs::attention_fwd_flops(p) == 4.0 * 2 * 3 * 17 * 19 * 64);
 }
 
-FS_CPU_TEST_CASE("grouped-query heads: counts, the flat-index shortcut bh / G, sizes, describe()") {
+FS_CPU_TEST_CASE("grouped-query heads: counts and the flat-index shortcut bh / G and sizes and describe()") {
   fs::AttentionParams p = valid_params();  // B = 2, H = 3
   CHECK(fs::kv_head_count(p) == 3);        // 0: one K/V head per query head
   CHECK(fs::group_size(p) == 1);
@@ -185,7 +185,7 @@ FS_CPU_TEST_CASE("grouped-query heads: counts, the flat-index shortcut bh / G, s
   CHECK(fs::describe(p).find("KVH") == std::string::npos);
 }
 
-FS_CPU_TEST_CASE("head slices (stages 01, 02): each slice's K/V base and head map reach K/V head bh / G") {
+FS_CPU_TEST_CASE("head slices (stages 01 and 02): each slice's K/V base and head map reach K/V head bh / G") {
   // 80000 query heads in slices of 65535; G = 4 does not divide 65535, so the second slice starts in
   // the middle of a group (at query head 65535, the last of group 16383).
   fs::AttentionParams p = valid_params();
@@ -278,7 +278,7 @@ FS_CPU_TEST_CASE("validation: each bad input gets its own code / in a fixed orde
   CHECK(fs::validate(p, listed) == fs::Status::Success);
 }
 
-FS_CPU_TEST_CASE("backward validation: the forward's rules, then lse, dO and the gradients; outputs apart from inputs") {
+FS_CPU_TEST_CASE("backward validation: the forward's rules then lse and dO and the gradients and outputs apart from inputs") {
   fs::AttentionSupport support;
   support.dtypes = fs::dtype_bit(fs::DType::FP32);
   support.max_head_dim = 256;

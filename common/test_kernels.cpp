@@ -28,7 +28,7 @@ std::vector<int> archs_of(const fs_kernel_info& k) { return std::vector<int>(k.a
 
 }  // namespace
 
-FS_CPU_TEST_CASE("registry: every stage's versions, in order, each with a C entry and a consistent description") {
+FS_CPU_TEST_CASE("registry: every stage's versions in order and each with a C entry and a consistent description") {
   const auto& all = all_kernels();
   REQUIRE(all.size() >= 16);
   CHECK(fs_kernel_count() == int(all.size()));
@@ -97,7 +97,7 @@ FS_CPU_TEST_CASE("static switch: one list gives the instances and what the kerne
   }
 }
 
-FS_CPU_TEST_CASE("device check: decided from the device's properties alone, on made-up GPUs") {
+FS_CPU_TEST_CASE("device check: decided from the device's properties alone — on made-up GPUs") {
   const KernelDesc& v7 = *find_kernels("stage06/v7").at(0);
   const KernelDesc& v1 = *find_kernels("stage04/v1").at(0);
   // stage 06 v7 asks for more than 99 KiB per block: an sm_86 (RTX 30xx, 99 KiB) cannot run it, an
@@ -172,7 +172,7 @@ int64_t some_head_dim(const KernelDesc& k) {
 
 }  // namespace
 
-FS_GPU_TEST_CASE("every launcher can be captured into a CUDA graph, and the replays are right") {
+FS_GPU_TEST_CASE("every launcher can be captured into a CUDA graph — and the replays are right") {
   FS_SKIP_WITHOUT_GPU();
   uint64_t seed = 30000;
   for (const KernelDesc* k : all_kernels()) {

@@ -215,7 +215,10 @@ if has bench; then
     name=$(basename "$b" _bench)
     picked "${BENCHES:-}" "$name" || continue
     start=$SECONDS
-    "$b" --benchmark_out="$out/$name.json" --benchmark_out_format=json >"$logs/bench_$name.log" 2>&1
+    # The tuners (stage 04 v5/v6, stage 06 v11) print every candidate's time and their pick into the
+    # log: the evidence for "the pick is within 3% of the best candidate" (outside the timed loops).
+    FLASHSTAGES_AUTOTUNE=${FLASHSTAGES_AUTOTUNE:-verbose} \
+      "$b" --benchmark_out="$out/$name.json" --benchmark_out_format=json >"$logs/bench_$name.log" 2>&1
     note "bench $name: rc=$? in $((SECONDS - start)) s"
     if [[ $name == stage06 ]]; then  # PyTorch's products right after cuBLAS's: the cross-check, same run
       PYTHONUNBUFFERED=1 python3 plots/matmul_bench.py --out "$out/torch_matmul.json" >"$logs/torch_matmul.log" 2>&1

@@ -48,12 +48,37 @@ bool runs_here(const KernelDesc& kernel) {
   return false;
 }
 
+// Counts the test cases that started. CTest runs each case by name (--test-case=NAME); a name that
+// the filter cannot match (a ';' splits it into two CTest entries) would run nothing and pass, so
+// main() refuses a run in which no test case started.
+struct StartedCases : doctest::IReporter {
+  static inline int started = 0;
+  explicit StartedCases(const doctest::ContextOptions&) {}
+  void report_query(const doctest::QueryData&) override {}
+  void test_run_start() override {}
+  void test_run_end(const doctest::TestRunStats&) override {}
+  void test_case_start(const doctest::TestCaseData&) override { ++started; }
+  void test_case_reenter(const doctest::TestCaseData&) override {}
+  void test_case_end(const doctest::CurrentTestCaseStats&) override {}
+  void test_case_exception(const doctest::TestCaseException&) override {}
+  void subcase_start(const doctest::SubcaseSignature&) override {}
+  void subcase_end() override {}
+  void log_assert(const doctest::AssertData&) override {}
+  void log_message(const doctest::MessageData&) override {}
+  void test_case_skipped(const doctest::TestCaseData&) override {}
+};
+REGISTER_LISTENER("started_cases", 1, StartedCases);
+
 }  // namespace fs::testing
 
 int main(int argc, char** argv) {
   doctest::Context context(argc, argv);
   const int failed = context.run();
   if (context.shouldExit() || failed) return failed;
+  if (fs::testing::StartedCases::started == 0) {
+    std::printf("FAILED: no test case matches the filters (a name with ',' or ';' cannot be selected)\n");
+    return 1;
+  }
   if (fs::testing::g_skipped) {
     const char* why = fs::testing::missing_gpu();
     std::printf("SKIPPED: %d test case(s) did not run fully: %s\n", fs::testing::g_skipped,

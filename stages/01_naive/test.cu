@@ -22,7 +22,7 @@ FS_GPU_TEST_CASE("stage01 v1 matches fp64 at odd sizes / fp16 and bf16") {
       testing::check_against_reference(kNaiveV1, shape, ++seed);
 }
 
-FS_GPU_TEST_CASE("stage01 v1 matches fp64 with grouped-query and multi-query K/V, and decoding") {
+FS_GPU_TEST_CASE("stage01 v1 matches fp64 with grouped-query and multi-query K/V — and decoding") {
   FS_SKIP_WITHOUT_GPU();
   if (!testing::runs_here(kNaiveV1)) return;
   uint64_t seed = 250;

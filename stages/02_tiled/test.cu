@@ -13,7 +13,7 @@ FS_GPU_TEST_CASE("stage02 v1 matches fp64 at odd sizes") {
     testing::check_against_reference(kTiledV1, shape, ++seed);
 }
 
-FS_GPU_TEST_CASE("stage02 v1 matches fp64 with grouped-query and multi-query K/V, and decoding") {
+FS_GPU_TEST_CASE("stage02 v1 matches fp64 with grouped-query and multi-query K/V — and decoding") {
   FS_SKIP_WITHOUT_GPU();
   if (!testing::runs_here(kTiledV1)) return;
   uint64_t seed = 1150;

@@ -13,7 +13,7 @@ FS_GPU_TEST_CASE("stage03 v1 matches fp64 at odd sizes") {
     testing::check_against_reference(kOnlineSoftmaxV1, shape, ++seed);
 }
 
-FS_GPU_TEST_CASE("stage03 v1 matches fp64 with grouped-query and multi-query K/V, and decoding") {
+FS_GPU_TEST_CASE("stage03 v1 matches fp64 with grouped-query and multi-query K/V — and decoding") {
   FS_SKIP_WITHOUT_GPU();
   if (!testing::runs_here(kOnlineSoftmaxV1)) return;
   uint64_t seed = 2150;

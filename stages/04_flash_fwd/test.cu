@@ -239,7 +239,7 @@ FS_GPU_TEST_CASE("stage04 every version matches fp64 at odd sizes in every head_
   }
 }
 
-FS_GPU_TEST_CASE("stage04 every version: grouped-query and multi-query K/V, and decoding (Nq = 1)") {
+FS_GPU_TEST_CASE("stage04 every version: grouped-query and multi-query K/V — and decoding (Nq = 1)") {
   FS_SKIP_WITHOUT_GPU();
   uint64_t seed = 5500;
   // Under the sanitizer fp16 alone: the address arithmetic does not depend on the type, and racecheck
@@ -287,7 +287,7 @@ FS_GPU_TEST_CASE("stage04 every version handles padded and packed variable lengt
   }
 }
 
-FS_GPU_TEST_CASE("stage04 lengths that break the rules: fs_check_varlen names them, the kernels skip those entries") {
+FS_GPU_TEST_CASE("stage04 lengths that break the rules: fs_check_varlen names them — the kernels skip those entries") {
   FS_SKIP_WITHOUT_GPU();
   // Dense sizes Nq = 17, Nk = 40 for the padded cases; totals for the packed ones.
   Varlen long_lens{2, 2, 64, false, {17, 18}, 17, 40};  // 18 > min(Nq, Nk) = 17
@@ -344,7 +344,7 @@ FS_GPU_TEST_CASE("stage04 v5 tunes once per head_dim and mask and remembers the 
   CHECK(flash_fwd_v5_choice(64, DType::FP32, false, nullptr) == -1);
 }
 
-FS_GPU_TEST_CASE("stage04 v6 with forced split counts matches fp64: slices with tails, empty and fully masked slices") {
+FS_GPU_TEST_CASE("stage04 v6 with forced split counts matches fp64: slices with tails — empty and fully masked slices") {
   FS_SKIP_WITHOUT_GPU();
   // Tile 0 is v4's shape (Br = 64), tile 1 one with Br = 128. 2 splits: the common case; 7: slices
   // of uneven length, and causal tiles with fewer key blocks than splits (empty slices); 16: the most
@@ -386,7 +386,7 @@ FS_GPU_TEST_CASE("stage04 v6 with forced split counts skips entries whose length
   for (const BadLayout& bad : cases) check_bad_layout(forced_plan_kernel(run_forced_plan<0, 3>), bad);
 }
 
-FS_GPU_TEST_CASE("stage04 v6 refuses a plan it does not have, before any launch") {
+FS_GPU_TEST_CASE("stage04 v6 refuses a plan it does not have — before any launch") {
   FS_SKIP_WITHOUT_GPU();
   for (const auto& plan : {std::pair{-1, 2}, std::pair{99, 2}, std::pair{0, 0}, std::pair{0, 70000}}) {
     const int tile = plan.first, splits = plan.second;
@@ -479,7 +479,7 @@ FS_CPU_TEST_CASE("stage04 through the C interface: named codes before any launch
   }
 }
 
-FS_CPU_TEST_CASE("stage04 v6 split heuristic: fill whole waves, never split a full grid, keep slices long") {
+FS_CPU_TEST_CASE("stage04 v6 split heuristic: fill whole waves / never split a full grid / keep slices long") {
   // A full grid is never split.
   CHECK(flash_fwd_v6_split_heuristic(132, 256, 132) == 1);
   CHECK(flash_fwd_v6_split_heuristic(2048, 128, 264) == 1);

@@ -50,7 +50,7 @@ FS_GPU_TEST_CASE("stage05 every version matches fp64 at odd sizes in every dtype
   }
 }
 
-FS_GPU_TEST_CASE("stage05 every version honours a custom scale, negative too") {
+FS_GPU_TEST_CASE("stage05 every version honours a custom scale — negative too") {
   FS_SKIP_WITHOUT_GPU();
   // Scale 2 makes P peaked (large dS on few keys); a negative scale reverses the order of the scores,
   // which a backward that recomputes P from LSE must take as it comes.
@@ -111,7 +111,7 @@ FS_GPU_TEST_CASE("stage05 every version rejects bad inputs and writes nothing") 
   rejected2([](P& p) { p.dv = static_cast<char*>(p.dv) + 4; }, Status::MisalignedPointer);
 }
 
-FS_GPU_TEST_CASE("stage05 v0 reports FS_ERR_OUT_OF_MEMORY when its N×N buffers do not fit, and writes nothing") {
+FS_GPU_TEST_CASE("stage05 v0 reports FS_ERR_OUT_OF_MEMORY when its N×N buffers do not fit — and writes nothing") {
   FS_SKIP_WITHOUT_GPU();
   // Nq = Nk = 2^18, D = 64, fp32: Q, K, V, O, dO are 64 MiB each, P and dS 256 GiB each; more than
   // any GPU holds, so the allocation fails before any kernel runs.

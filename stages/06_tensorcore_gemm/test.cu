@@ -148,7 +148,7 @@ FS_CPU_TEST_CASE("stage06 validation returns each named code in order") {
   }
 }
 
-FS_CPU_TEST_CASE("stage06 v11 lists its candidates, v9's configuration first, each validating like any version") {
+FS_CPU_TEST_CASE("stage06 v11 lists its candidates (v9's configuration first) and each validates like any version") {
   REQUIRE(gemm_v11_num_candidates() >= 2);
   CHECK(gemm_v11_candidate_name(0) == "128x256x32 4 stages 8 warps 96KB");
   CHECK(gemm_v11_candidate(-1) == nullptr);
@@ -186,7 +186,7 @@ FS_GPU_TEST_CASE("stage06 fp16 v6 v7 v9 are exact on small integers with fp32 an
   }
 }
 
-FS_GPU_TEST_CASE("stage06 bf16 v9 is exact on small integers with fp32, bf16 and fp16 output") {
+FS_GPU_TEST_CASE("stage06 bf16 v9 is exact on small integers with fp32 or bf16 or fp16 output") {
   FS_SKIP_WITHOUT_GPU();
   uint64_t seed = 7200;
   for (const KernelDesc* k : kBf16) {

@@ -90,7 +90,7 @@ DeviceProps made_up_gpu(int cc, std::size_t smem_kib) {
 
 }  // namespace
 
-FS_CPU_TEST_CASE("stage07 gemm validation refuses what TMA cannot read, by name, before any launch") {
+FS_CPU_TEST_CASE("stage07 gemm validation refuses what TMA cannot read by name before any launch") {
   REQUIRE(!kAll.empty());
   // Host-only: validation runs before any CUDA call, so fake (aligned, non-null) pointers do.
   GemmParams p{};
@@ -141,7 +141,7 @@ FS_CPU_TEST_CASE("stage07 gemm runs on sm_90 alone: FS_ERR_UNSUPPORTED_DEVICE on
   }
 }
 
-FS_GPU_TEST_CASE("stage07 gemm fp16 is exact on small integers with fp32 and fp16 output, every transpose") {
+FS_GPU_TEST_CASE("stage07 gemm fp16 is exact on small integers with fp32 and fp16 output in every transpose") {
   FS_SKIP_WITHOUT_GPU();
   uint64_t seed = 70000;
   for (const KernelDesc* k : kAll) {
@@ -150,7 +150,7 @@ FS_GPU_TEST_CASE("stage07 gemm fp16 is exact on small integers with fp32 and fp1
   }
 }
 
-FS_GPU_TEST_CASE("stage07 gemm bf16 is exact on small integers with fp32, bf16 and fp16 output, every transpose") {
+FS_GPU_TEST_CASE("stage07 gemm bf16 is exact on small integers with fp32 or bf16 or fp16 output in every transpose") {
   FS_SKIP_WITHOUT_GPU();
   uint64_t seed = 72000;
   for (const KernelDesc* k : kAll) {
@@ -202,7 +202,7 @@ FS_GPU_TEST_CASE("stage07 gemm alpha and beta read C when beta is not zero") {
   }
 }
 
-FS_GPU_TEST_CASE("stage07 gemm refuses rows and bases TMA cannot read, and writes nothing") {
+FS_GPU_TEST_CASE("stage07 gemm refuses rows and bases TMA cannot read — and writes nothing") {
   FS_SKIP_WITHOUT_GPU();
   for (const KernelDesc* k : kAll) {
     if (!testing::runs_here(*k)) continue;
