@@ -30,7 +30,8 @@
 // instruction covers 16 whole 32-byte sectors (8 rows × 2 sectors) where v2's covered 8 half-sectors
 // (4 of each row's 8 floats). The bytes that reach L2 are the same.
 // ptxas -v (CUDA 13.0, sm_90), no spills: 252 registers at D = 64, 255 at D = 128 — v2's K/V kernel's
-// figures: the four values of a reduction are registers the fragments already hold.
+// figures: the four values of a reduction are registers the fragments already hold. The sm_80 path:
+// 238 and 251 (v2's 234 and 253).
 // Result: not measured yet.
 //
 // Run: build/h100/stages/05_flash_bwd/stage05_flash_bwd --dtype fp16 --seq 8192 --dim 128 [--causal] --version v3
