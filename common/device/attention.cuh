@@ -228,14 +228,23 @@ __device__ __forceinline__ void lds_b_rows(uint32_t& b0, uint32_t& b1, const T* 
   b1 = lds32(p + 8);
 }
 
+// The gather of lds_b_cols (below) with the lane's column n given: lane 4·g + t supplies column g of the B
+// fragment, and that column is column n of the tile. lds_b_cols passes n0 + g (the 8 columns n0..n0+7
+// in order); a caller may pass any column per lane and so choose which tile column lands where in
+// the C fragment (stage 05 v3 does, to put four neighbouring columns in one thread).
+template <int kStride, class T>
+__device__ __forceinline__ void lds_b_col_of_lane(uint32_t& b0, uint32_t& b1, const T* tile, int k0, int n) {
+  const int t = threadIdx.x % 4;
+  const uint16_t* p = reinterpret_cast<const uint16_t*>(tile) + (k0 + 2 * t) * kStride + n;
+  b0 = sm80::pack2_bits(p[0], p[kStride]);
+  b1 = sm80::pack2_bits(p[8 * kStride], p[9 * kStride]);
+}
+
 // B fragment of O += P V (k = keys k0.., n = head dim n0..n0+7): B[k][n] = V[k][n], so each register
 // pairs two rows of sV in one column: two 16-bit loads.
 template <int kStride, class T>
 __device__ __forceinline__ void lds_b_cols(uint32_t& b0, uint32_t& b1, const T* tile, int k0, int n0) {
-  const int g = threadIdx.x % 32 / 4, t = threadIdx.x % 4;
-  const uint16_t* p = reinterpret_cast<const uint16_t*>(tile) + (k0 + 2 * t) * kStride + n0 + g;
-  b0 = sm80::pack2_bits(p[0], p[kStride]);
-  b1 = sm80::pack2_bits(p[8 * kStride], p[9 * kStride]);
+  lds_b_col_of_lane<kStride>(b0, b1, tile, k0, n0 + threadIdx.x % 32 / 4);
 }
 
 // Two fp32 C fragments side by side (columns n0..n0+7 and n0+8..n0+15 of the same 16 rows) → the A

@@ -1,6 +1,8 @@
 // flashstages — the sm_80 PTX instructions the kernels are built from, one wrapper each, named after
-// the instruction. Every one of them exists from sm_80 (Ampere) on, and Hopper runs them too; what
-// Hopper adds (TMA, mbarrier, wgmma) gets a header of its own, sm90.cuh, in the same style.
+// the instruction. Every one of them exists from sm_80 (Ampere) on, and Hopper runs them too — but for
+// red_global_add_v4_f32, the vector form of the reduction beside it, which sm_90 added (a caller picks
+// between the two with __CUDA_ARCH__). What Hopper adds for its own kernels (TMA, mbarrier, wgmma)
+// gets a header of its own, sm90.cuh, in the same style.
 //
 //   mma_m16n8k16          mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}.{f16,bf16}.f32   D = A·B + D
 //   mma_m16n8k32_s8       mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32                  D = A·B + D
@@ -12,6 +14,7 @@
 //   cp_async_commit_group / cp_async_wait_group<N>   close a group of copies / wait until <= N pend
 //   ex2_approx_ftz        ex2.approx.ftz.f32: 2^x on the special-function unit, one instruction
 //   red_global_add_f32    red.global.add.f32: *p += x in global memory, atomically, no value returned
+//   red_global_add_v4_f32 red.global.add.v4.f32: p[0..3] += x0..x3, one 16-byte reduction (sm_90 and later)
 //
 // The m16n8k16 fragment layouts (docs/04_flash_fwd.md draws them): with lane = 4·g + t (g = lane / 4
 // is the "group", t = lane % 4 the thread in it):
@@ -118,6 +121,17 @@ __device__ __forceinline__ void cp_async_wait_group() {
 // needs no reply from the memory system (atomicAdd with its result unused usually becomes the same).
 __device__ __forceinline__ void red_global_add_f32(float* p, float x) {
   asm volatile("red.global.add.f32 [%0], %1;\n" ::"l"(p), "f"(x) : "memory");
+}
+
+// p[0..3] += x0..x3 in global memory, with nothing returned: the loop
+// `for (i < 4) red_global_add_f32(p + i, x[i]);` as one instruction, one 16-byte request instead of
+// four 4-byte ones. Each of the four additions is atomic; the four together are not one atomic
+// operation. p must be 16-byte aligned. PTX ISA 8.1, sm_90 and later only (ptxas refuses it for an
+// older target: "requires .target sm_90 or higher"), and only in the global space; no .v2 or .v4 form
+// of red exists for f32 before sm_90.
+__device__ __forceinline__ void red_global_add_v4_f32(float* p, float x0, float x1, float x2, float x3) {
+  asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"l"(p), "f"(x0), "f"(x1), "f"(x2), "f"(x3)
+               : "memory");
 }
 
 // 2^x in one MUFU instruction (relative error about 2^-22; subnormal results flush to 0, ex2(-inf) = 0).

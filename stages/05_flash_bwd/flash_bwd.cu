@@ -38,17 +38,28 @@ std::size_t flash_bwd_v2_extra_bytes(const AttentionParams& p) {
   return std::size_t(q_elems(p)) * sizeof(float) + delta_extra_bytes(p);
 }
 
+// v2 and v3 (whose kernels have v2's tiles): the larger of the K/V and the dQ kernel's shared memory,
+// at the largest head_dim.
+constexpr std::size_t kMmaSmemBytes = bwd::v2::HeadDimList::max_of([](auto d) {
+  constexpr int D = decltype(d)::value;
+  return std::max(bwd::v2::Config<D>::kSmemBytes, bwd::v2::DqConfig<D>::kSmemBytes);
+});
+
 const KernelDesc kFlashBwdV2 = attention_bwd_kernel(
     {"fs_flash_bwd_v2", "stage05", "v2",
      "tensor cores (mma.sync, fp16/bf16): v1's schedule, dQ in fp32 by atomics (or a 2nd pass), causal split"},
-    bwd::v2::kSupport, kStageArchs, bwd::v2::HeadDimList::max_of([](auto d) {
-      constexpr int D = decltype(d)::value;
-      return std::max(bwd::v2::Config<D>::kSmemBytes, bwd::v2::DqConfig<D>::kSmemBytes);
-    }),
-    bwd::run_v2, flash_bwd_v2_extra_bytes, /*traffic_bytes=*/nullptr, delta_extra_bytes);
+    bwd::v2::kSupport, kStageArchs, kMmaSmemBytes, bwd::run_v2, flash_bwd_v2_extra_bytes, /*traffic_bytes=*/nullptr,
+    delta_extra_bytes);
+
+// v3 takes what v2 takes and allocates what v2 allocates: it changes only how dQ is added.
+const KernelDesc kFlashBwdV3 = attention_bwd_kernel(
+    {"fs_flash_bwd_v3", "stage05", "v3",
+     "v2 with the dQ atomics wide: red.global.add.v4.f32, four neighbouring columns per thread (sm_90)"},
+    bwd::v2::kSupport, kStageArchs, kMmaSmemBytes, bwd::run_v3, flash_bwd_v2_extra_bytes, /*traffic_bytes=*/nullptr,
+    delta_extra_bytes);
 
 KernelList stage05_kernels() {
-  static const KernelDesc* const versions[] = {&kFlashBwdV0, &kFlashBwdV1, &kFlashBwdV2};
+  static const KernelDesc* const versions[] = {&kFlashBwdV0, &kFlashBwdV1, &kFlashBwdV2, &kFlashBwdV3};
   return kernel_list(versions);
 }
 
@@ -57,3 +68,4 @@ KernelList stage05_kernels() {
 FS_EXPORT_ATTENTION_BWD(fs_flash_bwd_v0, fs::kFlashBwdV0)
 FS_EXPORT_ATTENTION_BWD(fs_flash_bwd_v1, fs::kFlashBwdV1)
 FS_EXPORT_ATTENTION_BWD(fs_flash_bwd_v2, fs::kFlashBwdV2)
+FS_EXPORT_ATTENTION_BWD(fs_flash_bwd_v3, fs::kFlashBwdV3)

@@ -1,49 +1,15 @@
-// Stage 05 v2: the launch of v2_mma.cuh's kernels after the delta preprocess: dQ by atomics into an
-// fp32 workspace, rounded once, or, when the caller asks for determinism, by a second pass. (Its
-// descriptor and C entry are in flash_bwd.cu, beside the other versions'.)
-#include <algorithm>
-#include <climits>
-
-#include "common/lib/workspace.h"
+// Stage 05 v2: the launch of v2_mma.cuh's kernels after the delta preprocess (mma_launch.cuh): dQ by
+// atomics into an fp32 workspace, rounded once, or, when the caller asks for determinism, by a second
+// pass. (Its descriptor and C entry are in flash_bwd.cu, beside the other versions'.)
 #include "launch.h"
-#include "preprocess.cuh"
+#include "mma_launch.cuh"
 #include "v2_mma.cuh"
 
 namespace fs::bwd {
 
 Status run_v2(const AttentionBwdProblem& pr, cudaStream_t stream) {
-  const AttentionParams& p = pr.fwd.p;
-  return v2::Elements::dispatch(p.dtype, [&](auto type) {
-    using T = typename decltype(type)::type;
-    return v2::HeadDimList::dispatch(p.head_dim, [&](auto d) {
-      constexpr int D = decltype(d)::value;
-      using C = v2::Config<D>;
-      using DqC = v2::DqConfig<D>;
-      const int64_t heads = p.batch * p.heads;
-      const int64_t kv_blocks = heads * ((p.seq_k + C::kBc - 1) / C::kBc);
-      const int64_t q_blocks = heads * ((p.seq_q + DqC::kBr - 1) / DqC::kBr);
-      if (kv_blocks > INT_MAX || q_blocks > INT_MAX) return Status::InvalidSize;  // gridDim.x; before any write
-      return with_delta(pr, stream, [&](float* delta) {
-        Args<T> a = make_args<T>(pr, delta);
-        FS_RETURN_IF_ERROR(launch_delta<T>(pr, delta, stream));
-        if (pr.p.deterministic) {
-          FS_RETURN_IF_ERROR(launch_tiled<C>(v2::flash_bwd_v2_dkv_kernel<T, D, false>, kv_blocks, a, stream));
-          return launch_tiled<DqC>(v2::flash_bwd_v2_dq_kernel<T, D>, q_blocks, a, stream);
-        }
-        // dQ / scale in fp32 (flash_bwd_v2_extra_bytes): the key blocks add their shares to zeros, then
-        // one pass scales and rounds it into dQ.
-        const int64_t n = q_elems(p);
-        return with_workspace(std::size_t(n) * sizeof(float), stream, [&](void* workspace) {
-          a.dq_accum = static_cast<float*>(workspace);
-          FS_RETURN_IF_CUDA_ERROR(cudaMemsetAsync(a.dq_accum, 0, std::size_t(n) * sizeof(float), stream));
-          FS_RETURN_IF_ERROR(launch_tiled<C>(v2::flash_bwd_v2_dkv_kernel<T, D, true>, kv_blocks, a, stream));
-          const int64_t blocks = std::min<int64_t>((n + v2::kConvertThreads - 1) / v2::kConvertThreads, int64_t(1) << 20);
-          v2::dq_convert_kernel<T><<<unsigned(blocks), v2::kConvertThreads, 0, stream>>>(a.dq_accum, a.dq, n, a.scale);
-          FS_RETURN_IF_CUDA_ERROR(cudaGetLastError());
-          return Status::Success;
-        });
-      });
-    });
+  return run_mma(pr, stream, [](auto type, auto d) {
+    return v2::flash_bwd_v2_dkv_kernel<typename decltype(type)::type, decltype(d)::value, true>;
   });
 }
 

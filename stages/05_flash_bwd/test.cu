@@ -99,16 +99,18 @@ FS_GPU_TEST_CASE("stage05 every version rejects bad inputs and writes nothing") 
   rejected1([](P& p) { p.d_o = static_cast<const char*>(p.d_o) + 4; }, Status::MisalignedPointer);
   rejected1([](P& p) { p.dk = static_cast<char*>(p.dk) + 4; }, Status::MisalignedPointer);
   const AttentionParams ok2 = attention_shape(2, 2, 17, 40, 64, DType::BF16);
-  auto rejected2 = [&](const std::function<void(P&)>& bad, Status expected) {
-    testing::check_bwd_rejected(kFlashBwdV2, ok2, bad, expected);
-  };
-  rejected2([](P& p) { p.fwd.head_dim = 32; }, Status::UnsupportedHeadDim);
-  rejected2([](P& p) { p.fwd.head_dim = 96; }, Status::UnsupportedHeadDim);
-  rejected2([](P& p) { p.fwd.dtype = FS_FP32; }, Status::UnsupportedDtype);
-  // 2-, 4- or 8-byte aligned is not enough: the tile loads move 16 bytes.
-  rejected2([](P& p) { p.fwd.q = static_cast<const char*>(p.fwd.q) + 8; }, Status::MisalignedPointer);
-  rejected2([](P& p) { p.fwd.v = static_cast<const char*>(p.fwd.v) + 2; }, Status::MisalignedPointer);
-  rejected2([](P& p) { p.dv = static_cast<char*>(p.dv) + 4; }, Status::MisalignedPointer);
+  for (const KernelDesc* k : {&kFlashBwdV2, &kFlashBwdV3}) {  // v3 takes what v2 takes
+    auto rejected2 = [&](const std::function<void(P&)>& bad, Status expected) {
+      testing::check_bwd_rejected(*k, ok2, bad, expected);
+    };
+    rejected2([](P& p) { p.fwd.head_dim = 32; }, Status::UnsupportedHeadDim);
+    rejected2([](P& p) { p.fwd.head_dim = 96; }, Status::UnsupportedHeadDim);
+    rejected2([](P& p) { p.fwd.dtype = FS_FP32; }, Status::UnsupportedDtype);
+    // 2-, 4- or 8-byte aligned is not enough: the tile loads move 16 bytes.
+    rejected2([](P& p) { p.fwd.q = static_cast<const char*>(p.fwd.q) + 8; }, Status::MisalignedPointer);
+    rejected2([](P& p) { p.fwd.v = static_cast<const char*>(p.fwd.v) + 2; }, Status::MisalignedPointer);
+    rejected2([](P& p) { p.dv = static_cast<char*>(p.dv) + 4; }, Status::MisalignedPointer);
+  }
 }
 
 FS_GPU_TEST_CASE("stage05 v0 reports FS_ERR_OUT_OF_MEMORY when its N×N buffers do not fit — and writes nothing") {
@@ -131,7 +133,8 @@ FS_CPU_TEST_CASE("stage05 through the C interface: named codes before any launch
     Launcher launch;
     int32_t dtype;
   };
-  const Entry entries[] = {{fs_flash_bwd_v0, FS_FP16}, {fs_flash_bwd_v1, FS_FP32}, {fs_flash_bwd_v2, FS_BF16}};
+  const Entry entries[] = {
+      {fs_flash_bwd_v0, FS_FP16}, {fs_flash_bwd_v1, FS_FP32}, {fs_flash_bwd_v2, FS_BF16}, {fs_flash_bwd_v3, FS_FP16}};
   for (const Entry& e : entries) {
     fs_attention_bwd_params p{};
     p.fwd.batch = p.fwd.heads = p.fwd.seq_q = p.fwd.seq_k = 1;

@@ -67,6 +67,7 @@ namespace fs::bwd::v2 {
 
 using attn::a_from_c;
 using attn::lds_a;
+using attn::lds_b_col_of_lane;
 using attn::lds_b_cols;
 using attn::lds_b_rows;
 using attn::load_tile;
@@ -151,11 +152,32 @@ __device__ __forceinline__ void p_and_ds_t(float (&rS)[kQT][4], float (&rdP)[kQT
     }
 }
 
-// grid: B·H·ceil(Nk/Bc) blocks of kThreads; block x owns key block x % ceil(Nk/Bc) of head
-// x / ceil(Nk/Bc), warp w its keys 16w .. 16w + 15. Writes dK_j and dV_j; with kAtomicDQ, also adds its
-// share of dQ (before the scale) to dq_accum.
-template <class T, int D, bool kAtomicDQ>
-__global__ void __launch_bounds__(Config<D>::kThreads) flash_bwd_v2_dkv_kernel(const Args<T> a) {
+// How the K/V kernel's share of dQ_i leaves the block (the one thing v3 changes): which column of K_j
+// lane g gathers for 8-column tile dt of the dQ product — and so which columns of dQ_i the C fragments
+// hold — and how a thread adds its fragments of one row to dq_accum. v2: the columns in order (C
+// columns 2t, 2t+1 of tile dt are columns 8dt + 2t, 8dt + 2t + 1 of the warp's share) and one
+// red.global.add.f32 per element.
+struct DqScalarRed {
+  __device__ static int column(int dt, int g) { return 8 * dt + g; }
+  // Row g + 8h of the thread's fragments; dq_row is that row of dq_accum at the share's first column.
+  template <int kTiles>
+  __device__ static void add(float* dq_row, const float (&rdQ)[kTiles][4], int h) {
+    const int t = threadIdx.x % 4;
+#pragma unroll
+    for (int dt = 0; dt < kTiles; ++dt) {
+      red_global_add_f32(dq_row + dt * 8 + 2 * t, rdQ[dt][2 * h]);
+      red_global_add_f32(dq_row + dt * 8 + 2 * t + 1, rdQ[dt][2 * h + 1]);
+    }
+  }
+};
+
+// The K/V kernel's body (flash_bwd_v2_dkv_kernel; v3's kernel runs it too). Block x owns key block
+// x % ceil(Nk/Bc) of head x / ceil(Nk/Bc), warp w its keys 16w .. 16w + 15. Writes dK_j and dV_j; unless
+// DqAdd is void (the deterministic path), also adds its share of dQ (before the scale) to dq_accum
+// through DqAdd (DqScalarRed above).
+template <class T, int D, class DqAdd>
+__device__ __forceinline__ void dkv_block(const Args<T>& a) {
+  constexpr bool kAtomicDQ = !std::is_void_v<DqAdd>;
   using C = Config<D>;
   constexpr int kBr = C::kBr, kBc = C::kBc, kS = C::kStride, kSS = C::kStrideS;
   constexpr int kQT = kBr / 8, kDT = D / 8;  // 8-query tiles of Sᵀ, dPᵀ; 8-column tiles of dK_j, dV_j
@@ -239,7 +261,7 @@ __global__ void __launch_bounds__(Config<D>::kThreads) flash_bwd_v2_dkv_kernel(c
 #pragma unroll
         for (int dt = 0; dt < C::kDqCols / 8; ++dt) {
           uint32_t b0, b1;
-          lds_b_cols<kS>(b0, b1, sK, kk * 16, c0 + dt * 8);
+          lds_b_col_of_lane<kS>(b0, b1, sK, kk * 16, c0 + DqAdd::column(dt, g));
           mma_m16n8k16<T>(rdQ[dt], dsa, b0, b1);
         }
       }
@@ -248,13 +270,7 @@ __global__ void __launch_bounds__(Config<D>::kThreads) flash_bwd_v2_dkv_kernel(c
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int64_t row = q0 + rt * 16 + g + 8 * h;
-        if (row >= a.seq_q) continue;
-        float* dq_row = a.dq_accum + (q_base + row) * D + c0 + 2 * t;
-#pragma unroll
-        for (int dt = 0; dt < C::kDqCols / 8; ++dt) {
-          red_global_add_f32(dq_row + dt * 8, rdQ[dt][2 * h]);
-          red_global_add_f32(dq_row + dt * 8 + 1, rdQ[dt][2 * h + 1]);
-        }
+        if (row < a.seq_q) DqAdd::add(a.dq_accum + (q_base + row) * D + c0, rdQ, h);
       }
     }
   };
@@ -283,6 +299,13 @@ __global__ void __launch_bounds__(Config<D>::kThreads) flash_bwd_v2_dkv_kernel(c
       *reinterpret_cast<uint32_t*>(dv_row + dt * 8) = pack2<T>(rdV[dt][2 * h], rdV[dt][2 * h + 1]);
     }
   }
+}
+
+// grid: B·H·ceil(Nk/Bc) blocks of kThreads (dkv_block above). With kAtomicDQ, dQ's share leaves by
+// red.global.add.f32, element by element.
+template <class T, int D, bool kAtomicDQ>
+__global__ void __launch_bounds__(Config<D>::kThreads) flash_bwd_v2_dkv_kernel(const Args<T> a) {
+  dkv_block<T, D, std::conditional_t<kAtomicDQ, DqScalarRed, void>>(a);
 }
 
 // Deterministic dQ. grid: B·H·ceil(Nq/Br) blocks of kThreads; block x owns query tile x % ceil(Nq/Br) of
