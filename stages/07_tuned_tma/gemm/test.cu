@@ -124,6 +124,7 @@ FS_CPU_TEST_CASE("stage07 gemm validation refuses what TMA cannot read, by name,
   }
   CHECK(fs_gemm_tma_v1(nullptr, nullptr) == FS_ERR_NULL_POINTER);
   CHECK(fs_gemm_tma_v2(nullptr, nullptr) == FS_ERR_NULL_POINTER);
+  CHECK(fs_gemm_tma_v3(nullptr, nullptr) == FS_ERR_NULL_POINTER);
 }
 
 FS_CPU_TEST_CASE("stage07 gemm runs on sm_90 alone: FS_ERR_UNSUPPORTED_DEVICE on every other GPU") {

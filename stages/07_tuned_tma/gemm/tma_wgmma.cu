@@ -1,4 +1,4 @@
-// Stage 07 gemm: the TMA + wgmma versions v1 and v2 (fp16, bf16) — their launch, descriptors and C entries.
+// Stage 07 gemm: the TMA + wgmma versions v1, v2 and v3 (fp16, bf16) — their launch, descriptors and C entries.
 #include <cuda.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -7,6 +7,7 @@
 #include "stages/07_tuned_tma/gemm/gemm.h"
 #include "stages/07_tuned_tma/gemm/v1_tma_wgmma.cuh"
 #include "stages/07_tuned_tma/gemm/v2_pipeline.cuh"
+#include "stages/07_tuned_tma/gemm/v3_warp_specialization.cuh"
 
 namespace fs {
 
@@ -33,6 +34,14 @@ struct V2 {
   using Config = gemm_tma_v2::Config<kTA, kTB>;
   template <class T, bool kTA, bool kTB>
   static constexpr auto kernel() { return gemm_tma_v2::gemm_tma_v2_kernel<T, kTA, kTB>; }
+};
+
+struct V3 {
+  static constexpr int kBM = gemm_tma_v3::kBM, kBN = gemm_tma_v3::kBN, kThreads = gemm_tma_v3::kThreads;
+  template <bool kTA, bool kTB>
+  using Config = gemm_tma_v3::Config<kTA, kTB>;
+  template <class T, bool kTA, bool kTB>
+  static constexpr auto kernel() { return gemm_tma_v3::gemm_tma_v3_kernel<T, kTA, kTB>; }
 };
 
 // One instance of version V (gemm::launch_transposes picks kTA, kTB): opt in to its shared memory,
@@ -75,7 +84,13 @@ const KernelDesc kGemmTmaV2 = gemm_kernel(
      "v1 with 4 TMA stages refilled behind one wgmma group in flight, two warpgroups of m64n256k16, 128x256x64"},
     kHalfSupport, kStageArchs, gemm::max_smem_bytes<V2::Config>(), run<V2>);
 
+const KernelDesc kGemmTmaV3 = gemm_kernel(
+    {"fs_gemm_tma_v3", "stage07/gemm", "v3",
+     "v2 warp-specialized: a TMA producer warpgroup, two wgmma consumer warpgroups, full/empty mbarriers, setmaxnreg"},
+    kHalfSupport, kStageArchs, gemm::max_smem_bytes<V3::Config>(), run<V3>);
+
 }  // namespace fs
 
 FS_EXPORT_GEMM(fs_gemm_tma_v1, fs::kGemmTmaV1)
 FS_EXPORT_GEMM(fs_gemm_tma_v2, fs::kGemmTmaV2)
+FS_EXPORT_GEMM(fs_gemm_tma_v3, fs::kGemmTmaV3)
