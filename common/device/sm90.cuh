@@ -18,6 +18,8 @@
 //   wgmma_m64nNk16<N, T, ...>   wgmma.mma_async.sync.aligned.m64nNk16.f32.{f16,bf16}.{f16,bf16}   D (64×N) += A·B
 //   matrix_descriptor_sw128     the 64-bit shared-memory matrix descriptor wgmma reads A and B through
 //   wgmma_fence_operand         no instruction: keeps the compiler from moving accumulator reads across a wait
+//   setmaxnreg_dec<N>           setmaxnreg.dec.sync.aligned.u32 N             this warpgroup gives registers back: N per thread
+//   setmaxnreg_inc<N>           setmaxnreg.inc.sync.aligned.u32 N             this warpgroup takes registers: N per thread
 //
 // Why hand-written PTX rather than CCCL's cuda::ptx. The CUDA Toolkit's libcu++ wraps the mbarrier,
 // fence and cp.async.bulk.tensor instructions above (cuda::ptx::mbarrier_init, mbarrier_arrive_expect_tx,
@@ -298,5 +300,32 @@ __device__ __forceinline__ void wgmma_m64nNk16(float (&d)[N / 2], uint64_t desc_
 #undef FS_SM90_REGS_128
 #undef FS_SM90_REGS_64
 #undef FS_SM90_D16
+
+// ---- setmaxnreg: moving registers from one warpgroup to another ---------------------------------
+// A block's registers are handed out at launch, the same number to every thread: the kernel's register
+// count (ptxas -v). On sm_90a a warpgroup may change its own share while it runs: .dec gives registers
+// back to a pool the block keeps, .inc takes them from that pool, waiting until it holds enough. In
+// loop terms, for the 128 threads of one warpgroup together:
+//   dec:  pool += 128 * (regs - N);  regs = N;
+//   inc:  while (pool < 128 * (N - regs)) {}  pool -= 128 * (N - regs);  regs = N;
+// so a warp-specialized kernel launched with R registers per thread can leave its load warpgroup with
+// few and give its math warpgroups more than R. The rules (PTX ISA, setmaxnreg): N is a multiple of
+// 8 from 24 to 256; every warp of the warpgroup executes the same instruction (a condition around it
+// must be the same for the whole warpgroup); .dec must not raise the count nor .inc lower it; and
+// the kernel's register count must be fixed when it is compiled (__launch_bounds__ with a minimum
+// number of blocks, or -maxrregcount), otherwise the instruction may do nothing. Registers gained by
+// .inc start undefined; ptxas allocates them, no kernel code sees that. cuda::ptx::setmaxnreg_dec,
+// cuda::ptx::setmaxnreg_inc.
+template <int N>
+__device__ __forceinline__ void setmaxnreg_dec() {
+  static_assert(N % 8 == 0 && N >= 24 && N <= 256, "a multiple of 8 from 24 to 256");
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N));
+}
+
+template <int N>
+__device__ __forceinline__ void setmaxnreg_inc() {
+  static_assert(N % 8 == 0 && N >= 24 && N <= 256, "a multiple of 8 from 24 to 256");
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N));
+}
 
 }  // namespace fs::sm90

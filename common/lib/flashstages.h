@@ -217,6 +217,8 @@ FS_API int fs_gemm_v11(const fs_gemm_params* params, void* stream); /* v9, tile 
  * and lda, ldb times the element size multiples of 16 bytes (else FS_ERR_INVALID_LEADING_DIM); C
  * needs only its element alignment. */
 FS_API int fs_gemm_tma_v1(const fs_gemm_params* params, void* stream); /* TMA + wgmma, one warpgroup */
+FS_API int fs_gemm_tma_v2(const fs_gemm_params* params, void* stream); /* 4 stages, 128x256, two warpgroups */
+FS_API int fs_gemm_tma_v3(const fs_gemm_params* params, void* stream); /* v2, warp-specialized producer/consumers */
 
 #ifdef __cplusplus
 }

@@ -7,6 +7,6 @@
 
 namespace fs {
 
-extern const KernelDesc kGemmTmaV1;
+extern const KernelDesc kGemmTmaV1, kGemmTmaV2, kGemmTmaV3;
 
 }  // namespace fs

@@ -44,8 +44,8 @@ std::vector<Mnk> odd_sizes() {
           {L, 17, L}, {17, L, L},   {L, L, 17}, {300, 520, 200}};
 }
 
-// 4097 (one past a tile boundary, 33 tiles of 128 in M or N, 65 k-tiles in K) in one dimension at a
-// time; not under the sanitizer, whose sizes above already cover every path.
+// 4097 (one past a tile boundary: 33 tiles of 128 in M, 33 of 128 or 17 of 256 in N, 65 k-tiles in K)
+// in one dimension at a time; not under the sanitizer, whose sizes above already cover every path.
 std::vector<Mnk> long_sizes() {
   if (testing::sanitizer_sizes()) return {};
   return {{4097, 33, 200}, {33, 4097, 200}, {65, 33, 4097}};
@@ -123,6 +123,8 @@ FS_CPU_TEST_CASE("stage07 gemm validation refuses what TMA cannot read by name b
     CHECK(with([](GemmParams& q) { q.ab_dtype = FS_INT8, q.c_dtype = FS_INT32; }) == Status::UnsupportedDtype);
   }
   CHECK(fs_gemm_tma_v1(nullptr, nullptr) == FS_ERR_NULL_POINTER);
+  CHECK(fs_gemm_tma_v2(nullptr, nullptr) == FS_ERR_NULL_POINTER);
+  CHECK(fs_gemm_tma_v3(nullptr, nullptr) == FS_ERR_NULL_POINTER);
 }
 
 FS_CPU_TEST_CASE("stage07 gemm runs on sm_90 alone: FS_ERR_UNSUPPORTED_DEVICE on every other GPU") {
