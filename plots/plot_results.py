@@ -1279,7 +1279,7 @@ def attention_tables(results: Results, prefix: tuple[str, ...] | None) -> tuple[
                                               or is_baseline(r.name.series) or sdpa_peer_of(prefix, r.name.series)],
                                     prefix)
         mask = "causal" if causal else "non-causal"
-        heading = (f"**{pass_text(backward) + ', ' if backward else ''}{dtype}, D = {d}, {mask}** — TFLOPS; "
+        heading = (f"**{'backward, ' if backward else ''}{dtype}, D = {d}, {mask}** — TFLOPS; "
                    f"{attention_shape_text(chosen, d)}")
         out += _by_n_table(heading, attention_lines(chosen, lambda r: r.tflops), _line_label)
         used += chosen

@@ -99,8 +99,9 @@ if has sanitize; then
     for t in "${binaries[@]}"; do
       name=$(basename "$t")
       parts=("$logs/sanitizer_${name}_$tool".log.summary "$logs/sanitizer_${name}_${tool}"_case*.log.summary)
-      bad=$(cat "${parts[@]}" 2>/dev/null | grep -v '^clean' || true)
-      count=$(cat "${parts[@]}" 2>/dev/null | wc -l)
+      verdicts=$(cat "${parts[@]}" 2>/dev/null)
+      bad=$(grep -v '^clean' <<<"$verdicts" || true)
+      count=$(grep -c . <<<"$verdicts")
       if [ "$count" -gt 0 ] && [ -z "$bad" ]; then
         note "sanitizer $tool $name: clean ($count process(es))"
       else

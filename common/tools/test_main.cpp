@@ -76,7 +76,7 @@ int main(int argc, char** argv) {
   const int failed = context.run();
   if (context.shouldExit() || failed) return failed;
   if (fs::testing::StartedCases::started == 0) {
-    std::printf("FAILED: no test case matches the filters (a name with ',' or ';' cannot be selected)\n");
+    std::printf("FAILED: no test case matches the filters (a CTest name cut at a ';' selects nothing)\n");
     return 1;
   }
   if (fs::testing::g_skipped) {
