@@ -28,6 +28,20 @@ std::vector<int> archs_of(const fs_kernel_info& k) { return std::vector<int>(k.a
 
 }  // namespace
 
+FS_CPU_TEST_CASE("FLASHSTAGES_ONLY selects whole versions and whole sub-rungs by name") {
+  using fs::testing::only_selects;
+  CHECK(only_selects(nullptr, "stage05/v4"));
+  CHECK(only_selects("", "stage05/v4"));
+  CHECK(only_selects("stage05/v4", "stage05/v4"));
+  CHECK(only_selects("stage04/v6,stage05/v4", "stage05/v4"));
+  CHECK(only_selects("stage07/gemm", "stage07/gemm/v2"));
+  CHECK(only_selects("stage05", "stage05/v1"));
+  CHECK_FALSE(only_selects("stage05/v4", "stage05/v3"));
+  CHECK_FALSE(only_selects("stage05/v1", "stage05/v10"));  // a prefix must end at a '/'
+  CHECK_FALSE(only_selects("stage0", "stage05/v1"));
+  CHECK_FALSE(only_selects(",", "stage05/v1"));
+}
+
 FS_CPU_TEST_CASE("registry: every stage's versions in order and each with a C entry and a consistent description") {
   const auto& all = all_kernels();
   REQUIRE(all.size() >= 16);

@@ -1,7 +1,9 @@
 // GPU test cases: without a GPU they are reported as skipped (exit code 77, which CTest shows as
 // "Skipped"), never as passed; with FLASHSTAGES_REQUIRE_GPU=1 a missing GPU fails them. A kernel the
 // GPU at hand cannot run (FS_ERR_UNSUPPORTED_DEVICE: no code for its architecture, too little shared
-// memory) is skipped the same way, with the reason.
+// memory) is skipped the same way, with the reason, and so is a kernel that FLASHSTAGES_ONLY leaves
+// out (a comma-separated list of versions, `stage05/v4,stage07/gemm`: a quick check of the version
+// at hand on a GPU; the cases still run the baselines they compare against).
 //
 //   FS_GPU_TEST_CASE("stage01 matches fp64 at odd sizes") {
 //     FS_SKIP_WITHOUT_GPU();
@@ -26,7 +28,12 @@ const char* missing_gpu();
 bool gpu_required();  // FLASHSTAGES_REQUIRE_GPU=1
 void record_skip();
 
-// Whether the current GPU can run `kernel`; if not, the case reports it skipped, with the reason.
+// Whether `qualified` ("stage05/v4") is one of the comma-separated `only` or lies under one of them
+// ("stage07/gemm" takes "stage07/gemm/v2"); an empty or null list takes every kernel.
+bool only_selects(const char* only, const std::string& qualified);
+
+// Whether the current GPU can run `kernel` and FLASHSTAGES_ONLY selects it; if not, the case reports
+// it skipped, with the reason.
 bool runs_here(const KernelDesc& kernel);
 
 // FLASHSTAGES_SANITIZER=1 (set by scripts/gpu_check.sh around compute-sanitizer): the tests pick

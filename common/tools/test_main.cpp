@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <algorithm>
 #include <cstring>
 #include <optional>
 #include <string>
@@ -38,7 +39,27 @@ bool sanitizer_sizes() { return env_set("FLASHSTAGES_SANITIZER"); }
 
 void record_skip() { ++g_skipped; }
 
+bool only_selects(const char* only, const std::string& qualified) {
+  if (!only || !*only) return true;
+  const std::string list = only;
+  for (size_t begin = 0; begin <= list.size();) {
+    const size_t end = std::min(list.find(',', begin), list.size());
+    const std::string item = list.substr(begin, end - begin);
+    if (!item.empty() && qualified.compare(0, item.size(), item) == 0 &&
+        (qualified.size() == item.size() || qualified[item.size()] == '/'))
+      return true;
+    begin = end + 1;
+  }
+  return false;
+}
+
 bool runs_here(const KernelDesc& kernel) {
+  const char* only = std::getenv("FLASHSTAGES_ONLY");
+  if (!only_selects(only, kernel.qualified())) {
+    record_skip();
+    MESSAGE("SKIPPED " << kernel.qualified() << ": not in FLASHSTAGES_ONLY=" << only);
+    return false;
+  }
   DeviceProps dev;
   if (current_device(&dev) != Status::Success) return false;
   const std::string why = unsupported_reason(kernel.info, dev);
@@ -82,7 +103,7 @@ int main(int argc, char** argv) {
   if (fs::testing::g_skipped) {
     const char* why = fs::testing::missing_gpu();
     std::printf("SKIPPED: %d test case(s) did not run fully: %s\n", fs::testing::g_skipped,
-                why ? why : "a kernel this GPU cannot run (see the messages above)");
+                why ? why : "a kernel this GPU cannot run or FLASHSTAGES_ONLY left out (see the messages above)");
     return 77;  // CTest's SKIP_RETURN_CODE
   }
   return 0;

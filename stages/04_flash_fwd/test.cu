@@ -344,32 +344,54 @@ FS_GPU_TEST_CASE("stage04 v5 tunes once per head_dim and mask and remembers the 
   CHECK(flash_fwd_v5_choice(64, DType::FP32, false, nullptr) == -1);
 }
 
-FS_GPU_TEST_CASE("stage04 v6 with forced split counts matches fp64: slices with tails — empty and fully masked slices") {
-  FS_SKIP_WITHOUT_GPU();
-  // Tile 0 is v4's shape (Br = 64), tile 1 one with Br = 128. 2 splits: the common case; 7: slices
-  // of uneven length, and causal tiles with fewer key blocks than splits (empty slices); 16: the most
-  // the launcher chooses.
-  const KernelDesc plans[] = {forced_plan_kernel(run_forced_plan<0, 2>), forced_plan_kernel(run_forced_plan<0, 7>),
-                              forced_plan_kernel(run_forced_plan<1, 16>), forced_plan_kernel(run_forced_plan<1, 1>)};
-  uint64_t seed = 9100;
-  for (const KernelDesc& k : plans)
-    for (int64_t d : head_dims(kFlashFwdV6)) {
-      check_odd_shapes(k, d, seed += 10);
-      // Nq = 1 against 5000 keys (decoding), Nq = 100 against 20000 (313 key blocks of 64 in the
-      // splits, the last one short), Nq > Nk without the mask; bf16 with a negative scale.
-      for (bool causal : {false, true}) {
-        testing::check_against_reference(k, attention_shape(2, 3, 1, 5000, d, DType::FP16, causal), ++seed, &naive());
-        testing::check_against_reference(k, attention_shape(1, 2, 100, 20000, d, DType::FP16, causal), ++seed,
-                                         &naive());
-        testing::check_against_reference(k, attention_shape(1, 2, 100, 20000, d, DType::BF16, causal, -0.3f), ++seed,
-                                         &naive());
-      }
-      testing::check_against_reference(k, attention_shape(1, 2, 1000, 300, d, DType::BF16, false), ++seed, &naive());
-      check_varlen_layouts(k, d, seed += 10);
-      // Decoding with grouped-query and multi-query K/V: every split of a head reads its group's K/V head.
-      for (const auto& shape : testing::gqa_shapes(DType::FP16, {d}))
-        if (shape.seq_q == 1) testing::check_against_reference(k, shape, ++seed, &naive());
+namespace {
+
+// One forced plan of v6 against fp64: the odd shapes, decoding, long slices, varlen and GQA decoding.
+// Each plan is its own test case (together they take minutes: every shape runs the fp64 reference),
+// so that CTest runs them side by side and a sanitizer's timeout names the plan.
+void check_forced_plan(const KernelDesc& k, uint64_t seed) {
+  for (int64_t d : head_dims(kFlashFwdV6)) {
+    check_odd_shapes(k, d, seed += 10);
+    // Nq = 1 against 5000 keys (decoding), Nq = 100 against 20000 (313 key blocks of 64 in the
+    // splits, the last one short), Nq > Nk without the mask; bf16 with a negative scale.
+    for (bool causal : {false, true}) {
+      testing::check_against_reference(k, attention_shape(2, 3, 1, 5000, d, DType::FP16, causal), ++seed, &naive());
+      testing::check_against_reference(k, attention_shape(1, 2, 100, 20000, d, DType::FP16, causal), ++seed,
+                                       &naive());
+      testing::check_against_reference(k, attention_shape(1, 2, 100, 20000, d, DType::BF16, causal, -0.3f), ++seed,
+                                       &naive());
     }
+    testing::check_against_reference(k, attention_shape(1, 2, 1000, 300, d, DType::BF16, false), ++seed, &naive());
+    check_varlen_layouts(k, d, seed += 10);
+    // Decoding with grouped-query and multi-query K/V: every split of a head reads its group's K/V head.
+    for (const auto& shape : testing::gqa_shapes(DType::FP16, {d}))
+      if (shape.seq_q == 1) testing::check_against_reference(k, shape, ++seed, &naive());
+  }
+}
+
+}  // namespace
+
+// Tile 0 is v4's shape (Br = 64), tile 1 one with Br = 128. 2 splits: the common case; 7: slices of
+// uneven length, and causal tiles with fewer key blocks than splits (empty slices); 16: the most the
+// launcher chooses; 1: the split path with a single slice.
+FS_GPU_TEST_CASE("stage04 v6 forced to 2 splits of Br = 64 tiles matches fp64") {
+  FS_SKIP_WITHOUT_GPU();
+  check_forced_plan(forced_plan_kernel(run_forced_plan<0, 2>), 9100);
+}
+
+FS_GPU_TEST_CASE("stage04 v6 forced to 7 splits of Br = 64 tiles matches fp64: uneven and empty slices") {
+  FS_SKIP_WITHOUT_GPU();
+  check_forced_plan(forced_plan_kernel(run_forced_plan<0, 7>), 9300);
+}
+
+FS_GPU_TEST_CASE("stage04 v6 forced to 16 splits of Br = 128 tiles matches fp64: fully masked slices") {
+  FS_SKIP_WITHOUT_GPU();
+  check_forced_plan(forced_plan_kernel(run_forced_plan<1, 16>), 9500);
+}
+
+FS_GPU_TEST_CASE("stage04 v6 forced to 1 split of Br = 128 tiles matches fp64") {
+  FS_SKIP_WITHOUT_GPU();
+  check_forced_plan(forced_plan_kernel(run_forced_plan<1, 1>), 9700);
 }
 
 FS_GPU_TEST_CASE("stage04 v6 with forced split counts skips entries whose lengths break the rules") {

@@ -46,7 +46,7 @@
 // element, K_j and V_j fragments gathered again for every query tile.
 // Result (H100, fp16, D = 128, N = 8192, non-causal; stage05.json beside SDPA's backward in sdpa_bwd.json):
 //   <!-- value: [stage05/v2/fp16/D:128/N:8192/causal:0] | .0f -->111<!-- /value --> TFLOPS with the atomic dQ,
-//   <!-- value: [stage05/v2_deterministic/fp16/D:128/N:8192/causal:0] | .0f -->137<!-- /value --> with the deterministic dQ pass,
+//   <!-- value: [stage05/v2_deterministic/fp16/D:128/N:8192/causal:0] | .0f -->138<!-- /value --> with the deterministic dQ pass,
 //   <!-- value: [stage05/v2_deterministic/fp16/D:128/N:8192/causal:0] / [sdpa_flash_bwd/fp16/D:128/N:8192/causal:0] | .2f -->0.48<!-- /value -->× SDPA flash (FA2);
 //   the atomics cost more than the second pass's recomputation (README, "Results").
 //
