@@ -180,7 +180,7 @@ FS_GPU_TEST_CASE("stage07 gemm stays within the fp32 tolerance on fractional inp
   }
 }
 
-FS_GPU_TEST_CASE("stage07 gemm is exact with more tiles than SMs, each block of a persistent version looping over several") {
+FS_GPU_TEST_CASE("stage07 gemm is exact with more tiles than SMs where persistent blocks loop over several tiles") {
   FS_SKIP_WITHOUT_GPU();
   // 3000 × 5000 is 24 × 20 = 480 tiles of 128×256 (v4: 3 or 4 per block on 132 SMs; its schedule's last
   // group 8 tile-rows, a tail in M and N). K = 17: one k-tile per tile, the producer up to four tiles
