@@ -219,6 +219,7 @@ FS_API int fs_gemm_v11(const fs_gemm_params* params, void* stream); /* v9, tile 
 FS_API int fs_gemm_tma_v1(const fs_gemm_params* params, void* stream); /* TMA + wgmma, one warpgroup */
 FS_API int fs_gemm_tma_v2(const fs_gemm_params* params, void* stream); /* 4 stages, 128x256, two warpgroups */
 FS_API int fs_gemm_tma_v3(const fs_gemm_params* params, void* stream); /* v2, warp-specialized producer/consumers */
+FS_API int fs_gemm_tma_v4(const fs_gemm_params* params, void* stream); /* v3, persistent, grouped tile order */
 
 #ifdef __cplusplus
 }

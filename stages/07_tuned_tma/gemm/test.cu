@@ -2,7 +2,8 @@
 // inputs, at M, N, K from 1, 17, 1000 in every pairing and 4097 in one dimension at a time (sampled
 // reference rows there), for every transpose pair and every C type, with padded leading dimensions
 // and with tight ones wherever those keep TMA's 16-byte rows; fractional inputs within the fp32
-// tolerance; alpha and beta (a NaN-poisoned C with beta = 0 must not leak through); and every status
+// tolerance; more tiles than SMs, so that a persistent version's blocks loop over several tiles each;
+// alpha and beta (a NaN-poisoned C with beta = 0 must not leak through); and every status
 // code a launcher can return, with C left untouched: TMA's alignment refused by name, the device check
 // decided on made-up GPUs (CPU).
 #include <cuda_runtime.h>
@@ -125,6 +126,7 @@ FS_CPU_TEST_CASE("stage07 gemm validation refuses what TMA cannot read by name b
   CHECK(fs_gemm_tma_v1(nullptr, nullptr) == FS_ERR_NULL_POINTER);
   CHECK(fs_gemm_tma_v2(nullptr, nullptr) == FS_ERR_NULL_POINTER);
   CHECK(fs_gemm_tma_v3(nullptr, nullptr) == FS_ERR_NULL_POINTER);
+  CHECK(fs_gemm_tma_v4(nullptr, nullptr) == FS_ERR_NULL_POINTER);
 }
 
 FS_CPU_TEST_CASE("stage07 gemm runs on sm_90 alone: FS_ERR_UNSUPPORTED_DEVICE on every other GPU") {
@@ -175,6 +177,25 @@ FS_GPU_TEST_CASE("stage07 gemm stays within the fp32 tolerance on fractional inp
           GemmCase g = padded(sized(gemm_case(1, 1, 1, ab, DType::FP32), mnk, t));
           check_gemm(*k, g, ++seed);
         }
+  }
+}
+
+FS_GPU_TEST_CASE("stage07 gemm is exact with more tiles than SMs where persistent blocks loop over several tiles") {
+  FS_SKIP_WITHOUT_GPU();
+  // 3000 × 5000 is 24 × 20 = 480 tiles of 128×256 (v4: 3 or 4 per block on 132 SMs; its schedule's last
+  // group 8 tile-rows, a tail in M and N). K = 17: one k-tile per tile, the producer up to four tiles
+  // ahead; 200: four, as many as the stages; 300: five with a tail, so tile and stage boundaries drift
+  // apart. The sizes above stay below 132 tiles: none reaches a block's second tile. Under the
+  // sanitizer K = 300 alone, untransposed.
+  uint64_t seed = 76000;
+  const bool sanitizer = testing::sanitizer_sizes();
+  const std::vector<int64_t> ks = sanitizer ? std::vector<int64_t>{300} : std::vector<int64_t>{17, 200, 300};
+  for (const KernelDesc* k : kAll) {
+    if (!testing::runs_here(*k)) continue;
+    for (DType ab : {DType::FP16, DType::BF16})
+      for (int64_t kk : ks)
+        for (int t = 0; t < (sanitizer ? 1 : 4); ++t)
+          check_gemm(*k, padded(sized(integer_case(ab, ab), Mnk{3000, 5000, kk}, t)), ++seed, /*check_rows=*/64);
   }
 }
 

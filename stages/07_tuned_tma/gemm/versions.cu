@@ -5,7 +5,7 @@
 namespace fs {
 
 KernelList stage07_gemm_kernels() {
-  static const KernelDesc* const versions[] = {&kGemmTmaV1, &kGemmTmaV2, &kGemmTmaV3};
+  static const KernelDesc* const versions[] = {&kGemmTmaV1, &kGemmTmaV2, &kGemmTmaV3, &kGemmTmaV4};
   return kernel_list(versions);
 }
 
