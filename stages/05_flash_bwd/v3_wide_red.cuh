@@ -29,9 +29,9 @@
 // than a whole recomputation. v3 issues a quarter of them, 1.1·10⁹, each 16 bytes; a warp's
 // instruction covers 16 whole 32-byte sectors (8 rows × 2 sectors) where v2's covered 8 half-sectors
 // (4 of each row's 8 floats). The bytes that reach L2 are the same.
-// ptxas -v (CUDA 13.0, sm_90), no spills: 252 registers at D = 64, 255 at D = 128 — v2's K/V kernel's
-// figures: the four values of a reduction are registers the fragments already hold. The sm_80 path:
-// 238 and 251 (v2's 234 and 253).
+// ptxas -v (CUDA 13.0, sm_90), no spills: 241 registers at D = 64, 249 at D = 128 (v2's K/V kernel with
+// the atomic dQ: 235 and 254): the four values of a reduction are registers the fragments already hold.
+// Before the loop over a group's heads both were 252 and 255; the sm_80 path then took 238 and 251.
 // Result: not measured yet.
 //
 // Run: build/h100/stages/05_flash_bwd/stage05_flash_bwd --dtype fp16 --seq 8192 --dim 128 [--causal] --version v3
@@ -74,7 +74,7 @@ struct DqWideRed {
   }
 };
 
-// grid: B·H·ceil(Nk/Bc) blocks of v2::Config<D>::kThreads — v2's K/V kernel with the atomic dQ, its
+// grid: B·KVH·ceil(Nk/Bc) blocks of v2::Config<D>::kThreads — v2's K/V kernel with the atomic dQ, its
 // share added wide. (The deterministic path runs v2's kernels.)
 template <class T, int D>
 __global__ void __launch_bounds__(v2::Config<D>::kThreads) flash_bwd_v3_dkv_kernel(const Args<T> a) {
