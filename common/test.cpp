@@ -43,6 +43,18 @@ fs::AttentionParams valid_params() {
   return p;
 }
 
+// d loss / d x[i] by a central difference (loss reads x).
+template <class Loss>
+double central_difference(Loss& loss, std::vector<double>& x, std::size_t i) {
+  const double h = 1e-6, keep = x[i];
+  x[i] = keep + h;
+  const double up = loss();
+  x[i] = keep - h;
+  const double down = loss();
+  x[i] = keep;
+  return (up - down) / (2 * h);
+}
+
 }  // namespace
 
 FS_CPU_TEST_CASE("reference forward: one key gives O = V and LSE = the single score") {
@@ -94,15 +106,7 @@ FS_CPU_TEST_CASE("reference backward matches finite differences of the forward p
     for (int64_t i = 0; i < nq * d; ++i) l += d_o[i] * o[i];
     return l;
   };
-  auto numeric = [&](std::vector<double>& x, std::size_t i) {
-    const double h = 1e-6, keep = x[i];
-    x[i] = keep + h;
-    const double up = loss();
-    x[i] = keep - h;
-    const double down = loss();
-    x[i] = keep;
-    return (up - down) / (2 * h);
-  };
+  auto numeric = [&](std::vector<double>& x, std::size_t i) { return central_difference(loss, x, i); };
   for (std::size_t i = 0; i < q.size(); ++i) CHECK(dq[i] == doctest::Approx(numeric(q, i)).epsilon(1e-6));
   for (std::size_t i = 0; i < k.size(); ++i) CHECK(dk[i] == doctest::Approx(numeric(k, i)).epsilon(1e-6));
   for (std::size_t i = 0; i < v.size(); ++i) CHECK(dv[i] == doctest::Approx(numeric(v, i)).epsilon(1e-6));
@@ -278,6 +282,37 @@ FS_CPU_TEST_CASE("validation: each bad input gets its own code / in a fixed orde
   CHECK(fs::validate(p, listed) == fs::Status::Success);
 }
 
+FS_CPU_TEST_CASE("reference backward of a group: dK and dV sum over the query heads that share K and V") {
+  // Two query heads on one K/V head; L = Σ over both heads of dO ∘ O. Its gradient with respect to K and
+  // V, by finite differences, is what attention_backward_group returns; dQ and delta are each head's own.
+  const int64_t group = 2, nq = 3, nk = 4, d = 2;
+  auto q = fs::random_uniform<double>(group * nq * d, 11), k = fs::random_uniform<double>(nk * d, 12),
+       v = fs::random_uniform<double>(nk * d, 13), d_o = fs::random_uniform<double>(group * nq * d, 14);
+  std::vector<double> dq(group * nq * d), dk(nk * d), dv(nk * d), delta(group * nq);
+  const double scale = -0.6;
+  fs::ref::attention_backward_group(q.data(), k.data(), v.data(), d_o.data(), group, nq, nk, d, scale, false,
+                                    dq.data(), dk.data(), dv.data(), delta.data());
+  auto loss = [&] {
+    std::vector<double> o(nq * d), lse(nq);
+    double l = 0;
+    for (int64_t h = 0; h < group; ++h) {
+      fs::ref::attention_forward_head(q.data() + h * nq * d, k.data(), v.data(), nq, nk, d, scale, false, o.data(),
+                                      lse.data());
+      for (int64_t i = 0; i < nq * d; ++i) l += d_o[h * nq * d + i] * o[i];
+    }
+    return l;
+  };
+  auto numeric = [&](std::vector<double>& x, std::size_t i) { return central_difference(loss, x, i); };
+  for (std::size_t i = 0; i < q.size(); ++i) CHECK(dq[i] == doctest::Approx(numeric(q, i)).epsilon(1e-6));
+  for (std::size_t i = 0; i < k.size(); ++i) CHECK(dk[i] == doctest::Approx(numeric(k, i)).epsilon(1e-6));
+  for (std::size_t i = 0; i < v.size(); ++i) CHECK(dv[i] == doctest::Approx(numeric(v, i)).epsilon(1e-6));
+  // Each head's delta is its own: the second head's equals a one-head backward of that head alone.
+  std::vector<double> dq1(nq * d), dk1(nk * d), dv1(nk * d), delta1(nq);
+  fs::ref::attention_backward_head(q.data() + nq * d, k.data(), v.data(), d_o.data() + nq * d, nq, nk, d, scale,
+                                   false, dq1.data(), dk1.data(), dv1.data(), delta1.data());
+  for (int64_t i = 0; i < nq; ++i) CHECK(delta[nq + i] == delta1[i]);
+}
+
 FS_CPU_TEST_CASE("backward validation: the forward's rules then lse and dO and the gradients and outputs apart from inputs") {
   fs::AttentionSupport support;
   support.dtypes = fs::dtype_bit(fs::DType::FP32);
@@ -303,7 +338,10 @@ FS_CPU_TEST_CASE("backward validation: the forward's rules then lse and dO and t
   CHECK(with([](auto& p) { p.fwd.dtype = FS_BF16; }) == fs::Status::UnsupportedDtype);
   CHECK(with([](auto& p) { p.fwd.kv_heads = p.fwd.heads + 1; }) == fs::Status::InvalidKvHeads);  // the forward's rule
   CHECK(with([](auto& p) { p.fwd.kv_heads = p.fwd.heads; }) == fs::Status::Success);  // = 0: one K/V head each
-  CHECK(with([](auto& p) { p.fwd.heads = 6, p.fwd.kv_heads = 3; }) == fs::Status::InvalidKvHeads);  // no GQA yet
+  // A valid grouping: refused by a backward that does not sum dK, dV over groups, taken by one that does.
+  CHECK(with([](auto& p) { p.fwd.heads = 6, p.fwd.kv_heads = 3; }) == fs::Status::InvalidKvHeads);
+  CHECK(fs::validate([&] { fs::AttentionBwdParams p = ok; p.fwd.heads = 6, p.fwd.kv_heads = 3; return p; }(),
+                     fs::grouped_kv_backward(support)) == fs::Status::Success);
   CHECK(with([](auto& p) { p.fwd.lse = nullptr; }) == fs::Status::NullPointer);  // optional forward, required here
   CHECK(with([](auto& p) { p.d_o = nullptr; }) == fs::Status::NullPointer);
   CHECK(with([](auto& p) { p.dk = nullptr; }) == fs::Status::NullPointer);
@@ -327,6 +365,11 @@ FS_CPU_TEST_CASE("backward validation: the forward's rules then lse and dO and t
   // dK right after dV (29184 bytes) is apart, 16 bytes earlier it is not.
   CHECK(apart([](auto& p) { p.dk = static_cast<char*>(p.dv) + 29184; }) == fs::Status::Success);
   CHECK(apart([](auto& p) { p.dk = static_cast<char*>(p.dv) + 29184 - 16; }) == fs::Status::MisalignedPointer);
+  // Multi-query: K, V, dK, dV hold one head per batch entry, 2·1·19·64·4 = 9728 bytes: dK right after dV
+  // is apart at that distance, not at the multi-head one.
+  CHECK(apart([](auto& p) { p.fwd.kv_heads = 1, p.dk = static_cast<char*>(p.dv) + 9728; }) == fs::Status::Success);
+  CHECK(apart([](auto& p) { p.fwd.kv_heads = 1, p.dk = static_cast<char*>(p.dv) + 9728 - 16; }) ==
+        fs::Status::MisalignedPointer);
   // An output that spans past the end of the address space is not wrapped back to small addresses.
   CHECK(apart([](auto& p) { p.dv = reinterpret_cast<void*>(UINTPTR_MAX - 0xFF); }) == fs::Status::Success);
   CHECK(apart([](auto& p) { p.delta = nullptr, p.dq = reinterpret_cast<void*>(0xA0000); }) == fs::Status::Success);

@@ -71,9 +71,9 @@ class CommandLine(unittest.TestCase):
         self.refused("stage05", ["--dtype", "fp32", "--dim", "96", "--version", "v1"], "--dim")
         self.refused("stage05", ["--dtype", "fp16", "--version", "v1"], "--dtype")
         self.refused("stage05", ["--causal", "--seq", "20", "--seq-k", "10"], "--causal")
-        # A grouping the forward takes is refused by the backward, and said so: not "must divide".
-        self.refused("stage05", ["--heads", "4", "--kv-heads", "2"], "takes no grouped K/V heads")
+        # Grouped K/V heads: both take a grouping (the backward sums dK, dV over it), neither a non-divisor.
         self.refused("stage04", ["--heads", "4", "--kv-heads", "3"], "must divide --heads")
+        self.refused("stage05", ["--heads", "6", "--kv-heads", "4"], "must divide --heads")
         # v2: fp16 and bf16 at D = 64, 128 only.
         self.refused("stage05", ["--dtype", "fp32", "--version", "v2"], "--dtype")
         self.refused("stage05", ["--dtype", "fp16", "--dim", "32", "--version", "v2"], "--dim")

@@ -189,11 +189,14 @@ class FlashChecks(unittest.TestCase):
         self.refused(ValueError, ["head_dim 256", "the backward"], d=256)
         self.refused(ValueError, ["head_dim 48", "fs_flash_fwd_v5"], d=48)
 
-    def test_grouped_kv_is_refused_up_front(self):
-        self.refused(ValueError, ["k and v have 2 heads, q 4", "no grouped K/V", "repeat_interleave(2, 1)"],
-                     kv_heads=2)
-        self.refused(ValueError, ["k and v have 1 heads", "no grouped K/V"], kv_heads=1)
-        self.refused(ValueError, ["divide"], kv_heads=3)  # not even a grouping: attention()'s message
+    def test_grouped_kv_passes_the_checks(self):
+        # The backward sums dK, dV over each group: a grouping passes, a non-divisor does not.
+        lib = flashstages.library()
+        fwd = flashstages._attention_kernel(lib, flashstages.DEFAULT_KERNEL)
+        bwd = flashstages._attention_kernel(lib, flashstages.DEFAULT_BACKWARD_KERNEL, flashstages.PROBLEM_ATTENTION_BWD)
+        for kv_heads in (2, 1):
+            flashstages._check_flash_attention(fwd, bwd, *self.qkv(kv_heads=kv_heads), causal=True)
+        self.refused(ValueError, ["divide"], kv_heads=3)
 
     def test_causal_needs_no_more_queries_than_keys(self):
         self.refused(ValueError, ["causal with Nq = 130 > Nk = 100"], causal=True, nq=130, nk=100)
@@ -359,13 +362,35 @@ class FlashGradients(unittest.TestCase):
         fn(q, k, v).backward(d_o)
         return q.grad, k.grad, v.grad
 
-    def sdpa(self, causal, nq, nk):
+    def sdpa(self, causal, nq, nk, gqa=False):
         import torch
         from torch.nn.attention.bias import causal_lower_right
-        args = {}
+        args = {"enable_gqa": True} if gqa else {}
         if causal:  # the project's bottom-right mask: is_causal agrees with it only when Nq = Nk
-            args = {"is_causal": True} if nq == nk else {"attn_mask": causal_lower_right(nq, nk)}
+            args.update({"is_causal": True} if nq == nk else {"attn_mask": causal_lower_right(nq, nk)})
         return lambda q, k, v: torch.nn.functional.scaled_dot_product_attention(q, k, v, **args)
+
+    def check_against_sdpa(self, dtype, b, h, kv_heads, nq, nk, d, causal):
+        """Our dQ, dK, dV within 2x SDPA's error against SDPA in fp64 (plus the floor, see above); K and V
+        with kv_heads heads, SDPA's enable_gqa=True when that is fewer than h."""
+        import torch
+        q = torch.randn(b, h, nq, d, device="cuda", dtype=dtype)
+        k, v = (torch.randn(b, kv_heads, nk, d, device="cuda", dtype=dtype) for _ in range(2))
+        d_o = torch.randn(b, h, nq, d, device="cuda", dtype=dtype)
+        sdpa = self.sdpa(causal, nq, nk, gqa=kv_heads != h)
+        ref = self.gradients(sdpa, q.double(), k.double(), v.double(), d_o.double())
+        theirs = self.gradients(sdpa, q, k, v, d_o)
+        ours = self.gradients(lambda q, k, v: flashstages.flash_attention(q, k, v, causal=causal), q, k, v, d_o)
+        torch.cuda.synchronize()
+        ulp = torch.finfo(dtype).eps
+        for name, r, t, o in zip(("dq", "dk", "dv"), ref, theirs, ours):
+            self.assertEqual(o.dtype, dtype, name)
+            self.assertEqual(o.shape, r.shape, name)
+            their_err = (t.double() - r).abs().max().item()
+            our_err = (o.double() - r).abs().max().item()
+            floor = ulp * max(1.0, r.abs().max().item())
+            self.assertLessEqual(our_err, 2 * their_err + floor,
+                                 f"{name}: ours {our_err:.3g}, SDPA's {their_err:.3g} against fp64")
 
     def test_gradients_match_sdpa(self):
         import torch
@@ -373,23 +398,17 @@ class FlashGradients(unittest.TestCase):
         for dtype in (torch.float16, torch.bfloat16):
             for b, h, nq, nk, d, causal in self.SHAPES:
                 with self.subTest(dtype=str(dtype), b=b, h=h, nq=nq, nk=nk, d=d, causal=causal):
-                    q = torch.randn(b, h, nq, d, device="cuda", dtype=dtype)
-                    k, v = (torch.randn(b, h, nk, d, device="cuda", dtype=dtype) for _ in range(2))
-                    d_o = torch.randn(b, h, nq, d, device="cuda", dtype=dtype)
-                    sdpa = self.sdpa(causal, nq, nk)
-                    ref = self.gradients(sdpa, q.double(), k.double(), v.double(), d_o.double())
-                    theirs = self.gradients(sdpa, q, k, v, d_o)
-                    ours = self.gradients(lambda q, k, v: flashstages.flash_attention(q, k, v, causal=causal),
-                                          q, k, v, d_o)
-                    torch.cuda.synchronize()
-                    ulp = torch.finfo(dtype).eps
-                    for name, r, t, o in zip(("dq", "dk", "dv"), ref, theirs, ours):
-                        self.assertEqual(o.dtype, dtype, name)
-                        their_err = (t.double() - r).abs().max().item()
-                        our_err = (o.double() - r).abs().max().item()
-                        floor = ulp * max(1.0, r.abs().max().item())
-                        self.assertLessEqual(our_err, 2 * their_err + floor,
-                                             f"{name}: ours {our_err:.3g}, SDPA's {their_err:.3g} against fp64")
+                    self.check_against_sdpa(dtype, b, h, h, nq, nk, d, causal)
+
+    def test_grouped_kv_gradients_match_sdpa_with_enable_gqa(self):
+        # dK and dV of a K/V head are the sums over its group of query heads: SDPA's enable_gqa=True.
+        import torch
+        torch.manual_seed(5)
+        for dtype in (torch.float16, torch.bfloat16):
+            for b, h, kv_heads, nq, nk, d, causal in ((2, 4, 2, 100, 230, 64, True), (1, 4, 1, 300, 300, 128, False),
+                                                      (2, 8, 2, 1, 1000, 64, False), (1, 6, 1, 17, 17, 128, True)):
+                with self.subTest(dtype=str(dtype), b=b, h=h, kv_heads=kv_heads, nq=nq, nk=nk, d=d, causal=causal):
+                    self.check_against_sdpa(dtype, b, h, kv_heads, nq, nk, d, causal)
 
     def test_scale_and_a_strided_gradient(self):
         # A scale of its own, and dO as an expanded view (autograd hands those over for a sum's backward).
@@ -413,14 +432,6 @@ class FlashGradients(unittest.TestCase):
         first, second = self.gradients(fn, q, k, v, d_o), self.gradients(fn, q, k, v, d_o)
         for name, a, b in zip(("dq", "dk", "dv"), first, second):
             self.assertTrue(torch.equal(a, b), name)
-
-    def test_gqa_is_refused_before_the_forward(self):
-        import torch
-        q = torch.randn(1, 4, 64, 64, device="cuda", dtype=torch.float16, requires_grad=True)
-        kv = torch.randn(1, 2, 64, 64, device="cuda", dtype=torch.float16, requires_grad=True)
-        with self.assertRaises(ValueError):
-            flashstages.flash_attention(q, kv, kv)
-        self.assertIsNone(q.grad)
 
     def test_the_function_is_exported(self):
         import torch

@@ -144,6 +144,9 @@ class CInterface(unittest.TestCase):
                 self.assertEqual(self.code(launcher, bwd_params(info, dq=0x70001)), "FS_ERR_MISALIGNED_POINTER")
                 self.assertEqual(self.code(launcher, bwd_params(info, delta=0xA0002)), "FS_ERR_MISALIGNED_POINTER")
                 self.assertEqual(self.code(launcher, bwd_params(info, seq_lens=0xB0000)), "FS_ERR_INVALID_SEQLENS")
+                # kv_heads: the forward's rule (heads = 3: negative, more, not a divisor), as for the forward.
+                for kv_heads in (-1, 4, 2):
+                    self.assertEqual(self.code(launcher, bwd_params(info, kv_heads=kv_heads)), "FS_ERR_INVALID_KV_HEADS")
 
     def test_sizes_near_2_63_are_refused_by_every_launcher(self):
         # Each size field alone pushed so that an element or byte count passes 2^63: a named code, never

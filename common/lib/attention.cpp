@@ -53,11 +53,12 @@ Status read_lengths(const int32_t* device, int64_t count, cudaStream_t stream, s
   return Status::Success;
 }
 
-// The bytes a [B, H, rows, D] tensor spans ([H, total, D] for packed batches; `rows` the total then),
-// or a [B, H, rows] one with d = 1 and `element` = 4. For validated sizes: the product fits.
-uint64_t span(const AttentionParams& p, int64_t rows, int64_t d, std::size_t element) {
+// The bytes a [B, heads, rows, D] tensor spans ([heads, total, D] for packed batches; `rows` the total
+// then), or a [B, H, rows] one with d = 1 and `element` = 4; `heads` is H for Q, O, LSE, KVH for K, V.
+// For validated sizes: the product fits.
+uint64_t span(const AttentionParams& p, int64_t heads, int64_t rows, int64_t d, std::size_t element) {
   const uint64_t entries = p.cu_seqlens_q ? 1 : uint64_t(p.batch);
-  return entries * uint64_t(p.heads) * uint64_t(rows) * uint64_t(d) * element;
+  return entries * uint64_t(heads) * uint64_t(rows) * uint64_t(d) * element;
 }
 
 // Do [a, a + a_bytes) and [b, b + b_bytes) share a byte? Addresses as integers: no pointer arithmetic
@@ -107,7 +108,7 @@ Status validate(const AttentionParams& p, const AttentionSupport& support) {
 
 Status validate(const AttentionBwdParams& p, const AttentionSupport& support) {
   FS_RETURN_IF_ERROR(validate(p.fwd, support));
-  if (kv_head_count(p.fwd) != p.fwd.heads) return Status::InvalidKvHeads;  // no grouped K/V backward yet
+  if (!support.grouped_kv && kv_head_count(p.fwd) != p.fwd.heads) return Status::InvalidKvHeads;
   if (!p.fwd.lse || !p.d_o || !p.dq || !p.dk || !p.dv) return Status::NullPointer;
   const std::size_t align = support.alignment ? support.alignment : dtype_size(dtype_of(p.fwd));
   if (!aligned(p.d_o, align) || !aligned(p.dq, align) || !aligned(p.dk, align) || !aligned(p.dv, align) ||
@@ -119,8 +120,9 @@ Status validate(const AttentionBwdParams& p, const AttentionSupport& support) {
 Status check_outputs_apart(const AttentionBwdParams& p) {
   const AttentionParams& f = p.fwd;
   const std::size_t e = dtype_size(dtype_of(f));
-  const uint64_t q_bytes = span(f, f.seq_q, f.head_dim, e), kv_bytes = span(f, f.seq_k, f.head_dim, e),
-                 row_bytes = span(f, f.seq_q, 1, sizeof(float));
+  const uint64_t q_bytes = span(f, f.heads, f.seq_q, f.head_dim, e),
+                 kv_bytes = span(f, kv_head_count(f), f.seq_k, f.head_dim, e),
+                 row_bytes = span(f, f.heads, f.seq_q, 1, sizeof(float));
   struct Range {
     const void* ptr;
     uint64_t bytes;

@@ -194,8 +194,11 @@ double standin_lse(const AttentionParams& shape) {
 }
 
 struct AttentionBwdFixture::Impl {
-  std::vector<int64_t> heads;  // flat b·H + h indices that are checked
-  std::vector<std::vector<double>> ref_dq, ref_dk, ref_dv, ref_delta;
+  // Flat K/V heads (b·KVH + kv head) that are checked, each with the G query heads of its group, which
+  // are the flat query heads kvh·G .. kvh·G + G - 1 (common/lib/attention.h): consecutive, so their dQ
+  // and delta are one span of the outputs. Multi-head attention: G = 1, a K/V head per query head.
+  std::vector<int64_t> kv_heads;
+  std::vector<std::vector<double>> ref_dq, ref_dk, ref_dv, ref_delta;  // dQ, delta [G, ...] of each
   DeviceBuffer<unsigned char> q, k, v, o, d_o, dq, dk, dv;
   DeviceBuffer<float> lse, delta;
 };
@@ -203,8 +206,9 @@ struct AttentionBwdFixture::Impl {
 AttentionBwdFixture::AttentionBwdFixture(const AttentionParams& s, uint64_t seed, int max_heads)
     : shape_(s), impl_(std::make_unique<Impl>()) {
   const DType dtype = dtype_of(s);
-  const int64_t bh = s.batch * s.heads, nq = s.seq_q, nk = s.seq_k, d = s.head_dim;
-  const std::size_t q_n = bh * nq * d, kv_n = bh * nk * d;
+  const int64_t bh = s.batch * s.heads, bkv = s.batch * kv_head_count(s), group = group_size(s);
+  const int64_t nq = s.seq_q, nk = s.seq_k, d = s.head_dim;
+  const std::size_t q_n = q_elems(s), kv_n = kv_elems(s);
   const auto hq = draw(dtype, q_n, seed), hk = draw(dtype, kv_n, seed + 1), hv = draw(dtype, kv_n, seed + 2),
              h_do = draw(dtype, q_n, seed + 3);
   // The forward's outputs: stand-ins everywhere, the fp64 forward over them for the checked heads.
@@ -212,8 +216,8 @@ AttentionBwdFixture::AttentionBwdFixture(const AttentionParams& s, uint64_t seed
   std::vector<float> h_lse(bh * nq, float(standin_lse(s)));
 
   Impl& m = *impl_;
-  m.heads = pick_heads(bh, max_heads);
-  const std::size_t n_heads = m.heads.size();
+  m.kv_heads = pick_heads(bkv, max_heads);
+  const std::size_t n_heads = m.kv_heads.size();
   m.ref_dq.resize(n_heads);
   m.ref_dk.resize(n_heads);
   m.ref_dv.resize(n_heads);
@@ -221,21 +225,24 @@ AttentionBwdFixture::AttentionBwdFixture(const AttentionParams& s, uint64_t seed
   const double scale = softmax_scale(s);
   parallel_for(n_heads, [&](std::size_t begin, std::size_t end) {
     for (std::size_t i = begin; i < end; ++i) {
-      const int64_t h = m.heads[i];
-      const auto q = head_slice(hq, dtype, h, nq, d), k = head_slice(hk, dtype, h, nk, d),
-                 v = head_slice(hv, dtype, h, nk, d), d_o = head_slice(h_do, dtype, h, nq, d);
+      const int64_t kvh = m.kv_heads[i], h0 = kvh * group;  // h0: the group's first query head
+      const auto q = head_slice(hq, dtype, kvh, group * nq, d), d_o = head_slice(h_do, dtype, kvh, group * nq, d);
+      const auto k = head_slice(hk, dtype, kvh, nk, d), v = head_slice(hv, dtype, kvh, nk, d);
       std::vector<double> o(nq * d), lse(nq);
-      ref::attention_forward_head(q.data(), k.data(), v.data(), nq, nk, d, scale, s.causal, o.data(), lse.data());
-      // Each head owns its slices of ho and h_lse: the threads never write the same bytes.
-      for (int64_t e = 0; e < nq * d; ++e) set_element(ho.data(), dtype, h * nq * d + e, o[e]);
-      for (int64_t r = 0; r < nq; ++r) h_lse[h * nq + r] = float(lse[r]);
-      m.ref_dq[i].resize(nq * d);
+      for (int64_t h = 0; h < group; ++h) {
+        ref::attention_forward_head(q.data() + h * nq * d, k.data(), v.data(), nq, nk, d, scale, s.causal, o.data(),
+                                    lse.data());
+        // Each group owns its slices of ho and h_lse: the threads never write the same bytes.
+        for (int64_t e = 0; e < nq * d; ++e) set_element(ho.data(), dtype, (h0 + h) * nq * d + e, o[e]);
+        for (int64_t r = 0; r < nq; ++r) h_lse[(h0 + h) * nq + r] = float(lse[r]);
+      }
+      m.ref_dq[i].resize(group * nq * d);
       m.ref_dk[i].resize(nk * d);
       m.ref_dv[i].resize(nk * d);
-      m.ref_delta[i].resize(nq);
-      ref::attention_backward_head(q.data(), k.data(), v.data(), d_o.data(), nq, nk, d, scale, s.causal,
-                                   m.ref_dq[i].data(), m.ref_dk[i].data(), m.ref_dv[i].data(),
-                                   m.ref_delta[i].data());
+      m.ref_delta[i].resize(group * nq);
+      ref::attention_backward_group(q.data(), k.data(), v.data(), d_o.data(), group, nq, nk, d, scale, s.causal,
+                                    m.ref_dq[i].data(), m.ref_dk[i].data(), m.ref_dv[i].data(),
+                                    m.ref_delta[i].data());
     }
   });
   m.q = DeviceBuffer<unsigned char>(hq);
@@ -281,21 +288,22 @@ AttentionBwdCheck AttentionBwdFixture::compare(bool with_delta) const {
   const DType t = dtype_of(shape_);
   const auto dq = m.dq.download(), dk = m.dk.download(), dv = m.dv.download();
   const auto delta = m.delta.download();
-  const int64_t nq = shape_.seq_q, nk = shape_.seq_k, d = shape_.head_dim;
+  const int64_t nq = shape_.seq_q, nk = shape_.seq_k, d = shape_.head_dim, group = group_size(shape_);
   AttentionBwdCheck result;
-  for (std::size_t i = 0; i < m.heads.size(); ++i) {
-    const int64_t h = m.heads[i];
-    for (int64_t e = 0; e < nq * d; ++e) result.dq.add(element(dq.data(), t, h * nq * d + e), m.ref_dq[i][e]);
+  for (std::size_t i = 0; i < m.kv_heads.size(); ++i) {
+    const int64_t kvh = m.kv_heads[i];  // its group's query heads: kvh·G .. kvh·G + G - 1, one span
+    for (int64_t e = 0; e < group * nq * d; ++e)
+      result.dq.add(element(dq.data(), t, kvh * group * nq * d + e), m.ref_dq[i][e]);
     for (int64_t e = 0; e < nk * d; ++e) {
-      result.dk.add(element(dk.data(), t, h * nk * d + e), m.ref_dk[i][e]);
-      result.dv.add(element(dv.data(), t, h * nk * d + e), m.ref_dv[i][e]);
+      result.dk.add(element(dk.data(), t, kvh * nk * d + e), m.ref_dk[i][e]);
+      result.dv.add(element(dv.data(), t, kvh * nk * d + e), m.ref_dv[i][e]);
     }
     if (with_delta)
-      for (int64_t r = 0; r < nq; ++r) result.delta.add(delta[h * nq + r], m.ref_delta[i][r]);
+      for (int64_t r = 0; r < group * nq; ++r) result.delta.add(delta[kvh * group * nq + r], m.ref_delta[i][r]);
   }
   if (!with_delta)
     result.delta_written = !all_poison(reinterpret_cast<const unsigned char*>(delta.data()), delta.size() * 4);
-  result.heads_checked = static_cast<int>(m.heads.size());
+  result.heads_checked = static_cast<int>(m.kv_heads.size() * group);
   return result;
 }
 

@@ -71,10 +71,11 @@ double standin_lse(const AttentionParams& shape);
 
 // One backward problem: random Q, K, V and dO drawn from `seed` (uniform in [-1, 1]); the forward's O
 // and LSE from the fp64 reference (O rounded to the dtype, LSE to fp32), uploaded as the kernel's
-// inputs; the fp64 reference dQ, dK, dV and delta for a subset of heads, picked as AttentionFixture
-// picks them. Heads that are not checked get stand-ins instead of the fp64 forward, which at the
-// executables' sizes would take the host minutes per head: O random, LSE = standin_lse(). The kernels'
-// time does not depend on the values.
+// inputs; the fp64 reference dQ, dK, dV and delta for a subset of K/V heads, picked as AttentionFixture
+// picks heads (max_heads counts K/V heads), each with every query head of its group (grouped-query
+// attention: dK and dV are the sums over the group, ref::attention_backward_group). Heads that are not
+// checked get stand-ins instead of the fp64 forward, which at the executables' sizes would take the
+// host minutes per head: O random, LSE = standin_lse(). The kernels' time does not depend on the values.
 class AttentionBwdFixture {
  public:
   AttentionBwdFixture(const AttentionParams& shape, uint64_t seed, int max_heads = 0);

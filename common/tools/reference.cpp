@@ -75,6 +75,22 @@ void attention_backward_head(const double* q, const double* k, const double* v, 
   }
 }
 
+void attention_backward_group(const double* q, const double* k, const double* v, const double* d_o, int64_t group,
+                              int64_t nq, int64_t nk, int64_t d, double scale, bool causal, double* dq, double* dk,
+                              double* dv, double* delta) {
+  std::fill(dk, dk + nk * d, 0.0);
+  std::fill(dv, dv + nk * d, 0.0);
+  std::vector<double> dk_h(nk * d), dv_h(nk * d);  // one query head's share
+  for (int64_t h = 0; h < group; ++h) {
+    attention_backward_head(q + h * nq * d, k, v, d_o + h * nq * d, nq, nk, d, scale, causal, dq + h * nq * d,
+                            dk_h.data(), dv_h.data(), delta + h * nq);
+    for (int64_t e = 0; e < nk * d; ++e) {
+      dk[e] += dk_h[e];
+      dv[e] += dv_h[e];
+    }
+  }
+}
+
 void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha, const double* a,
           int64_t lda, const double* b, int64_t ldb, double beta, double* c, int64_t ldc) {
   for (int64_t i = 0; i < m; ++i)

@@ -26,6 +26,13 @@ void attention_backward_head(const double* q, const double* k, const double* v, 
                              int64_t nq, int64_t nk, int64_t d, double scale, bool causal, double* dq,
                              double* dk, double* dv, double* delta);
 
+// One K/V head and the G query heads that share it (grouped-query attention): q, d_o, dq [G, nq, d],
+// delta [G, nq], k, v, dk, dv [nk, d]. Each query head's dQ and delta are its own; dK and dV are the sums
+// of every head's dK and dV over the group (the K/V head reaches the loss through each of them).
+void attention_backward_group(const double* q, const double* k, const double* v, const double* d_o, int64_t group,
+                              int64_t nq, int64_t nk, int64_t d, double scale, bool causal, double* dq, double* dk,
+                              double* dv, double* delta);
+
 // C = alpha · op(A) · op(B) + beta · C, row-major. op(A) is M×K: A is stored M×K (lda ≥ K), or K×M
 // when trans_a (lda ≥ M). op(B) is K×N: B is stored K×N (ldb ≥ N), or N×K when trans_b (ldb ≥ K).
 void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha, const double* a,

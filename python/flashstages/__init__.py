@@ -162,10 +162,6 @@ def _check_flash_attention(fwd_info, bwd_info, q, k, v, causal):
     if not bwd_info.takes_head_dim(d):
         dims = list(bwd_info.head_dims)[: bwd_info.num_head_dims] or f"1 to {bwd_info.max_head_dim}"
         raise ValueError(f"head_dim {d}: the backward, {bwd_info.name}, takes {dims}")
-    if k.shape[1] != q.shape[1]:
-        raise ValueError(f"k and v have {k.shape[1]} heads, q {q.shape[1]}: flash_attention's backward takes "
-                         f"no grouped K/V; repeat each K/V head over its group (k.repeat_interleave("
-                         f"{q.shape[1] // max(k.shape[1], 1)}, 1)) or use attention() without gradients")
     if causal and q.shape[2] > k.shape[2]:
         raise ValueError(f"causal with Nq = {q.shape[2]} > Nk = {k.shape[2]}: the first Nq - Nk query rows "
                          f"would see no key (the mask is bottom-right aligned)")
@@ -202,6 +198,7 @@ def _flash_attention_function():
             params = AttentionParams(b, h, nq, k.shape[2], d, 0.0 if scale is None else float(scale),
                                      int(bool(causal)), _DTYPES[str(q.dtype)], q.data_ptr(), k.data_ptr(),
                                      v.data_ptr(), out.data_ptr(), lse.data_ptr())
+            params.kv_heads = k.shape[1]
             with torch.cuda.device(q.device):
                 call(library(), kernel, params, torch.cuda.current_stream(q.device).cuda_stream)
             ctx.save_for_backward(q, k, v, out, lse)
@@ -220,6 +217,7 @@ def _flash_attention_function():
             fwd = AttentionParams(b, h, nq, k.shape[2], d, 0.0 if ctx.scale is None else float(ctx.scale),
                                   int(bool(ctx.causal)), _DTYPES[str(q.dtype)], q.data_ptr(), k.data_ptr(),
                                   v.data_ptr(), out.data_ptr(), lse.data_ptr())
+            fwd.kv_heads = k.shape[1]  # dk, dv: [B, KVH, Nk, D], the sums over each group of query heads
             params = _bwd_params(fwd, d_o, dq, dk, dv, ctx.deterministic)
             with torch.cuda.device(q.device):
                 call(library(), ctx.backward_kernel, params, torch.cuda.current_stream(q.device).cuda_stream)
@@ -240,7 +238,8 @@ def flash_attention(q, k, v, causal=False, scale=None, deterministic=False, *, k
                     backward_kernel=DEFAULT_BACKWARD_KERNEL):
     """attention() with gradients: O = softmax(scale · Q Kᵀ [causal mask]) V, differentiable in q, k, v.
 
-    q: [B, H, Nq, D]; k, v: [B, H, Nk, D] (as many heads as q: the backward takes no grouped K/V); one
+    q: [B, H, Nq, D]; k, v: [B, KVH, Nk, D], KVH = H or a divisor of it (grouped-query attention, as
+    attention() and SDPA's enable_gqa=True: the gradient of a K/V head sums over its group); one
     CUDA device, contiguous, float16 or bfloat16, D 64 or 128 (what both kernels take). causal: the
     bottom-right mask of attention(), which needs Nq <= Nk here. scale: None for 1/sqrt(D).
     deterministic: dQ bitwise the same on every backward of the same inputs (no unordered atomic adds;

@@ -9,7 +9,9 @@
 
 namespace fs::bwd {
 
-// Tensors are dense [B·H, N, D] (LSE and delta [B·H, Nq]).
+// Tensors are dense: Q, dO, dQ [B·H, Nq, D], K, V, dK, dV [B·KVH, Nk, D], LSE and delta [B·H, Nq].
+// Grouped-query attention: flat query head bh reads K/V head bh / group (common/lib/attention.h), so
+// K/V head kvh serves query heads kvh·group .. kvh·group + group - 1, and dK, dV of kvh sum theirs.
 template <class T>
 struct Args {
   const T* __restrict__ q;
@@ -23,6 +25,7 @@ struct Args {
   T* __restrict__ dk;
   T* __restrict__ dv;
   int64_t seq_q, seq_k;
+  int64_t group;     // G = H / KVH query heads per K/V head (1: multi-head attention)
   float scale;       // dQ = scale · dS K, dK = scale · dSᵀ Q; may be negative
   float scale_log2;  // scale · log2(e): P = exp2(scale_log2 · S - LSE · log2(e))
   bool causal;       // query i sees keys j <= i + (Nk - Nq)
@@ -45,6 +48,7 @@ Args<T> make_args(const AttentionBwdProblem& pr, const float* delta) {
   a.dv = static_cast<T*>(pr.p.dv);
   a.seq_q = p.seq_q;
   a.seq_k = p.seq_k;
+  a.group = group_size(p);
   a.scale = pr.fwd.scale;
   a.scale_log2 = pr.fwd.scale * attn::kLog2e;
   a.causal = p.causal != 0;

@@ -21,8 +21,9 @@ unsigned blocks_for(int64_t elements) {
 
 Status run_v0(const AttentionBwdProblem& pr, cudaStream_t stream) {
   const AttentionParams& p = pr.fwd.p;
-  const v0::Shape s{p.batch * p.heads, p.seq_q, p.seq_k, p.head_dim, pr.fwd.scale, p.causal != 0};
-  const unsigned grid_s = blocks_for(s.heads * s.nq * s.nk), grid_kv = blocks_for(s.heads * s.nk * s.d),
+  const v0::Shape s{p.batch * p.heads, p.batch * kv_head_count(p), group_size(p), p.seq_q, p.seq_k, p.head_dim,
+                    pr.fwd.scale, p.causal != 0};
+  const unsigned grid_s = blocks_for(s.heads * s.nq * s.nk), grid_kv = blocks_for(s.kv_heads * s.nk * s.d),
                  grid_q = blocks_for(s.heads * s.nq * s.d);
   if (!grid_s || !grid_kv || !grid_q) return Status::InvalidSize;  // checked before anything is written
   const std::size_t matrix_bytes = std::size_t(s.heads * s.nq * s.nk) * dtype_size(dtype_of(p));

@@ -15,9 +15,8 @@ Status run_v1(const AttentionBwdProblem& pr, cudaStream_t stream) {
   return v1::HeadDimList::dispatch(p.head_dim, [&](auto d) {
     constexpr int D = decltype(d)::value;
     using C = v1::Config<D>;
-    const int64_t heads = p.batch * p.heads;
-    const int64_t kv_blocks = heads * ((p.seq_k + C::kBc - 1) / C::kBc);
-    const int64_t q_blocks = heads * ((p.seq_q + C::kBr - 1) / C::kBr);
+    const int64_t kv_blocks = p.batch * kv_head_count(p) * ((p.seq_k + C::kBc - 1) / C::kBc);
+    const int64_t q_blocks = p.batch * p.heads * ((p.seq_q + C::kBr - 1) / C::kBr);
     if (kv_blocks > INT_MAX || q_blocks > INT_MAX) return Status::InvalidSize;  // gridDim.x; before any write
     return with_delta(pr, stream, [&](float* delta) {
       const v1::Args a = make_args<float>(pr, delta);

@@ -15,25 +15,28 @@ namespace fs::bwd {
 
 namespace v0 {
 // fp32, fp16 and bf16; the head_dim is a loop bound in every kernel, so any value up to 256; element
-// alignment is all its scalar loads need. Dense batches only.
+// alignment is all its scalar loads need. Grouped K/V heads; dense batches only.
 using Elements = Dtypes<DType::FP32, DType::FP16, DType::BF16>;
-constexpr AttentionSupport kSupport = attention_support<Elements, AnyHeadDim<256>>(0, /*varlen=*/false);
+constexpr AttentionSupport kSupport =
+    grouped_kv_backward(attention_support<Elements, AnyHeadDim<256>>(0, /*varlen=*/false));
 }  // namespace v0
 
 namespace v1 {
 // fp32 only; one instance per head_dim; 16-byte aligned tensors (float4 tile loads: every row, D·4
-// bytes, is a multiple of 16). Dense batches only.
+// bytes, is a multiple of 16). Grouped K/V heads; dense batches only.
 using Elements = Dtypes<DType::FP32>;
 using HeadDimList = HeadDims<32, 64, 128>;
-constexpr AttentionSupport kSupport = attention_support<Elements, HeadDimList>(16, /*varlen=*/false);
+constexpr AttentionSupport kSupport =
+    grouped_kv_backward(attention_support<Elements, HeadDimList>(16, /*varlen=*/false));
 }  // namespace v1
 
 namespace v2 {
 // fp16 and bf16 (mma.sync m16n8k16); one instance per head_dim; 16-byte aligned tensors (16-byte tile
-// loads: every row, D·2 bytes, is a multiple of 16). Dense batches only.
+// loads: every row, D·2 bytes, is a multiple of 16). Grouped K/V heads; dense batches only.
 using Elements = Dtypes<DType::FP16, DType::BF16>;
 using HeadDimList = HeadDims<64, 128>;
-constexpr AttentionSupport kSupport = attention_support<Elements, HeadDimList>(16, /*varlen=*/false);
+constexpr AttentionSupport kSupport =
+    grouped_kv_backward(attention_support<Elements, HeadDimList>(16, /*varlen=*/false));
 }  // namespace v2
 
 // v3 takes v2's instances (v2::kSupport): it changes only how the K/V kernel adds dQ.

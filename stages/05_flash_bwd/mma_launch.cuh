@@ -25,9 +25,8 @@ Status run_mma(const AttentionBwdProblem& pr, cudaStream_t stream, AtomicKernel 
       constexpr int D = decltype(d)::value;
       using C = v2::Config<D>;
       using DqC = v2::DqConfig<D>;
-      const int64_t heads = p.batch * p.heads;
-      const int64_t kv_blocks = heads * ((p.seq_k + C::kBc - 1) / C::kBc);
-      const int64_t q_blocks = heads * ((p.seq_q + DqC::kBr - 1) / DqC::kBr);
+      const int64_t kv_blocks = p.batch * kv_head_count(p) * ((p.seq_k + C::kBc - 1) / C::kBc);
+      const int64_t q_blocks = p.batch * p.heads * ((p.seq_q + DqC::kBr - 1) / DqC::kBr);
       if (kv_blocks > INT_MAX || q_blocks > INT_MAX) return Status::InvalidSize;  // gridDim.x; before any write
       return with_delta(pr, stream, [&](float* delta) {
         Args<T> a = make_args<T>(pr, delta);

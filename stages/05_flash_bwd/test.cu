@@ -1,7 +1,8 @@
 // Stage 05 tests: every version, every dtype and head_dim it takes, against the fp64 backward at odd
 // sizes (N = 1, 17, 1000, tails in both tile directions, Nq ≠ Nk both ways, causal aligned
 // bottom-right): dQ, dK, dV and delta, outputs poisoned first, with delta asked for and not, and in
-// deterministic mode twice (dQ bitwise the same); custom and negative scales; logits up to about 1e4
+// deterministic mode twice (dQ bitwise the same); grouped K/V heads (GQA, MQA: dK and dV the sums over
+// each group, as the fp64 reference sums them); custom and negative scales; logits up to about 1e4
 // (no NaN); every error code the backward can return, with nothing written. The versions, their
 // head_dims and the naive baseline come from the library's registry.
 #include <algorithm>
@@ -47,6 +48,27 @@ FS_GPU_TEST_CASE("stage05 every version matches fp64 at odd sizes in every dtype
       for (int64_t d : head_dims(*k))
         for (const auto& shape : testing::odd_shapes(t, {d}))
           testing::check_bwd_against_reference(*k, shape, ++seed, naive_for(*k));
+  }
+}
+
+FS_GPU_TEST_CASE("stage05 every version matches fp64 with grouped K/V heads (GQA and MQA) in every dtype") {
+  FS_SKIP_WITHOUT_GPU();
+  // The forward's grouped shapes (G = 2, 4 and 6; MQA with KVH = 1; odd sizes, B > 1, Nq ≠ Nk, decoding
+  // against long Nk, causal and not), and one with more queries than keys. Each checked K/V head's dK
+  // and dV against the fp64 sum over its group, every query head's dQ and delta against its own; the
+  // 2× rule against v0 and the deterministic path as for the dense shapes. The smallest and the largest
+  // head_dim of each version.
+  for (const KernelDesc* k : find_kernels("stage05")) {
+    if (!testing::runs_here(*k)) continue;
+    uint64_t seed = 150000 + 10000 * uint64_t(k->info.version[1] - '0');
+    const std::vector<int64_t> dims = head_dims(*k);
+    for (DType t : dtypes(*k)) {
+      std::vector<AttentionParams> shapes = testing::gqa_shapes(t, {dims.front(), dims.back()});
+      AttentionParams more_queries = attention_shape(2, 4, 100, 17, dims.front(), t);
+      more_queries.kv_heads = 1;
+      shapes.push_back(more_queries);
+      for (const auto& shape : shapes) testing::check_bwd_against_reference(*k, shape, ++seed, naive_for(*k));
+    }
   }
 }
 
@@ -166,9 +188,13 @@ FS_CPU_TEST_CASE("stage05 through the C interface: named codes before any launch
     CHECK(with([](auto& b) { b.delta = reinterpret_cast<float*>(0xA0002); }) == FS_ERR_MISALIGNED_POINTER);
     CHECK(with([](auto& b) { b.fwd.seq_lens = reinterpret_cast<const int32_t*>(0xB0000); }) ==
           FS_ERR_INVALID_SEQLENS);
+    CHECK(with([](auto& b) { b.fwd.kv_heads = 2; }) == FS_ERR_INVALID_KV_HEADS);  // more K/V heads than heads
+    CHECK(with([](auto& b) { b.fwd.heads = 3, b.fwd.kv_heads = 2; }) == FS_ERR_INVALID_KV_HEADS);
     if (testing::missing_gpu()) {
-      // Valid arguments reach the runtime, which has no device to give: a named error, not a crash.
+      // Valid arguments reach the runtime, which has no device to give: a named error, not a crash. A
+      // grouping (MQA: 2 query heads on 1 K/V head) is valid for every version.
       CHECK(e.launch(&p, nullptr) == FS_ERR_CUDA);
+      CHECK(with([](auto& b) { b.fwd.heads = 2, b.fwd.kv_heads = 1; }) == FS_ERR_CUDA);
     } else {
       testing::record_skip();
       MESSAGE("SKIPPED the no-device path: this machine has a GPU (the GPU cases cover FS_ERR_CUDA)");

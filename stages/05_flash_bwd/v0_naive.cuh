@@ -12,6 +12,8 @@
 // runs here. In fp16/bf16, P and dS are stored in the input type and every sum runs in fp32: the
 // roundings of the plain autograd graph, whose error (against fp64) is the budget the tensor-core
 // versions get twice of. dP is never stored: step 2 computes each dP_ij and uses it at once.
+// Grouped-query attention: query head h reads K/V head h / G, and step 3's thread sums over the G query
+// heads of its K/V head as well as over their rows (dK = scale · Σ_heads dSᵀ Q): no atomics.
 // Why it is slow: P and dS are 2·B·H·Nq·Nk elements that cross DRAM six times (each written once and
 // read twice), and every thread of steps 1–2 reads two whole rows of D from global memory for one
 // element; steps 3–4 read their column of P or dS with a stride of Nk elements.
@@ -30,9 +32,12 @@ namespace fs::bwd::v0 {
 
 constexpr int kThreads = 256;
 
-// The sizes every kernel of v0 takes. Tensors are dense [B·H, N, D]; P and dS [B·H, Nq, Nk].
+// The sizes every kernel of v0 takes. Tensors are dense: Q, dO, dQ [B·H, Nq, D], K, V, dK, dV
+// [B·KVH, Nk, D]; P and dS [B·H, Nq, Nk].
 struct Shape {
-  int64_t heads;  // B·H
+  int64_t heads;     // B·H
+  int64_t kv_heads;  // B·KVH
+  int64_t group;     // G = H / KVH: query head h reads K/V head h / G (common/lib/attention.h)
   int64_t nq, nk, d;
   float scale;
   bool causal;    // query i sees keys j <= i + (nk - nq)
@@ -69,7 +74,8 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t e = element_index();
   if (e >= s.heads * s.nq * s.nk) return;
   const Entry x = entry(e, s);
-  const float score = x.visible ? dot(q + (x.h * s.nq + x.i) * s.d, k + (x.h * s.nk + x.j) * s.d, s.d) : 0.0f;
+  const float score =
+      x.visible ? dot(q + (x.h * s.nq + x.i) * s.d, k + (x.h / s.group * s.nk + x.j) * s.d, s.d) : 0.0f;
   const float value = x.visible ? expf(s.scale * score - lse[x.h * s.nq + x.i]) : 0.0f;
   p[e] = from_float<T>(value);
 }
@@ -82,27 +88,31 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t e = element_index();
   if (e >= s.heads * s.nq * s.nk) return;
   const Entry x = entry(e, s);
-  const float dp = x.visible ? dot(d_o + (x.h * s.nq + x.i) * s.d, v + (x.h * s.nk + x.j) * s.d, s.d) : 0.0f;
+  const float dp =
+      x.visible ? dot(d_o + (x.h * s.nq + x.i) * s.d, v + (x.h / s.group * s.nk + x.j) * s.d, s.d) : 0.0f;
   const float value = x.visible ? to_float(p[e]) * (dp - delta[x.h * s.nq + x.i]) : 0.0f;
   ds[e] = from_float<T>(value);
 }
 
-// dV[h, j, c] = Σ_i P_ij dO_ic and dK[h, j, c] = scale · Σ_i dS_ij Q_ic: one thread per (j, c), both
-// sums in one loop over the query rows that see key j (under the causal mask, i >= j - (nk - nq)).
+// dV[kvh, j, c] = Σ_h Σ_i P_hij dO_hic and dK[kvh, j, c] = scale · Σ_h Σ_i dS_hij Q_hic: one thread per
+// (j, c) of K/V head kvh, both sums in one loop over the group's query heads h and the rows that see
+// key j (under the causal mask, i >= j - (nk - nq)).
 template <class T>
 __global__ void __launch_bounds__(kThreads)
     dkv_kernel(const T* __restrict__ q, const T* __restrict__ d_o, const T* __restrict__ p, const T* __restrict__ ds,
                T* __restrict__ dk, T* __restrict__ dv, Shape s) {
   const int64_t e = element_index();
-  if (e >= s.heads * s.nk * s.d) return;
-  const int64_t c = e % s.d, j = e / s.d % s.nk, h = e / (s.nk * s.d);
+  if (e >= s.kv_heads * s.nk * s.d) return;
+  const int64_t c = e % s.d, j = e / s.d % s.nk, kvh = e / (s.nk * s.d);
   const int64_t first = s.causal ? (j - (s.nk - s.nq) > 0 ? j - (s.nk - s.nq) : 0) : 0;
-  const T* ph = p + h * s.nq * s.nk;    // [Nq, Nk]
-  const T* dsh = ds + h * s.nq * s.nk;  // [Nq, Nk]
   float acc_v = 0.0f, acc_k = 0.0f;
-  for (int64_t i = first; i < s.nq; ++i) {
-    acc_v += to_float(ph[i * s.nk + j]) * to_float(d_o[(h * s.nq + i) * s.d + c]);
-    acc_k += to_float(dsh[i * s.nk + j]) * to_float(q[(h * s.nq + i) * s.d + c]);
+  for (int64_t h = kvh * s.group; h < (kvh + 1) * s.group; ++h) {
+    const T* ph = p + h * s.nq * s.nk;    // [Nq, Nk]
+    const T* dsh = ds + h * s.nq * s.nk;  // [Nq, Nk]
+    for (int64_t i = first; i < s.nq; ++i) {
+      acc_v += to_float(ph[i * s.nk + j]) * to_float(d_o[(h * s.nq + i) * s.d + c]);
+      acc_k += to_float(dsh[i * s.nk + j]) * to_float(q[(h * s.nq + i) * s.d + c]);
+    }
   }
   dv[e] = from_float<T>(acc_v);
   dk[e] = from_float<T>(s.scale * acc_k);
@@ -118,7 +128,8 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t end = s.causal ? i + (s.nk - s.nq) + 1 : s.nk;  // <= nk: causal needs nq <= nk
   const T* dsi = ds + (h * s.nq + i) * s.nk;  // [Nk]
   float acc = 0.0f;
-  for (int64_t j = 0; j < end; ++j) acc += to_float(dsi[j]) * to_float(k[(h * s.nk + j) * s.d + c]);
+  const T* kh = k + h / s.group * s.nk * s.d;  // [Nk, D]: its K/V head
+  for (int64_t j = 0; j < end; ++j) acc += to_float(dsi[j]) * to_float(kh[j * s.d + c]);
   dq[e] = from_float<T>(s.scale * acc);
 }
 

@@ -14,6 +14,11 @@
 //   dK_j = scale · dK_j and dV_j → DRAM, once
 // Under the causal mask a key block is seen only from query row j·Bc - (Nk - Nq) on: the tiles above
 // that are skipped (each key block of a square problem visits half the tiles on average).
+// Grouped-query attention (kv_heads < heads): a block owns key block j of one K/V head and runs the
+// loop above once for each of the G query heads that share it, dK_j and dV_j summing on in the same
+// registers — dK_j = scale · Σ_heads Σ_i dS_ijᵀ Q_i — and written once. No atomics on dK, dV and no
+// per-query-head dK, dV buffers to reduce afterwards (FlashAttention-2 takes one of those two ways,
+// with a grid over query heads); the price is G times fewer, G times longer blocks.
 // dQ: every key block adds to every dQ_i it sees, and those blocks run at the same time. v1 adds its
 // share with fp32 atomicAdd straight into dQ (zeroed first): no extra memory and no second pass, but
 // the order of the additions changes from run to run, and with it the last bits of dQ. With
@@ -87,11 +92,12 @@ struct Tiles {
         sDelta(sLse + C::kBr) {}
 };
 
-// The part of the problem block x of a grid of B·H·ceil(n / rows) blocks owns: head bh, rows
-// row0 .. row0 + rows - 1 of n (query tiles or key blocks). A head's blocks are consecutive, so that
-// they run together and share its tensors in L2; with `reverse` its last tile comes first.
+// The part of the problem block x of a grid of heads·ceil(n / rows) blocks owns: head `head` (a query
+// head of the dQ grid, a K/V head of the K/V grid), rows row0 .. row0 + rows - 1 of n (query tiles or
+// key blocks). A head's blocks are consecutive, so that they run together and share its tensors in L2;
+// with `reverse` its last tile comes first.
 struct BlockTile {
-  int64_t bh, row0;
+  int64_t head, row0;
 };
 __device__ __forceinline__ BlockTile block_tile(int64_t n, int rows, bool reverse) {
   const int64_t tiles = (n + rows - 1) / rows, x = blockIdx.x % tiles;
@@ -112,12 +118,12 @@ __device__ __forceinline__ void load_query_tile(const Tiles<D>& t, const Args& a
   }
 }
 
-// Key block k0 of head bh into sK and sV; rows past Nk become zeros.
+// Key block k0 of K/V head kvh into sK and sV; rows past Nk become zeros.
 template <int D>
-__device__ __forceinline__ void load_key_block(const Tiles<D>& t, const Args& a, int64_t bh, int64_t k0) {
+__device__ __forceinline__ void load_key_block(const Tiles<D>& t, const Args& a, int64_t kvh, int64_t k0) {
   using C = Config<D>;
-  fp32::load_tile<D, C::kThreads>(t.sK, C::kLd, a.k + bh * a.seq_k * D, k0, C::kBc, a.seq_k);
-  fp32::load_tile<D, C::kThreads>(t.sV, C::kLd, a.v + bh * a.seq_k * D, k0, C::kBc, a.seq_k);
+  fp32::load_tile<D, C::kThreads>(t.sK, C::kLd, a.k + kvh * a.seq_k * D, k0, C::kBc, a.seq_k);
+  fp32::load_tile<D, C::kThreads>(t.sV, C::kLd, a.v + kvh * a.seq_k * D, k0, C::kBc, a.seq_k);
 }
 
 // P and dS of the [Br][Bc] tile of query rows q0.. and keys k0.., this thread's kRM × kCN entries, into
@@ -169,8 +175,9 @@ __device__ __forceinline__ void p_and_ds(const Tiles<D>& t, const Args& a, int64
   }
 }
 
-// grid: B·H·ceil(Nk/Bc) blocks of 256 threads; block x owns key block x % ceil(Nk/Bc) of head
-// x / ceil(Nk/Bc). Writes dK_j and dV_j; with kAtomicDQ, also adds its share of dQ.
+// grid: B·KVH·ceil(Nk/Bc) blocks of 256 threads; block x owns key block x % ceil(Nk/Bc) of K/V head
+// x / ceil(Nk/Bc), and meets the query tiles of each query head of its group in turn. Writes dK_j and
+// dV_j, summed over the group; with kAtomicDQ, also adds its share of each query head's dQ.
 template <int D, bool kAtomicDQ>
 __global__ void __launch_bounds__(Config<D>::kThreads) flash_bwd_v1_dkv_kernel(const Args a) {
   using C = Config<D>;
@@ -179,58 +186,61 @@ __global__ void __launch_bounds__(Config<D>::kThreads) flash_bwd_v1_dkv_kernel(c
   const Tiles<D> t(smem);
   const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
   const BlockTile block = block_tile(a.seq_k, kBc, false);
-  const int64_t bh = block.bh, k0 = block.row0;
-  load_key_block(t, a, bh, k0);
+  const int64_t kvh = block.head, k0 = block.row0;
+  load_key_block(t, a, kvh, k0);
 
-  float rdK[kKM][kDN] = {}, rdV[kKM][kDN] = {};  // dK_j (before the scale) and dV_j
+  float rdK[kKM][kDN] = {}, rdV[kKM][kDN] = {};  // dK_j (before the scale) and dV_j, over the group
   // Under the causal mask query row i sees key k0 from i = k0 - (Nk - Nq) on; the tiles before the one
-  // holding that row see no key of this block.
+  // holding that row see no key of this block. The same tiles of each query head of the group, one head
+  // after the other, dK_j and dV_j summing on.
   const int64_t first_row = a.causal ? max(k0 - (a.seq_k - a.seq_q), int64_t(0)) : 0;
-  for (int64_t q0 = first_row / kBr * kBr; q0 < a.seq_q; q0 += kBr) {
-    __syncthreads();  // every thread is done with the previous tile's sQ, sdO, sP, sdS, sLse, sDelta
-    load_query_tile(t, a, bh, q0);
-    __syncthreads();  // sQ, sdO, sLse, sDelta complete (and, the first time, sK and sV)
-    p_and_ds(t, a, q0, k0);
-    __syncthreads();  // sP and sdS complete: below, each thread reads entries other threads wrote
+  for (int64_t bh = kvh * a.group; bh < (kvh + 1) * a.group; ++bh) {
+    for (int64_t q0 = first_row / kBr * kBr; q0 < a.seq_q; q0 += kBr) {
+      __syncthreads();  // every thread is done with the previous tile's sQ, sdO, sP, sdS, sLse, sDelta
+      load_query_tile(t, a, bh, q0);
+      __syncthreads();  // sQ, sdO, sLse, sDelta complete (and, the first time, sK and sV)
+      p_and_ds(t, a, q0, k0);
+      __syncthreads();  // sP and sdS complete: below, each thread reads entries other threads wrote
 
-    // dV_j += Pᵀ dO_i and dK_j += dSᵀ Q_i: a sum over the tile's Br rows.
-    for (int r = 0; r < kBr; ++r) {
-      float p[kKM], ds[kKM], d_o[kDN], q[kDN];
+      // dV_j += Pᵀ dO_i and dK_j += dSᵀ Q_i: a sum over the tile's Br rows.
+      for (int r = 0; r < kBr; ++r) {
+        float p[kKM], ds[kKM], d_o[kDN], q[kDN];
 #pragma unroll
-      for (int m = 0; m < kKM; ++m) {
-        p[m] = t.sP[r * kLdS + ty * kKM + m];
-        ds[m] = t.sdS[r * kLdS + ty * kKM + m];
-      }
-#pragma unroll
-      for (int n = 0; n < kDN; ++n) {
-        d_o[n] = t.sdO[r * kLd + tx + 16 * n];
-        q[n] = t.sQ[r * kLd + tx + 16 * n];
-      }
-#pragma unroll
-      for (int m = 0; m < kKM; ++m)
+        for (int m = 0; m < kKM; ++m) {
+          p[m] = t.sP[r * kLdS + ty * kKM + m];
+          ds[m] = t.sdS[r * kLdS + ty * kKM + m];
+        }
 #pragma unroll
         for (int n = 0; n < kDN; ++n) {
-          rdV[m][n] += p[m] * d_o[n];
-          rdK[m][n] += ds[m] * q[n];
+          d_o[n] = t.sdO[r * kLd + tx + 16 * n];
+          q[n] = t.sQ[r * kLd + tx + 16 * n];
         }
-    }
+#pragma unroll
+        for (int m = 0; m < kKM; ++m)
+#pragma unroll
+          for (int n = 0; n < kDN; ++n) {
+            rdV[m][n] += p[m] * d_o[n];
+            rdK[m][n] += ds[m] * q[n];
+          }
+      }
 
-    if constexpr (kAtomicDQ) {
-      // dQ_i += scale · dS K_j: this key block's share, added to DRAM; the other key blocks add theirs
-      // in whatever order they get there.
+      if constexpr (kAtomicDQ) {
+        // dQ_i += scale · dS K_j: this key block's share, added to DRAM; the other key blocks add theirs
+        // in whatever order they get there.
 #pragma unroll
-      for (int m = 0; m < C::kRM; ++m) {
-        const int r = ty * C::kRM + m;
-        float acc[kDN] = {};
-        for (int c = 0; c < kBc; ++c) {
-          const float ds = t.sdS[r * kLdS + c];
+        for (int m = 0; m < C::kRM; ++m) {
+          const int r = ty * C::kRM + m;
+          float acc[kDN] = {};
+          for (int c = 0; c < kBc; ++c) {
+            const float ds = t.sdS[r * kLdS + c];
 #pragma unroll
-          for (int n = 0; n < kDN; ++n) acc[n] += ds * t.sK[c * kLd + tx + 16 * n];
-        }
-        if (q0 + r < a.seq_q) {
-          float* dq_row = a.dq + (bh * a.seq_q + q0 + r) * D;
+            for (int n = 0; n < kDN; ++n) acc[n] += ds * t.sK[c * kLd + tx + 16 * n];
+          }
+          if (q0 + r < a.seq_q) {
+            float* dq_row = a.dq + (bh * a.seq_q + q0 + r) * D;
 #pragma unroll
-          for (int n = 0; n < kDN; ++n) atomicAdd(dq_row + tx + 16 * n, a.scale * acc[n]);
+            for (int n = 0; n < kDN; ++n) atomicAdd(dq_row + tx + 16 * n, a.scale * acc[n]);
+          }
         }
       }
     }
@@ -240,8 +250,8 @@ __global__ void __launch_bounds__(Config<D>::kThreads) flash_bwd_v1_dkv_kernel(c
   for (int m = 0; m < kKM; ++m) {
     const int64_t key = k0 + ty * kKM + m;
     if (key >= a.seq_k) continue;
-    float* dk_row = a.dk + (bh * a.seq_k + key) * D;
-    float* dv_row = a.dv + (bh * a.seq_k + key) * D;
+    float* dk_row = a.dk + (kvh * a.seq_k + key) * D;
+    float* dv_row = a.dv + (kvh * a.seq_k + key) * D;
 #pragma unroll
     for (int n = 0; n < kDN; ++n) {
       dk_row[tx + 16 * n] = a.scale * rdK[m][n];
@@ -251,7 +261,7 @@ __global__ void __launch_bounds__(Config<D>::kThreads) flash_bwd_v1_dkv_kernel(c
 }
 
 // Deterministic dQ. grid: B·H·ceil(Nq/Br) blocks of 256 threads; block x owns query tile x % ceil(Nq/Br)
-// of head x / ceil(Nq/Br) (under the causal mask the last tile first: it sees the most keys, and the
+// of query head x / ceil(Nq/Br) (under the causal mask the last tile first: it sees the most keys, and the
 // longest blocks should not be the last to start). Streams the key blocks the tile sees past it and
 // sums dQ_i = scale · Σ_j dS_ij K_j in registers, always in the same order.
 template <int D>
@@ -262,7 +272,7 @@ __global__ void __launch_bounds__(Config<D>::kThreads) flash_bwd_v1_dq_kernel(co
   const Tiles<D> t(smem);
   const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
   const BlockTile block = block_tile(a.seq_q, kBr, /*reverse=*/a.causal);
-  const int64_t bh = block.bh, q0 = block.row0;
+  const int64_t bh = block.head, q0 = block.row0, kvh = bh / a.group;  // kvh: its K/V head
   load_query_tile(t, a, bh, q0);
 
   float rdQ[kRM][kDN] = {};  // dQ_i before the scale: rows ty·kRM + m, columns tx + 16·n
@@ -271,7 +281,7 @@ __global__ void __launch_bounds__(Config<D>::kThreads) flash_bwd_v1_dq_kernel(co
   const int64_t kv_end = a.causal ? min(a.seq_k, last_row + (a.seq_k - a.seq_q) + 1) : a.seq_k;
   for (int64_t k0 = 0; k0 < kv_end; k0 += kBc) {
     __syncthreads();  // every thread is done with the previous key block's sK, sV, sP, sdS
-    load_key_block(t, a, bh, k0);
+    load_key_block(t, a, kvh, k0);
     __syncthreads();  // sK and sV complete (and, the first time, sQ, sdO, sLse, sDelta)
     p_and_ds(t, a, q0, k0);
     __syncthreads();  // sdS complete: below, each thread reads entries other threads wrote

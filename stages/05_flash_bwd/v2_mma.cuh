@@ -26,6 +26,9 @@
 // which streams the key blocks past it in key order, recomputes S and dP (queries as rows there: no
 // transpose needed, dS is the A operand straight from registers) and sums dQ_i in registers: no
 // workspace, no atomics, bitwise the same every run, at the price of computing S and dP twice.
+// Grouped-query attention: a block owns key block j of one K/V head and streams the query tiles of each
+// of the group's G query heads past it in turn, dK_j and dV_j summing on in the same C fragments (no
+// atomics on dK, dV, no per-head copies of them); the deterministic dQ kernel reads K/V head bh / G.
 // Causal stage splitting (stage 04 v2, from the key block's side): key block j meets query tile i
 //   i < first:                       every query left of the diagonal → never loaded
 //   first <= i < full_begin:         the diagonal crosses the tile → masked (Bc - 1 rows wide: 1 to 3 tiles)
@@ -36,9 +39,10 @@
 //                     loop; the dQ share 32 (after Sᵀ, dPᵀ die)
 //   D = 128, Br = 32: dK_j, dV_j 2 × 64, Sᵀ, dPᵀ 2 × 16 → 160; the dQ share 32
 //   dq kernel (Br = Bc = 64): dQ_i 16 rows × D per warp (32 or 64), S, dP 2 × 32
-// ptxas -v (CUDA 13.0, sm_90), no spills: K/V kernel 252 registers at D = 64, 255 at D = 128 (with the
-// atomic dQ or without); dq kernel 164 and 236. 2 blocks of 4 warps per SM; capping the K/V kernel at
-// 168 (3 blocks) spilled 124 bytes at D = 64.
+// ptxas -v (CUDA 13.0, sm_90), no spills, since the loop over a group's heads: K/V kernel with the atomic
+// dQ 235 registers at D = 64, 254 at D = 128; without it 168 and 254; dq kernel 165 and 236 (before: 252
+// and 255 either way, 164 and 236). 2 blocks of 4 warps per SM, 3 for the K/V kernel without dQ at
+// D = 64 (earlier, capping it at 168 spilled 124 bytes; ptxas now gets there unasked).
 // Why it should be faster than v1: the tensor cores (an H100 runs fp16 mma at many times the fp32 FMA
 // rate), half the bytes per element loaded, 16 multiply-adds per 32-bit fragment register loaded. What
 // it still lacks: loads that stall the block until they land (cp.async next), 32-bit fragment gathers
@@ -172,9 +176,10 @@ struct DqScalarRed {
 };
 
 // The K/V kernel's body (flash_bwd_v2_dkv_kernel; v3's kernel runs it too). Block x owns key block
-// x % ceil(Nk/Bc) of head x / ceil(Nk/Bc), warp w its keys 16w .. 16w + 15. Writes dK_j and dV_j; unless
-// DqAdd is void (the deterministic path), also adds its share of dQ (before the scale) to dq_accum
-// through DqAdd (DqScalarRed above).
+// x % ceil(Nk/Bc) of K/V head x / ceil(Nk/Bc), warp w its keys 16w .. 16w + 15, and streams the query
+// tiles of each query head of the K/V head's group past it, one head after the other. Writes dK_j and
+// dV_j, summed over the group; unless DqAdd is void (the deterministic path), also adds its share of
+// each query head's dQ (before the scale) to dq_accum through DqAdd (DqScalarRed above).
 template <class T, int D, class DqAdd>
 __device__ __forceinline__ void dkv_block(const Args<T>& a) {
   constexpr bool kAtomicDQ = !std::is_void_v<DqAdd>;
@@ -191,20 +196,22 @@ __device__ __forceinline__ void dkv_block(const Args<T>& a) {
   float* sDelta = sLse + kBr;                               // [Br]       delta_i
 
   const int64_t kv_blocks = (a.seq_k + kBc - 1) / kBc;
-  const int64_t bh = blockIdx.x / kv_blocks, k0 = blockIdx.x % kv_blocks * kBc;
-  const int64_t q_base = bh * a.seq_q, k_base = bh * a.seq_k;  // the head's first row of [B·H·N, D]
+  const int64_t kvh = blockIdx.x / kv_blocks, k0 = blockIdx.x % kv_blocks * kBc;
+  const int64_t k_base = kvh * a.seq_k;  // the K/V head's first row of [B·KVH·Nk, D]
   const int warp = threadIdx.x / 32, g = threadIdx.x % 32 / 4, t = threadIdx.x % 4;
   const int wk = 16 * warp;  // the warp's first key, as a row of sK and sV
 
   load_tile<T, D, C::kThreads>(sK, a.k + k_base * D, k0, kBc, a.seq_k);
   load_tile<T, D, C::kThreads>(sV, a.v + k_base * D, k0, kBc, a.seq_k);
 
-  float rdK[kDT][4] = {}, rdV[kDT][4] = {};  // dK_j / scale and dV_j: the warp's 16 keys × D, C fragments
+  // dK_j / scale and dV_j: the warp's 16 keys × D, C fragments, summed over the group's query heads.
+  float rdK[kDT][4] = {}, rdV[kDT][4] = {};
   const int64_t offset = a.seq_k - a.seq_q;
   const int keys = int(min(a.seq_k - k0, int64_t(kBc)));
 
-  // One query tile; kMasked (a std::bool_constant) says whether any of its pairs can be hidden.
-  auto step = [&](int64_t q0, auto kMasked) {
+  // Query tile q0 of the query head whose first row of [B·H·Nq, D] is q_base; kMasked (a
+  // std::bool_constant) says whether any of its pairs can be hidden.
+  auto step = [&](int64_t q_base, int64_t q0, auto kMasked) {
     __syncthreads();  // every warp is done with the previous tile's sQ, sdO, sLse, sDelta and sdS
     load_tile<T, D, C::kThreads>(sQ, a.q + q_base * D, q0, kBr, a.seq_q);
     load_tile<T, D, C::kThreads>(sdO, a.d_o + q_base * D, q0, kBr, a.seq_q);
@@ -281,10 +288,16 @@ __device__ __forceinline__ void dkv_block(const Args<T>& a) {
   const int64_t first = a.causal ? max(k0 - offset, int64_t(0)) / kBr : 0;
   const int64_t full_begin = a.causal ? min((max(k0 + kBc - 1 - offset, int64_t(0)) + kBr - 1) / kBr, n_tiles) : 0;
   const int64_t full_end = k0 + kBc > a.seq_k ? full_begin : max(a.seq_q / kBr, full_begin);
-  int64_t i = first;
-  for (; i < full_begin; ++i) step(i * kBr, std::true_type{});
-  for (; i < full_end; ++i) step(i * kBr, std::false_type{});
-  for (; i < n_tiles; ++i) step(i * kBr, std::true_type{});
+  // Grouped-query attention: the same tiles of each query head of the group, dK_j and dV_j summing on in
+  // registers. No atomics on dK, dV and no per-query-head buffers of them to reduce afterwards (what a
+  // grid over query heads would need, FlashAttention-2's way): G times fewer blocks, G times longer.
+  for (int64_t bh = kvh * a.group; bh < (kvh + 1) * a.group; ++bh) {
+    const int64_t q_base = bh * a.seq_q;
+    int64_t i = first;
+    for (; i < full_begin; ++i) step(q_base, i * kBr, std::true_type{});
+    for (; i < full_end; ++i) step(q_base, i * kBr, std::false_type{});
+    for (; i < n_tiles; ++i) step(q_base, i * kBr, std::true_type{});
+  }
 
   // dK_j = scale · dSᵀ Q and dV_j, rounded to T: rows wk + g + 8h, columns 8·dt + 2t, 2t+1.
 #pragma unroll
@@ -301,7 +314,7 @@ __device__ __forceinline__ void dkv_block(const Args<T>& a) {
   }
 }
 
-// grid: B·H·ceil(Nk/Bc) blocks of kThreads (dkv_block above). With kAtomicDQ, dQ's share leaves by
+// grid: B·KVH·ceil(Nk/Bc) blocks of kThreads (dkv_block above). With kAtomicDQ, dQ's share leaves by
 // red.global.add.f32, element by element.
 template <class T, int D, bool kAtomicDQ>
 __global__ void __launch_bounds__(Config<D>::kThreads) flash_bwd_v2_dkv_kernel(const Args<T> a) {
@@ -309,7 +322,7 @@ __global__ void __launch_bounds__(Config<D>::kThreads) flash_bwd_v2_dkv_kernel(c
 }
 
 // Deterministic dQ. grid: B·H·ceil(Nq/Br) blocks of kThreads; block x owns query tile x % ceil(Nq/Br) of
-// head x / ceil(Nq/Br), under the causal mask the last tile first (it sees the most keys, and the
+// query head x / ceil(Nq/Br), under the causal mask the last tile first (it sees the most keys, and the
 // longest blocks should not be the last to start). Streams the key blocks the tile sees past it, in
 // key order, and sums dQ_i = scale · Σ_j dS_ij K_j in registers. Here the queries are the rows of every
 // product, as in the forward: S = Q_i K_jᵀ, dP = dO_i V_jᵀ, then dS is the A operand of dS K_j as it is.
@@ -325,10 +338,11 @@ __global__ void __launch_bounds__(DqConfig<D>::kThreads) flash_bwd_v2_dq_kernel(
   T* sV = sK + kBc * kS;               // [Bc][D+8]  V_j
 
   // The tile as the common helpers (key_blocks, unmasked_blocks, mask_scores) take it; dense batches.
-  const int64_t q_tiles = (a.seq_q + kBr - 1) / kBr, x = blockIdx.x % q_tiles;
+  // Query head bh reads K/V head bh / G.
+  const int64_t q_tiles = (a.seq_q + kBr - 1) / kBr, x = blockIdx.x % q_tiles, bh = blockIdx.x / q_tiles;
   attn::Sequence s{};
-  s.q_row0 = blockIdx.x / q_tiles * a.seq_q;
-  s.k_row0 = blockIdx.x / q_tiles * a.seq_k;
+  s.q_row0 = bh * a.seq_q;
+  s.k_row0 = bh / a.group * a.seq_k;
   s.nq = s.nq_rows = a.seq_q;
   s.nk = a.seq_k;
   s.q0 = (a.causal ? q_tiles - 1 - x : x) * kBr;

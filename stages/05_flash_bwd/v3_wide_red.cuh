@@ -29,10 +29,11 @@
 // than a whole recomputation. v3 issues a quarter of them, 1.1·10⁹, each 16 bytes; a warp's
 // instruction covers 16 whole 32-byte sectors (8 rows × 2 sectors) where v2's covered 8 half-sectors
 // (4 of each row's 8 floats). The bytes that reach L2 are the same.
-// ptxas -v (CUDA 13.0, sm_90), no spills: 252 registers at D = 64, 255 at D = 128 — v2's K/V kernel's
-// figures: the four values of a reduction are registers the fragments already hold. The sm_80 path:
-// 238 and 251 (v2's 234 and 253).
-// Result (H100, fp16, N = 8192, non-causal; stage05.json): <!-- value: [stage05/v3/fp16/D:128/N:8192/causal:0] | .0f -->162<!-- /value --> TFLOPS at D = 128,
+// ptxas -v (CUDA 13.0, sm_90), no spills: 241 registers at D = 64, 249 at D = 128 (v2's K/V kernel with
+// the atomic dQ: 235 and 254): the four values of a reduction are registers the fragments already hold.
+// Before the loop over a group's heads both were 252 and 255; the sm_80 path then took 238 and 251.
+// Result (H100, fp16, N = 8192, non-causal, measured before the loop over a group's heads; stage05.json):
+//   <!-- value: [stage05/v3/fp16/D:128/N:8192/causal:0] | .0f -->162<!-- /value --> TFLOPS at D = 128,
 //   <!-- value: [stage05/v3/fp16/D:128/N:8192/causal:0] / [stage05/v2/fp16/D:128/N:8192/causal:0] | .2f -->1.46<!-- /value -->× v2's atomic dQ and <!-- value: [stage05/v3/fp16/D:128/N:8192/causal:0] / [stage05/v2_deterministic/fp16/D:128/N:8192/causal:0] | .2f -->1.17<!-- /value -->× its deterministic pass;
 //   <!-- value: [stage05/v3/fp16/D:128/N:8192/causal:0] / [sdpa_flash_bwd/fp16/D:128/N:8192/causal:0] | .2f -->0.57<!-- /value -->× SDPA flash (FA2).
 //
@@ -76,7 +77,7 @@ struct DqWideRed {
   }
 };
 
-// grid: B·H·ceil(Nk/Bc) blocks of v2::Config<D>::kThreads — v2's K/V kernel with the atomic dQ, its
+// grid: B·KVH·ceil(Nk/Bc) blocks of v2::Config<D>::kThreads — v2's K/V kernel with the atomic dQ, its
 // share added wide. (The deterministic path runs v2's kernels.)
 template <class T, int D>
 __global__ void __launch_bounds__(v2::Config<D>::kThreads) flash_bwd_v3_dkv_kernel(const Args<T> a) {
