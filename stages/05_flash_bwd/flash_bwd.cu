@@ -8,6 +8,7 @@
 #include "launch.h"
 #include "v1_fp32.cuh"
 #include "v2_mma.cuh"
+#include "v4_cp_async.cuh"
 
 namespace fs {
 
@@ -58,8 +59,25 @@ const KernelDesc kFlashBwdV3 = attention_bwd_kernel(
     bwd::v2::kSupport, kStageArchs, kMmaSmemBytes, bwd::run_v3, flash_bwd_v2_extra_bytes, /*traffic_bytes=*/nullptr,
     delta_extra_bytes);
 
+// v4 takes what v3 takes and allocates what v3 allocates; its K/V kernel (tiles KvConfig) asks for
+// shared memory of its own (two stages of the query tiles), which v2's dQ kernel may still exceed.
+template <template <int> class KvConfig>
+constexpr std::size_t streamed_smem_bytes() {
+  return bwd::v2::HeadDimList::max_of([](auto d) {
+    constexpr int D = decltype(d)::value;
+    return std::max(KvConfig<D>::kSmemBytes, bwd::v2::DqConfig<D>::kSmemBytes);
+  });
+}
+
+const KernelDesc kFlashBwdV4 = attention_bwd_kernel(
+    {"fs_flash_bwd_v4", "stage05", "v4",
+     "v3 with Q_i, dO_i, LSE_i, delta_i double-buffered through cp.async: tile i+1 lands while tile i computes"},
+    bwd::v2::kSupport, kStageArchs, streamed_smem_bytes<bwd::v4::Config>(), bwd::run_v4, flash_bwd_v2_extra_bytes,
+    /*traffic_bytes=*/nullptr, delta_extra_bytes);
+
 KernelList stage05_kernels() {
-  static const KernelDesc* const versions[] = {&kFlashBwdV0, &kFlashBwdV1, &kFlashBwdV2, &kFlashBwdV3};
+  static const KernelDesc* const versions[] = {&kFlashBwdV0, &kFlashBwdV1, &kFlashBwdV2, &kFlashBwdV3,
+                                               &kFlashBwdV4};
   return kernel_list(versions);
 }
 
@@ -69,3 +87,4 @@ FS_EXPORT_ATTENTION_BWD(fs_flash_bwd_v0, fs::kFlashBwdV0)
 FS_EXPORT_ATTENTION_BWD(fs_flash_bwd_v1, fs::kFlashBwdV1)
 FS_EXPORT_ATTENTION_BWD(fs_flash_bwd_v2, fs::kFlashBwdV2)
 FS_EXPORT_ATTENTION_BWD(fs_flash_bwd_v3, fs::kFlashBwdV3)
+FS_EXPORT_ATTENTION_BWD(fs_flash_bwd_v4, fs::kFlashBwdV4)
