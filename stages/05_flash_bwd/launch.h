@@ -36,7 +36,7 @@ using HeadDimList = HeadDims<64, 128>;
 constexpr AttentionSupport kSupport = attention_support<Elements, HeadDimList>(16, /*varlen=*/false);
 }  // namespace v2
 
-// v3 and v4 take v2's instances (v2::kSupport): they change only the K/V kernel of the atomic path.
+// v3, v4 and v5 take v2's instances (v2::kSupport): they change only the K/V kernel of the atomic path.
 
 // Each version's launch (flash_bwd_vN.cu): validated params, a GPU that can run it.
 Status run_v0(const AttentionBwdProblem& pr, cudaStream_t stream);
@@ -44,6 +44,7 @@ Status run_v1(const AttentionBwdProblem& pr, cudaStream_t stream);
 Status run_v2(const AttentionBwdProblem& pr, cudaStream_t stream);
 Status run_v3(const AttentionBwdProblem& pr, cudaStream_t stream);
 Status run_v4(const AttentionBwdProblem& pr, cudaStream_t stream);
+Status run_v5(const AttentionBwdProblem& pr, cudaStream_t stream);
 
 // Launches a kernel built for tile configuration C (kThreads, kSmemBytes) on `blocks` blocks
 // (at most INT_MAX: the caller checks, before anything is written).
