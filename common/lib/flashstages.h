@@ -190,6 +190,8 @@ FS_API int fs_flash_bwd_v0(const fs_attention_bwd_params* params, void* stream);
 FS_API int fs_flash_bwd_v1(const fs_attention_bwd_params* params, void* stream);
 FS_API int fs_flash_bwd_v2(const fs_attention_bwd_params* params, void* stream);
 FS_API int fs_flash_bwd_v3(const fs_attention_bwd_params* params, void* stream);
+FS_API int fs_flash_bwd_v4(const fs_attention_bwd_params* params, void* stream);
+FS_API int fs_flash_bwd_v5(const fs_attention_bwd_params* params, void* stream);
 
 /* ---- GEMM ------------------------------------------------------------------------------------- */
 

@@ -1,10 +1,12 @@
-// Stage 05 — FlashAttention backward. Its versions, as the registry lists them (fs_flash_bwd_v0 .. v3
+// Stage 05 — FlashAttention backward. Its versions, as the registry lists them (fs_flash_bwd_v0 .. v5
 // in C; fs_attention_bwd_params in common/lib/flashstages.h), and the device memory each allocates.
 //
 //   v0  fp32, fp16, bf16; any head_dim up to 256; P and dS materialized    (the naive baseline)
 //   v1  fp32; head_dim 32, 64, 128; 16-byte aligned tensors; no N×N buffer
 //   v2  fp16, bf16 (tensor cores); head_dim 64, 128; 16-byte aligned tensors; dQ in an fp32 workspace
 //   v3  what v2 takes; dQ added to the workspace four columns per instruction on sm_90
+//   v4  what v3 takes; the streamed query tiles double-buffered through cp.async
+//   v5  what v4 takes; fragments read by ldmatrix from XOR-swizzled tiles
 // All take dense batches only: seq_lens and cu_seqlens are refused (FS_ERR_INVALID_SEQLENS).
 #pragma once
 
@@ -14,7 +16,7 @@
 
 namespace fs {
 
-extern const KernelDesc kFlashBwdV0, kFlashBwdV1, kFlashBwdV2, kFlashBwdV3;
+extern const KernelDesc kFlashBwdV0, kFlashBwdV1, kFlashBwdV2, kFlashBwdV3, kFlashBwdV4, kFlashBwdV5;
 
 // v0: P and dS, B·H·Nq·Nk elements each in the input type, and delta when the caller gives no buffer
 // for it.
@@ -23,7 +25,7 @@ std::size_t flash_bwd_v0_extra_bytes(const AttentionParams& params);
 // read twice.
 double flash_bwd_v0_traffic_bytes(const AttentionParams& params);
 
-// v2 and v3: dQ / scale in fp32, B·H·Nq·D floats (the atomic path; the deterministic one allocates none
+// v2 to v5: dQ / scale in fp32, B·H·Nq·D floats (the atomic path; the deterministic one allocates none
 // of it), and delta when the caller gives no buffer for it.
 std::size_t flash_bwd_v2_extra_bytes(const AttentionParams& params);
 

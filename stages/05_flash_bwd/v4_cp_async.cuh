@@ -1,0 +1,239 @@
+// flashstages · stage 05 · v4 — v3 with the streamed query tiles double-buffered through cp.async:
+// Q_i+1, dO_i+1, LSE_i+1 and delta_i+1 are in flight into shared memory while tile i is computed.
+//
+// What changes from v3: how the streamed tiles reach shared memory (the model is stage 04's v3, which
+// does the same for the forward's K and V). v3 (v2::dkv_block) loads each query tile with plain
+// loads between two barriers: every thread waits for its loads to come back from DRAM or L2 before
+// it can store them, and no warp computes while a tile is on its way — at N = 8192, 128 (D = 64) or
+// 256 (D = 128) such stalls per block, one per query tile. Now
+//   - cp.async (common/device/sm80.cuh) copies Q_i and dO_i 16 bytes at a time (load_tile_async) and
+//     LSE_i and delta_i 4 bytes at a time (one element per thread), global → shared, without a register
+//     round trip and without stalling the thread; rows past Nq are zero-filled by the copy itself;
+//   - sQ, sdO, sLse and sDelta have two stages: the copies of tile i + 1 are issued into one stage
+//     right after the barrier that starts tile i, and land while tile i is computed from the other;
+//   - that barrier does the work of v3's two at the top of a tile: once it is passed, tile i has landed
+//     for every thread and every warp is done with tile i - 1 — with its stage, which is refilled
+//     next, and with sdS, which tile i writes again;
+//   - K_j and V_j travel by cp.async too, in the first tile's group.
+// LSE comes in as the forward wrote it (natural log) and p_and_ds_t wants LSE · log2(e): the thread
+// that copied an entry scales it in place between its cp.async wait (which makes its own copies
+// visible to it) and the barrier (which makes them visible to the block). Everything else is v3's:
+// tiles, products, causal splitting, dQ added four columns wide (v3::DqWideRed), and with
+// `deterministic` v2's two kernels.
+// Why this step before ldmatrix and swizzling (v5) or FA2's Bc = 128 with 8 warps: v3 ran at the same
+// rate at D = 64 and D = 128 (162 TFLOPS, N = 8192, non-causal, H100, 2026-11-23) although D = 128
+// does twice the mma work per byte of Q and dO — the kernel waits more than it computes, and with 8
+// warps per SM (2 blocks of 4) every warp of a block waits for every tile. Larger tiles would need more registers
+// (v2 is at 252–255 already) or fewer blocks; the fragment gathers cost issue slots but do not stall
+// a block as a whole.
+// Shared memory: sK, sV [64][D+8], sQ, sdO [2][Br][D+8], sdS [Br][72], sLse, sDelta [2][Br]:
+// 64.0 KiB at D = 64 (Br = 64), 73.0 KiB at D = 128 (Br = 32) — v3's plus one stage of Q, dO, LSE and
+// delta (+18.5 and +17.25 KiB); 2 blocks per SM (the registers allow no more) take 128 or 146 KiB of
+// the H100's 227.
+// ptxas -v (CUDA 13.0, sm_90), no spills: 251 registers at D = 64, 253 at D = 128 (v3: 252, 255).
+// Result: not measured yet (written without a GPU).
+//
+// Run: build/h100/stages/05_flash_bwd/stage05_flash_bwd --dtype fp16 --seq 8192 --dim 128 [--causal] --version v4
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <type_traits>
+
+#include "args.cuh"
+#include "common/device/attention.cuh"
+#include "common/device/sm80.cuh"
+#include "common/lib/numeric.h"
+#include "v2_mma.cuh"
+#include "v3_wide_red.cuh"
+
+namespace fs::bwd::v4 {
+
+using attn::a_from_c;
+using attn::lds_a;
+using attn::lds_b_col_of_lane;
+using attn::lds_b_cols;
+using attn::load_tile_async;
+using sm80::cp_async_ca_zfill;
+using sm80::cp_async_commit_group;
+using sm80::cp_async_wait_group;
+using sm80::mma_m16n8k16;
+using sm80::pack2;
+using v2::p_and_ds_t;
+using v2::two_products;
+
+// v2's tiles (v2::Config: Bc = 64 keys resident, Br = 64 or 32 query rows streamed, 4 warps), with
+// two stages of the streamed ones.
+template <int D>
+struct Config : v2::Config<D> {
+  using Base = v2::Config<D>;
+  // sK, sV [Bc][D+8] + sQ, sdO [2][Br][D+8] (2-byte elements) + sdS [Br][Bc+8] + sLse, sDelta [2][Br] (fp32).
+  static constexpr std::size_t kSmemBytes = std::size_t(2 * Base::kBc + 4 * Base::kBr) * Base::kStride * 2 +
+                                            std::size_t(Base::kBr) * Base::kStrideS * 2 + 4 * Base::kBr * sizeof(float);
+  static_assert(2 * Base::kBr <= Base::kThreads, "one thread per entry of LSE_i and of delta_i");
+};
+
+// LSE_i and delta_i of the query tile at q0 into one stage of sLse and sDelta, by cp.async, 4 bytes per
+// copy: thread r < Br copies LSE of row r, thread Br + r delta of row r. Rows past Nq read nothing and
+// become zeros, as v2's loads make them. The copies join the caller's group.
+template <int kBr, class T>
+__device__ __forceinline__ void copy_lse_delta(float* sLse /* [Br] */, float* sDelta /* [Br] */, const Args<T>& a,
+                                               int64_t q_base, int64_t q0) {
+  if (threadIdx.x < 2 * kBr) {
+    const int r = threadIdx.x % kBr;
+    const bool lse = threadIdx.x < kBr, real = q0 + r < a.seq_q;
+    const float* src = (lse ? a.lse : a.delta) + q_base + (real ? q0 + r : 0);
+    cp_async_ca_zfill<4>((lse ? sLse : sDelta) + r, src, real ? 4 : 0);
+  }
+}
+
+// dK_j = scale · dSᵀ Q and dV_j, rounded to T, from the warp's C fragments: keys key0 + g + 8h (those
+// below Nk; key0 the warp's first, as a row of the head), columns 8·dt + 2t, 2t+1.
+template <class T, int D>
+__device__ __forceinline__ void store_dk_dv(const Args<T>& a, const float (&rdK)[D / 8][4], const float (&rdV)[D / 8][4],
+                                            int64_t k_base, int64_t key0) {
+  const int g = threadIdx.x % 32 / 4, t = threadIdx.x % 4;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int64_t key = key0 + g + 8 * h;
+    if (key >= a.seq_k) continue;
+    T* dk_row = a.dk + (k_base + key) * D + 2 * t;
+    T* dv_row = a.dv + (k_base + key) * D + 2 * t;
+#pragma unroll
+    for (int dt = 0; dt < D / 8; ++dt) {
+      *reinterpret_cast<uint32_t*>(dk_row + dt * 8) = pack2<T>(a.scale * rdK[dt][2 * h], a.scale * rdK[dt][2 * h + 1]);
+      *reinterpret_cast<uint32_t*>(dv_row + dt * 8) = pack2<T>(rdV[dt][2 * h], rdV[dt][2 * h + 1]);
+    }
+  }
+}
+
+// grid: B·H·ceil(Nk/Bc) blocks of Config<D>::kThreads. Block x owns key block x % ceil(Nk/Bc) of head
+// x / ceil(Nk/Bc), warp w its keys 16w .. 16w + 15; writes dK_j and dV_j and adds its share of dQ
+// (before the scale) to dq_accum four columns wide, as v3 does.
+template <class T, int D>
+__global__ void __launch_bounds__(Config<D>::kThreads) flash_bwd_v4_dkv_kernel(const Args<T> a) {
+  using C = Config<D>;
+  using DqAdd = v3::DqWideRed;
+  constexpr int kBr = C::kBr, kBc = C::kBc, kS = C::kStride, kSS = C::kStrideS;
+  constexpr int kQT = kBr / 8, kDT = D / 8;  // 8-query tiles of Sᵀ, dPᵀ; 8-column tiles of dK_j, dV_j
+  extern __shared__ __align__(16) unsigned char smem[];
+  T* sK = reinterpret_cast<T*>(smem);                       // [Bc][D+8]     K_j
+  T* sV = sK + kBc * kS;                                    // [Bc][D+8]     V_j
+  T* sQ = sV + kBc * kS;                                    // [2][Br][D+8]  stage i % 2 holds Q_i
+  T* sdO = sQ + 2 * kBr * kS;                               // [2][Br][D+8]  dO_i
+  T* sdS = sdO + 2 * kBr * kS;                              // [Br][Bc+8]    dS_ij, queries as rows
+  float* sLse = reinterpret_cast<float*>(sdS + kBr * kSS);  // [2][Br]       LSE_i, then LSE_i · log2(e)
+  float* sDelta = sLse + 2 * kBr;                           // [2][Br]       delta_i
+
+  const int64_t kv_blocks = (a.seq_k + kBc - 1) / kBc;
+  const int64_t bh = blockIdx.x / kv_blocks, k0 = blockIdx.x % kv_blocks * kBc;
+  const int64_t q_base = bh * a.seq_q, k_base = bh * a.seq_k;  // the head's first row of [B·H·N, D]
+  const int warp = threadIdx.x / 32, g = threadIdx.x % 32 / 4, t = threadIdx.x % 4;
+  const int wk = 16 * warp;  // the warp's first key, as a row of sK and sV
+
+  // Query tile i → stage i % 2, as one cp.async group: Q_i, dO_i (16-byte copies; rows past Nq
+  // zero-filled), LSE_i and delta_i.
+  auto copy_tile = [&](int64_t i) {
+    const int64_t q0 = i * kBr;
+    const int64_t stage = i % 2;
+    load_tile_async<T, D, C::kThreads>(sQ + stage * kBr * kS, a.q + q_base * D, q0, kBr, a.seq_q);
+    load_tile_async<T, D, C::kThreads>(sdO + stage * kBr * kS, a.d_o + q_base * D, q0, kBr, a.seq_q);
+    copy_lse_delta<kBr>(sLse + stage * kBr, sDelta + stage * kBr, a, q_base, q0);
+    cp_async_commit_group();
+  };
+
+  float rdK[kDT][4] = {}, rdV[kDT][4] = {};  // dK_j / scale and dV_j: the warp's 16 keys × D, C fragments
+  const int64_t offset = a.seq_k - a.seq_q;
+  const int keys = int(min(a.seq_k - k0, int64_t(kBc)));
+  const int64_t n_tiles = (a.seq_q + kBr - 1) / kBr;
+
+  // One query tile; kMasked (a std::bool_constant) says whether any of its pairs can be hidden.
+  auto step = [&](int64_t i, auto kMasked) {
+    const int64_t q0 = i * kBr;
+    const int64_t stage = i % 2;
+    const T* sQi = sQ + stage * kBr * kS;         // [Br][D+8]  Q_i
+    const T* sdOi = sdO + stage * kBr * kS;       // [Br][D+8]  dO_i
+    float* sLsei = sLse + stage * kBr;            // [Br]       LSE_i (· log2(e) after the barrier)
+    const float* sDeltai = sDelta + stage * kBr;  // [Br]       delta_i
+    cp_async_wait_group<0>();  // this thread's copies of tile i (and, the first time, of K_j, V_j) have landed
+    if (threadIdx.x < kBr) sLsei[threadIdx.x] *= attn::kLog2e;  // the entry this thread copied
+    // Every thread's copies have landed, LSE_i is scaled, and every warp is done with tile i - 1: with
+    // its stage, refilled next, and with its sdS reads (the dQ share), since tile i writes sdS again.
+    __syncthreads();
+    if (i + 1 < n_tiles) copy_tile(i + 1);  // in flight while tile i is computed
+
+    float rS[kQT][4] = {}, rdP[kQT][4] = {};  // Sᵀ, dPᵀ: [query tile][C fragment], the warp's 16 keys as rows
+    two_products<T, D, kBr>(rS, rdP, sK, sV, wk, sQi, sdOi);
+    // Block coordinates of the mask: keys < `keys`, queries < `queries`, key - query <= diagonal. Any
+    // key - query lies in (-Br, Bc), so clamping the diagonal to ±256 changes no test.
+    const int queries = int(min(a.seq_q - q0, int64_t(kBr)));
+    const int diagonal = a.causal ? int(max(min(q0 + offset - k0, int64_t(256)), int64_t(-256))) : 256;
+    p_and_ds_t<decltype(kMasked)::value>(rS, rdP, sLsei, sDeltai, a.scale_log2, wk, keys, queries, diagonal);
+
+    // dSᵀ → sdS transposed, rounded to T as the dK product rounds it: entry (key, query) of the C
+    // fragments to row query, column key.
+#pragma unroll
+    for (int nt = 0; nt < kQT; ++nt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e)
+        sdS[(8 * nt + 2 * t + e % 2) * kSS + wk + g + 8 * (e / 2)] = from_float<T>(rdP[nt][e]);
+
+    // dV_j += Pᵀ dO_i and dK_j += dSᵀ Q_i: k runs over the tile's queries, 16 at a time.
+#pragma unroll
+    for (int kk = 0; kk < kQT / 2; ++kk) {
+      uint32_t pa[4], dsa[4];  // Pᵀ, dSᵀ as A fragments: query tiles 2kk, 2kk+1 of the C fragments
+      a_from_c<T>(pa, rS[2 * kk], rS[2 * kk + 1]);
+      a_from_c<T>(dsa, rdP[2 * kk], rdP[2 * kk + 1]);
+#pragma unroll
+      for (int dt = 0; dt < kDT; ++dt) {
+        uint32_t b0, b1;
+        lds_b_cols<kS>(b0, b1, sdOi, kk * 16, dt * 8);
+        mma_m16n8k16<T>(rdV[dt], pa, b0, b1);
+        lds_b_cols<kS>(b0, b1, sQi, kk * 16, dt * 8);
+        mma_m16n8k16<T>(rdK[dt], dsa, b0, b1);
+      }
+    }
+
+    __syncthreads();  // sdS complete: each warp's dQ share below reads the keys of every warp
+    // dQ_i += dS K_j for row tile rt, columns c0 .. c0 + kDqCols - 1; k runs over the block's keys.
+    const int rt = warp % C::kRowTiles, c0 = warp / C::kRowTiles * C::kDqCols;
+    float rdQ[C::kDqCols / 8][4] = {};  // [column tile][C fragment]
+#pragma unroll
+    for (int kk = 0; kk < kBc / 16; ++kk) {
+      uint32_t dsa[4];
+      lds_a<kSS>(dsa, sdS, rt * 16, kk * 16);
+#pragma unroll
+      for (int dt = 0; dt < C::kDqCols / 8; ++dt) {
+        uint32_t b0, b1;
+        lds_b_col_of_lane<kS>(b0, b1, sK, kk * 16, c0 + DqAdd::column(dt, g));
+        mma_m16n8k16<T>(rdQ[dt], dsa, b0, b1);
+      }
+    }
+    // This key block's share, added in fp32, four columns per reduction.
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int64_t row = q0 + rt * 16 + g + 8 * h;
+      if (row < a.seq_q) DqAdd::add(a.dq_accum + (q_base + row) * D + c0, rdQ, h);
+    }
+  };
+
+  // The query tiles key block j meets (v2_mma.cuh's header): under the causal mask query row i sees key
+  // k0 from i = k0 - offset on, and every key of the block from i = k0 + Bc - 1 - offset on. There is
+  // always a first one — tile 0 without the mask; with it, Nq <= Nk (the validation refuses more
+  // queries than keys) puts row k0 - offset below Nq — so the prologue's group is always waited for.
+  const int64_t first = a.causal ? max(k0 - offset, int64_t(0)) / kBr : 0;
+  const int64_t full_begin = a.causal ? min((max(k0 + kBc - 1 - offset, int64_t(0)) + kBr - 1) / kBr, n_tiles) : 0;
+  const int64_t full_end = k0 + kBc > a.seq_k ? full_begin : max(a.seq_q / kBr, full_begin);
+  load_tile_async<T, D, C::kThreads>(sK, a.k + k_base * D, k0, kBc, a.seq_k);
+  load_tile_async<T, D, C::kThreads>(sV, a.v + k_base * D, k0, kBc, a.seq_k);
+  copy_tile(first);  // commits K_j and V_j with it
+  int64_t i = first;
+  for (; i < full_begin; ++i) step(i, std::true_type{});
+  for (; i < full_end; ++i) step(i, std::false_type{});
+  for (; i < n_tiles; ++i) step(i, std::true_type{});
+
+  store_dk_dv<T, D>(a, rdK, rdV, k_base, k0 + wk);
+}
+
+}  // namespace fs::bwd::v4

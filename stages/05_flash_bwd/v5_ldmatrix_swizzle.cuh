@@ -1,0 +1,313 @@
+// flashstages · stage 05 · v5 — v4 with the fragments read by ldmatrix from XOR-swizzled shared tiles.
+//
+// What changes from v4, all in how tiles go from shared memory to the tensor cores (the model is stage
+// 04's v4, which does the same for the forward):
+//   - the tiles are unpadded, [rows][D] (sK, sV, sQ, sdO) and [Br][Bc] (sdS), with the 16-byte chunk c
+//     of row r stored at chunk c ^ (r % 8): the 8 rows that one ldmatrix phase reads at one logical
+//     chunk land in 8 different 16-byte bank groups, and cp.async's 16-byte writes stay aligned;
+//   - ldmatrix.x4 hands a warp four 8×8 fragments in one instruction; every operand read from shared
+//     memory but one comes that way (v4 gathered them 32 or 16 bits at a time):
+//       Sᵀ, dPᵀ      A: K_j, V_j rows (a_lane)   B: Q_i, dO_i rows, two 8-query tiles at once (b_rows_lane)
+//       dV_j, dK_j   A: registers                B: dO_i, Q_i columns, .trans, two tiles at once (b_cols_lane)
+//       dQ_i         A: sdS rows (a_lane)        B: v3's dealt 16-bit gather from sK, swizzled
+//     The dQ product's B operand keeps v3's gather (lds_b_col_of_lane_swizzled): the columns it deals
+//     out (0 1 4 5 8 9 12 13 | 2 3 6 7 10 11 14 15, so that a thread holds four neighbours for
+//     red.global.add.v4.f32) are not the 8 consecutive columns of an 8×8 ldmatrix tile. The swizzle
+//     keeps that gather free of bank conflicts (the 8 lanes of a row read two chunks of it, the rows
+//     2t of the four lanes t four different XORs);
+//   - every lane works out its ldmatrix offsets once, before the tile loop (LaneRow, 4 offsets per way
+//     of reading): the XOR of a chunk index with the row is not a constant the compiler can fold into
+//     the instruction, and recomputed for every ldmatrix of the unrolled loops it cost 2 registers of
+//     spill at D = 128 (8 bytes), where the offsets worked out once cost none.
+// Why it should be faster: v4's column gathers of dO and Q (dV, dK products) are 16-bit loads, 4 per
+// B fragment, and its row gathers 32-bit loads, 2 per B fragment and 4 per A fragment; ldmatrix.x4
+// brings two B fragments or one A fragment per instruction: per 16-wide k step of Sᵀ and dPᵀ,
+// 2 + Br/8 instructions instead of 8 + 4·Br/8, and for dV, dK 2 per pair of 8-column tiles instead of
+// 16. Stage 04's v4 gained 1.6× over its v3 from the same change. Without the padding the shared
+// memory shrinks: 57.0 KiB at D = 64, 68.5 KiB at D = 128 (v4: 64.0 and 73.0), still 2 blocks per SM.
+// ptxas -v (CUDA 13.0, sm_90), no spills: 255 registers at D = 64 and at D = 128 (v4: 251, 253).
+// Result: not measured yet (written without a GPU).
+//
+// Run: build/h100/stages/05_flash_bwd/stage05_flash_bwd --dtype fp16 --seq 8192 --dim 128 [--causal] --version v5
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <type_traits>
+
+#include "args.cuh"
+#include "common/device/attention.cuh"
+#include "common/device/sm80.cuh"
+#include "common/lib/numeric.h"
+#include "v2_mma.cuh"
+#include "v3_wide_red.cuh"
+#include "v4_cp_async.cuh"
+
+namespace fs::bwd::v5 {
+
+using attn::a_from_c;
+using sm80::cp_async_cg_16_zfill;
+using sm80::cp_async_commit_group;
+using sm80::cp_async_wait_group;
+using sm80::ldmatrix_x4;
+using sm80::ldmatrix_x4_trans;
+using sm80::mma_m16n8k16;
+using sm80::pack2_bits;
+using sm80::smem_address;
+using v2::p_and_ds_t;
+using v4::copy_lse_delta;
+using v4::store_dk_dv;
+
+// v2's tiles (v2::Config: Bc = 64 keys resident, Br = 64 or 32 query rows streamed, 4 warps), v4's two
+// stages of the streamed ones, no padding.
+template <int D>
+struct Config : v2::Config<D> {
+  using Base = v2::Config<D>;
+  // sK, sV [Bc][D] + sQ, sdO [2][Br][D] (2-byte elements) + sdS [Br][Bc] + sLse, sDelta [2][Br] (fp32).
+  static constexpr std::size_t kSmemBytes = std::size_t(2 * Base::kBc + 4 * Base::kBr) * D * 2 +
+                                            std::size_t(Base::kBr) * Base::kBc * 2 + 4 * Base::kBr * sizeof(float);
+  static_assert(2 * Base::kBr <= Base::kThreads, "one thread per entry of LSE_i and of delta_i");
+  static_assert(D % 64 == 0 && Base::kBc % 64 == 0, "rows of 8 chunks or more: the swizzle uses all of r % 8");
+};
+
+// ---- Swizzled [rows][kCols] tiles of 16-bit elements ----------------------------------------------
+
+// Element offset of (r, c): chunk c / 8 of row r is stored at chunk (c / 8) ^ (r % 8).
+template <int kCols>
+__device__ __forceinline__ int swizzled(int r, int c) {
+  return r * kCols + ((c / 8) ^ (r % 8)) * 8 + c % 8;
+}
+
+// Rows [first, first + rows) of a sequence's [n, D] matrix into a swizzled [rows][D] tile by cp.async,
+// 16 bytes per copy; rows past n read nothing and are zero-filled. The caller commits the group.
+template <class T, int D, int kThreads>
+__device__ __forceinline__ void copy_tile_swizzled(T* dst /* [rows][D] */, const T* src /* [n, D] */, int64_t first,
+                                                   int rows, int64_t n) {
+  constexpr int kChunks = D / 8;  // 16-byte chunks per row
+  for (int e = threadIdx.x; e < rows * kChunks; e += kThreads) {
+    const int r = e / kChunks, c = e % kChunks * 8;
+    const bool in_range = first + r < n;
+    cp_async_cg_16_zfill(dst + swizzled<D>(r, c), in_range ? src + (first + r) * D + c : src, in_range ? 16 : 0);
+  }
+}
+
+// Where a lane's ldmatrix row lies in a swizzled [rows][kCols] tile, as byte offsets worked out once,
+// before the tile loop. For the s-th 16-column step the lane points at chunk 2s + half of its row;
+// since (2s + half) ^ (row % 8) = 8·(s / 4) + ((2·(s % 4)) ^ y) with y = half ^ (row % 8), four offsets
+// serve every step, and at(s) adds the 128·(s / 4) bytes as a constant. The fragment's first row, a
+// multiple of 8 that the swizzle ignores, is added by the caller as bytes.
+template <int kCols>
+struct LaneRow {
+  uint32_t off[4];
+  __device__ __forceinline__ LaneRow(int row, int half) {
+    const int y = half ^ (row % 8);
+#pragma unroll
+    for (int m = 0; m < 4; ++m) off[m] = uint32_t(row * kCols * 2 + 16 * ((2 * m) ^ y));
+  }
+  __device__ __forceinline__ uint32_t at(int s) const { return off[s % 4] + 128 * (s / 4); }
+};
+
+// The three ways a warp reads a tile with ldmatrix.x4 (lanes 8i .. 8i + 7 give the rows of 8×8 tile i,
+// which lands in register i; common/device/sm80.cuh):
+//   a_lane: the A fragment of 16 rows × 16 columns — lanes 0–15 point at the rows' left 8 columns,
+//     lanes 16–31 at their right 8: a[0..3] in the A order.
+//   b_rows_lane: B fragments of X Yᵀ from 16 rows of Y ([n][k]) — b[0], b[1] of 8-column tile n0
+//     (lanes 0–7 / 8–15: rows n0 .. n0 + 7 at k0 / k0 + 8), b[2], b[3] of tile n0 + 8 (lanes 16–31).
+//     A row of Y is a column of B: no transpose.
+//   b_cols_lane: B fragments of X Y from 16 rows of Y ([k][n]), with .trans: B wants k down a column —
+//     b[0], b[1] of 8-column tile n0 (lanes 0–7 / 8–15: rows k0 .. k0 + 7 / k0 + 8 .. k0 + 15 at n0),
+//     b[2], b[3] of tile n0 + 8 (lanes 16–31, at n0 + 8).
+template <int kCols>
+__device__ __forceinline__ LaneRow<kCols> a_lane() {
+  const int lane = threadIdx.x % 32;
+  return LaneRow<kCols>(lane % 16, lane / 16);
+}
+template <int kCols>
+__device__ __forceinline__ LaneRow<kCols> b_rows_lane() {
+  const int lane = threadIdx.x % 32;
+  return LaneRow<kCols>(lane % 8 + lane / 16 * 8, lane / 8 % 2);
+}
+template <int kCols>
+__device__ __forceinline__ LaneRow<kCols> b_cols_lane() {
+  const int lane = threadIdx.x % 32;
+  return LaneRow<kCols>(lane % 8 + lane / 8 % 2 * 8, lane / 16);
+}
+
+// attn::lds_b_col_of_lane on a swizzled tile: lane 4·g + t brings column n (its own) of rows
+// k0 + 2t, 2t + 1, 2t + 8, 2t + 9 (k0 a multiple of 16) as the B fragment of whichever 8-column tile
+// v3::DqWideRed deals it to. Rows k0 + 2t and k0 + 2t + 8 have r % 8 = 2t, the other two 2t + 1, so
+// the swizzled chunk of n is x = (n / 8) ^ 2t or x ^ 1: two offsets per column whatever k0 is.
+template <int kCols, class T>
+__device__ __forceinline__ void lds_b_col_of_lane_swizzled(uint32_t& b0, uint32_t& b1, const T* tile, int k0, int n) {
+  const int t2 = 2 * (threadIdx.x % 4);
+  const uint16_t* p = reinterpret_cast<const uint16_t*>(tile) + (k0 + t2) * kCols + n % 8;
+  const int x = (n / 8) ^ t2;
+  b0 = pack2_bits(p[x * 8], p[kCols + (x ^ 1) * 8]);
+  b1 = pack2_bits(p[8 * kCols + x * 8], p[9 * kCols + (x ^ 1) * 8]);
+}
+
+// C tiles n and n + 1 of one A fragment times the two B fragments an x4 ldmatrix fetched (b[0], b[1]
+// and b[2], b[3]).
+template <class T>
+__device__ __forceinline__ void mma_two_tiles(float (&c0)[4], float (&c1)[4], const uint32_t (&a)[4],
+                                              const uint32_t (&b)[4]) {
+  mma_m16n8k16<T>(c0, a, b[0], b[1]);
+  mma_m16n8k16<T>(c1, a, b[2], b[3]);
+}
+
+// v2::two_products read by ldmatrix: X = A1 B1ᵀ and Y = A2 B2ᵀ for one warp, 16 A rows of sA1, sA2
+// against the kN rows of sB1, sB2 (swizzled [rows][D] tiles; shared addresses, the A ones at the
+// warp's first row), as C fragments [8-column tile][4]. Called as Sᵀ = K_j Q_iᵀ, dPᵀ = V_j dO_iᵀ.
+template <class T, int D, int kN>
+__device__ __forceinline__ void two_products(float (&x)[kN / 8][4], float (&y)[kN / 8][4], uint32_t sA1, uint32_t sA2,
+                                             uint32_t sB1, uint32_t sB2, const LaneRow<D>& a_off,
+                                             const LaneRow<D>& b_off) {
+#pragma unroll
+  for (int kk = 0; kk < D / 16; ++kk) {
+    uint32_t a1[4], a2[4];  // the 16 rows of sA1, sA2 as A fragments of this 16-wide step over D
+    ldmatrix_x4(a1, sA1 + a_off.at(kk));
+    ldmatrix_x4(a2, sA2 + a_off.at(kk));
+#pragma unroll
+    for (int m = 0; m < kN / 16; ++m) {
+      uint32_t b[4];  // B fragments of 8-column tiles 2m, 2m + 1
+      ldmatrix_x4(b, sB1 + m * 16 * D * 2 + b_off.at(kk));
+      mma_two_tiles<T>(x[2 * m], x[2 * m + 1], a1, b);
+      ldmatrix_x4(b, sB2 + m * 16 * D * 2 + b_off.at(kk));
+      mma_two_tiles<T>(y[2 * m], y[2 * m + 1], a2, b);
+    }
+  }
+}
+
+// grid: B·H·ceil(Nk/Bc) blocks of Config<D>::kThreads. Block x owns key block x % ceil(Nk/Bc) of head
+// x / ceil(Nk/Bc), warp w its keys 16w .. 16w + 15; writes dK_j and dV_j and adds its share of dQ
+// (before the scale) to dq_accum four columns wide, as v3 does.
+template <class T, int D>
+__global__ void __launch_bounds__(Config<D>::kThreads) flash_bwd_v5_dkv_kernel(const Args<T> a) {
+  using C = Config<D>;
+  using DqAdd = v3::DqWideRed;
+  constexpr int kBr = C::kBr, kBc = C::kBc;
+  constexpr int kQT = kBr / 8, kDT = D / 8;  // 8-query tiles of Sᵀ, dPᵀ; 8-column tiles of dK_j, dV_j
+  extern __shared__ __align__(128) unsigned char smem[];
+  T* sK = reinterpret_cast<T*>(smem);                       // [Bc][D]     K_j, swizzled
+  T* sV = sK + kBc * D;                                     // [Bc][D]     V_j
+  T* sQ = sV + kBc * D;                                     // [2][Br][D]  stage i % 2 holds Q_i
+  T* sdO = sQ + 2 * kBr * D;                                // [2][Br][D]  dO_i
+  T* sdS = sdO + 2 * kBr * D;                               // [Br][Bc]    dS_ij, queries as rows
+  float* sLse = reinterpret_cast<float*>(sdS + kBr * kBc);  // [2][Br]     LSE_i, then LSE_i · log2(e)
+  float* sDelta = sLse + 2 * kBr;                           // [2][Br]     delta_i
+
+  const int64_t kv_blocks = (a.seq_k + kBc - 1) / kBc;
+  const int64_t bh = blockIdx.x / kv_blocks, k0 = blockIdx.x % kv_blocks * kBc;
+  const int64_t q_base = bh * a.seq_q, k_base = bh * a.seq_k;  // the head's first row of [B·H·N, D]
+  const int warp = threadIdx.x / 32, g = threadIdx.x % 32 / 4, t = threadIdx.x % 4;
+  const int wk = 16 * warp;  // the warp's first key, as a row of sK and sV
+
+  // Query tile i → stage i % 2, as one cp.async group: Q_i, dO_i (16-byte copies; rows past Nq
+  // zero-filled), LSE_i and delta_i.
+  auto copy_tile = [&](int64_t i) {
+    const int64_t q0 = i * kBr;
+    const int64_t stage = i % 2;
+    copy_tile_swizzled<T, D, C::kThreads>(sQ + stage * kBr * D, a.q + q_base * D, q0, kBr, a.seq_q);
+    copy_tile_swizzled<T, D, C::kThreads>(sdO + stage * kBr * D, a.d_o + q_base * D, q0, kBr, a.seq_q);
+    copy_lse_delta<kBr>(sLse + stage * kBr, sDelta + stage * kBr, a, q_base, q0);
+    cp_async_commit_group();
+  };
+
+  float rdK[kDT][4] = {}, rdV[kDT][4] = {};  // dK_j / scale and dV_j: the warp's 16 keys × D, C fragments
+  const int64_t offset = a.seq_k - a.seq_q;
+  const int keys = int(min(a.seq_k - k0, int64_t(kBc)));
+  const int64_t n_tiles = (a.seq_q + kBr - 1) / kBr;
+  const uint32_t aK = smem_address(sK), aV = smem_address(sV), adS = smem_address(sdS);  // for ldmatrix
+  const LaneRow<D> a_off = a_lane<D>(), b_rows_off = b_rows_lane<D>(), b_cols_off = b_cols_lane<D>();
+  const LaneRow<kBc> ds_off = a_lane<kBc>();
+
+  // One query tile; kMasked (a std::bool_constant) says whether any of its pairs can be hidden.
+  auto step = [&](int64_t i, auto kMasked) {
+    const int64_t q0 = i * kBr;
+    const int64_t stage = i % 2;
+    const uint32_t aQi = smem_address(sQ + stage * kBr * D);    // [Br][D]  Q_i
+    const uint32_t adOi = smem_address(sdO + stage * kBr * D);  // [Br][D]  dO_i
+    float* sLsei = sLse + stage * kBr;            // [Br]  LSE_i (· log2(e) after the barrier)
+    const float* sDeltai = sDelta + stage * kBr;  // [Br]  delta_i
+    cp_async_wait_group<0>();  // this thread's copies of tile i (and, the first time, of K_j, V_j) have landed
+    if (threadIdx.x < kBr) sLsei[threadIdx.x] *= attn::kLog2e;  // the entry this thread copied
+    // Every thread's copies have landed, LSE_i is scaled, and every warp is done with tile i - 1: with
+    // its stage, refilled next, and with its sdS reads (the dQ share), since tile i writes sdS again.
+    __syncthreads();
+    if (i + 1 < n_tiles) copy_tile(i + 1);  // in flight while tile i is computed
+
+    float rS[kQT][4] = {}, rdP[kQT][4] = {};  // Sᵀ, dPᵀ: [query tile][C fragment], the warp's 16 keys as rows
+    two_products<T, D, kBr>(rS, rdP, aK + wk * D * 2, aV + wk * D * 2, aQi, adOi, a_off, b_rows_off);
+    // Block coordinates of the mask: keys < `keys`, queries < `queries`, key - query <= diagonal. Any
+    // key - query lies in (-Br, Bc), so clamping the diagonal to ±256 changes no test.
+    const int queries = int(min(a.seq_q - q0, int64_t(kBr)));
+    const int diagonal = a.causal ? int(max(min(q0 + offset - k0, int64_t(256)), int64_t(-256))) : 256;
+    p_and_ds_t<decltype(kMasked)::value>(rS, rdP, sLsei, sDeltai, a.scale_log2, wk, keys, queries, diagonal);
+
+    // dSᵀ → sdS transposed, rounded to T as the dK product rounds it: entry (key, query) of the C
+    // fragments to row query, column key.
+#pragma unroll
+    for (int nt = 0; nt < kQT; ++nt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e)
+        sdS[swizzled<kBc>(8 * nt + 2 * t + e % 2, wk + g + 8 * (e / 2))] = from_float<T>(rdP[nt][e]);
+
+    // dV_j += Pᵀ dO_i and dK_j += dSᵀ Q_i: k runs over the tile's queries, 16 at a time.
+#pragma unroll
+    for (int kk = 0; kk < kQT / 2; ++kk) {
+      uint32_t pa[4], dsa[4];  // Pᵀ, dSᵀ as A fragments: query tiles 2kk, 2kk+1 of the C fragments
+      a_from_c<T>(pa, rS[2 * kk], rS[2 * kk + 1]);
+      a_from_c<T>(dsa, rdP[2 * kk], rdP[2 * kk + 1]);
+#pragma unroll
+      for (int m = 0; m < kDT / 2; ++m) {
+        uint32_t b[4];  // B fragments of 8-column tiles 2m, 2m + 1
+        ldmatrix_x4_trans(b, adOi + kk * 16 * D * 2 + b_cols_off.at(m));
+        mma_two_tiles<T>(rdV[2 * m], rdV[2 * m + 1], pa, b);
+        ldmatrix_x4_trans(b, aQi + kk * 16 * D * 2 + b_cols_off.at(m));
+        mma_two_tiles<T>(rdK[2 * m], rdK[2 * m + 1], dsa, b);
+      }
+    }
+
+    __syncthreads();  // sdS complete: each warp's dQ share below reads the keys of every warp
+    // dQ_i += dS K_j for row tile rt, columns c0 .. c0 + kDqCols - 1; k runs over the block's keys.
+    const int rt = warp % C::kRowTiles, c0 = warp / C::kRowTiles * C::kDqCols;
+    float rdQ[C::kDqCols / 8][4] = {};  // [column tile][C fragment]
+#pragma unroll
+    for (int kk = 0; kk < kBc / 16; ++kk) {
+      uint32_t dsa[4];
+      ldmatrix_x4(dsa, adS + rt * 16 * kBc * 2 + ds_off.at(kk));
+#pragma unroll
+      for (int dt = 0; dt < C::kDqCols / 8; ++dt) {
+        uint32_t b0, b1;
+        lds_b_col_of_lane_swizzled<D>(b0, b1, sK, kk * 16, c0 + DqAdd::column(dt, g));
+        mma_m16n8k16<T>(rdQ[dt], dsa, b0, b1);
+      }
+    }
+    // This key block's share, added in fp32, four columns per reduction.
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int64_t row = q0 + rt * 16 + g + 8 * h;
+      if (row < a.seq_q) DqAdd::add(a.dq_accum + (q_base + row) * D + c0, rdQ, h);
+    }
+  };
+
+  // The query tiles key block j meets (v2_mma.cuh's header): under the causal mask query row i sees key
+  // k0 from i = k0 - offset on, and every key of the block from i = k0 + Bc - 1 - offset on. There is
+  // always a first one — tile 0 without the mask; with it, Nq <= Nk (the validation refuses more
+  // queries than keys) puts row k0 - offset below Nq — so the prologue's group is always waited for.
+  const int64_t first = a.causal ? max(k0 - offset, int64_t(0)) / kBr : 0;
+  const int64_t full_begin = a.causal ? min((max(k0 + kBc - 1 - offset, int64_t(0)) + kBr - 1) / kBr, n_tiles) : 0;
+  const int64_t full_end = k0 + kBc > a.seq_k ? full_begin : max(a.seq_q / kBr, full_begin);
+  copy_tile_swizzled<T, D, C::kThreads>(sK, a.k + k_base * D, k0, kBc, a.seq_k);
+  copy_tile_swizzled<T, D, C::kThreads>(sV, a.v + k_base * D, k0, kBc, a.seq_k);
+  copy_tile(first);  // commits K_j and V_j with it
+  int64_t i = first;
+  for (; i < full_begin; ++i) step(i, std::true_type{});
+  for (; i < full_end; ++i) step(i, std::false_type{});
+  for (; i < n_tiles; ++i) step(i, std::true_type{});
+
+  store_dk_dv<T, D>(a, rdK, rdV, k_base, k0 + wk);
+}
+
+}  // namespace fs::bwd::v5
