@@ -33,7 +33,7 @@ void check_gemm(const KernelDesc& kernel, const GemmCase& g, uint64_t seed, int6
   INFO(kernel.qualified(), " ", describe(g), " seed=", seed);
   GemmFixture problem(g, seed, check_rows);
   const GemmCheck c = problem.run(kernel);
-  REQUIRE_MESSAGE(c.status == Status::Success, status_name(c.status));
+  REQUIRE_MESSAGE(c.status == Status::Success, std::string(status_name(c.status)));
   INFO("C: ", c.c.str(), " mismatches=", c.c.mismatches, " of ", c.c.count);
   CHECK(c.outside_untouched);
   CHECK(c.c.nonfinite == 0);
@@ -48,7 +48,8 @@ void check_gemm_rejected(const KernelDesc& kernel, const GemmCase& ok, const std
   make_bad(bad);
   Status returned = Status::Success;
   const bool untouched = problem.untouched_after(kernel, bad, &returned);
-  INFO(kernel.qualified(), " ", describe(ok), ": expected ", status_name(expected), ", got ", status_name(returned));
+  INFO(kernel.qualified(), " ", describe(ok), ": expected ", std::string(status_name(expected)), ", got ",
+       std::string(status_name(returned)));
   CHECK(returned == expected);
   CHECK(untouched);
 }
@@ -97,7 +98,7 @@ void check_gemm_reports_cuda_error(const KernelDesc& kernel, const GemmCase& ok)
   if (graph) cudaGraphDestroy(graph);
   cudaGetLastError();
   FS_CUDA_CHECK(cudaStreamDestroy(capturing));
-  INFO(kernel.qualified(), " returned ", status_name(st), ": ", last_cuda_error());
+  INFO(kernel.qualified(), " returned ", std::string(status_name(st)), ": ", std::string(last_cuda_error()));
   CHECK(st == Status::CudaError);
   FS_CUDA_CHECK(cudaDeviceSynchronize());  // the refusal left no sticky error behind
 }

@@ -57,7 +57,7 @@ bool runs_here(const KernelDesc& kernel) {
   const char* only = std::getenv("FLASHSTAGES_ONLY");
   if (!only_selects(only, kernel.qualified())) {
     record_skip();
-    MESSAGE("SKIPPED " << kernel.qualified() << ": not in FLASHSTAGES_ONLY=" << only);
+    MESSAGE("SKIPPED " << kernel.qualified() << ": not in FLASHSTAGES_ONLY=" << std::string(only));
     return false;
   }
   DeviceProps dev;

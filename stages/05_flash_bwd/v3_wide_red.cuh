@@ -33,8 +33,8 @@
 // the atomic dQ: 235 and 254): the four values of a reduction are registers the fragments already hold.
 // Before the loop over a group's heads both were 252 and 255; the sm_80 path then took 238 and 251.
 // Result (H100, fp16, N = 8192, non-causal, measured before the loop over a group's heads; stage05.json):
-//   <!-- value: [stage05/v3/fp16/D:128/N:8192/causal:0] | .0f -->162<!-- /value --> TFLOPS at D = 128,
-//   <!-- value: [stage05/v3/fp16/D:128/N:8192/causal:0] / [stage05/v2/fp16/D:128/N:8192/causal:0] | .2f -->1.46<!-- /value -->× v2's atomic dQ and <!-- value: [stage05/v3/fp16/D:128/N:8192/causal:0] / [stage05/v2_deterministic/fp16/D:128/N:8192/causal:0] | .2f -->1.17<!-- /value -->× its deterministic pass;
+//   <!-- value: [stage05/v3/fp16/D:128/N:8192/causal:0] | .0f -->164<!-- /value --> TFLOPS at D = 128,
+//   <!-- value: [stage05/v3/fp16/D:128/N:8192/causal:0] / [stage05/v2/fp16/D:128/N:8192/causal:0] | .2f -->1.48<!-- /value -->× v2's atomic dQ and <!-- value: [stage05/v3/fp16/D:128/N:8192/causal:0] / [stage05/v2_deterministic/fp16/D:128/N:8192/causal:0] | .2f -->1.18<!-- /value -->× its deterministic pass;
 //   <!-- value: [stage05/v3/fp16/D:128/N:8192/causal:0] / [sdpa_flash_bwd/fp16/D:128/N:8192/causal:0] | .2f -->0.57<!-- /value -->× SDPA flash (FA2).
 //
 // Run: build/h100/stages/05_flash_bwd/stage05_flash_bwd --dtype fp16 --seq 8192 --dim 128 [--causal] --version v3

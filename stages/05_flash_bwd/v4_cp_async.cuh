@@ -31,7 +31,8 @@
 // delta (+18.5 and +17.25 KiB); 2 blocks per SM (the registers allow no more) take 128 or 146 KiB of
 // the H100's 227.
 // ptxas -v (CUDA 13.0, sm_90), no spills: 251 registers at D = 64, 253 at D = 128 (v3: 252, 255).
-// Result: not measured yet (written without a GPU).
+// Result (H100, fp16, N = 8192, non-causal; stage05.json): <!-- value: [stage05/v4/fp16/D:128/N:8192/causal:0] | .0f -->175<!-- /value --> TFLOPS at D = 128, <!-- value: [stage05/v4/fp16/D:128/N:8192/causal:0] / [stage05/v3/fp16/D:128/N:8192/causal:0] | .2f -->1.07<!-- /value -->× v3;
+//   at D = 64 <!-- value: [stage05/v4/fp16/D:64/N:8192/causal:0] / [stage05/v3/fp16/D:64/N:8192/causal:0] | .2f -->1.06<!-- /value -->× v3. The loads were not the main wait.
 //
 // Run: build/h100/stages/05_flash_bwd/stage05_flash_bwd --dtype fp16 --seq 8192 --dim 128 [--causal] --version v4
 #pragma once
