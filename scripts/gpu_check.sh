@@ -7,7 +7,7 @@
 #   Filters (space-separated stage names, default all): BENCHES (stage01 … stage07, ceilings, sdpa), RUNS
 #   (executables), SANITIZE (test binaries: stage01 … stage07, common, ceilings), PROFILES (the ncu
 #   groups of the profile step: traffic large limits stage04 stage06); TOOLS lists the
-#   compute-sanitizer tools (default all four).
+#   compute-sanitizer tools (default all four); SANITIZE_ONLY runs them one version at a time (below).
 #   compare: BASELINE=<source tree of an earlier commit> is built beside this one and the headline
 #   benchmarks of both run in the same call (old, new, new, old), then scripts/compare_bench.py
 #   prints the ratios (MAP=old=new,... names renamed versions).
@@ -55,6 +55,11 @@ fi
 # longer than one call allows) run each test case as its own process (doctest's --first/--last), so
 # they spread over the cores and a timeout names the case. Each process gets SANITIZE_TIMEOUT seconds
 # (default 420); one summary line per (tool, binary) says clean, or which cases failed or timed out.
+# SANITIZE_ONLY (space-separated versions, e.g. "stage05/v0 stage05/v1 stage05/v2") splits further:
+# each process checks one of them (FLASHSTAGES_ONLY), so a case that loops over every version of a
+# stage, too slow under racecheck as a whole, becomes one process per version; the cases' exit code
+# 77 (versions left out, reported skipped) then counts as a pass. FLASHSTAGES_REQUIRE_GPU=1 throughout:
+# a missing GPU fails, never skips.
 if has sanitize; then
   binaries=()
   for t in "$build"/stages/07_*/*/stage*_test "$build"/stages/06_*/stage*_test "$build"/stages/04_*/stage*_test \
@@ -66,19 +71,22 @@ if has sanitize; then
   cases_of() {  # binary: how many test cases pass the filters
     "$1" "${filters[@]}" --count 2>/dev/null | sed -n 's/.*passing the current filters: \([0-9]*\).*/\1/p'
   }
-  sanitize_one() {  # tool binary [case]: one process; its verdict in $log.summary
-    local name log t0=$SECONDS rc verdict range=()
+  sanitize_one() {  # tool binary case version: one process (case, version: empty for all); its verdict in $log.summary
+    local name log t0=$SECONDS rc verdict range=() what
     name=$(basename "$2")
-    log=$logs/sanitizer_${name}_$1${3:+_case$3}.log
-    [ -n "${3:-}" ] && range=(--first="$3" --last="$3")
-    FLASHSTAGES_SANITIZER=1 FLASHSTAGES_AUTOTUNE=0 timeout "${SANITIZE_TIMEOUT:-420}" compute-sanitizer \
+    log=$logs/sanitizer_${name}_$1${3:+_case$3}${4:+_${4//\//_}}.log
+    what="${3:+ case $3}${4:+ $4}"
+    [ -n "$3" ] && range=(--first="$3" --last="$3")
+    FLASHSTAGES_REQUIRE_GPU=1 FLASHSTAGES_ONLY="$4" FLASHSTAGES_SANITIZER=1 FLASHSTAGES_AUTOTUNE=0 \
+      timeout "${SANITIZE_TIMEOUT:-420}" compute-sanitizer \
       --tool "$1" --error-exitcode 99 "$2" "${filters[@]}" "${range[@]}" >"$log" 2>&1
     rc=$?
+    [ $rc -eq 77 ] && [ -n "$4" ] && rc=0  # the other versions, left out on purpose, reported skipped
     if [ $rc -eq 124 ]; then verdict="TIMED OUT after ${SANITIZE_TIMEOUT:-420} s"
     elif [ $rc -ne 0 ]; then verdict="FAILED (rc=$rc)"
     elif grep -qE 'ERROR SUMMARY: 0 errors|RACECHECK SUMMARY: 0 hazards' "$log"; then verdict=clean
     else verdict="no summary from the tool (rc=0)"; fi
-    echo "$verdict${3:+ case $3}: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" | tail -1) ($((SECONDS - t0)) s)" >"$log.summary"
+    echo "$verdict$what: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" | tail -1) ($((SECONDS - t0)) s)" >"$log.summary"
   }
   start=$SECONDS
   for tool in $tools; do
@@ -88,9 +96,13 @@ if has sanitize; then
         n=$(cases_of "$t")
         [ "${n:-0}" -gt 0 ] && units=($(seq 1 "$n"))
       fi
+      versions=("")  # every version in one process, unless SANITIZE_ONLY splits them
+      [ -n "${SANITIZE_ONLY:-}" ] && read -ra versions <<<"$SANITIZE_ONLY"
       for u in "${units[@]}"; do
-        while [ "$(jobs -rp | wc -l)" -ge "${SANITIZE_JOBS:-8}" ]; do wait -n; done
-        sanitize_one "$tool" "$t" $u &
+        for v in "${versions[@]}"; do
+          while [ "$(jobs -rp | wc -l)" -ge "${SANITIZE_JOBS:-8}" ]; do wait -n; done
+          sanitize_one "$tool" "$t" "$u" "$v" &
+        done
       done
     done
   done
@@ -98,7 +110,7 @@ if has sanitize; then
   for tool in $tools; do
     for t in "${binaries[@]}"; do
       name=$(basename "$t")
-      parts=("$logs/sanitizer_${name}_$tool".log.summary "$logs/sanitizer_${name}_${tool}"_case*.log.summary)
+      parts=("$logs/sanitizer_${name}_${tool}"*.log.summary)
       verdicts=$(cat "${parts[@]}" 2>/dev/null)
       bad=$(grep -v '^clean' <<<"$verdicts" || true)
       count=$(grep -c . <<<"$verdicts")
