@@ -175,6 +175,23 @@ struct DqScalarRed {
   }
 };
 
+// The query tiles key block j (keys k0 .. k0 + Bc - 1) meets, in the header's runs: [first, full_begin)
+// the diagonal crosses (masked), [full_begin, full_end) every key visible (no mask), [full_end, count)
+// the Nq tail tile, or every tile when the block holds the Nk tail (masked). Under the causal mask query
+// row i sees key k0 from i = k0 - offset on, and every key of the block from i = k0 + Bc - 1 - offset
+// on. v4 and v5 walk the same runs.
+struct QueryTileRuns {
+  int64_t first, full_begin, full_end, count;
+};
+template <int kBr, int kBc, class T>
+__device__ __forceinline__ QueryTileRuns query_tile_runs(const Args<T>& a, int64_t k0, int64_t offset) {
+  const int64_t count = (a.seq_q + kBr - 1) / kBr;
+  const int64_t first = a.causal ? max(k0 - offset, int64_t(0)) / kBr : 0;
+  const int64_t full_begin = a.causal ? min((max(k0 + kBc - 1 - offset, int64_t(0)) + kBr - 1) / kBr, count) : 0;
+  const int64_t full_end = k0 + kBc > a.seq_k ? full_begin : max(a.seq_q / kBr, full_begin);
+  return {first, full_begin, full_end, count};
+}
+
 // The K/V kernel's body (flash_bwd_v2_dkv_kernel; v3's kernel runs it too). Block x owns key block
 // x % ceil(Nk/Bc) of K/V head x / ceil(Nk/Bc), warp w its keys 16w .. 16w + 15, and streams the query
 // tiles of each query head of the K/V head's group past it, one head after the other. Writes dK_j and
@@ -282,21 +299,16 @@ __device__ __forceinline__ void dkv_block(const Args<T>& a) {
     }
   };
 
-  // The query tiles key block j meets (see the header): under the causal mask query row i sees key k0
-  // from i = k0 - offset on, and every key of the block from i = k0 + Bc - 1 - offset on.
-  const int64_t n_tiles = (a.seq_q + kBr - 1) / kBr;
-  const int64_t first = a.causal ? max(k0 - offset, int64_t(0)) / kBr : 0;
-  const int64_t full_begin = a.causal ? min((max(k0 + kBc - 1 - offset, int64_t(0)) + kBr - 1) / kBr, n_tiles) : 0;
-  const int64_t full_end = k0 + kBc > a.seq_k ? full_begin : max(a.seq_q / kBr, full_begin);
+  const QueryTileRuns runs = query_tile_runs<kBr, kBc>(a, k0, offset);
   // Grouped-query attention: the same tiles of each query head of the group, dK_j and dV_j summing on in
   // registers. No atomics on dK, dV and no per-query-head buffers of them to reduce afterwards (what a
   // grid over query heads would need, FlashAttention-2's way): G times fewer blocks, G times longer.
   for (int64_t bh = kvh * a.group; bh < (kvh + 1) * a.group; ++bh) {
     const int64_t q_base = bh * a.seq_q;
-    int64_t i = first;
-    for (; i < full_begin; ++i) step(q_base, i * kBr, std::true_type{});
-    for (; i < full_end; ++i) step(q_base, i * kBr, std::false_type{});
-    for (; i < n_tiles; ++i) step(q_base, i * kBr, std::true_type{});
+    int64_t i = runs.first;
+    for (; i < runs.full_begin; ++i) step(q_base, i * kBr, std::true_type{});
+    for (; i < runs.full_end; ++i) step(q_base, i * kBr, std::false_type{});
+    for (; i < runs.count; ++i) step(q_base, i * kBr, std::true_type{});
   }
 
   // dK_j = scale · dSᵀ Q and dV_j, rounded to T: rows wk + g + 8h, columns 8·dt + 2t, 2t+1.

@@ -147,7 +147,7 @@ __global__ void __launch_bounds__(Config<D>::kThreads) flash_bwd_v4_dkv_kernel(c
   float rdK[kDT][4] = {}, rdV[kDT][4] = {};  // dK_j / scale and dV_j: the warp's 16 keys × D, C fragments
   const int64_t offset = a.seq_k - a.seq_q;
   const int keys = int(min(a.seq_k - k0, int64_t(kBc)));
-  const int64_t n_tiles = (a.seq_q + kBr - 1) / kBr;
+  const v2::QueryTileRuns runs = v2::query_tile_runs<kBr, kBc>(a, k0, offset);  // v2's causal stage splitting
 
   // One query tile; kMasked (a std::bool_constant) says whether any of its pairs can be hidden.
   auto step = [&](int64_t i, auto kMasked) {
@@ -162,7 +162,7 @@ __global__ void __launch_bounds__(Config<D>::kThreads) flash_bwd_v4_dkv_kernel(c
     // Every thread's copies have landed, LSE_i is scaled, and every warp is done with tile i - 1: with
     // its stage, refilled next, and with its sdS reads (the dQ share), since tile i writes sdS again.
     __syncthreads();
-    if (i + 1 < n_tiles) copy_tile(i + 1);  // in flight while tile i is computed
+    if (i + 1 < runs.count) copy_tile(i + 1);  // in flight while tile i is computed
 
     float rS[kQT][4] = {}, rdP[kQT][4] = {};  // Sᵀ, dPᵀ: [query tile][C fragment], the warp's 16 keys as rows
     two_products<T, D, kBr>(rS, rdP, sK, sV, wk, sQi, sdOi);
@@ -219,20 +219,16 @@ __global__ void __launch_bounds__(Config<D>::kThreads) flash_bwd_v4_dkv_kernel(c
     }
   };
 
-  // The query tiles key block j meets (v2_mma.cuh's header): under the causal mask query row i sees key
-  // k0 from i = k0 - offset on, and every key of the block from i = k0 + Bc - 1 - offset on. There is
-  // always a first one — tile 0 without the mask; with it, Nq <= Nk (the validation refuses more
-  // queries than keys) puts row k0 - offset below Nq — so the prologue's group is always waited for.
-  const int64_t first = a.causal ? max(k0 - offset, int64_t(0)) / kBr : 0;
-  const int64_t full_begin = a.causal ? min((max(k0 + kBc - 1 - offset, int64_t(0)) + kBr - 1) / kBr, n_tiles) : 0;
-  const int64_t full_end = k0 + kBc > a.seq_k ? full_begin : max(a.seq_q / kBr, full_begin);
+  // The query tiles key block j meets (v2::query_tile_runs). There is always a first one — tile 0
+  // without the mask; with it, Nq <= Nk (the validation refuses more queries than keys) puts row
+  // k0 - offset below Nq — so the prologue's group is always waited for.
   load_tile_async<T, D, C::kThreads>(sK, a.k + k_base * D, k0, kBc, a.seq_k);
   load_tile_async<T, D, C::kThreads>(sV, a.v + k_base * D, k0, kBc, a.seq_k);
-  copy_tile(first);  // commits K_j and V_j with it
-  int64_t i = first;
-  for (; i < full_begin; ++i) step(i, std::true_type{});
-  for (; i < full_end; ++i) step(i, std::false_type{});
-  for (; i < n_tiles; ++i) step(i, std::true_type{});
+  copy_tile(runs.first);  // commits K_j and V_j with it
+  int64_t i = runs.first;
+  for (; i < runs.full_begin; ++i) step(i, std::true_type{});
+  for (; i < runs.full_end; ++i) step(i, std::false_type{});
+  for (; i < runs.count; ++i) step(i, std::true_type{});
 
   store_dk_dv<T, D>(a, rdK, rdV, k_base, k0 + wk);
 }
