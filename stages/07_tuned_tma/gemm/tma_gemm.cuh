@@ -138,4 +138,16 @@ __device__ __forceinline__ void store_accumulators(TOut* C, int64_t ldc, int64_t
   }
 }
 
+// The same into C of the element type the call names at run time, c_dtype: FS_FP16, FS_BF16, or FS_FP32
+// (what validation lets through), as every version's epilogue has it.
+template <int N>
+__device__ __forceinline__ void store_accumulators(void* C, int32_t c_dtype, int64_t ldc, int64_t M, int64_t Ncols,
+                                                   int64_t m0, int64_t n0, const float (&d)[N / 2], float alpha,
+                                                   float beta, bool pairs) {
+  if (c_dtype == FS_FP16) store_accumulators<N>(static_cast<__half*>(C), ldc, M, Ncols, m0, n0, d, alpha, beta, pairs);
+  else if (c_dtype == FS_BF16)
+    store_accumulators<N>(static_cast<__nv_bfloat16*>(C), ldc, M, Ncols, m0, n0, d, alpha, beta, pairs);
+  else store_accumulators<N>(static_cast<float*>(C), ldc, M, Ncols, m0, n0, d, alpha, beta, pairs);
+}
+
 }  // namespace fs::gemm_tma

@@ -194,12 +194,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     sm90::wgmma_wait_group<0>();     // the last tile's products are done: the accumulators are final
     sm90::wgmma_fence_operand(acc);  // no read of them above that wait
 
-    auto store = [&](auto* c_out) {
-      store_accumulators<kBN>(c_out, ldc, M, N, int64_t(m0) + cw * kMmaM, n0, acc, alpha, beta, c_pairs);
-    };
-    if (c_dtype == FS_FP16) store(static_cast<__half*>(C));
-    else if (c_dtype == FS_BF16) store(static_cast<__nv_bfloat16*>(C));
-    else store(static_cast<float*>(C));
+    store_accumulators<kBN>(C, c_dtype, ldc, M, N, int64_t(m0) + cw * kMmaM, n0, acc, alpha, beta, c_pairs);
   }
 }
 
