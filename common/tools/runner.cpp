@@ -274,24 +274,36 @@ AttentionParams attention_params(const AttentionOptions& o) {
   return p;
 }
 
-// Why no version takes the problem, in terms of the flags.
-std::string attention_refusal(Status st, const AttentionParams& p, const KernelDesc& k) {
+// Why no version takes the problem, in terms of the flags: what the judged versions take together,
+// named as gemm_refusal names them (the version, when one was asked for).
+std::string attention_refusal(Status st, const AttentionParams& p, const std::vector<const KernelDesc*>& judged) {
+  uint32_t dtypes = 0;
+  int64_t any_up_to = 0;  // the largest bound of the versions that take any head_dim up to one
+  std::vector<int64_t> listed;
+  for (const KernelDesc* k : judged) {
+    dtypes |= k->info.in_dtypes;
+    if (k->info.num_head_dims == 0) any_up_to = std::max<int64_t>(any_up_to, k->info.max_head_dim);
+    listed.insert(listed.end(), k->info.head_dims, k->info.head_dims + k->info.num_head_dims);
+  }
+  std::sort(listed.begin(), listed.end());
+  listed.erase(std::unique(listed.begin(), listed.end()), listed.end());
+  const std::string who = judged.size() == 1 ? judged.front()->qualified() : "any version";
   switch (st) {
     case Status::UnsupportedHeadDim: {
       std::string dims;
-      for (int i = 0; i < k.info.num_head_dims; ++i) dims += (i ? ", " : "") + std::to_string(k.info.head_dims[i]);
-      if (dims.empty()) dims = "1 to " + std::to_string(k.info.max_head_dim);
-      return "--dim: " + std::to_string(p.head_dim) + " is not a head_dim " + k.info.stage + " takes (" + dims + ")";
+      for (int64_t d : listed) dims += (dims.empty() ? "" : ", ") + std::to_string(d);
+      if (any_up_to > 0) dims += (dims.empty() ? "" : ", or ") + std::string("1 to ") + std::to_string(any_up_to);
+      return "--dim: " + std::to_string(p.head_dim) + " is not a head_dim " + who + " takes (" + dims + ")";
     }
     case Status::UnsupportedDtype:
-      return std::string("--dtype: ") + dtype_name(dtype_of(p)) + " is not taken by " + k.info.stage + " (" +
-             dtype_list(k.info.in_dtypes) + ")";
+      return std::string("--dtype: ") + dtype_name(dtype_of(p)) + " is not taken by " + who + " (" +
+             dtype_list(dtypes) + ")";
     case Status::UnsupportedMask:
       return "--causal needs Nq <= Nk (--seq " + std::to_string(p.seq_q) + ", --seq-k " + std::to_string(p.seq_k) +
              "): the first query rows would see no key";
     case Status::InvalidKvHeads:
       if (p.kv_heads > 0 && p.kv_heads <= p.heads && p.heads % p.kv_heads == 0)  // a valid grouping, not taken
-        return "--kv-heads: " + std::string(k.info.stage) + " takes no grouped K/V heads (leave --kv-heads out, " +
+        return "--kv-heads: " + who + " takes no grouped K/V heads (leave --kv-heads out, " +
                "or give it --heads)";
       return "--kv-heads: " + std::to_string(p.kv_heads) + " must divide --heads " + std::to_string(p.heads) +
              " (each K/V head serves H / KVH query heads)";
@@ -522,10 +534,10 @@ int run_stage(int argc, char** argv, const StageRun& stage) {
       if (std::find(own.begin(), own.end(), v.first) != own.end()) mine.push_back(v);
     const auto& judged = mine.empty() ? verdicts : mine;
     if (std::none_of(judged.begin(), judged.end(), [](const auto& v) { return v.second == Status::Success; })) {
-      const auto& [k, st] = judged.back();
+      const Status st = judged.back().second;  // the last version's reason; the message names them all
       std::vector<const KernelDesc*> kernels;
       for (const auto& v : judged) kernels.push_back(v.first);
-      throw UsageError(attention ? attention_refusal(st, ap, *k) : gemm_refusal(st, gc.shape, kernels));
+      throw UsageError(attention ? attention_refusal(st, ap, kernels) : gemm_refusal(st, gc.shape, kernels));
     }
   } catch (const UsageError& e) {
     std::fprintf(stderr, "error: %s\nRun with --help for the options and their defaults.\n", e.what());
