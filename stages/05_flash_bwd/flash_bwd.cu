@@ -10,6 +10,8 @@
 #include "v2_mma.cuh"
 #include "v4_cp_async.cuh"
 #include "v5_ldmatrix_swizzle.cuh"
+#include "v6_dq_ldmatrix.cuh"
+#include "v7_fa2_blocks.cuh"
 
 namespace fs {
 
@@ -60,8 +62,8 @@ const KernelDesc kFlashBwdV3 = attention_bwd_kernel(
     bwd::v2::kSupport, kStageArchs, kMmaSmemBytes, bwd::run_v3, flash_bwd_v2_extra_bytes, /*traffic_bytes=*/nullptr,
     delta_extra_bytes);
 
-// v4 and v5 take what v3 takes and allocate what v3 allocates; their K/V kernels (tiles KvConfig) ask
-// for shared memory of their own (two stages of the query tiles; v5's unpadded), which v2's dQ kernel
+// v4 to v7 take what v3 takes and allocate what v3 allocates; their K/V kernels (tiles KvConfig) ask
+// for shared memory of their own (two stages of the query tiles; v5's to v7's unpadded), which v2's dQ kernel
 // may still exceed.
 template <template <int> class KvConfig>
 constexpr std::size_t streamed_smem_bytes() {
@@ -83,9 +85,22 @@ const KernelDesc kFlashBwdV5 = attention_bwd_kernel(
     bwd::v4::kSupport, kStageArchs, streamed_smem_bytes<bwd::v5::Config>(), bwd::run_v5, flash_bwd_v2_extra_bytes,
     /*traffic_bytes=*/nullptr, delta_extra_bytes);
 
+const KernelDesc kFlashBwdV6 = attention_bwd_kernel(
+    {"fs_flash_bwd_v6", "stage05", "v6",
+     "v5 with dQ's K operand by ldmatrix.trans too, its columns regrouped for the wide red by one lane exchange"},
+    bwd::v4::kSupport, kStageArchs, streamed_smem_bytes<bwd::v6::Config>(), bwd::run_v6, flash_bwd_v2_extra_bytes,
+    /*traffic_bytes=*/nullptr, delta_extra_bytes);
+
+const KernelDesc kFlashBwdV7 = attention_bwd_kernel(
+    {"fs_flash_bwd_v7", "stage05", "v7",
+     "v6 on FlashAttention-2's block shape: 128 resident keys and 8 warps per block (half the dQ reductions)"},
+    bwd::v4::kSupport, kStageArchs, streamed_smem_bytes<bwd::v7::Config>(), bwd::run_v7, flash_bwd_v2_extra_bytes,
+    /*traffic_bytes=*/nullptr, delta_extra_bytes);
+
 KernelList stage05_kernels() {
   static const KernelDesc* const versions[] = {&kFlashBwdV0, &kFlashBwdV1, &kFlashBwdV2, &kFlashBwdV3,
-                                               &kFlashBwdV4, &kFlashBwdV5};
+                                               &kFlashBwdV4, &kFlashBwdV5, &kFlashBwdV6,
+                                               &kFlashBwdV7};
   return kernel_list(versions);
 }
 
@@ -97,3 +112,5 @@ FS_EXPORT_ATTENTION_BWD(fs_flash_bwd_v2, fs::kFlashBwdV2)
 FS_EXPORT_ATTENTION_BWD(fs_flash_bwd_v3, fs::kFlashBwdV3)
 FS_EXPORT_ATTENTION_BWD(fs_flash_bwd_v4, fs::kFlashBwdV4)
 FS_EXPORT_ATTENTION_BWD(fs_flash_bwd_v5, fs::kFlashBwdV5)
+FS_EXPORT_ATTENTION_BWD(fs_flash_bwd_v6, fs::kFlashBwdV6)
+FS_EXPORT_ATTENTION_BWD(fs_flash_bwd_v7, fs::kFlashBwdV7)

@@ -43,7 +43,7 @@ constexpr AttentionSupport kSupport =
 // kernel is v2's loop over a group of query heads.
 
 namespace v4 {
-// v4 and v5: v2's instances, but one K/V head per query head. Their K/V kernels stream the query tiles
+// v4 to v7: v2's instances, but one K/V head per query head. Their K/V kernels stream the query tiles
 // of one head through the cp.async pipeline and do not loop over a group yet (README, "Caveats"), so a
 // grouping is refused with FS_ERR_INVALID_KV_HEADS rather than given dK, dV of one head of the group.
 constexpr AttentionSupport kSupport = attention_support<v2::Elements, v2::HeadDimList>(16, /*varlen=*/false);
@@ -56,6 +56,8 @@ Status run_v2(const AttentionBwdProblem& pr, cudaStream_t stream);
 Status run_v3(const AttentionBwdProblem& pr, cudaStream_t stream);
 Status run_v4(const AttentionBwdProblem& pr, cudaStream_t stream);
 Status run_v5(const AttentionBwdProblem& pr, cudaStream_t stream);
+Status run_v6(const AttentionBwdProblem& pr, cudaStream_t stream);
+Status run_v7(const AttentionBwdProblem& pr, cudaStream_t stream);
 
 // Launches a kernel built for tile configuration C (kThreads, kSmemBytes) on `blocks` blocks
 // (at most INT_MAX: the caller checks, before anything is written).

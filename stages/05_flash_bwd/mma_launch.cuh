@@ -17,7 +17,7 @@ namespace fs::bwd {
 
 // atomic_kernel(type, d) gives the K/V kernel with the atomic dQ for element type
 // decltype(type)::type and head_dim decltype(d)::value, launched as AtomicConfig<D> says (threads,
-// shared memory; its key blocks must be v2's, which count the grid).
+// shared memory, and the Bc keys of a block, which count its grid).
 template <template <int> class AtomicConfig = v2::Config, class AtomicKernel>
 Status run_mma(const AttentionBwdProblem& pr, cudaStream_t stream, AtomicKernel atomic_kernel) {
   const AttentionParams& p = pr.fwd.p;
@@ -28,10 +28,11 @@ Status run_mma(const AttentionBwdProblem& pr, cudaStream_t stream, AtomicKernel 
       using C = v2::Config<D>;
       using DqC = v2::DqConfig<D>;
       using AtomicC = AtomicConfig<D>;
-      static_assert(AtomicC::kBc == C::kBc, "one grid of key blocks for either K/V kernel");
       const int64_t kv_blocks = p.batch * kv_head_count(p) * ((p.seq_k + C::kBc - 1) / C::kBc);
+      const int64_t atomic_kv_blocks = p.batch * kv_head_count(p) * ((p.seq_k + AtomicC::kBc - 1) / AtomicC::kBc);
       const int64_t q_blocks = p.batch * p.heads * ((p.seq_q + DqC::kBr - 1) / DqC::kBr);
-      if (kv_blocks > INT_MAX || q_blocks > INT_MAX) return Status::InvalidSize;  // gridDim.x; before any write
+      if (kv_blocks > INT_MAX || atomic_kv_blocks > INT_MAX || q_blocks > INT_MAX)
+        return Status::InvalidSize;  // gridDim.x; before any write
       return with_delta(pr, stream, [&](float* delta) {
         Args<T> a = make_args<T>(pr, delta);
         FS_RETURN_IF_ERROR(launch_delta<T>(pr, delta, stream));
@@ -45,7 +46,7 @@ Status run_mma(const AttentionBwdProblem& pr, cudaStream_t stream, AtomicKernel 
         return with_workspace(std::size_t(n) * sizeof(float), stream, [&](void* workspace) {
           a.dq_accum = static_cast<float*>(workspace);
           FS_RETURN_IF_CUDA_ERROR(cudaMemsetAsync(a.dq_accum, 0, std::size_t(n) * sizeof(float), stream));
-          FS_RETURN_IF_ERROR(launch_tiled<AtomicC>(atomic_kernel(type, d), kv_blocks, a, stream));
+          FS_RETURN_IF_ERROR(launch_tiled<AtomicC>(atomic_kernel(type, d), atomic_kv_blocks, a, stream));
           const int64_t blocks = std::min<int64_t>((n + v2::kConvertThreads - 1) / v2::kConvertThreads, int64_t(1) << 20);
           v2::dq_convert_kernel<T><<<unsigned(blocks), v2::kConvertThreads, 0, stream>>>(a.dq_accum, a.dq, n, a.scale);
           FS_RETURN_IF_CUDA_ERROR(cudaGetLastError());

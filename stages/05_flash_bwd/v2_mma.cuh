@@ -51,7 +51,7 @@
 // Result (H100, fp16, D = 128, N = 8192, non-causal; stage05.json beside SDPA's backward in sdpa_bwd.json):
 //   <!-- value: [stage05/v2/fp16/D:128/N:8192/causal:0] | .0f -->111<!-- /value --> TFLOPS with the atomic dQ,
 //   <!-- value: [stage05/v2_deterministic/fp16/D:128/N:8192/causal:0] | .0f -->138<!-- /value --> with the deterministic dQ pass,
-//   <!-- value: [stage05/v2_deterministic/fp16/D:128/N:8192/causal:0] / [sdpa_flash_bwd/fp16/D:128/N:8192/causal:0] | .2f -->0.48<!-- /value -->× SDPA flash (FA2);
+//   <!-- value: [stage05/v2_deterministic/fp16/D:128/N:8192/causal:0] / [sdpa_flash_bwd/fp16/D:128/N:8192/causal:0] | .2f -->0.47<!-- /value -->× SDPA flash (FA2);
 //   the atomics cost more than the second pass's recomputation (README, "Results").
 //
 // Run: build/release/stages/05_flash_bwd/stage05_flash_bwd --dtype fp16 --seq 4096 --dim 128 [--causal] [--deterministic] --version v2
@@ -179,7 +179,7 @@ struct DqScalarRed {
 // the diagonal crosses (masked), [full_begin, full_end) every key visible (no mask), [full_end, count)
 // the Nq tail tile, or every tile when the block holds the Nk tail (masked). Under the causal mask query
 // row i sees key k0 from i = k0 - offset on, and every key of the block from i = k0 + Bc - 1 - offset
-// on. v4 and v5 walk the same runs.
+// on. v4 to v7 walk the same runs.
 struct QueryTileRuns {
   int64_t first, full_begin, full_end, count;
 };

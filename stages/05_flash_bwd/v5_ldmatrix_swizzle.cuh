@@ -26,8 +26,8 @@
 // 16. Stage 04's v4 gained 1.6× over its v3 from the same change. Without the padding the shared
 // memory shrinks: 57.0 KiB at D = 64, 68.5 KiB at D = 128 (v4: 64.0 and 73.0), still 2 blocks per SM.
 // ptxas -v (CUDA 13.0, sm_90), no spills: 255 registers at D = 64 and at D = 128 (v4: 251, 253).
-// Result (H100, fp16, N = 8192, non-causal; stage05.json): <!-- value: [stage05/v5/fp16/D:128/N:8192/causal:0] | .0f -->213<!-- /value --> TFLOPS at D = 128, <!-- value: [stage05/v5/fp16/D:128/N:8192/causal:0] / [stage05/v4/fp16/D:128/N:8192/causal:0] | .2f -->1.22<!-- /value -->× v4,
-//   <!-- value: [stage05/v5/fp16/D:128/N:8192/causal:0] / [sdpa_flash_bwd/fp16/D:128/N:8192/causal:0] | .2f -->0.74<!-- /value -->× SDPA flash (FA2); at D = 64 <!-- value: [stage05/v5/fp16/D:64/N:8192/causal:0] / [stage05/v4/fp16/D:64/N:8192/causal:0] | .2f -->1.23<!-- /value -->× v4, <!-- value: [stage05/v5/fp16/D:64/N:8192/causal:0] / [sdpa_flash_bwd/fp16/D:64/N:8192/causal:0] | .2f -->0.79<!-- /value -->× FA2.
+// Result (H100, fp16, N = 8192, non-causal; stage05.json): <!-- value: [stage05/v5/fp16/D:128/N:8192/causal:0] | .0f -->212<!-- /value --> TFLOPS at D = 128, <!-- value: [stage05/v5/fp16/D:128/N:8192/causal:0] / [stage05/v4/fp16/D:128/N:8192/causal:0] | .2f -->1.21<!-- /value -->× v4,
+//   <!-- value: [stage05/v5/fp16/D:128/N:8192/causal:0] / [sdpa_flash_bwd/fp16/D:128/N:8192/causal:0] | .2f -->0.72<!-- /value -->× SDPA flash (FA2); at D = 64 <!-- value: [stage05/v5/fp16/D:64/N:8192/causal:0] / [stage05/v4/fp16/D:64/N:8192/causal:0] | .2f -->1.25<!-- /value -->× v4, <!-- value: [stage05/v5/fp16/D:64/N:8192/causal:0] / [sdpa_flash_bwd/fp16/D:64/N:8192/causal:0] | .2f -->0.78<!-- /value -->× FA2.
 //
 // Run: build/h100/stages/05_flash_bwd/stage05_flash_bwd --dtype fp16 --seq 8192 --dim 128 [--causal] --version v5
 #pragma once

@@ -1,0 +1,16 @@
+// Stage 05 v7: v2's launch (mma_launch.cuh) with v7_fa2_blocks.cuh's K/V kernel and its shared
+// memory on the atomic path; the deterministic path is v2's. (Its descriptor and C entry are in
+// flash_bwd.cu, beside the other versions'.)
+#include "launch.h"
+#include "mma_launch.cuh"
+#include "v7_fa2_blocks.cuh"
+
+namespace fs::bwd {
+
+Status run_v7(const AttentionBwdProblem& pr, cudaStream_t stream) {
+  return run_mma<v7::Config>(pr, stream, [](auto type, auto d) {
+    return v7::flash_bwd_v7_dkv_kernel<typename decltype(type)::type, decltype(d)::value>;
+  });
+}
+
+}  // namespace fs::bwd

@@ -1,0 +1,224 @@
+// flashstages · stage 05 · v7 — v6 on FlashAttention-2's block shape: 128 resident keys and 8 warps per
+// block instead of 64 and 4.
+//
+// What changes from v6: the tile configuration (Config, below) and what follows from it, nothing in
+// the loop's steps:
+//   - Bc = 128: warp w still owns keys 16w .. 16w + 15 (its dK_j, dV_j fragments and its rows of Sᵀ,
+//     dPᵀ, as many registers per thread as in v6), and 8 warps cover the block's 128 keys; Br is v6's
+//     (64 query rows per streamed tile at D = 64, 32 at D = 128);
+//   - the dQ share of a warp is 16 query rows × 32 columns (v6: × 64), so the first column c0 of a share
+//     is a multiple of 32, which the swizzle's XOR does reach: the lane's two ldmatrix.trans offsets into
+//     K_j for the share's 16-column steps are worked out once, with c0 in them (dq_b_off, below);
+//   - one block of 256 threads per SM (255 registers per thread) where v6 ran two of 128.
+// Why it should be faster: every key block adds its share of dQ_i for every query tile it meets, so the
+// reductions into the fp32 workspace scale with the number of key blocks, Nk / Bc: at D = 128,
+// N = 8192 (B = 2, H = 16) v6 issues (8192 / 64) · 8192 · 128 · 4 bytes = 512 MiB per head, 16 GiB in
+// all, into L2 — about 1.3 TB/s over v5's 12.9 ms. Bc = 128 halves those bytes, halves the fills of
+// Q_i, dO_i, LSE_i and delta_i into shared memory per key (each tile now serves 128 keys), and halves
+// the number of block barriers per key. The price: the two barriers per query tile now hold 8 warps
+// where v6's hold 4 of the SM's 8, with no second block to issue while they wait.
+// Shared memory: sK, sV [128][D] + sQ, sdO [2][Br][D] + sdS [Br][128] + LSE_i, delta_i: 80.5 KiB at
+// D = 64, 104.5 KiB at D = 128.
+// Result (H100, fp16, N = 8192; stage05.json): <!-- value: [stage05/v7/fp16/D:128/N:8192/causal:0] | .0f -->221<!-- /value --> TFLOPS at D = 128, <!-- value: [stage05/v7/fp16/D:128/N:8192/causal:0] / [stage05/v6/fp16/D:128/N:8192/causal:0] | .2f -->1.05<!-- /value -->× v6, <!-- value: [stage05/v7/fp16/D:128/N:8192/causal:0] / [stage05/v5/fp16/D:128/N:8192/causal:0] | .2f -->1.04<!-- /value -->× v5,
+//   <!-- value: [stage05/v7/fp16/D:128/N:8192/causal:0] / [sdpa_flash_bwd/fp16/D:128/N:8192/causal:0] | .2f -->0.75<!-- /value -->× SDPA flash (FA2); causal <!-- value: [stage05/v7/fp16/D:128/N:8192/causal:1] / [stage05/v6/fp16/D:128/N:8192/causal:1] | .2f -->1.03<!-- /value -->× v6; at D = 64 <!-- value: [stage05/v7/fp16/D:64/N:8192/causal:0] / [stage05/v6/fp16/D:64/N:8192/causal:0] | .2f -->1.07<!-- /value -->× v6, <!-- value: [stage05/v7/fp16/D:64/N:8192/causal:0] / [sdpa_flash_bwd/fp16/D:64/N:8192/causal:0] | .2f -->0.79<!-- /value -->× FA2.
+//   A gain, smaller than the halved reductions promised: shared memory stays the limit (ncu, the log
+//   v6's header names: 0.65 wavefronts per SM per cycle, 90% of them ldmatrix, 0.65 ldmatrix per
+//   HMMA, short scoreboard 37% of the stall samples).
+//
+// Run: build/h100/stages/05_flash_bwd/stage05_flash_bwd --dtype fp16 --seq 8192 --dim 128 [--causal] --version v7
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <type_traits>
+
+#include "args.cuh"
+#include "common/device/attention.cuh"
+#include "common/device/sm80.cuh"
+#include "common/lib/numeric.h"
+#include "v2_mma.cuh"
+#include "v4_cp_async.cuh"
+#include "v5_ldmatrix_swizzle.cuh"
+#include "v6_dq_ldmatrix.cuh"
+
+namespace fs::bwd::v7 {
+
+using attn::a_from_c;
+using sm80::cp_async_commit_group;
+using sm80::cp_async_wait_group;
+using sm80::ldmatrix_x4;
+using sm80::ldmatrix_x4_trans;
+using sm80::smem_address;
+using v2::p_and_ds_t;
+using v4::copy_lse_delta;
+using v4::store_dk_dv;
+using v5::a_lane;
+using v5::b_cols_lane;
+using v5::b_rows_lane;
+using v5::copy_tile_swizzled;
+using v5::LaneRow;
+using v5::mma_two_tiles;
+using v5::swizzled;
+using v5::two_products;
+using v6::DqPairedRed;
+
+template <int D>
+struct Config {
+  static constexpr int kWarps = 8;
+  static constexpr int kThreads = kWarps * 32;
+  static constexpr int kBc = 16 * kWarps;             // 128 keys per block, resident: warp w owns keys 16w .. 16w + 15
+  static constexpr int kBr = v2::Config<D>::kBr;      // query rows per streamed tile, as v2 to v6
+  static constexpr int kRowTiles = kBr / 16;          // the dQ share of a warp: row tile warp % kRowTiles,
+  static constexpr int kDqCols = D / (kWarps / kRowTiles);  // kDqCols columns from (warp / kRowTiles) · kDqCols
+  // sK, sV [Bc][D] + sQ, sdO [2][Br][D] (2-byte elements) + sdS [Br][Bc] + sLse, sDelta [2][Br] (fp32).
+  static constexpr std::size_t kSmemBytes =
+      std::size_t(2 * kBc + 4 * kBr) * D * 2 + std::size_t(kBr) * kBc * 2 + 4 * kBr * sizeof(float);
+  static_assert(2 * kBr <= kThreads, "one thread per entry of LSE_i and of delta_i");
+  static_assert(D % 64 == 0 && kBc % 64 == 0, "rows of 8 chunks or more: the swizzle uses all of r % 8");
+  static_assert(kWarps % kRowTiles == 0 && kDqCols == 32, "the dQ shares cover [Br][D] in 32-column pieces");
+};
+
+// Where a lane's ldmatrix.trans rows of K_j lie for its warp's dQ share (b_cols_lane's rows and halves),
+// as byte offsets for the share's two 16-column steps, worked out once: c0 is a multiple of 32, so the
+// chunk of step m is c0 / 8 + 2m + half, and its low three bits — (c0 / 8) % 8 + 2m + half, below 8 —
+// are what the XOR with row % 8 changes; the 128·(c0 / 64) bytes above them are a constant of the warp.
+template <int D>
+__device__ __forceinline__ void dq_b_off(uint32_t (&off)[2], int c0) {
+  const int lane = threadIdx.x % 32;
+  const int row = lane % 8 + lane / 8 % 2 * 8, y = lane / 16 ^ (row % 8);
+#pragma unroll
+  for (int m = 0; m < 2; ++m) off[m] = uint32_t(row * D * 2 + 128 * (c0 / 64) + 16 * ((c0 / 8 % 8 + 2 * m) ^ y));
+}
+
+// grid: B·H·ceil(Nk/Bc) blocks (Bc = 128) of Config<D>::kThreads. Block x owns key block x % ceil(Nk/Bc) of head
+// x / ceil(Nk/Bc), warp w its keys 16w .. 16w + 15; writes dK_j and dV_j and adds its share of dQ
+// (before the scale) to dq_accum four columns wide, as v6 does.
+template <class T, int D>
+__global__ void __launch_bounds__(Config<D>::kThreads) flash_bwd_v7_dkv_kernel(const Args<T> a) {
+  using C = Config<D>;
+  using DqAdd = DqPairedRed;
+  constexpr int kBr = C::kBr, kBc = C::kBc;
+  constexpr int kQT = kBr / 8, kDT = D / 8;  // 8-query tiles of Sᵀ, dPᵀ; 8-column tiles of dK_j, dV_j
+  extern __shared__ __align__(128) unsigned char smem[];
+  T* sK = reinterpret_cast<T*>(smem);                       // [Bc][D]     K_j, swizzled
+  T* sV = sK + kBc * D;                                     // [Bc][D]     V_j
+  T* sQ = sV + kBc * D;                                     // [2][Br][D]  stage i % 2 holds Q_i
+  T* sdO = sQ + 2 * kBr * D;                                // [2][Br][D]  dO_i
+  T* sdS = sdO + 2 * kBr * D;                               // [Br][Bc]    dS_ij, queries as rows
+  float* sLse = reinterpret_cast<float*>(sdS + kBr * kBc);  // [2][Br]     LSE_i, then LSE_i · log2(e)
+  float* sDelta = sLse + 2 * kBr;                           // [2][Br]     delta_i
+
+  const int64_t kv_blocks = (a.seq_k + kBc - 1) / kBc;
+  const int64_t bh = blockIdx.x / kv_blocks, k0 = blockIdx.x % kv_blocks * kBc;
+  const int64_t q_base = bh * a.seq_q, k_base = bh * a.seq_k;  // the head's first row of [B·H·N, D]
+  const int warp = threadIdx.x / 32, g = threadIdx.x % 32 / 4, t = threadIdx.x % 4;
+  const int wk = 16 * warp;  // the warp's first key, as a row of sK and sV
+
+  // Query tile i → stage i % 2, as one cp.async group: Q_i, dO_i (16-byte copies; rows past Nq
+  // zero-filled), LSE_i and delta_i.
+  auto copy_tile = [&](int64_t i) {
+    const int64_t q0 = i * kBr;
+    const int64_t stage = i % 2;
+    copy_tile_swizzled<T, D, C::kThreads>(sQ + stage * kBr * D, a.q + q_base * D, q0, kBr, a.seq_q);
+    copy_tile_swizzled<T, D, C::kThreads>(sdO + stage * kBr * D, a.d_o + q_base * D, q0, kBr, a.seq_q);
+    copy_lse_delta<kBr>(sLse + stage * kBr, sDelta + stage * kBr, a, q_base, q0);
+    cp_async_commit_group();
+  };
+
+  float rdK[kDT][4] = {}, rdV[kDT][4] = {};  // dK_j / scale and dV_j: the warp's 16 keys × D, C fragments
+  const int64_t offset = a.seq_k - a.seq_q;
+  const int keys = int(min(a.seq_k - k0, int64_t(kBc)));
+  const v2::QueryTileRuns runs = v2::query_tile_runs<kBr, kBc>(a, k0, offset);  // v2's causal stage splitting
+  const uint32_t aK = smem_address(sK), aV = smem_address(sV), adS = smem_address(sdS);  // for ldmatrix
+  const LaneRow<D> a_off = a_lane<D>(), b_rows_off = b_rows_lane<D>(), b_cols_off = b_cols_lane<D>();
+  const LaneRow<kBc> ds_off = a_lane<kBc>();
+  // The warp's dQ share: row tile rt, columns c0 .. c0 + 31.
+  const int rt = warp % C::kRowTiles, c0 = warp / C::kRowTiles * C::kDqCols;
+  uint32_t dq_b[2];
+  dq_b_off<D>(dq_b, c0);
+
+  // One query tile; kMasked (a std::bool_constant) says whether any of its pairs can be hidden.
+  auto step = [&](int64_t i, auto kMasked) {
+    const int64_t q0 = i * kBr;
+    const int64_t stage = i % 2;
+    const uint32_t aQi = smem_address(sQ + stage * kBr * D);    // [Br][D]  Q_i
+    const uint32_t adOi = smem_address(sdO + stage * kBr * D);  // [Br][D]  dO_i
+    float* sLsei = sLse + stage * kBr;            // [Br]  LSE_i (· log2(e) after the barrier)
+    const float* sDeltai = sDelta + stage * kBr;  // [Br]  delta_i
+    cp_async_wait_group<0>();  // this thread's copies of tile i (and, the first time, of K_j, V_j) have landed
+    if (threadIdx.x < kBr) sLsei[threadIdx.x] *= attn::kLog2e;  // the entry this thread copied
+    // Every thread's copies have landed, LSE_i is scaled, and every warp is done with tile i - 1: with
+    // its stage, refilled next, and with its sdS reads (the dQ share), since tile i writes sdS again.
+    __syncthreads();
+    if (i + 1 < runs.count) copy_tile(i + 1);  // in flight while tile i is computed
+
+    float rS[kQT][4] = {}, rdP[kQT][4] = {};  // Sᵀ, dPᵀ: [query tile][C fragment], the warp's 16 keys as rows
+    two_products<T, D, kBr>(rS, rdP, aK + wk * D * 2, aV + wk * D * 2, aQi, adOi, a_off, b_rows_off);
+    // Block coordinates of the mask: keys < `keys`, queries < `queries`, key - query <= diagonal. Any
+    // key - query lies in (-Br, Bc), so clamping the diagonal to ±256 changes no test.
+    const int queries = int(min(a.seq_q - q0, int64_t(kBr)));
+    const int diagonal = a.causal ? int(max(min(q0 + offset - k0, int64_t(256)), int64_t(-256))) : 256;
+    p_and_ds_t<decltype(kMasked)::value>(rS, rdP, sLsei, sDeltai, a.scale_log2, wk, keys, queries, diagonal);
+
+    // dSᵀ → sdS transposed, rounded to T as the dK product rounds it: entry (key, query) of the C
+    // fragments to row query, column key.
+#pragma unroll
+    for (int nt = 0; nt < kQT; ++nt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e)
+        sdS[swizzled<kBc>(8 * nt + 2 * t + e % 2, wk + g + 8 * (e / 2))] = from_float<T>(rdP[nt][e]);
+
+    // dV_j += Pᵀ dO_i and dK_j += dSᵀ Q_i: k runs over the tile's queries, 16 at a time.
+#pragma unroll
+    for (int kk = 0; kk < kQT / 2; ++kk) {
+      uint32_t pa[4], dsa[4];  // Pᵀ, dSᵀ as A fragments: query tiles 2kk, 2kk+1 of the C fragments
+      a_from_c<T>(pa, rS[2 * kk], rS[2 * kk + 1]);
+      a_from_c<T>(dsa, rdP[2 * kk], rdP[2 * kk + 1]);
+#pragma unroll
+      for (int m = 0; m < kDT / 2; ++m) {
+        uint32_t b[4];  // B fragments of 8-column tiles 2m, 2m + 1
+        ldmatrix_x4_trans(b, adOi + kk * 16 * D * 2 + b_cols_off.at(m));
+        mma_two_tiles<T>(rdV[2 * m], rdV[2 * m + 1], pa, b);
+        ldmatrix_x4_trans(b, aQi + kk * 16 * D * 2 + b_cols_off.at(m));
+        mma_two_tiles<T>(rdK[2 * m], rdK[2 * m + 1], dsa, b);
+      }
+    }
+
+    __syncthreads();  // sdS complete: each warp's dQ share below reads the keys of every warp
+    // dQ_i += dS K_j for row tile rt, columns c0 .. c0 + 31; k runs over the block's keys.
+    float rdQ[C::kDqCols / 8][4] = {};  // [column tile][C fragment]
+#pragma unroll
+    for (int kk = 0; kk < kBc / 16; ++kk) {
+      uint32_t dsa[4];
+      ldmatrix_x4(dsa, adS + rt * 16 * kBc * 2 + ds_off.at(kk));
+#pragma unroll
+      for (int m = 0; m < C::kDqCols / 16; ++m) {
+        uint32_t b[4];  // B fragments of the share's 8-column tiles 2m, 2m + 1: K_j rows kk·16 .. kk·16 + 15
+        ldmatrix_x4_trans(b, aK + kk * 16 * D * 2 + dq_b[m]);
+        mma_two_tiles<T>(rdQ[2 * m], rdQ[2 * m + 1], dsa, b);
+      }
+    }
+    // This key block's share, added in fp32, four columns per reduction.
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int64_t row = q0 + rt * 16 + g + 8 * h;
+      DqAdd::add(row < a.seq_q ? a.dq_accum + (q_base + row) * D + c0 : nullptr, rdQ, h);
+    }
+  };
+
+  // The query tiles key block j meets (v2::query_tile_runs). There is always a first one — tile 0
+  // without the mask; with it, Nq <= Nk (the validation refuses more queries than keys) puts row
+  // k0 - offset below Nq — so the prologue's group is always waited for.
+  copy_tile_swizzled<T, D, C::kThreads>(sK, a.k + k_base * D, k0, kBc, a.seq_k);
+  copy_tile_swizzled<T, D, C::kThreads>(sV, a.v + k_base * D, k0, kBc, a.seq_k);
+  copy_tile(runs.first);  // commits K_j and V_j with it
+  int64_t i = runs.first;
+  for (; i < runs.full_begin; ++i) step(i, std::true_type{});
+  for (; i < runs.full_end; ++i) step(i, std::false_type{});
+  for (; i < runs.count; ++i) step(i, std::true_type{});
+
+  store_dk_dv<T, D>(a, rdK, rdV, k_base, k0 + wk);
+}
+
+}  // namespace fs::bwd::v7
