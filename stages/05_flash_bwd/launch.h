@@ -39,15 +39,8 @@ constexpr AttentionSupport kSupport =
     grouped_kv_backward(attention_support<Elements, HeadDimList>(16, /*varlen=*/false));
 }  // namespace v2
 
-// v3 takes v2's instances (v2::kSupport): it changes only the K/V kernel of the atomic path, and that
-// kernel is v2's loop over a group of query heads.
-
-namespace v4 {
-// v4 and v5: v2's instances, but one K/V head per query head. Their K/V kernels stream the query tiles
-// of one head through the cp.async pipeline and do not loop over a group yet (README, "Caveats"), so a
-// grouping is refused with FS_ERR_INVALID_KV_HEADS rather than given dK, dV of one head of the group.
-constexpr AttentionSupport kSupport = attention_support<v2::Elements, v2::HeadDimList>(16, /*varlen=*/false);
-}  // namespace v4
+// v3, v4 and v5 take v2's instances (v2::kSupport): they change only the K/V kernel of the atomic path,
+// and each of theirs loops over a group of query heads as v2's does.
 
 // Each version's launch (flash_bwd_vN.cu): validated params, a GPU that can run it.
 Status run_v0(const AttentionBwdProblem& pr, cudaStream_t stream);

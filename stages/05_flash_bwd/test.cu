@@ -158,11 +158,11 @@ FS_CPU_TEST_CASE("stage05 through the C interface: named codes before any launch
   struct Entry {
     Launcher launch;
     int32_t dtype;
-    bool grouped_kv;  // sums dK, dV over a group of query heads (v4, v5: one K/V head per query head)
+    bool grouped_kv;  // sums dK, dV over a group of query heads
   };
   const Entry entries[] = {{fs_flash_bwd_v0, FS_FP16, true},  {fs_flash_bwd_v1, FS_FP32, true},
                            {fs_flash_bwd_v2, FS_BF16, true},  {fs_flash_bwd_v3, FS_FP16, true},
-                           {fs_flash_bwd_v4, FS_BF16, false}, {fs_flash_bwd_v5, FS_FP16, false}};
+                           {fs_flash_bwd_v4, FS_BF16, true},  {fs_flash_bwd_v5, FS_FP16, true}};
   for (const Entry& e : entries) {
     fs_attention_bwd_params p{};
     p.fwd.batch = p.fwd.heads = p.fwd.seq_q = p.fwd.seq_k = 1;
