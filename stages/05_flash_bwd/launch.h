@@ -17,8 +17,7 @@ namespace v0 {
 // fp32, fp16 and bf16; the head_dim is a loop bound in every kernel, so any value up to 256; element
 // alignment is all its scalar loads need. Grouped K/V heads; dense batches only.
 using Elements = Dtypes<DType::FP32, DType::FP16, DType::BF16>;
-constexpr AttentionSupport kSupport =
-    grouped_kv_backward(attention_support<Elements, AnyHeadDim<256>>(0, /*varlen=*/false));
+constexpr AttentionSupport kSupport = attention_support<Elements, AnyHeadDim<256>>(0, /*varlen=*/false);
 }  // namespace v0
 
 namespace v1 {
@@ -26,8 +25,7 @@ namespace v1 {
 // bytes, is a multiple of 16). Grouped K/V heads; dense batches only.
 using Elements = Dtypes<DType::FP32>;
 using HeadDimList = HeadDims<32, 64, 128>;
-constexpr AttentionSupport kSupport =
-    grouped_kv_backward(attention_support<Elements, HeadDimList>(16, /*varlen=*/false));
+constexpr AttentionSupport kSupport = attention_support<Elements, HeadDimList>(16, /*varlen=*/false);
 }  // namespace v1
 
 namespace v2 {
@@ -35,8 +33,7 @@ namespace v2 {
 // loads: every row, D·2 bytes, is a multiple of 16). Grouped K/V heads; dense batches only.
 using Elements = Dtypes<DType::FP16, DType::BF16>;
 using HeadDimList = HeadDims<64, 128>;
-constexpr AttentionSupport kSupport =
-    grouped_kv_backward(attention_support<Elements, HeadDimList>(16, /*varlen=*/false));
+constexpr AttentionSupport kSupport = attention_support<Elements, HeadDimList>(16, /*varlen=*/false);
 }  // namespace v2
 
 // v3, v4 and v5 take v2's instances (v2::kSupport): they change only the K/V kernel of the atomic path,
