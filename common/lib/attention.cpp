@@ -108,7 +108,6 @@ Status validate(const AttentionParams& p, const AttentionSupport& support) {
 
 Status validate(const AttentionBwdParams& p, const AttentionSupport& support) {
   FS_RETURN_IF_ERROR(validate(p.fwd, support));
-  if (!support.grouped_kv && kv_head_count(p.fwd) != p.fwd.heads) return Status::InvalidKvHeads;
   if (!p.fwd.lse || !p.d_o || !p.dq || !p.dk || !p.dv) return Status::NullPointer;
   const std::size_t align = support.alignment ? support.alignment : dtype_size(dtype_of(p.fwd));
   if (!aligned(p.d_o, align) || !aligned(p.dq, align) || !aligned(p.dk, align) || !aligned(p.dv, align) ||

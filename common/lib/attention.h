@@ -45,10 +45,6 @@ struct AttentionSupport {
   int max_head_dim = 0;
   std::size_t alignment = 0;  // bytes each tensor base needs; 0 means the element size
   bool varlen = false;        // takes seq_lens / cu_seqlens
-  // A backward that takes grouped K/V (kv_heads < heads) and sums dK, dV over each group. Every forward
-  // takes them (validate() of the forward problem does not ask); a backward must say so, with
-  // grouped_kv_backward(): one written for one K/V head per query head would write dK, dV per query head.
-  bool grouped_kv = false;
 };
 
 template <class DtypeList, class HeadDimList>
@@ -64,21 +60,15 @@ constexpr AttentionSupport attention_support(std::size_t alignment, bool varlen)
   return s;
 }
 
-// `s`, for a backward that sums dK and dV over each group of query heads.
-constexpr AttentionSupport grouped_kv_backward(AttentionSupport s) {
-  s.grouped_kv = true;
-  return s;
-}
-
 // Checks, in this order: null pointers, sizes, kv_heads, scale, dtype, head_dim, mask, alignment; then the
 // variable-length fields: none for a kernel that takes none, seq_lens and cu_seqlens not both,
 // cu_seqlens_q and cu_seqlens_k together, 0 <= max_seq_q <= seq_q, device-accessible arrays. Their
 // values are checked on the device by the kernels (and on the host by check_varlen).
 Status validate(const AttentionParams& p, const AttentionSupport& support);
 
-// The backward: everything validate() checks of p.fwd, then, unless support.grouped_kv, one K/V head per
-// query head (kv_heads 0 or heads; a valid grouping is InvalidKvHeads), lse, d_o, dq, dk, dv not null
-// (NullPointer); d_o, dq, dk, dv aligned as Q is and delta to 4 bytes (MisalignedPointer).
+// The backward: everything validate() checks of p.fwd (grouped K/V heads included: every backward sums
+// dK, dV over each group of query heads), then lse, d_o, dq, dk, dv not null (NullPointer); d_o, dq,
+// dk, dv aligned as Q is and delta to 4 bytes (MisalignedPointer).
 Status validate(const AttentionBwdParams& p, const AttentionSupport& support);
 // No output (dQ, dK, dV, delta) overlaps an input (Q, K, V, O, LSE, dO) or another output, as the sizes
 // lay them out: MisalignedPointer otherwise (a pointer where the kernel cannot use it). For validated

@@ -29,8 +29,7 @@ constexpr StatusText kStatusText[] = {
      "needs more shared memory than the GPU allows"},
     {"FS_ERR_INVALID_KV_HEADS",
      "kv_heads must be 0 (one K/V head per query head) or a divisor of heads: it is negative, larger than heads, "
-     "or does not divide heads; or this kernel takes no grouped K/V heads (a backward that does not sum dK, dV "
-     "over each group)"},
+     "or does not divide heads"},
 };
 constexpr int kLastStatus = FS_ERR_INVALID_KV_HEADS;
 static_assert(sizeof(kStatusText) / sizeof(kStatusText[0]) == kLastStatus + 1,

@@ -238,10 +238,7 @@ void check_bwd_rejects_bad_inputs(const KernelDesc& kernel, const AttentionParam
   rejected([](P& p) { p.fwd.kv_heads = -1; }, Status::InvalidKvHeads);
   rejected([](P& p) { p.fwd.kv_heads = p.fwd.heads + 1; }, Status::InvalidKvHeads);
   rejected([](P& p) { p.fwd.heads = 3, p.fwd.kv_heads = 2; }, Status::InvalidKvHeads);
-  // The backward's: what it reads and writes besides the forward's tensors. A version that does not sum
-  // dK, dV over groups refuses a valid grouping of the forward (the heads as given sharing K/V in pairs).
-  if (!kernel.attention.grouped_kv)
-    rejected([](P& p) { p.fwd.heads *= 2, p.fwd.kv_heads = p.fwd.heads / 2; }, Status::InvalidKvHeads);
+  // The backward's: what it reads and writes besides the forward's tensors.
   rejected([](P& p) { p.fwd.lse = nullptr; }, Status::NullPointer);
   rejected([](P& p) { p.d_o = nullptr; }, Status::NullPointer);
   rejected([](P& p) { p.dq = nullptr; }, Status::NullPointer);

@@ -60,9 +60,8 @@ void check_bwd_extreme_logits(const KernelDesc& kernel, const AttentionParams& s
 void check_bwd_rejected(const KernelDesc& kernel, const AttentionParams& ok,
                         const std::function<void(AttentionBwdParams&)>& make_bad, Status expected);
 
-// Everything check_rejects_bad_inputs() tries on the forward problem, and the backward's own: a valid
-// grouping of K/V heads to a version that takes none (AttentionSupport::grouped_kv); a null lse, d_o,
-// dq, dk or dv; d_o, dq, delta misaligned (by one byte: no kernel takes that); an output on top
+// Everything check_rejects_bad_inputs() tries on the forward problem, and the backward's own: a null
+// lse, d_o, dq, dk or dv; d_o, dq, delta misaligned (by one byte: no kernel takes that); an output on top
 // of an input or of another output, wholly or in part; seq_lens or cu_seqlens to a version that takes
 // none. `ok` must be a shape the kernel accepts.
 void check_bwd_rejects_bad_inputs(const KernelDesc& kernel, const AttentionParams& ok);

@@ -302,9 +302,6 @@ std::string attention_refusal(Status st, const AttentionParams& p, const std::ve
       return "--causal needs Nq <= Nk (--seq " + std::to_string(p.seq_q) + ", --seq-k " + std::to_string(p.seq_k) +
              "): the first query rows would see no key";
     case Status::InvalidKvHeads:
-      if (p.kv_heads > 0 && p.kv_heads <= p.heads && p.heads % p.kv_heads == 0)  // a valid grouping, not taken
-        return "--kv-heads: " + who + " takes no grouped K/V heads (leave --kv-heads out, " +
-               "or give it --heads)";
       return "--kv-heads: " + std::to_string(p.kv_heads) + " must divide --heads " + std::to_string(p.heads) +
              " (each K/V head serves H / KVH query heads)";
     case Status::InvalidSize:

@@ -76,25 +76,25 @@ constexpr std::size_t streamed_smem_bytes() {
 const KernelDesc kFlashBwdV4 = attention_bwd_kernel(
     {"fs_flash_bwd_v4", "stage05", "v4",
      "v3 with Q_i, dO_i, LSE_i, delta_i double-buffered through cp.async: tile i+1 lands while tile i computes"},
-    bwd::v4::kSupport, kStageArchs, streamed_smem_bytes<bwd::v4::Config>(), bwd::run_v4, flash_bwd_v2_extra_bytes,
+    bwd::v2::kSupport, kStageArchs, streamed_smem_bytes<bwd::v4::Config>(), bwd::run_v4, flash_bwd_v2_extra_bytes,
     /*traffic_bytes=*/nullptr, delta_extra_bytes);
 
 const KernelDesc kFlashBwdV5 = attention_bwd_kernel(
     {"fs_flash_bwd_v5", "stage05", "v5",
      "v4 with fragments by ldmatrix (.trans for the column operands) from XOR-swizzled, unpadded tiles"},
-    bwd::v4::kSupport, kStageArchs, streamed_smem_bytes<bwd::v5::Config>(), bwd::run_v5, flash_bwd_v2_extra_bytes,
+    bwd::v2::kSupport, kStageArchs, streamed_smem_bytes<bwd::v5::Config>(), bwd::run_v5, flash_bwd_v2_extra_bytes,
     /*traffic_bytes=*/nullptr, delta_extra_bytes);
 
 const KernelDesc kFlashBwdV6 = attention_bwd_kernel(
     {"fs_flash_bwd_v6", "stage05", "v6",
      "v5 with dQ's K operand by ldmatrix.trans too, its columns regrouped for the wide red by one lane exchange"},
-    bwd::v4::kSupport, kStageArchs, streamed_smem_bytes<bwd::v6::Config>(), bwd::run_v6, flash_bwd_v2_extra_bytes,
+    bwd::v2::kSupport, kStageArchs, streamed_smem_bytes<bwd::v6::Config>(), bwd::run_v6, flash_bwd_v2_extra_bytes,
     /*traffic_bytes=*/nullptr, delta_extra_bytes);
 
 const KernelDesc kFlashBwdV7 = attention_bwd_kernel(
     {"fs_flash_bwd_v7", "stage05", "v7",
      "v6 on FlashAttention-2's block shape: 128 resident keys and 8 warps per block (half the dQ reductions)"},
-    bwd::v4::kSupport, kStageArchs, streamed_smem_bytes<bwd::v7::Config>(), bwd::run_v7, flash_bwd_v2_extra_bytes,
+    bwd::v2::kSupport, kStageArchs, streamed_smem_bytes<bwd::v7::Config>(), bwd::run_v7, flash_bwd_v2_extra_bytes,
     /*traffic_bytes=*/nullptr, delta_extra_bytes);
 
 KernelList stage05_kernels() {

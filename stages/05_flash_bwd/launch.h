@@ -17,8 +17,7 @@ namespace v0 {
 // fp32, fp16 and bf16; the head_dim is a loop bound in every kernel, so any value up to 256; element
 // alignment is all its scalar loads need. Grouped K/V heads; dense batches only.
 using Elements = Dtypes<DType::FP32, DType::FP16, DType::BF16>;
-constexpr AttentionSupport kSupport =
-    grouped_kv_backward(attention_support<Elements, AnyHeadDim<256>>(0, /*varlen=*/false));
+constexpr AttentionSupport kSupport = attention_support<Elements, AnyHeadDim<256>>(0, /*varlen=*/false);
 }  // namespace v0
 
 namespace v1 {
@@ -26,8 +25,7 @@ namespace v1 {
 // bytes, is a multiple of 16). Grouped K/V heads; dense batches only.
 using Elements = Dtypes<DType::FP32>;
 using HeadDimList = HeadDims<32, 64, 128>;
-constexpr AttentionSupport kSupport =
-    grouped_kv_backward(attention_support<Elements, HeadDimList>(16, /*varlen=*/false));
+constexpr AttentionSupport kSupport = attention_support<Elements, HeadDimList>(16, /*varlen=*/false);
 }  // namespace v1
 
 namespace v2 {
@@ -35,19 +33,11 @@ namespace v2 {
 // loads: every row, D·2 bytes, is a multiple of 16). Grouped K/V heads; dense batches only.
 using Elements = Dtypes<DType::FP16, DType::BF16>;
 using HeadDimList = HeadDims<64, 128>;
-constexpr AttentionSupport kSupport =
-    grouped_kv_backward(attention_support<Elements, HeadDimList>(16, /*varlen=*/false));
+constexpr AttentionSupport kSupport = attention_support<Elements, HeadDimList>(16, /*varlen=*/false);
 }  // namespace v2
 
-// v3 takes v2's instances (v2::kSupport): it changes only the K/V kernel of the atomic path, and that
-// kernel is v2's loop over a group of query heads.
-
-namespace v4 {
-// v4 to v7: v2's instances, but one K/V head per query head. Their K/V kernels stream the query tiles
-// of one head through the cp.async pipeline and do not loop over a group yet (README, "Caveats"), so a
-// grouping is refused with FS_ERR_INVALID_KV_HEADS rather than given dK, dV of one head of the group.
-constexpr AttentionSupport kSupport = attention_support<v2::Elements, v2::HeadDimList>(16, /*varlen=*/false);
-}  // namespace v4
+// v3 to v7 take v2's instances (v2::kSupport): they change only the K/V kernel of the atomic path,
+// and each of theirs loops over a group of query heads as v2's does.
 
 // Each version's launch (flash_bwd_vN.cu): validated params, a GPU that can run it.
 Status run_v0(const AttentionBwdProblem& pr, cudaStream_t stream);

@@ -60,10 +60,6 @@ FS_GPU_TEST_CASE("stage05 every version matches fp64 with grouped K/V heads (GQA
   // head_dim of each version.
   for (const KernelDesc* k : find_kernels("stage05")) {
     if (!testing::runs_here(*k)) continue;
-    if (!k->attention.grouped_kv) {  // refused with FS_ERR_INVALID_KV_HEADS: the bad-input case checks it
-      MESSAGE(k->qualified() << " takes one K/V head per query head: no grouped shapes to check");
-      continue;
-    }
     uint64_t seed = 150000 + 10000 * uint64_t(k->info.version[1] - '0');
     const std::vector<int64_t> dims = head_dims(*k);
     for (DType t : dtypes(*k)) {
@@ -159,12 +155,10 @@ FS_CPU_TEST_CASE("stage05 through the C interface: named codes before any launch
   struct Entry {
     Launcher launch;
     int32_t dtype;
-    bool grouped_kv;  // sums dK, dV over a group of query heads (v4 to v7: one K/V head per query head)
   };
-  const Entry entries[] = {{fs_flash_bwd_v0, FS_FP16, true},  {fs_flash_bwd_v1, FS_FP32, true},
-                           {fs_flash_bwd_v2, FS_BF16, true},  {fs_flash_bwd_v3, FS_FP16, true},
-                           {fs_flash_bwd_v4, FS_BF16, false}, {fs_flash_bwd_v5, FS_FP16, false},
-                           {fs_flash_bwd_v6, FS_BF16, false}, {fs_flash_bwd_v7, FS_FP16, false}};
+  const Entry entries[] = {{fs_flash_bwd_v0, FS_FP16}, {fs_flash_bwd_v1, FS_FP32}, {fs_flash_bwd_v2, FS_BF16},
+                           {fs_flash_bwd_v3, FS_FP16}, {fs_flash_bwd_v4, FS_BF16}, {fs_flash_bwd_v5, FS_FP16},
+                           {fs_flash_bwd_v6, FS_BF16}, {fs_flash_bwd_v7, FS_FP16}};
   for (const Entry& e : entries) {
     fs_attention_bwd_params p{};
     p.fwd.batch = p.fwd.heads = p.fwd.seq_q = p.fwd.seq_k = 1;
@@ -198,13 +192,11 @@ FS_CPU_TEST_CASE("stage05 through the C interface: named codes before any launch
           FS_ERR_INVALID_SEQLENS);
     CHECK(with([](auto& b) { b.fwd.kv_heads = 2; }) == FS_ERR_INVALID_KV_HEADS);  // more K/V heads than heads
     CHECK(with([](auto& b) { b.fwd.heads = 3, b.fwd.kv_heads = 2; }) == FS_ERR_INVALID_KV_HEADS);
-    // A valid grouping (MQA: 2 query heads on 1 K/V head), refused before any launch by a version that
-    // does not sum over groups.
-    if (!e.grouped_kv) CHECK(with([](auto& b) { b.fwd.heads = 2, b.fwd.kv_heads = 1; }) == FS_ERR_INVALID_KV_HEADS);
     if (testing::missing_gpu()) {
       // Valid arguments reach the runtime, which has no device to give: a named error, not a crash.
       CHECK(e.launch(&p, nullptr) == FS_ERR_CUDA);
-      if (e.grouped_kv) CHECK(with([](auto& b) { b.fwd.heads = 2, b.fwd.kv_heads = 1; }) == FS_ERR_CUDA);
+      // So does a valid grouping (MQA: 2 query heads on 1 K/V head): every version sums dK, dV over it.
+      CHECK(with([](auto& b) { b.fwd.heads = 2, b.fwd.kv_heads = 1; }) == FS_ERR_CUDA);
     } else {
       testing::record_skip();
       MESSAGE("SKIPPED the no-device path: this machine has a GPU (the GPU cases cover FS_ERR_CUDA)");

@@ -20,6 +20,12 @@
 // visible to it) and the barrier (which makes them visible to the block). Everything else is v3's:
 // tiles, products, causal splitting, dQ added four columns wide (v3::DqWideRed), and with
 // `deterministic` v2's two kernels.
+// Grouped-query attention as in v2 and v3: a block owns key block j of one K/V head and walks the query
+// tiles of each of the group's G query heads in turn, dK_j and dV_j summing on in registers. The
+// pipeline runs straight across a head boundary (K_j, V_j stay: the group shares them): the next head's
+// first tile is in flight while this head's last is computed. So the stages alternate over the block's
+// whole walk of tiles, not by i % 2, which would give both sides of a boundary the same stage when a
+// head has an odd number of tiles.
 // Why this step before ldmatrix and swizzling (v5) or FA2's Bc = 128 with 8 warps: v3 ran at the same
 // rate at D = 64 and D = 128 (162 TFLOPS, N = 8192, non-causal, H100, 2026-11-23) although D = 128
 // does twice the mma work per byte of Q and dO — the kernel waits more than it computes, and with 8
@@ -30,7 +36,8 @@
 // 64.0 KiB at D = 64 (Br = 64), 73.0 KiB at D = 128 (Br = 32) — v3's plus one stage of Q, dO, LSE and
 // delta (+18.5 and +17.25 KiB); 2 blocks per SM (the registers allow no more) take 128 or 146 KiB of
 // the H100's 227.
-// ptxas -v (CUDA 13.0, sm_90), no spills: 251 registers at D = 64, 253 at D = 128 (v3: 252, 255).
+// ptxas -v (CUDA 13.0, sm_90), no spills, since the walk over a group's heads: 238 registers at D = 64,
+// 242 at D = 128 (before: 251, 253; v3: 241, 249).
 // Result (H100, fp16, N = 8192, non-causal; stage05.json): <!-- value: [stage05/v4/fp16/D:128/N:8192/causal:0] | .0f -->175<!-- /value --> TFLOPS at D = 128, <!-- value: [stage05/v4/fp16/D:128/N:8192/causal:0] / [stage05/v3/fp16/D:128/N:8192/causal:0] | .2f -->1.07<!-- /value -->× v3;
 //   at D = 64 <!-- value: [stage05/v4/fp16/D:64/N:8192/causal:0] / [stage05/v3/fp16/D:64/N:8192/causal:0] | .2f -->1.06<!-- /value -->× v3. The loads were not the main wait.
 //
@@ -109,9 +116,10 @@ __device__ __forceinline__ void store_dk_dv(const Args<T>& a, const float (&rdK)
   }
 }
 
-// grid: B·H·ceil(Nk/Bc) blocks of Config<D>::kThreads. Block x owns key block x % ceil(Nk/Bc) of head
-// x / ceil(Nk/Bc), warp w its keys 16w .. 16w + 15; writes dK_j and dV_j and adds its share of dQ
-// (before the scale) to dq_accum four columns wide, as v3 does.
+// grid: B·KVH·ceil(Nk/Bc) blocks of Config<D>::kThreads. Block x owns key block x % ceil(Nk/Bc) of K/V
+// head x / ceil(Nk/Bc), warp w its keys 16w .. 16w + 15, and streams the query tiles of each query head
+// of the K/V head's group past it; writes dK_j and dV_j, summed over the group, and adds its share of
+// each query head's dQ (before the scale) to dq_accum four columns wide, as v3 does.
 template <class T, int D>
 __global__ void __launch_bounds__(Config<D>::kThreads) flash_bwd_v4_dkv_kernel(const Args<T> a) {
   using C = Config<D>;
@@ -121,38 +129,39 @@ __global__ void __launch_bounds__(Config<D>::kThreads) flash_bwd_v4_dkv_kernel(c
   extern __shared__ __align__(16) unsigned char smem[];
   T* sK = reinterpret_cast<T*>(smem);                       // [Bc][D+8]     K_j
   T* sV = sK + kBc * kS;                                    // [Bc][D+8]     V_j
-  T* sQ = sV + kBc * kS;                                    // [2][Br][D+8]  stage i % 2 holds Q_i
+  T* sQ = sV + kBc * kS;                                    // [2][Br][D+8]  Q_i, stages alternating
   T* sdO = sQ + 2 * kBr * kS;                               // [2][Br][D+8]  dO_i
   T* sdS = sdO + 2 * kBr * kS;                              // [Br][Bc+8]    dS_ij, queries as rows
   float* sLse = reinterpret_cast<float*>(sdS + kBr * kSS);  // [2][Br]       LSE_i, then LSE_i · log2(e)
   float* sDelta = sLse + 2 * kBr;                           // [2][Br]       delta_i
 
   const int64_t kv_blocks = (a.seq_k + kBc - 1) / kBc;
-  const int64_t bh = blockIdx.x / kv_blocks, k0 = blockIdx.x % kv_blocks * kBc;
-  const int64_t q_base = bh * a.seq_q, k_base = bh * a.seq_k;  // the head's first row of [B·H·N, D]
+  const int64_t kvh = blockIdx.x / kv_blocks, k0 = blockIdx.x % kv_blocks * kBc;
+  const int64_t k_base = kvh * a.seq_k;  // the K/V head's first row of [B·KVH·Nk, D]
+  const int64_t bh_end = (kvh + 1) * a.group;  // past the group's last query head
   const int warp = threadIdx.x / 32, g = threadIdx.x % 32 / 4, t = threadIdx.x % 4;
   const int wk = 16 * warp;  // the warp's first key, as a row of sK and sV
 
-  // Query tile i → stage i % 2, as one cp.async group: Q_i, dO_i (16-byte copies; rows past Nq
-  // zero-filled), LSE_i and delta_i.
-  auto copy_tile = [&](int64_t i) {
-    const int64_t q0 = i * kBr;
-    const int64_t stage = i % 2;
+  // Query tile i of query head bh → `stage`, as one cp.async group: Q_i, dO_i (16-byte copies; rows
+  // past Nq zero-filled), LSE_i and delta_i.
+  auto copy_tile = [&](int64_t bh, int64_t i, int stage) {
+    const int64_t q_base = bh * a.seq_q, q0 = i * kBr;  // q_base: the head's first row of [B·H·Nq, D]
     load_tile_async<T, D, C::kThreads>(sQ + stage * kBr * kS, a.q + q_base * D, q0, kBr, a.seq_q);
     load_tile_async<T, D, C::kThreads>(sdO + stage * kBr * kS, a.d_o + q_base * D, q0, kBr, a.seq_q);
     copy_lse_delta<kBr>(sLse + stage * kBr, sDelta + stage * kBr, a, q_base, q0);
     cp_async_commit_group();
   };
 
-  float rdK[kDT][4] = {}, rdV[kDT][4] = {};  // dK_j / scale and dV_j: the warp's 16 keys × D, C fragments
+  // dK_j / scale and dV_j: the warp's 16 keys × D, C fragments, summed over the group's query heads.
+  float rdK[kDT][4] = {}, rdV[kDT][4] = {};
   const int64_t offset = a.seq_k - a.seq_q;
   const int keys = int(min(a.seq_k - k0, int64_t(kBc)));
   const v2::QueryTileRuns runs = v2::query_tile_runs<kBr, kBc>(a, k0, offset);  // v2's causal stage splitting
 
-  // One query tile; kMasked (a std::bool_constant) says whether any of its pairs can be hidden.
-  auto step = [&](int64_t i, auto kMasked) {
-    const int64_t q0 = i * kBr;
-    const int64_t stage = i % 2;
+  // Query tile i of query head bh, in `stage`; kMasked (a std::bool_constant) says whether any of its
+  // pairs can be hidden.
+  auto step = [&](int64_t bh, int64_t i, int stage, auto kMasked) {
+    const int64_t q_base = bh * a.seq_q, q0 = i * kBr;
     const T* sQi = sQ + stage * kBr * kS;         // [Br][D+8]  Q_i
     const T* sdOi = sdO + stage * kBr * kS;       // [Br][D+8]  dO_i
     float* sLsei = sLse + stage * kBr;            // [Br]       LSE_i (· log2(e) after the barrier)
@@ -162,7 +171,10 @@ __global__ void __launch_bounds__(Config<D>::kThreads) flash_bwd_v4_dkv_kernel(c
     // Every thread's copies have landed, LSE_i is scaled, and every warp is done with tile i - 1: with
     // its stage, refilled next, and with its sdS reads (the dQ share), since tile i writes sdS again.
     __syncthreads();
-    if (i + 1 < runs.count) copy_tile(i + 1);  // in flight while tile i is computed
+    // In flight while tile i is computed: the head's next tile, or after its last the next head's first
+    // (one call site: two cost v5 registers enough to spill at D = 128).
+    const bool same_head = i + 1 < runs.count;
+    if (same_head || bh + 1 < bh_end) copy_tile(same_head ? bh : bh + 1, same_head ? i + 1 : runs.first, stage ^ 1);
 
     float rS[kQT][4] = {}, rdP[kQT][4] = {};  // Sᵀ, dPᵀ: [query tile][C fragment], the warp's 16 keys as rows
     two_products<T, D, kBr>(rS, rdP, sK, sV, wk, sQi, sdOi);
@@ -219,16 +231,20 @@ __global__ void __launch_bounds__(Config<D>::kThreads) flash_bwd_v4_dkv_kernel(c
     }
   };
 
-  // The query tiles key block j meets (v2::query_tile_runs). There is always a first one — tile 0
-  // without the mask; with it, Nq <= Nk (the validation refuses more queries than keys) puts row
-  // k0 - offset below Nq — so the prologue's group is always waited for.
+  // The query tiles key block j meets (v2::query_tile_runs), the same for each query head of the
+  // group (they depend on k0, Nq and Nk only). There is always a first one — tile 0 without the mask;
+  // with it, Nq <= Nk (the validation refuses more queries than keys) puts row k0 - offset below Nq —
+  // so the prologue's group is always waited for, and every head has a first tile to prefetch.
   load_tile_async<T, D, C::kThreads>(sK, a.k + k_base * D, k0, kBc, a.seq_k);
   load_tile_async<T, D, C::kThreads>(sV, a.v + k_base * D, k0, kBc, a.seq_k);
-  copy_tile(runs.first);  // commits K_j and V_j with it
-  int64_t i = runs.first;
-  for (; i < runs.full_begin; ++i) step(i, std::true_type{});
-  for (; i < runs.full_end; ++i) step(i, std::false_type{});
-  for (; i < runs.count; ++i) step(i, std::true_type{});
+  copy_tile(kvh * a.group, runs.first, 0);  // commits K_j and V_j with it
+  int stage = 0;  // the stage of the tile computed next: alternates over the walk of every head's tiles
+  for (int64_t bh = kvh * a.group; bh < bh_end; ++bh) {
+    int64_t i = runs.first;
+    for (; i < runs.full_begin; ++i, stage ^= 1) step(bh, i, stage, std::true_type{});
+    for (; i < runs.full_end; ++i, stage ^= 1) step(bh, i, stage, std::false_type{});
+    for (; i < runs.count; ++i, stage ^= 1) step(bh, i, stage, std::true_type{});
+  }
 
   store_dk_dv<T, D>(a, rdK, rdV, k_base, k0 + wk);
 }

@@ -22,6 +22,7 @@
 // loads), with 2 warps per scheduler (255 registers, 2 blocks of 4 warps per SM) to hide it. Per
 // thread and query tile the gather is 128 loads + 64 packs + their addresses; ldmatrix.trans brings the
 // same fragments in 16 instructions, and the exchange costs 4 shuffles per 16 columns of a row pair.
+// Grouped-query attention: v4's walk over the group's query heads (v5 has it too), unchanged.
 // Result (H100, fp16, N = 8192; stage05.json): no faster. <!-- value: [stage05/v6/fp16/D:128/N:8192/causal:0] / [stage05/v5/fp16/D:128/N:8192/causal:0] | .2f -->0.99<!-- /value -->× v5 at D = 128 (<!-- value: [stage05/v6/fp16/D:128/N:8192/causal:1] / [stage05/v5/fp16/D:128/N:8192/causal:1] | .2f -->0.98<!-- /value -->× causal),
 //   <!-- value: [stage05/v6/fp16/D:64/N:8192/causal:0] / [stage05/v5/fp16/D:64/N:8192/causal:0] | .2f -->0.95<!-- /value -->× at D = 64 (<!-- value: [stage05/v6/fp16/D:64/N:8192/causal:1] / [stage05/v5/fp16/D:64/N:8192/causal:1] | .2f -->0.95<!-- /value -->× causal). The instructions did fall: in the profile of v7, which has
 //   v6's dQ, the LDS.U16 and nearly all the PRMT are gone and the kernel issues 2.83·10⁹ instructions
@@ -101,9 +102,10 @@ struct DqPairedRed {
   }
 };
 
-// grid: B·H·ceil(Nk/Bc) blocks of Config<D>::kThreads. Block x owns key block x % ceil(Nk/Bc) of head
-// x / ceil(Nk/Bc), warp w its keys 16w .. 16w + 15; writes dK_j and dV_j and adds its share of dQ
-// (before the scale) to dq_accum four columns wide.
+// grid: B·KVH·ceil(Nk/Bc) blocks of Config<D>::kThreads. Block x owns key block x % ceil(Nk/Bc)
+// of K/V head x / ceil(Nk/Bc), warp w its keys 16w .. 16w + 15, and streams the query tiles of each
+// query head of the K/V head's group past it (v4's walk); writes dK_j and dV_j, summed over the group,
+// and adds its share of each query head's dQ (before the scale) to dq_accum four columns wide.
 template <class T, int D>
 __global__ void __launch_bounds__(Config<D>::kThreads) flash_bwd_v6_dkv_kernel(const Args<T> a) {
   using C = Config<D>;
@@ -114,30 +116,31 @@ __global__ void __launch_bounds__(Config<D>::kThreads) flash_bwd_v6_dkv_kernel(c
   extern __shared__ __align__(128) unsigned char smem[];
   T* sK = reinterpret_cast<T*>(smem);                       // [Bc][D]     K_j, swizzled
   T* sV = sK + kBc * D;                                     // [Bc][D]     V_j
-  T* sQ = sV + kBc * D;                                     // [2][Br][D]  stage i % 2 holds Q_i
+  T* sQ = sV + kBc * D;                                     // [2][Br][D]  Q_i, stages alternating
   T* sdO = sQ + 2 * kBr * D;                                // [2][Br][D]  dO_i
   T* sdS = sdO + 2 * kBr * D;                               // [Br][Bc]    dS_ij, queries as rows
   float* sLse = reinterpret_cast<float*>(sdS + kBr * kBc);  // [2][Br]     LSE_i, then LSE_i · log2(e)
   float* sDelta = sLse + 2 * kBr;                           // [2][Br]     delta_i
 
   const int64_t kv_blocks = (a.seq_k + kBc - 1) / kBc;
-  const int64_t bh = blockIdx.x / kv_blocks, k0 = blockIdx.x % kv_blocks * kBc;
-  const int64_t q_base = bh * a.seq_q, k_base = bh * a.seq_k;  // the head's first row of [B·H·N, D]
+  const int64_t kvh = blockIdx.x / kv_blocks, k0 = blockIdx.x % kv_blocks * kBc;
+  const int64_t k_base = kvh * a.seq_k;  // the K/V head's first row of [B·KVH·Nk, D]
+  const int64_t bh_end = (kvh + 1) * a.group;  // past the group's last query head
   const int warp = threadIdx.x / 32, g = threadIdx.x % 32 / 4, t = threadIdx.x % 4;
   const int wk = 16 * warp;  // the warp's first key, as a row of sK and sV
 
-  // Query tile i → stage i % 2, as one cp.async group: Q_i, dO_i (16-byte copies; rows past Nq
-  // zero-filled), LSE_i and delta_i.
-  auto copy_tile = [&](int64_t i) {
-    const int64_t q0 = i * kBr;
-    const int64_t stage = i % 2;
+  // Query tile i of query head bh → `stage`, as one cp.async group: Q_i, dO_i (16-byte copies; rows
+  // past Nq zero-filled), LSE_i and delta_i.
+  auto copy_tile = [&](int64_t bh, int64_t i, int stage) {
+    const int64_t q_base = bh * a.seq_q, q0 = i * kBr;  // q_base: the head's first row of [B·H·Nq, D]
     copy_tile_swizzled<T, D, C::kThreads>(sQ + stage * kBr * D, a.q + q_base * D, q0, kBr, a.seq_q);
     copy_tile_swizzled<T, D, C::kThreads>(sdO + stage * kBr * D, a.d_o + q_base * D, q0, kBr, a.seq_q);
     copy_lse_delta<kBr>(sLse + stage * kBr, sDelta + stage * kBr, a, q_base, q0);
     cp_async_commit_group();
   };
 
-  float rdK[kDT][4] = {}, rdV[kDT][4] = {};  // dK_j / scale and dV_j: the warp's 16 keys × D, C fragments
+  // dK_j / scale and dV_j: the warp's 16 keys × D, C fragments, summed over the group's query heads.
+  float rdK[kDT][4] = {}, rdV[kDT][4] = {};
   const int64_t offset = a.seq_k - a.seq_q;
   const int keys = int(min(a.seq_k - k0, int64_t(kBc)));
   const v2::QueryTileRuns runs = v2::query_tile_runs<kBr, kBc>(a, k0, offset);  // v2's causal stage splitting
@@ -145,10 +148,10 @@ __global__ void __launch_bounds__(Config<D>::kThreads) flash_bwd_v6_dkv_kernel(c
   const LaneRow<D> a_off = a_lane<D>(), b_rows_off = b_rows_lane<D>(), b_cols_off = b_cols_lane<D>();
   const LaneRow<kBc> ds_off = a_lane<kBc>();
 
-  // One query tile; kMasked (a std::bool_constant) says whether any of its pairs can be hidden.
-  auto step = [&](int64_t i, auto kMasked) {
-    const int64_t q0 = i * kBr;
-    const int64_t stage = i % 2;
+  // Query tile i of query head bh, in `stage`; kMasked (a std::bool_constant) says whether any of its
+  // pairs can be hidden.
+  auto step = [&](int64_t bh, int64_t i, int stage, auto kMasked) {
+    const int64_t q_base = bh * a.seq_q, q0 = i * kBr;
     const uint32_t aQi = smem_address(sQ + stage * kBr * D);    // [Br][D]  Q_i
     const uint32_t adOi = smem_address(sdO + stage * kBr * D);  // [Br][D]  dO_i
     float* sLsei = sLse + stage * kBr;            // [Br]  LSE_i (· log2(e) after the barrier)
@@ -158,7 +161,9 @@ __global__ void __launch_bounds__(Config<D>::kThreads) flash_bwd_v6_dkv_kernel(c
     // Every thread's copies have landed, LSE_i is scaled, and every warp is done with tile i - 1: with
     // its stage, refilled next, and with its sdS reads (the dQ share), since tile i writes sdS again.
     __syncthreads();
-    if (i + 1 < runs.count) copy_tile(i + 1);  // in flight while tile i is computed
+    // In flight while tile i is computed: the head's next tile, or after its last the next head's first.
+    const bool same_head = i + 1 < runs.count;
+    if (same_head || bh + 1 < bh_end) copy_tile(same_head ? bh : bh + 1, same_head ? i + 1 : runs.first, stage ^ 1);
 
     float rS[kQT][4] = {}, rdP[kQT][4] = {};  // Sᵀ, dPᵀ: [query tile][C fragment], the warp's 16 keys as rows
     two_products<T, D, kBr>(rS, rdP, aK + wk * D * 2, aV + wk * D * 2, aQi, adOi, a_off, b_rows_off);
@@ -218,16 +223,18 @@ __global__ void __launch_bounds__(Config<D>::kThreads) flash_bwd_v6_dkv_kernel(c
     }
   };
 
-  // The query tiles key block j meets (v2::query_tile_runs). There is always a first one — tile 0
-  // without the mask; with it, Nq <= Nk (the validation refuses more queries than keys) puts row
-  // k0 - offset below Nq — so the prologue's group is always waited for.
+  // v4's walk: the runs of query tiles key block j meets (v2::query_tile_runs), head after head of the
+  // group, the stages alternating over the whole walk; the first tile and K_j, V_j in the prologue.
   copy_tile_swizzled<T, D, C::kThreads>(sK, a.k + k_base * D, k0, kBc, a.seq_k);
   copy_tile_swizzled<T, D, C::kThreads>(sV, a.v + k_base * D, k0, kBc, a.seq_k);
-  copy_tile(runs.first);  // commits K_j and V_j with it
-  int64_t i = runs.first;
-  for (; i < runs.full_begin; ++i) step(i, std::true_type{});
-  for (; i < runs.full_end; ++i) step(i, std::false_type{});
-  for (; i < runs.count; ++i) step(i, std::true_type{});
+  copy_tile(kvh * a.group, runs.first, 0);  // commits K_j and V_j with it
+  int stage = 0;  // the stage of the tile computed next
+  for (int64_t bh = kvh * a.group; bh < bh_end; ++bh) {
+    int64_t i = runs.first;
+    for (; i < runs.full_begin; ++i, stage ^= 1) step(bh, i, stage, std::true_type{});
+    for (; i < runs.full_end; ++i, stage ^= 1) step(bh, i, stage, std::false_type{});
+    for (; i < runs.count; ++i, stage ^= 1) step(bh, i, stage, std::true_type{});
+  }
 
   store_dk_dv<T, D>(a, rdK, rdV, k_base, k0 + wk);
 }
