@@ -12,6 +12,7 @@
 #include "v5_ldmatrix_swizzle.cuh"
 #include "v6_dq_ldmatrix.cuh"
 #include "v7_fa2_blocks.cuh"
+#include "v8_fa2_warps.cuh"
 
 namespace fs {
 
@@ -62,8 +63,8 @@ const KernelDesc kFlashBwdV3 = attention_bwd_kernel(
     bwd::v2::kSupport, kStageArchs, kMmaSmemBytes, bwd::run_v3, flash_bwd_v2_extra_bytes, /*traffic_bytes=*/nullptr,
     delta_extra_bytes);
 
-// v4 to v7 take what v3 takes and allocate what v3 allocates; their K/V kernels (tiles KvConfig) ask
-// for shared memory of their own (two stages of the query tiles; v5's to v7's unpadded), which v2's dQ kernel
+// v4 to v8 take what v3 takes and allocate what v3 allocates; their K/V kernels (tiles KvConfig) ask
+// for shared memory of their own (two stages of the query tiles; v5's to v8's unpadded), which v2's dQ kernel
 // may still exceed.
 template <template <int> class KvConfig>
 constexpr std::size_t streamed_smem_bytes() {
@@ -97,10 +98,16 @@ const KernelDesc kFlashBwdV7 = attention_bwd_kernel(
     bwd::v2::kSupport, kStageArchs, streamed_smem_bytes<bwd::v7::Config>(), bwd::run_v7, flash_bwd_v2_extra_bytes,
     /*traffic_bytes=*/nullptr, delta_extra_bytes);
 
+const KernelDesc kFlashBwdV8 = attention_bwd_kernel(
+    {"fs_flash_bwd_v8", "stage05", "v8",
+     "v7 with FlashAttention-2's warp tiles: S, dP as 2 x 4 warps of 32 x 32, dK, dV 32 keys x D/2, P and dS via smem"},
+    bwd::v2::kSupport, kStageArchs, streamed_smem_bytes<bwd::v8::Config>(), bwd::run_v8, flash_bwd_v2_extra_bytes,
+    /*traffic_bytes=*/nullptr, delta_extra_bytes);
+
 KernelList stage05_kernels() {
   static const KernelDesc* const versions[] = {&kFlashBwdV0, &kFlashBwdV1, &kFlashBwdV2, &kFlashBwdV3,
                                                &kFlashBwdV4, &kFlashBwdV5, &kFlashBwdV6,
-                                               &kFlashBwdV7};
+                                               &kFlashBwdV7, &kFlashBwdV8};
   return kernel_list(versions);
 }
 
@@ -114,3 +121,4 @@ FS_EXPORT_ATTENTION_BWD(fs_flash_bwd_v4, fs::kFlashBwdV4)
 FS_EXPORT_ATTENTION_BWD(fs_flash_bwd_v5, fs::kFlashBwdV5)
 FS_EXPORT_ATTENTION_BWD(fs_flash_bwd_v6, fs::kFlashBwdV6)
 FS_EXPORT_ATTENTION_BWD(fs_flash_bwd_v7, fs::kFlashBwdV7)
+FS_EXPORT_ATTENTION_BWD(fs_flash_bwd_v8, fs::kFlashBwdV8)
