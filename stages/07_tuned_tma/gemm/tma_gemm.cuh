@@ -58,13 +58,21 @@ struct OperandTile {
   static constexpr int kPanelBytes = kBK * kRowBytes;  // MN-major: one 64-wide panel, 8 KiB
 
   // Thread 0 issues the TMA loads of the tile whose first element is (x0, k0) into `dst` (1024-byte
-  // aligned), each counted on `full`. Parts outside the matrix arrive as zeros.
-  __device__ static void load(const CUtensorMap* map, unsigned char* dst, uint64_t* full, int32_t x0, int32_t k0) {
+  // aligned), each counted on `full`. Parts outside the matrix arrive as zeros. With a `multicast`
+  // mask (v5) each box is multicast instead (sm90::tma_load_2d_multicast): written to `dst` and
+  // counted on `full` at the same offsets in every block of the cluster the mask names. The mask is a
+  // constant at every call, so the choice costs nothing.
+  __device__ static void load(const CUtensorMap* map, unsigned char* dst, uint64_t* full, int32_t x0, int32_t k0,
+                              uint16_t multicast = 0) {
+    auto box = [&](unsigned char* d, int32_t c0, int32_t c1) {
+      if (multicast) sm90::tma_load_2d_multicast(d, map, c0, c1, full, multicast);
+      else sm90::tma_load_2d(d, map, c0, c1, full);
+    };
     if constexpr (kMNMajor) {
 #pragma unroll
-      for (int p = 0; p < kBX / 64; ++p) sm90::tma_load_2d(dst + p * kPanelBytes, map, x0 + 64 * p, k0, full);
+      for (int p = 0; p < kBX / 64; ++p) box(dst + p * kPanelBytes, x0 + 64 * p, k0);
     } else {
-      sm90::tma_load_2d(dst, map, k0, x0, full);
+      box(dst, k0, x0);
     }
   }
 
@@ -122,8 +130,8 @@ __device__ __forceinline__ void block_tile(int64_t N, int32_t& m0, int32_t& n0) 
   n0 = int32_t(blockIdx.x % tiles_n * kBN);
 }
 
-// The order in which a persistent grid takes C's tiles (v4). Tiles of
-// kTileM × kTileN are numbered t = 0 .. tiles − 1, and worker w of W (a block) takes
+// The order in which a persistent grid takes C's tiles (v4; v5 over its clusters' tiles). Tiles of
+// kTileM × kTileN are numbered t = 0 .. tiles − 1, and worker w of W (a block, or a cluster) takes
 // t = w, w + W, …, so at any moment the grid works on about W consecutive t. The numbering walks C in
 // groups of kGroupM tile-rows, column by column inside a group (here kGroupM = 4, tiles_m = 6,
 // tiles_n = 3; the last group is shorter):
