@@ -9,9 +9,16 @@
 //   mbarrier_arrive_expect_tx   mbarrier.arrive.expect_tx.shared::cta.b64     one arrival, and "wait for N more bytes too"
 //   mbarrier_try_wait_parity    mbarrier.try_wait.parity.shared::cta.b64      has the phase of this parity completed?
 //   mbarrier_wait_parity        a loop around try_wait: until it has
+//   mbarrier_wait_parity_cluster  the same, .acquire.cluster: for a barrier the other blocks of a cluster arrive on
 //   fence_proxy_async           fence.proxy.async.shared::cta                 plain stores to shared memory, visible to TMA/wgmma
 //   tma_load_2d                 cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
 //                               one box of a 2D tensor, global → shared, counted on an mbarrier
+//   tma_load_2d_multicast       the same ….multicast::cluster: one read of the box, written to several blocks of the cluster
+//   cluster_ctarank             mov.u32 %cluster_ctarank                      this block's rank in its cluster
+//   mapa_shared_cluster         mapa.shared::cluster.u32                      the address of the same shared variable in another block
+//   mbarrier_arrive_cluster     mbarrier.arrive.release.cluster.shared::cluster.b64   one arrival on another block's barrier
+//   barrier_cluster_arrive      barrier.cluster.arrive.release                \ together: __syncthreads for every thread of
+//   barrier_cluster_wait        barrier.cluster.wait.acquire                  / every block of the cluster
 //   wgmma_fence                 wgmma.fence.sync.aligned                      accumulators settled before wgmma reads them
 //   wgmma_commit_group          wgmma.commit_group.sync.aligned               close a group of wgmma.mma_async
 //   wgmma_wait_group<N>         wgmma.wait_group.sync.aligned N               wait until at most N groups are in flight
@@ -22,9 +29,10 @@
 //   setmaxnreg_inc<N>           setmaxnreg.inc.sync.aligned.u32 N             this warpgroup takes registers: N per thread
 //
 // Why hand-written PTX rather than CCCL's cuda::ptx. The CUDA Toolkit's libcu++ wraps the mbarrier,
-// fence and cp.async.bulk.tensor instructions above (cuda::ptx::mbarrier_init, mbarrier_arrive_expect_tx,
-// mbarrier_try_wait_parity, fence_proxy_async, fence_mbarrier_init, cp_async_bulk_tensor, in
-// <cuda/ptx>); it has no wgmma. Each wrapper below names its cuda::ptx counterpart. They emit the
+// fence, cp.async.bulk.tensor and cluster instructions above (cuda::ptx::mbarrier_init,
+// mbarrier_arrive_expect_tx, mbarrier_try_wait_parity, fence_proxy_async, fence_mbarrier_init,
+// cp_async_bulk_tensor, barrier_cluster_arrive, get_sreg_cluster_ctarank, in <cuda/ptx>); it has no
+// wgmma, and no mapa (cooperative_groups' cluster_group::map_shared_rank is its generic-address form). Each wrapper below names its cuda::ptx counterpart. They emit the
 // same single instruction, so there is no speed difference to measure (the 20% fast.cu reports is
 // against cuda::barrier, the C++ barrier object with its own arrival protocol, which nothing here
 // uses). This header writes the PTX out anyway: (1) the instruction string is the lesson, next to
@@ -68,7 +76,8 @@ __device__ __forceinline__ void mbarrier_init(uint64_t* bar, uint32_t count) {
 
 // Orders this thread's earlier mbarrier.init before later operations of the async proxy, so a TMA
 // load that signals the barrier finds it initialized (a __syncthreads() then publishes it to the
-// other threads). cuda::ptx::fence_mbarrier_init.
+// other threads; a cluster barrier to the other blocks of a cluster, and to their TMA multicasts:
+// hence .cluster). cuda::ptx::fence_mbarrier_init.
 __device__ __forceinline__ void fence_mbarrier_init() {
   asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
 }
@@ -100,27 +109,50 @@ __device__ __forceinline__ void mbarrier_arrive_expect_tx(uint64_t* bar, uint32_
       : "memory");
 }
 
+// The try_wait instruction of both scopes below, with its qualifiers ("": the defaults, .acquire.cta),
+// its predicate turned into `done`.
+#define FS_SM90_TRY_WAIT_PARITY(QUALIFIERS)                                                            \
+  asm volatile("{\n"                                                                                  \
+               ".reg .pred p;\n"                                                                      \
+               "mbarrier.try_wait.parity" QUALIFIERS ".shared::cta.b64 p, [%1], %2;\n"                \
+               "selp.u32 %0, 1, 0, p;\n"                                                              \
+               "}\n"                                                                                  \
+               : "=r"(done)                                                                           \
+               : "r"(smem_address(bar)), "r"(parity)                                                  \
+               : "memory")
+
 // Whether the phase of parity `parity` has completed: true once the barrier's current phase has moved
 // past it. The hardware may suspend the thread a while before answering false, so a loop around it
 // does not burn issue slots. Acquire semantics: once it returns true, every write the phase made
 // visible (the TMA'd bytes, the arriving threads' stores) can be read. cuda::ptx::mbarrier_try_wait_parity.
 __device__ __forceinline__ bool mbarrier_try_wait_parity(uint64_t* bar, uint32_t parity) {
   uint32_t done;
-  asm volatile(
-      "{\n"
-      ".reg .pred p;\n"
-      "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-      "selp.u32 %0, 1, 0, p;\n"
-      "}\n"
-      : "=r"(done)
-      : "r"(smem_address(bar)), "r"(parity)
-      : "memory");
+  FS_SM90_TRY_WAIT_PARITY("");
   return done != 0;
 }
 
 // `while (!phase_completed(parity)) {}`.
 __device__ __forceinline__ void mbarrier_wait_parity(uint64_t* bar, uint32_t parity) {
   while (!mbarrier_try_wait_parity(bar, parity)) {
+  }
+}
+
+// mbarrier_try_wait_parity with acquire semantics at cluster scope: for a barrier of this block that
+// threads of other blocks of the cluster arrive on (mbarrier_arrive_cluster). The default scope,
+// .cta, orders only what threads of this block released; .cluster takes in what the other blocks'
+// arrivals released too (their tensor cores' reads of a stage, say, before this block's TMA
+// overwrites it). cuda::ptx::mbarrier_try_wait_parity(sem_acquire, scope_cluster, …).
+__device__ __forceinline__ bool mbarrier_try_wait_parity_cluster(uint64_t* bar, uint32_t parity) {
+  uint32_t done;
+  FS_SM90_TRY_WAIT_PARITY(".acquire.cluster");
+  return done != 0;
+}
+
+#undef FS_SM90_TRY_WAIT_PARITY
+
+// The same loop, `while (!phase_completed(parity)) {}`, at cluster scope.
+__device__ __forceinline__ void mbarrier_wait_parity_cluster(uint64_t* bar, uint32_t parity) {
+  while (!mbarrier_try_wait_parity_cluster(bar, parity)) {
   }
 }
 
@@ -152,6 +184,73 @@ __device__ __forceinline__ void tma_load_2d(void* dst, const void* tensor_map, i
       "l"(reinterpret_cast<uint64_t>(tensor_map)), "r"(c0), "r"(c1), "r"(smem_address(bar))
       : "memory");
 }
+
+// tma_load_2d, multicast: the box is read from global memory (L2) once and written to the same
+// shared-memory offset `dst` in every block of the cluster whose bit is set in `cta_mask` (bit r:
+// the block of rank r, this one included if its bit is set), and in each of them it counts down
+// the mbarrier at the same offset as `bar`. In loop terms, next to tma_load_2d's:
+//   box = read_box(tensor_map, c0, c1);                    // once
+//   for (r < cluster size) if (cta_mask >> r & 1) {
+//     block(r).dst[…] = box;  pending_bytes(block(r).bar) -= box bytes;
+//   }
+// Every receiving block must therefore expect these bytes on its own barrier (its expect_tx counts
+// them), and must have the destination free: the issuer has to know that all of them are done
+// reading it. cuda::ptx::cp_async_bulk_tensor(space_cluster, space_global, …, ctaMask).
+__device__ __forceinline__ void tma_load_2d_multicast(void* dst, const void* tensor_map, int32_t c0, int32_t c1,
+                                                      uint64_t* bar, uint16_t cta_mask) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster"
+      " [%0], [%1, {%2, %3}], [%4], %5;\n" ::"r"(smem_address(dst)),
+      "l"(reinterpret_cast<uint64_t>(tensor_map)), "r"(c0), "r"(c1), "r"(smem_address(bar)), "h"(cta_mask)
+      : "memory");
+}
+
+// ---- clusters: blocks that run at once on neighbouring SMs and reach each other's shared memory --
+// A kernel launched with a cluster shape (__cluster_dims__, or the launch attribute) runs its blocks
+// in groups that the hardware starts together, on SMs of one GPC. The blocks of a cluster can address
+// each other's shared memory (the .shared::cluster space: every block's shared memory at its own
+// window) and arrive on each other's mbarriers; barrier.cluster is their __syncthreads.
+
+// This block's rank in its cluster, 0 .. cluster size − 1 (for a 1D cluster of n along x, blockIdx.x % n).
+// cuda::ptx::get_sreg_cluster_ctarank; cooperative_groups::this_cluster().block_rank().
+__device__ __forceinline__ uint32_t cluster_ctarank() {
+  uint32_t rank;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(rank));
+  return rank;
+}
+
+// The .shared::cluster address of the variable at `p` in this block's shared memory as it lies in
+// block `rank`'s: the same offset, in that block's window. In loop terms
+// `return window(rank) + (smem_address(p) − window(this block))`. The result is for instructions
+// that take a .shared::cluster address (mbarrier_arrive_cluster), not a pointer to dereference.
+// No cuda::ptx wrapper; cooperative_groups::this_cluster().map_shared_rank(p, rank) returns the
+// generic-address form.
+__device__ __forceinline__ uint32_t mapa_shared_cluster(const void* p, uint32_t rank) {
+  uint32_t remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(smem_address(p)), "r"(rank));
+  return remote;
+}
+
+// One arrival on an mbarrier of any block of the cluster (`remote_bar` from mapa_shared_cluster):
+// mbarrier_arrive's `arrived += 1` on that block's barrier. Release at cluster scope: what this thread
+// did before (a wgmma.wait_group's completed reads included) is ordered before whatever the waiter,
+// in the other block, does after it sees the phase complete. The state is not returned (`_`): it
+// belongs to the other block. cuda::ptx::mbarrier_arrive(sem_release, scope_cluster, space_cluster, …).
+__device__ __forceinline__ void mbarrier_arrive_cluster(uint32_t remote_bar) {
+  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(remote_bar) : "memory");
+}
+
+// The cluster-wide barrier, in two halves: every thread of every block of the cluster arrives, then
+// waits until all (that have not exited) have arrived. In loop terms, `arrive` then `wait` is
+//   __syncthreads(), over every thread of the cluster instead of the block's.
+// The arrive releases this thread's earlier writes (an mbarrier.init, a remote arrival), the wait
+// acquires everyone's. Between the two a thread may do work that needs no one (not used here). The
+// plain (not .aligned) forms: the threads of a warp need not reach them converged.
+// cuda::ptx::barrier_cluster_arrive(sem_release) and barrier_cluster_wait(sem_acquire);
+// cooperative_groups::this_cluster().sync() does both.
+__device__ __forceinline__ void barrier_cluster_arrive() { asm volatile("barrier.cluster.arrive.release;\n" ::: "memory"); }
+
+__device__ __forceinline__ void barrier_cluster_wait() { asm volatile("barrier.cluster.wait.acquire;\n" ::: "memory"); }
 
 // ---- wgmma: warpgroup matrix multiply-accumulate --------------------------------------------------
 // A warpgroup is 4 consecutive warps (128 threads, the first warp's index a multiple of 4). Together

@@ -41,7 +41,8 @@ typedef enum fs_status {
   FS_ERR_CUDA = 9,                 /* the CUDA runtime reported an error (no device, launch failure) */
   FS_ERR_INVALID_SEQLENS = 10,     /* seq_lens / cu_seqlens are inconsistent, or this kernel takes none */
   FS_ERR_INVALID_LEADING_DIM = 11, /* a GEMM leading dimension is smaller than its matrix's row */
-  FS_ERR_UNSUPPORTED_DEVICE = 12,  /* this kernel has no code for the current GPU, or needs more shared memory */
+  FS_ERR_UNSUPPORTED_DEVICE = 12,  /* this kernel has no code for the current GPU, needs more shared memory,
+                                      or its clusters of blocks do not fit (stage 07 gemm v5) */
   FS_ERR_INVALID_KV_HEADS = 13     /* kv_heads is negative, larger than heads, or does not divide heads */
 } fs_status;
 
@@ -224,6 +225,7 @@ FS_API int fs_gemm_tma_v1(const fs_gemm_params* params, void* stream); /* TMA + 
 FS_API int fs_gemm_tma_v2(const fs_gemm_params* params, void* stream); /* 4 stages, 128x256, two warpgroups */
 FS_API int fs_gemm_tma_v3(const fs_gemm_params* params, void* stream); /* v2, warp-specialized producer/consumers */
 FS_API int fs_gemm_tma_v4(const fs_gemm_params* params, void* stream); /* v3, persistent, grouped tile order */
+FS_API int fs_gemm_tma_v5(const fs_gemm_params* params, void* stream); /* v4 in clusters of 2 along M, B multicast */
 
 #ifdef __cplusplus
 }

@@ -26,7 +26,7 @@ constexpr StatusText kStatusText[] = {
      "loads need"},
     {"FS_ERR_UNSUPPORTED_DEVICE",
      "this kernel cannot run on the current GPU: this build has no code for its architecture, or a block "
-     "needs more shared memory than the GPU allows"},
+     "needs more shared memory than the GPU allows, or the GPU cannot hold one of its clusters of blocks at once"},
     {"FS_ERR_INVALID_KV_HEADS",
      "kv_heads must be 0 (one K/V head per query head) or a divisor of heads: it is negative, larger than heads, "
      "or does not divide heads"},

@@ -3,10 +3,23 @@
 // common/lib/gemm.h: the launcher signature is stage 06's (GemmParams).
 #pragma once
 
+#include <cstdint>
+
 #include "common/lib/kernel.h"
 
 namespace fs {
 
-extern const KernelDesc kGemmTmaV1, kGemmTmaV2, kGemmTmaV3, kGemmTmaV4;
+extern const KernelDesc kGemmTmaV1, kGemmTmaV2, kGemmTmaV3, kGemmTmaV4, kGemmTmaV5;
+
+namespace gemm_tma {
+
+// The grid of a clustered persistent version (v5): `cluster_size` blocks per cluster, as many clusters
+// as the GPU holds at once (`max_active_clusters`, from cudaOccupancyMaxActiveClusters) and never more
+// than there are cluster tiles (≥ 1), so that every cluster has one. UnsupportedDevice, `blocks`
+// untouched, when the GPU cannot hold a single cluster (the query answers 0: no GPC has two SMs
+// that can each take a 193 KiB block). Not expected on an H100; the CPU test reaches it.
+Status cluster_grid(int64_t cluster_tiles, int max_active_clusters, int cluster_size, unsigned* blocks);
+
+}  // namespace gemm_tma
 
 }  // namespace fs

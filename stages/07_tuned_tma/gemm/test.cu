@@ -3,9 +3,10 @@
 // reference rows there), for every transpose pair and every C type, with padded leading dimensions
 // and with tight ones wherever those keep TMA's 16-byte rows; fractional inputs within the fp32
 // tolerance; more tiles than SMs, so that a persistent version's blocks loop over several tiles each;
+// every M from 1 to 129 and an odd number of tile-rows (a clustered version's second block past M);
 // alpha and beta (a NaN-poisoned C with beta = 0 must not leak through); and every status
 // code a launcher can return, with C left untouched: TMA's alignment refused by name, the device check
-// decided on made-up GPUs (CPU).
+// and the clustered grid decided on made-up GPUs (CPU).
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -127,6 +128,7 @@ FS_CPU_TEST_CASE("stage07 gemm validation refuses what TMA cannot read by name b
   CHECK(fs_gemm_tma_v2(nullptr, nullptr) == FS_ERR_NULL_POINTER);
   CHECK(fs_gemm_tma_v3(nullptr, nullptr) == FS_ERR_NULL_POINTER);
   CHECK(fs_gemm_tma_v4(nullptr, nullptr) == FS_ERR_NULL_POINTER);
+  CHECK(fs_gemm_tma_v5(nullptr, nullptr) == FS_ERR_NULL_POINTER);
 }
 
 FS_CPU_TEST_CASE("stage07 gemm runs on sm_90 alone: FS_ERR_UNSUPPORTED_DEVICE on every other GPU") {
@@ -143,6 +145,23 @@ FS_CPU_TEST_CASE("stage07 gemm runs on sm_90 alone: FS_ERR_UNSUPPORTED_DEVICE on
     // A 9.0 GPU that allowed less shared memory per block than a block asks for would be refused too.
     CHECK(device_supports(k->info, made_up_gpu(90, k->info.smem_bytes / 1024 - 1)) == Status::UnsupportedDevice);
   }
+}
+
+FS_CPU_TEST_CASE("stage07 gemm clustered grid takes as many clusters as fit with a cluster tile each and refuses a GPU that holds none") {
+  // v5 (clusters of 2): an H100's 66 clusters at once for 8192² (32 × 32 cluster tiles of 256 × 256) …
+  unsigned blocks = 0;
+  CHECK(gemm_tma::cluster_grid(32 * 32, 66, 2, &blocks) == Status::Success);
+  CHECK(blocks == 132);
+  // … never a cluster without a tile (17 × 17: one cluster tile) …
+  CHECK(gemm_tma::cluster_grid(1, 66, 2, &blocks) == Status::Success);
+  CHECK(blocks == 2);
+  // … fewer clusters than SM pairs where the GPU holds fewer at once …
+  CHECK(gemm_tma::cluster_grid(240, 7, 2, &blocks) == Status::Success);
+  CHECK(blocks == 14);
+  // … and a GPU that cannot hold one cluster: FS_ERR_UNSUPPORTED_DEVICE, nothing decided.
+  blocks = 5;
+  CHECK(gemm_tma::cluster_grid(240, 0, 2, &blocks) == Status::UnsupportedDevice);
+  CHECK(blocks == 5);
 }
 
 FS_GPU_TEST_CASE("stage07 gemm fp16 is exact on small integers with fp32 and fp16 output in every transpose") {
@@ -196,6 +215,27 @@ FS_GPU_TEST_CASE("stage07 gemm is exact with more tiles than SMs where persisten
       for (int64_t kk : ks)
         for (int t = 0; t < (sanitizer ? 1 : 4); ++t)
           check_gemm(*k, padded(sized(integer_case(ab, ab), Mnk{3000, 5000, kk}, t)), ++seed, /*check_rows=*/64);
+  }
+}
+
+FS_GPU_TEST_CASE("stage07 gemm is exact at every M from 1 to 129 and with an odd number of tile-rows") {
+  FS_SKIP_WITHOUT_GPU();
+  // M = 1 … 129: every row count a 128-row tile can hold, and one past it. In a cluster of two along M
+  // (v5) the second block's tile starts at row 128: wholly past M up to 128 (it loads zeros, runs the
+  // protocol, stores nothing), one row inside at 129. N = 300: a 256-wide tile and a tail; K = 100:
+  // two k-tiles, the second a tail; the transposes in turn (t = M % 4). Then 2900 × 5000: 23 tile-rows
+  // (odd: the last cluster-row's second blocks lie past M), 240 cluster tiles of 256 × 256, 3 or 4 per
+  // cluster of an H100, the schedule's last group 4 cluster-rows; K = 300, every transpose. Under the
+  // sanitizer every 16th M, and 2900 × 5000 untransposed.
+  uint64_t seed = 77000;
+  const bool sanitizer = testing::sanitizer_sizes();
+  for (const KernelDesc* k : kAll) {
+    if (!testing::runs_here(*k)) continue;
+    for (int64_t m = 1; m <= 129; m += sanitizer ? 16 : 1)
+      check_gemm(*k, padded(sized(integer_case(DType::FP16, DType::FP32), Mnk{m, 300, 100}, int(m % 4))), ++seed);
+    for (int t = 0; t < (sanitizer ? 1 : 4); ++t)
+      check_gemm(*k, padded(sized(integer_case(DType::BF16, DType::BF16), Mnk{2900, 5000, 300}, t)), ++seed,
+                 /*check_rows=*/64);
   }
 }
 

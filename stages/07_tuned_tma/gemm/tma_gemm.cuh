@@ -1,7 +1,8 @@
 // What the stage 07 GEMM versions share, kept once so that each vN_*.cuh shows only its own idea:
 // the shared-memory operand tile that one TMA load fills and wgmma reads (its layout, its loads, its
 // matrix descriptors), the host side of the same geometry (the operands' tensor maps), the block's
-// place in C, and the epilogue of a warpgroup's accumulators.
+// place in C (one tile per block, or a persistent grid's TileSchedule), and the epilogue of a
+// warpgroup's accumulators.
 //
 // The operand tile. Every tile is kBK = 64 deep in k: 64 16-bit elements are 128 bytes, one row of the
 // 128-byte swizzle. An operand is stored either k-contiguous (K-major: A untransposed, B transposed)
@@ -57,13 +58,21 @@ struct OperandTile {
   static constexpr int kPanelBytes = kBK * kRowBytes;  // MN-major: one 64-wide panel, 8 KiB
 
   // Thread 0 issues the TMA loads of the tile whose first element is (x0, k0) into `dst` (1024-byte
-  // aligned), each counted on `full`. Parts outside the matrix arrive as zeros.
-  __device__ static void load(const CUtensorMap* map, unsigned char* dst, uint64_t* full, int32_t x0, int32_t k0) {
+  // aligned), each counted on `full`. Parts outside the matrix arrive as zeros. With a `multicast`
+  // mask (v5) each box is multicast instead (sm90::tma_load_2d_multicast): written to `dst` and
+  // counted on `full` at the same offsets in every block of the cluster the mask names. The mask is a
+  // constant at every call, so the choice costs nothing.
+  __device__ static void load(const CUtensorMap* map, unsigned char* dst, uint64_t* full, int32_t x0, int32_t k0,
+                              uint16_t multicast = 0) {
+    auto box = [&](unsigned char* d, int32_t c0, int32_t c1) {
+      if (multicast) sm90::tma_load_2d_multicast(d, map, c0, c1, full, multicast);
+      else sm90::tma_load_2d(d, map, c0, c1, full);
+    };
     if constexpr (kMNMajor) {
 #pragma unroll
-      for (int p = 0; p < kBX / 64; ++p) sm90::tma_load_2d(dst + p * kPanelBytes, map, x0 + 64 * p, k0, full);
+      for (int p = 0; p < kBX / 64; ++p) box(dst + p * kPanelBytes, x0 + 64 * p, k0);
     } else {
-      sm90::tma_load_2d(dst, map, k0, x0, full);
+      box(dst, k0, x0);
     }
   }
 
@@ -120,6 +129,44 @@ __device__ __forceinline__ void block_tile(int64_t N, int32_t& m0, int32_t& n0) 
   m0 = int32_t(blockIdx.x / tiles_n * kBM);
   n0 = int32_t(blockIdx.x % tiles_n * kBN);
 }
+
+// The order in which a persistent grid takes C's tiles (v4; v5 over its clusters' tiles). Tiles of
+// kTileM × kTileN are numbered t = 0 .. tiles − 1, and worker w of W (a block, or a cluster) takes
+// t = w, w + W, …, so at any moment the grid works on about W consecutive t. The numbering walks C in
+// groups of kGroupM tile-rows, column by column inside a group (here kGroupM = 4, tiles_m = 6,
+// tiles_n = 3; the last group is shorter):
+//
+//             n-tile 0  1  2
+//   m-tile 0       0  4  8      group 0: t = 0 .. 11
+//          1       1  5  9
+//          2       2  6 10
+//          3       3  7 11
+//          4      12 14 16      group 1: 2 tile-rows, t = 12 .. 17
+//          5      13 15 17
+//
+// so W consecutive tiles cover about kGroupM tile-rows × W / kGroupM tile-columns of C instead of
+// W / tiles_n whole tile-rows: fewer rows of A and columns of B in flight at once (each version says
+// why its kGroupM). Fewer than kGroupM tile-rows in C: one group, the order is column-major.
+template <int kTileM, int kTileN, int kGroupM>
+struct TileSchedule {
+  int64_t tiles_m, tiles_n;  // C in kTileM × kTileN tiles
+
+  __device__ TileSchedule(int64_t M, int64_t N)
+      : tiles_m((M + kTileM - 1) / kTileM), tiles_n((N + kTileN - 1) / kTileN) {}
+
+  __device__ int64_t tiles() const { return tiles_m * tiles_n; }
+
+  // The first row m0 and column n0 of tile t: multiples of the tile below M and N, so m0 ≤ M − 1 and
+  // n0 ≤ N − 1, below 2^31 (the tensor maps refuse larger extents).
+  __device__ void tile(int64_t t, int32_t& m0, int32_t& n0) const {
+    const int64_t group_tiles = kGroupM * tiles_n;  // tiles in one full group
+    const int64_t first_m = t / group_tiles * kGroupM;
+    const int64_t rows = min(int64_t(kGroupM), tiles_m - first_m);  // tile-rows in t's group
+    const int64_t in_group = t % group_tiles;
+    m0 = int32_t((first_m + in_group % rows) * kTileM);
+    n0 = int32_t(in_group / rows * kTileN);
+  }
+};
 
 // The epilogue of one warpgroup's m64nN accumulator `d` (sm90::wgmma_m64nNk16's layout), whose row 0
 // is row m0 of C and column 0 column n0: each thread stores its pairs of columns, rows g and g + 8 of

@@ -1,4 +1,4 @@
-// Stage 07 gemm: the TMA + wgmma versions v1 … v4 (fp16, bf16) — their launch, descriptors and C entries.
+// Stage 07 gemm: the TMA + wgmma versions v1 … v5 (fp16, bf16) — their launch, descriptors and C entries.
 #include <cuda.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -13,6 +13,7 @@
 #include "stages/07_tuned_tma/gemm/v2_pipeline.cuh"
 #include "stages/07_tuned_tma/gemm/v3_warp_specialization.cuh"
 #include "stages/07_tuned_tma/gemm/v4_persistent.cuh"
+#include "stages/07_tuned_tma/gemm/v5_clusters_multicast.cuh"
 
 namespace fs {
 
@@ -24,11 +25,13 @@ const GemmSupport kHalfSupport{Dtypes<DType::FP16, DType::BF16>::kMask,
                                Dtypes<DType::FP32, DType::FP16, DType::BF16>::kMask, /*operand_align=*/16};
 
 // What the launch needs of a version, named alike for each: its block tile and size, whether it is
-// persistent (a block per SM that loops over tiles, else a block per tile), its shared-memory Config,
-// its kernel for T and the transposes.
+// persistent (a block per SM that loops over tiles, else a block per tile), how many blocks stacked
+// along M make one cluster (each loading its share of B's tile for all: kBN / kClusterM wide boxes),
+// its shared-memory Config, its kernel for T and the transposes.
 struct V1 {
   static constexpr int kBM = gemm_tma_v1::kBM, kBN = gemm_tma_v1::kBN, kThreads = gemm_tma_v1::kThreads;
   static constexpr bool kPersistent = false;
+  static constexpr int kClusterM = 1;
   template <bool kTA, bool kTB>
   using Config = gemm_tma_v1::Config<kTA, kTB>;
   template <class T, bool kTA, bool kTB>
@@ -38,6 +41,7 @@ struct V1 {
 struct V2 {
   static constexpr int kBM = gemm_tma_v2::kBM, kBN = gemm_tma_v2::kBN, kThreads = gemm_tma_v2::kThreads;
   static constexpr bool kPersistent = false;
+  static constexpr int kClusterM = 1;
   template <bool kTA, bool kTB>
   using Config = gemm_tma_v2::Config<kTA, kTB>;
   template <class T, bool kTA, bool kTB>
@@ -47,6 +51,7 @@ struct V2 {
 struct V3 {
   static constexpr int kBM = gemm_tma_v3::kBM, kBN = gemm_tma_v3::kBN, kThreads = gemm_tma_v3::kThreads;
   static constexpr bool kPersistent = false;
+  static constexpr int kClusterM = 1;
   template <bool kTA, bool kTB>
   using Config = gemm_tma_v3::Config<kTA, kTB>;
   template <class T, bool kTA, bool kTB>
@@ -56,14 +61,26 @@ struct V3 {
 struct V4 {
   static constexpr int kBM = gemm_tma_v4::kBM, kBN = gemm_tma_v4::kBN, kThreads = gemm_tma_v4::kThreads;
   static constexpr bool kPersistent = true;
+  static constexpr int kClusterM = 1;
   template <bool kTA, bool kTB>
   using Config = gemm_tma_v4::Config<kTA, kTB>;
   template <class T, bool kTA, bool kTB>
   static constexpr auto kernel() { return gemm_tma_v4::gemm_tma_v4_kernel<T, kTA, kTB>; }
 };
 
+struct V5 {
+  static constexpr int kBM = gemm_tma_v5::kBM, kBN = gemm_tma_v5::kBN, kThreads = gemm_tma_v5::kThreads;
+  static constexpr bool kPersistent = true;
+  static constexpr int kClusterM = gemm_tma_v5::kClusterM;
+  template <bool kTA, bool kTB>
+  using Config = gemm_tma_v5::Config<kTA, kTB>;
+  template <class T, bool kTA, bool kTB>
+  static constexpr auto kernel() { return gemm_tma_v5::gemm_tma_v5_kernel<T, kTA, kTB>; }
+};
+
 // One instance of version V (gemm::launch_transposes picks kTA, kTB): opt in to its shared memory,
-// launch `blocks` blocks (grid_blocks).
+// launch `blocks` blocks (grid_blocks). A clustered version's kernel names its cluster shape itself
+// (__cluster_dims__), so the plain launch starts its blocks in clusters; `blocks` is a multiple of it.
 template <class V>
 struct Launch {
   template <bool kTA, bool kTB>
@@ -82,11 +99,55 @@ struct Launch {
   }
 };
 
-// The grid: one block per kBM × kBN tile of C, or for a persistent version one per SM (each SM holds
-// one block: 193 KiB of shared memory) and never more than there are tiles.
+// How many clusters of V the current GPU holds at once (cudaOccupancyMaxActiveClusters: kClusterM
+// blocks of kThreads threads and V's shared memory each, on SMs of one GPC). Every instance of V has
+// the same block, shared memory and registers (168 per thread, fixed by its launch bounds), so one
+// instance answers for all; and the answer depends on nothing else, so it is read once per device
+// and thread, as current_device reads the device's properties.
+template <class V>
+Status max_active_clusters(int* clusters) {
+  DeviceProps dev;
+  FS_RETURN_IF_ERROR(current_device(&dev));
+  thread_local int known[16];
+  thread_local bool read[16] = {};
+  if (dev.device >= 0 && dev.device < 16 && read[dev.device]) {
+    *clusters = known[dev.device];
+    return Status::Success;
+  }
+  constexpr std::size_t smem = V::template Config<false, false>::kSmemBytes;
+  static_assert(smem == gemm::max_smem_bytes<V::template Config>(), "every instance asks for the same shared memory");
+  const auto kernel = V::template kernel<__half, false, false>();
+  FS_RETURN_IF_CUDA_ERROR(gemm::allow_smem(kernel, smem));  // the query counts the opted-in size
+  cudaLaunchAttribute cluster_shape{};
+  cluster_shape.id = cudaLaunchAttributeClusterDimension;
+  cluster_shape.val.clusterDim.x = V::kClusterM;  // as the kernel's __cluster_dims__ (the runtime checks they match)
+  cluster_shape.val.clusterDim.y = 1;
+  cluster_shape.val.clusterDim.z = 1;
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(V::kClusterM);  // one cluster: the query asks how many such fit at once
+  config.blockDim = dim3(V::kThreads);
+  config.dynamicSmemBytes = smem;
+  config.attrs = &cluster_shape;
+  config.numAttrs = 1;
+  FS_RETURN_IF_CUDA_ERROR(cudaOccupancyMaxActiveClusters(clusters, kernel, &config));
+  if (dev.device >= 0 && dev.device < 16) known[dev.device] = *clusters, read[dev.device] = true;
+  return Status::Success;
+}
+
+// The grid: one block per kBM × kBN tile of C; for a persistent version one per SM (each SM holds
+// one block: 193 KiB of shared memory) and never more than there are tiles; for a clustered one
+// kClusterM blocks per cluster, as many clusters as the GPU holds at once and never more than there
+// are cluster tiles (kClusterM·kBM × kBN), through gemm_tma::cluster_grid.
 template <class V>
 Status grid_blocks(const GemmParams& p, unsigned* blocks) {
-  if constexpr (V::kPersistent) {
+  if constexpr (V::kClusterM > 1) {
+    static_assert(V::kPersistent, "a clustered version loops over cluster tiles");
+    constexpr int64_t kClusterBM = int64_t(V::kClusterM) * V::kBM;
+    const int64_t cluster_tiles = (p.m + kClusterBM - 1) / kClusterBM * ((p.n + V::kBN - 1) / V::kBN);
+    int clusters = 0;
+    FS_RETURN_IF_ERROR(max_active_clusters<V>(&clusters));
+    return gemm_tma::cluster_grid(cluster_tiles, clusters, V::kClusterM, blocks);
+  } else if constexpr (V::kPersistent) {
     DeviceProps dev;
     FS_RETURN_IF_ERROR(current_device(&dev));
     const int64_t tiles = (p.m + V::kBM - 1) / V::kBM * ((p.n + V::kBN - 1) / V::kBN);
@@ -98,17 +159,23 @@ Status grid_blocks(const GemmParams& p, unsigned* blocks) {
 }
 
 // The tensor maps are encoded on every call (tensor_map.h says why not cached yet), with the boxes of
-// V's tile.
+// V's tile: A's whole, B's share of one block of a cluster (all of it without clusters).
 template <class V>
 Status run(const GemmParams& p, cudaStream_t stream) {
   CUtensorMap a, b;
-  FS_RETURN_IF_ERROR((gemm_tma::encode_operand_maps<V::kBM, V::kBN>(p, &a, &b)));
+  FS_RETURN_IF_ERROR((gemm_tma::encode_operand_maps<V::kBM, V::kBN / V::kClusterM>(p, &a, &b)));
   unsigned blocks = 0;
   FS_RETURN_IF_ERROR(grid_blocks<V>(p, &blocks));
   return gemm::launch_transposes<Launch<V>>(p, stream, a, b, blocks);
 }
 
 }  // namespace
+
+Status gemm_tma::cluster_grid(int64_t cluster_tiles, int max_active_clusters, int cluster_size, unsigned* blocks) {
+  if (max_active_clusters < 1) return Status::UnsupportedDevice;
+  *blocks = unsigned(cluster_size * std::min(cluster_tiles, int64_t(max_active_clusters)));
+  return Status::Success;
+}
 
 const KernelDesc kGemmTmaV1 = gemm_kernel(
     {"fs_gemm_tma_v1", "stage07/gemm", "v1",
@@ -130,9 +197,15 @@ const KernelDesc kGemmTmaV4 = gemm_kernel(
      "v3 persistent: one block per SM loops over tiles in a grouped order, the next tile's loads overlap the epilogue"},
     kHalfSupport, kStageArchs, gemm::max_smem_bytes<V4::Config>(), run<V4>);
 
+const KernelDesc kGemmTmaV5 = gemm_kernel(
+    {"fs_gemm_tma_v5", "stage07/gemm", "v5",
+     "v4 in clusters of two blocks along M: each loads half of B's tile and TMA-multicasts it to both"},
+    kHalfSupport, kStageArchs, gemm::max_smem_bytes<V5::Config>(), run<V5>);
+
 }  // namespace fs
 
 FS_EXPORT_GEMM(fs_gemm_tma_v1, fs::kGemmTmaV1)
 FS_EXPORT_GEMM(fs_gemm_tma_v2, fs::kGemmTmaV2)
 FS_EXPORT_GEMM(fs_gemm_tma_v3, fs::kGemmTmaV3)
 FS_EXPORT_GEMM(fs_gemm_tma_v4, fs::kGemmTmaV4)
+FS_EXPORT_GEMM(fs_gemm_tma_v5, fs::kGemmTmaV5)

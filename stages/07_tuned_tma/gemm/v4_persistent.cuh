@@ -13,7 +13,7 @@
 //     tile's last k-tile as soon as its products retire, before their epilogue, so while they store
 //     tile i's C the producer already fills all four stages with tile i + 1's first k-tiles.
 //  3. The schedule is grouped ("swizzled"): tile t is counted column by column inside groups of
-//     kGroupM = 16 tile-rows (TileSchedule, below), not row by row across the whole of C. The 132
+//     kGroupM = 16 tile-rows (Schedule, below), not row by row across the whole of C. The 132
 //     tiles that the SMs work on at once then cover about 16 tile-rows × 8 tile-columns, 2048 × 2112
 //     of C, instead of about four whole tile-rows (at 8192³: 4 × 32 tiles, 512 × 8192 of C).
 // Why it should be faster: (a) v3 launches its tiles row-major; at 8192³ the 132 blocks that run at
@@ -39,7 +39,7 @@
 // tile has the same k_tiles); stage s = it % 4, u = it / 4: the u-th use of that stage:
 //   prologue   thread 0:  init full[0..3] (1 arrival), empty[0..3] (8 arrivals); fence; __syncthreads
 //              producer:  setmaxnreg.dec 40;  consumers: setmaxnreg.inc 232
-//   per tile   both sides: the same tile t, in the same order (TileSchedule)
+//   per tile   both sides: the same tile t, in the same order (Schedule)
 //   producer   thread 0:  (u ≥ 1) wait empty[s] for parity (u − 1) & 1      k-tile it − 4 is released
 //                         expect_tx(full[s], 48 KiB); TMA A box(es), B box(es) → stage s
 //   consumers  all 256:   wait full[s] for parity u & 1                        k-tile it has landed
@@ -84,7 +84,7 @@ using namespace gemm_tma;
 
 constexpr int kBM = 128, kBN = 256;  // block tile (k: kBK = 64)
 constexpr int kStages = 4;
-constexpr int kGroupM = 16;  // tile-rows per group of the schedule (TileSchedule)
+constexpr int kGroupM = 16;  // tile-rows per group of the schedule (Schedule)
 constexpr int kMmaM = 64;                                // rows of one wgmma: one per consumer warpgroup
 constexpr int kConsumers = kBM / kMmaM;                  // two consumer warpgroups
 constexpr int kThreads = (1 + kConsumers) * kWarpgroup;  // the producer warpgroup first: 384 threads
@@ -110,42 +110,14 @@ struct Config {
   static constexpr std::size_t kSmemBytes = 1024 + std::size_t(kStages) * kStageBytes + 2 * kStages * sizeof(uint64_t);
 };
 
-// The order in which the blocks take C's tiles. Tiles are numbered t = 0 .. tiles − 1 and block b takes
-// t = b, b + gridDim.x, …, so at any moment the grid works on about gridDim.x consecutive t. The
-// numbering walks C in groups of kGroupM tile-rows, column by column inside a group (here kGroupM = 4,
-// tiles_m = 6, tiles_n = 3; the last group is shorter):
-//
-//             n-tile 0  1  2
-//   m-tile 0       0  4  8      group 0: t = 0 .. 11
-//          1       1  5  9
-//          2       2  6 10
-//          3       3  7 11
-//          4      12 14 16      group 1: 2 tile-rows, t = 12 .. 17
-//          5      13 15 17
-//
-// Why 16: g consecutive tiles, kGroupM rows tall, need kGroupM·128 rows of A and ⌈g / kGroupM⌉·256
-// columns of B; for g = 132 (one tile per SM of an H100) that sum, 128·G + 256·132 / G, is smallest at
-// G = √(2·132) ≈ 16: a wave covers about 2048 × 2112 of C, square in elements. Fewer than 16
-// tile-rows in C: one group, the order is column-major.
-struct TileSchedule {
-  int64_t tiles_m, tiles_n;  // C in 128×256 tiles
+// The order in which the blocks take C's tiles (gemm_tma::TileSchedule): block b takes tiles b,
+// b + gridDim.x, … of a numbering that walks C in groups of kGroupM = 16 tile-rows, column by column
+// inside a group. Why 16: g consecutive tiles, kGroupM rows tall, need kGroupM·128 rows of A and
+// ⌈g / kGroupM⌉·256 columns of B; for g = 132 (one tile per SM of an H100) that sum, 128·G + 256·132 / G,
+// is smallest at G = √(2·132) ≈ 16: a wave covers about 2048 × 2112 of C, square in elements.
+using Schedule = TileSchedule<kBM, kBN, kGroupM>;
 
-  __device__ TileSchedule(int64_t M, int64_t N) : tiles_m((M + kBM - 1) / kBM), tiles_n((N + kBN - 1) / kBN) {}
-
-  __device__ int64_t tiles() const { return tiles_m * tiles_n; }
-
-  // The first row m0 and column n0 of tile t; m0, n0 < 2^31: the tensor maps refuse larger extents.
-  __device__ void tile(int64_t t, int32_t& m0, int32_t& n0) const {
-    const int64_t group_tiles = kGroupM * tiles_n;  // tiles in one full group
-    const int64_t first_m = t / group_tiles * kGroupM;
-    const int64_t rows = min(int64_t(kGroupM), tiles_m - first_m);  // tile-rows in t's group
-    const int64_t in_group = t % group_tiles;
-    m0 = int32_t((first_m + in_group % rows) * kBM);
-    n0 = int32_t(in_group / rows * kBN);
-  }
-};
-
-// grid: min(SMs, tiles) blocks, each looping over its tiles of C (TileSchedule); block: 384 threads,
+// grid: min(SMs, tiles) blocks, each looping over its tiles of C (Schedule); block: 384 threads,
 // three warpgroups.
 // T: __half or __nv_bfloat16. tmA, tmB: A and B's tensor maps (gemm_tma::encode_operand_maps<128, 256>).
 // c_dtype: FS_FP32, FS_FP16 or FS_BF16. c_pairs: C's base and ldc keep even columns 2-element aligned.
@@ -163,7 +135,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   uint64_t* full = reinterpret_cast<uint64_t*>(smem + kStages * Cfg::kStageBytes);
   uint64_t* empty = full + kStages;
 
-  const TileSchedule schedule(M, N);
+  const Schedule schedule(M, N);
   const int tid = threadIdx.x;
   const int wg = tid / kWarpgroup;  // 0: the producer; 1, 2: a consumer, rows 64·(wg − 1) .. of the tile
   const int k_tiles = int((K + kBK - 1) / kBK);  // K < 2^31: the tensor maps refuse more

@@ -5,7 +5,8 @@
 namespace fs {
 
 KernelList stage07_gemm_kernels() {
-  static const KernelDesc* const versions[] = {&kGemmTmaV1, &kGemmTmaV2, &kGemmTmaV3, &kGemmTmaV4};
+  static const KernelDesc* const versions[] = {&kGemmTmaV1, &kGemmTmaV2, &kGemmTmaV3, &kGemmTmaV4,
+                                               &kGemmTmaV5};
   return kernel_list(versions);
 }
 
