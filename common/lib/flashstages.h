@@ -42,9 +42,11 @@ typedef enum fs_status {
   FS_ERR_INVALID_SEQLENS = 10,     /* seq_lens / cu_seqlens are inconsistent, or this kernel takes none */
   FS_ERR_INVALID_LEADING_DIM = 11, /* a GEMM leading dimension is smaller than its matrix's row */
   FS_ERR_UNSUPPORTED_DEVICE = 12,  /* this kernel has no code for the current GPU, or needs more shared memory */
-  FS_ERR_INVALID_KV_HEADS = 13     /* kv_heads is negative, larger than heads, or does not divide heads;
+  FS_ERR_INVALID_KV_HEADS = 13,    /* kv_heads is negative, larger than heads, or does not divide heads;
                                       or this kernel takes no grouped K/V heads (a backward version that does
                                       not sum dK, dV over each group of query heads) */
+  FS_ERR_UNSUPPORTED_LAYOUT = 14   /* this GEMM kernel does not take this pair of transposes (trans_a, trans_b):
+                                      stage 07's int8 version reads A stored M×K and B stored N×K alone */
 } fs_status;
 
 /* Element types. A kernel's set of types is a bit mask: bit (1 << dtype). */
