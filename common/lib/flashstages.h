@@ -217,14 +217,18 @@ FS_API int fs_gemm_v10(const fs_gemm_params* params, void* stream); /* mma.sync 
 FS_API int fs_gemm_v11(const fs_gemm_params* params, void* stream); /* v9, tile configuration tuned */
 
 /* Stage 07 gemm: Hopper only (sm_90a; FS_ERR_UNSUPPORTED_DEVICE on any other GPU), the same arguments.
- * ab_dtype FS_FP16 or FS_BF16, c_dtype FS_FP32, FS_FP16 or FS_BF16; any M, N, K >= 1 and every
- * transpose. A and B are read by TMA: their bases 16-byte aligned (else FS_ERR_MISALIGNED_POINTER)
+ * v1-v4: ab_dtype FS_FP16 or FS_BF16, c_dtype FS_FP32, FS_FP16 or FS_BF16, every transpose (v6: see
+ * below); any M, N, K >= 1. A and B are read by TMA: their bases 16-byte aligned (else FS_ERR_MISALIGNED_POINTER)
  * and lda, ldb times the element size multiples of 16 bytes (else FS_ERR_INVALID_LEADING_DIM); C
  * needs only its element alignment. */
 FS_API int fs_gemm_tma_v1(const fs_gemm_params* params, void* stream); /* TMA + wgmma, one warpgroup */
 FS_API int fs_gemm_tma_v2(const fs_gemm_params* params, void* stream); /* 4 stages, 128x256, two warpgroups */
 FS_API int fs_gemm_tma_v3(const fs_gemm_params* params, void* stream); /* v2, warp-specialized producer/consumers */
 FS_API int fs_gemm_tma_v4(const fs_gemm_params* params, void* stream); /* v3, persistent, grouped tile order */
+/* v6: v4 on int8, ab_dtype FS_INT8, c_dtype FS_INT32 (alpha·acc + beta·C rounded to nearest, as stage 06
+ * v8 and v10); A stored M×K and B stored N×K alone (trans_a = 0, trans_b = 1: integer wgmma reads both
+ * operands k-contiguous), FS_ERR_UNSUPPORTED_LAYOUT for the other three; lda, ldb multiples of 16. */
+FS_API int fs_gemm_tma_v6(const fs_gemm_params* params, void* stream); /* v4 on int8: wgmma s8.s8 -> s32 */
 
 #ifdef __cplusplus
 }

@@ -7,6 +7,6 @@
 
 namespace fs {
 
-extern const KernelDesc kGemmTmaV1, kGemmTmaV2, kGemmTmaV3, kGemmTmaV4;
+extern const KernelDesc kGemmTmaV1, kGemmTmaV2, kGemmTmaV3, kGemmTmaV4, kGemmTmaV6;
 
 }  // namespace fs

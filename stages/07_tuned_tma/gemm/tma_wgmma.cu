@@ -3,10 +3,6 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
-#include <algorithm>
-#include <cstdint>
-
-#include "common/lib/device.h"
 #include "common/lib/gemm_launch.h"
 #include "stages/07_tuned_tma/gemm/gemm.h"
 #include "stages/07_tuned_tma/gemm/v1_tma_wgmma.cuh"
@@ -82,19 +78,16 @@ struct Launch {
   }
 };
 
-// The grid: one block per kBM × kBN tile of C, or for a persistent version one per SM (each SM holds
-// one block: 193 KiB of shared memory) and never more than there are tiles.
+// The grid: one block per kBM × kBN tile of C, or for a persistent version one per SM
+// (gemm_tma::persistent_blocks).
 template <class V>
 Status grid_blocks(const GemmParams& p, unsigned* blocks) {
   if constexpr (V::kPersistent) {
-    DeviceProps dev;
-    FS_RETURN_IF_ERROR(current_device(&dev));
-    const int64_t tiles = (p.m + V::kBM - 1) / V::kBM * ((p.n + V::kBN - 1) / V::kBN);
-    *blocks = unsigned(std::min(tiles, int64_t(dev.sms)));
+    return gemm_tma::persistent_blocks<V::kBM, V::kBN>(p, blocks);
   } else {
     *blocks = gemm::tile_count(p, V::kBM, V::kBN);
+    return Status::Success;
   }
-  return Status::Success;
 }
 
 // The tensor maps are encoded on every call (tensor_map.h says why not cached yet), with the boxes of
