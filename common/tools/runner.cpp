@@ -416,7 +416,9 @@ std::string gemm_refusal(Status st, const GemmParams& p, const std::vector<const
       takers.push_back(k->qualified());
     }
   }
-  const std::string who = judged.size() == 1 ? names.front() : "these versions";
+  const std::string who = takers.size() == 1   ? takers.front()
+                          : judged.size() == 1 ? names.front()
+                                               : "these versions";
   switch (st) {
     case Status::UnsupportedDtype:
       return std::string("--dtype/--c-dtype: ") + dtype_name(DType(p.ab_dtype)) + " -> " +
@@ -550,7 +552,12 @@ int run_stage(int argc, char** argv, const StageRun& stage) {
       if (std::find(own.begin(), own.end(), v.first) != own.end()) mine.push_back(v);
     const auto& judged = mine.empty() ? verdicts : mine;
     if (std::none_of(judged.begin(), judged.end(), [](const auto& v) { return v.second == Status::Success; })) {
-      const Status st = judged.back().second;  // the last version's reason; the message names them all
+      // The last version's reason, from those that take the types where any does: a version that takes
+      // them says what else is wrong (stage 07's int8 v6 refuses fp16 by its type, v4 the same call
+      // by its rows). The message names them all.
+      Status st = judged.back().second;
+      for (const auto& v : judged)
+        if (v.second != Status::UnsupportedDtype) st = v.second;
       std::vector<const KernelDesc*> kernels;
       for (const auto& v : judged) kernels.push_back(v.first);
       throw UsageError(attention ? attention_refusal(st, ap, kernels) : gemm_refusal(st, gc.shape, kernels));

@@ -107,6 +107,27 @@ GemmCase ok_case(const KernelDesc& k) {
   return padded(sized(integer_case(DType::FP16, DType::FP32), Mnk{17, 17, 17}, 0));
 }
 
+// Host-only problems: validation runs before any CUDA call, so fake non-null pointers do, A and B
+// 16-byte aligned, C 4 bytes past a boundary (as much as any C needs: its element alignment).
+GemmParams fake_params(DType ab, DType c, const Mnk& mnk, bool trans_b, int64_t lda, int64_t ldb, int64_t ldc) {
+  GemmParams p{};
+  p.m = mnk.m, p.n = mnk.n, p.k = mnk.k;
+  p.trans_b = trans_b;
+  p.ab_dtype = int32_t(ab), p.c_dtype = int32_t(c);
+  p.alpha = 1.0f;
+  p.a = reinterpret_cast<void*>(std::uintptr_t(0x10000));
+  p.b = reinterpret_cast<void*>(std::uintptr_t(0x20000));
+  p.c = reinterpret_cast<void*>(std::uintptr_t(0x30004));
+  p.lda = lda, p.ldb = ldb, p.ldc = ldc;
+  return p;
+}
+
+// `p` changed by `change`, as the version's validation judges it.
+Status validate_changed(const KernelDesc& k, GemmParams p, const std::function<void(GemmParams&)>& change) {
+  change(p);
+  return validate(p, k.gemm);
+}
+
 DeviceProps made_up_gpu(int cc, std::size_t smem_kib) {
   DeviceProps d;
   d.cc = cc;
@@ -118,23 +139,12 @@ DeviceProps made_up_gpu(int cc, std::size_t smem_kib) {
 }  // namespace
 
 FS_CPU_TEST_CASE("stage07 gemm validation refuses what TMA cannot read by name before any launch") {
-  REQUIRE(!kAll.empty());
-  // Host-only: validation runs before any CUDA call, so fake (aligned, non-null) pointers do.
-  GemmParams p{};
-  p.m = 17, p.n = 40, p.k = 24;
-  p.ab_dtype = FS_FP16, p.c_dtype = FS_FP32;
-  p.alpha = 1.0f;
-  p.a = reinterpret_cast<void*>(std::uintptr_t(0x10000));
-  p.b = reinterpret_cast<void*>(std::uintptr_t(0x20000));
-  p.c = reinterpret_cast<void*>(std::uintptr_t(0x30004));  // C needs only its element alignment
-  p.lda = 24, p.ldb = 40, p.ldc = 41;                     // 48- and 80-byte rows; ldc is free
+  REQUIRE(!kHalf.empty());
+  // 48- and 80-byte rows; ldc is free.
+  const GemmParams p = fake_params(DType::FP16, DType::FP32, Mnk{17, 40, 24}, false, 24, 40, 41);
   for (const KernelDesc* k : kHalf) {
     INFO(k->qualified());
-    auto with = [&](const std::function<void(GemmParams&)>& change) {
-      GemmParams q = p;
-      change(q);
-      return validate(q, k->gemm);
-    };
+    auto with = [&](const std::function<void(GemmParams&)>& change) { return validate_changed(*k, p, change); };
     CHECK(with([](GemmParams&) {}) == Status::Success);
     CHECK(with([](GemmParams& q) { q.ab_dtype = FS_BF16, q.c_dtype = FS_BF16; }) == Status::Success);
     CHECK(with([](GemmParams& q) { q.trans_a = 1, q.lda = 24; }) == Status::Success);  // K×M, 48-byte rows
@@ -157,22 +167,11 @@ FS_CPU_TEST_CASE("stage07 gemm validation refuses what TMA cannot read by name b
 
 FS_CPU_TEST_CASE("stage07 gemm int8 takes A stored MxK and B stored NxK alone, 16-byte rows, and refuses the rest by name") {
   REQUIRE(!kInt8.empty());
-  GemmParams p{};
-  p.m = 17, p.n = 40, p.k = 48;
-  p.trans_b = 1;  // B stored N×K
-  p.ab_dtype = FS_INT8, p.c_dtype = FS_INT32;
-  p.alpha = 1.0f;
-  p.a = reinterpret_cast<void*>(std::uintptr_t(0x10000));
-  p.b = reinterpret_cast<void*>(std::uintptr_t(0x20000));
-  p.c = reinterpret_cast<void*>(std::uintptr_t(0x30004));  // C needs only its 4-byte alignment
-  p.lda = 48, p.ldb = 64, p.ldc = 41;                     // 48- and 64-byte rows; ldc is free
+  // B stored N×K; 48- and 64-byte rows; ldc is free.
+  const GemmParams p = fake_params(DType::INT8, DType::INT32, Mnk{17, 40, 48}, true, 48, 64, 41);
   for (const KernelDesc* k : kInt8) {
     INFO(k->qualified());
-    auto with = [&](const std::function<void(GemmParams&)>& change) {
-      GemmParams q = p;
-      change(q);
-      return validate(q, k->gemm);
-    };
+    auto with = [&](const std::function<void(GemmParams&)>& change) { return validate_changed(*k, p, change); };
     CHECK(with([](GemmParams&) {}) == Status::Success);
     CHECK(with([](GemmParams& q) { q.k = 1; }) == Status::Success);  // K = 1 in rows of 48 bytes
     // The other three layouts, with leading dimensions that would fit each (48 and 64 cover M, N, K).
