@@ -103,7 +103,8 @@ void check_sizes(const KernelDesc& kernel, const GemmCase& base, uint64_t seed) 
 // A 17×17×17 problem the version takes, padded: fp16 → fp32 untransposed, or for v6 int8 → int32
 // with B stored N×K. The base of the bad-input checks.
 GemmCase ok_case(const KernelDesc& k) {
-  if (in_set(k.gemm.ab_dtypes, FS_INT8)) return padded(sized(integer_case(DType::INT8, DType::INT32), Mnk{17, 17, 17}, kTN));
+  if (in_set(k.gemm.ab_dtypes, FS_INT8))
+    return padded(sized(integer_case(DType::INT8, DType::INT32), Mnk{17, 17, 17}, kTN));
   return padded(sized(integer_case(DType::FP16, DType::FP32), Mnk{17, 17, 17}, 0));
 }
 
@@ -347,7 +348,8 @@ FS_GPU_TEST_CASE("stage07 gemm int8 is exact with more tiles than SMs where pers
   // 512: four 128-deep k-tiles, as many as the stages; 600: five with a tail, so tile and stage
   // boundaries drift apart. Under the sanitizer K = 600 alone.
   uint64_t seed = 81000;
-  const std::vector<int64_t> ks = testing::sanitizer_sizes() ? std::vector<int64_t>{600} : std::vector<int64_t>{17, 512, 600};
+  const std::vector<int64_t> ks =
+      testing::sanitizer_sizes() ? std::vector<int64_t>{600} : std::vector<int64_t>{17, 512, 600};
   for (const KernelDesc* k : kInt8) {
     if (!testing::runs_here(*k)) continue;
     for (int64_t kk : ks)

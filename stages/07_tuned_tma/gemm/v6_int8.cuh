@@ -21,9 +21,9 @@
 //  4. The epilogue stores int32 (gemm::store_pair's int32 form: fp64 alpha/beta, 8-byte pairs).
 // Why it should be faster than fp16 v4: the same shared-memory bytes and the same number of wgmma per
 // k-tile carry twice the multiply-adds, and the H100's tensor cores run int8 at twice their fp16 rate
-// (dense: about 1979 TOPS against 989 TFLOPS at the boost clock), so the main loop does twice the work
-// per cycle and per byte of DRAM; the epilogue (int32, as wide as v4's fp32) is unchanged, so it weighs
-// twice as much against a main loop that is half as long per tile.
+// (the README's peaks, SM clock × units: 2141 TOPS against 1071 TFLOPS), so the main loop does twice
+// the work per cycle and per byte of DRAM; the epilogue (int32, as wide as v4's fp32) is unchanged,
+// so it weighs twice as much against a main loop that is half as long per tile.
 // Against stage 06 v10 (mma.sync m16n8k32 int8, ldmatrix fragments): what v1–v4 gained over stage 06's
 // mma.sync in fp16 — TMA, wgmma from shared memory, warp specialization, a persistent schedule.
 // Result (H100): not measured yet. The goal: ≥ 0.8× cuBLASLt int8 (TN) at 4096³ and 8192³ in the same
