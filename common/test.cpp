@@ -402,6 +402,38 @@ FS_CPU_TEST_CASE("validation: a GEMM kernel's operand alignment refuses bases an
   CHECK(with(tma, [](auto& q) { q.lda = 32; }) == fs::Status::InvalidLeadingDim);
 }
 
+FS_CPU_TEST_CASE("validation: a GEMM kernel that takes one pair of transposes refuses the other three by name") {
+  // Stage 07's int8 version: A stored M×K (lda >= K), B stored N×K (ldb >= K), both k-contiguous.
+  fs::GemmParams p{};
+  p.m = 17, p.n = 24, p.k = 48;
+  p.trans_b = 1;
+  p.ab_dtype = FS_INT8, p.c_dtype = FS_INT32;
+  p.a = fake(0x10000), p.b = fake(0x20000), p.c = const_cast<void*>(fake(0x30004));
+  p.lda = 48, p.ldb = 48, p.ldc = 25;
+  const fs::GemmSupport tn{fs::dtype_bit(fs::DType::INT8), fs::dtype_bit(fs::DType::INT32), 16,
+                           fs::layout_bit(false, true)};
+  CHECK(tn.takes_layout(false, true));
+  CHECK(!tn.takes_layout(false, false));
+  CHECK(fs::GemmSupport{}.layouts == fs::kAllLayouts);  // every other kernel: all four
+  auto with = [&](auto change) {
+    fs::GemmParams q = p;
+    change(q);
+    return fs::validate(q, tn);
+  };
+  CHECK(with([](auto&) {}) == fs::Status::Success);
+  // Leading dimensions wide enough for every layout (48 covers M, N and K), so only the layout is wrong.
+  CHECK(with([](auto& q) { q.trans_b = 0; }) == fs::Status::UnsupportedLayout);
+  CHECK(with([](auto& q) { q.trans_a = 1; }) == fs::Status::UnsupportedLayout);
+  CHECK(with([](auto& q) { q.trans_a = 1, q.trans_b = 0; }) == fs::Status::UnsupportedLayout);
+  // Any non-zero flag is a transpose, as everywhere else.
+  CHECK(with([](auto& q) { q.trans_b = 7; }) == fs::Status::Success);
+  // The order: dtypes before the layout, the layout before the alignment.
+  CHECK(with([](auto& q) { q.trans_b = 0, q.ab_dtype = FS_FP16; }) == fs::Status::UnsupportedDtype);
+  CHECK(with([](auto& q) { q.trans_b = 0, q.a = fake(0x10008); }) == fs::Status::UnsupportedLayout);
+  CHECK(with([](auto& q) { q.a = fake(0x10008); }) == fs::Status::MisalignedPointer);
+  CHECK(with([](auto& q) { q.lda = 56; }) == fs::Status::InvalidLeadingDim);  // 56-byte rows: not TMA's 16
+}
+
 FS_CPU_TEST_CASE("TMA tensor maps: each of TMA's limits returns its code before the driver is asked") {
   fs::TensorMap2d t;
   t.base = fake(0x10000);
@@ -427,13 +459,14 @@ FS_CPU_TEST_CASE("TMA tensor maps: each of TMA's limits returns its code before 
 }
 
 FS_CPU_TEST_CASE("status codes: every code has a distinct name and a message") {
-  for (int code = FS_SUCCESS; code <= FS_ERR_INVALID_KV_HEADS; ++code) {
+  for (int code = FS_SUCCESS; code <= FS_ERR_UNSUPPORTED_LAYOUT; ++code) {
     CHECK(std::strncmp(fs_status_name(code), "FS_", 3) == 0);
     CHECK(std::strlen(fs_status_message(code)) > 5);
     for (int other = FS_SUCCESS; other < code; ++other) CHECK(std::strcmp(fs_status_name(code), fs_status_name(other)) != 0);
   }
   CHECK(std::string(fs_status_name(FS_ERR_INVALID_KV_HEADS)) == "FS_ERR_INVALID_KV_HEADS");
-  CHECK(std::string(fs_status_name(FS_ERR_INVALID_KV_HEADS + 1)) == "FS_UNKNOWN_STATUS");
+  CHECK(std::string(fs_status_name(FS_ERR_UNSUPPORTED_LAYOUT)) == "FS_ERR_UNSUPPORTED_LAYOUT");
+  CHECK(std::string(fs_status_name(FS_ERR_UNSUPPORTED_LAYOUT + 1)) == "FS_UNKNOWN_STATUS");
   CHECK(std::string(fs_status_name(-1)) == "FS_UNKNOWN_STATUS");
 }
 

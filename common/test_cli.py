@@ -77,10 +77,13 @@ class CommandLine(unittest.TestCase):
         # v2: fp16 and bf16 at D = 64, 128 only.
         self.refused("stage05", ["--dtype", "fp32", "--version", "v2"], "--dtype")
         self.refused("stage05", ["--dtype", "fp16", "--dim", "32", "--version", "v2"], "--dim")
-        # Stage 07 takes fp16 and bf16 only, and reads A and B with TMA: tight rows of 17 fp16 are
-        # 34 bytes, not a multiple of 16.
+        # Stage 07 takes fp16, bf16 and int8 (v6, B stored N×K alone), and reads A and B with TMA: tight
+        # rows of 17 fp16 are 34 bytes, of 24 int8 24 bytes, not multiples of 16.
         self.refused("stage07", ["--dtype", "fp32"], "--dtype")
-        self.refused("stage07", ["--dtype", "int8"], "--dtype")
+        self.refused("stage07", ["--dtype", "int8", "--trans-b", "0"], "--trans-b 1")
+        self.refused("stage07", ["--dtype", "int8", "--trans-a", "1"], "stage07/gemm/v6 takes")
+        self.refused("stage07", ["--dtype", "int8", "--c-dtype", "fp32"], "--c-dtype")
+        self.refused("stage07", ["--dtype", "int8", "--k", "24"], "16 int8")
         self.refused("stage07", ["--k", "17"], "--k")
         self.refused("stage07", ["--m", "1000", "--n", "20", "--k", "64"], "--n")
         self.refused("stage07", ["--version", "v7"], "--version")

@@ -217,9 +217,11 @@ FS_GPU_TEST_CASE("every launcher can be captured into a CUDA graph — and the r
       CHECK(c.passed(backward_tolerance(t)));
     } else {
       const DType ab = first_dtype(k->info.in_dtypes);
-      GemmCase g = gemm_case(100, 130, 70, ab, first_dtype(k->info.out_dtypes));
+      // B stored N×K where the version takes nothing else (stage 07's int8: its only layout).
+      const bool trans_b = !k->gemm.takes_layout(false, false);
+      GemmCase g = gemm_case(100, 130, 70, ab, first_dtype(k->info.out_dtypes), false, trans_b);
       g.integers = ab != DType::FP32;
-      g.shape.lda = 80, g.shape.ldb = 144;  // rows of 16-element multiples: what stage 07's TMA reads
+      g.shape.lda = 80, g.shape.ldb = trans_b ? 80 : 144;  // rows of 16-element multiples: what stage 07's TMA reads
       GemmFixture fixture(g, ++seed);
       capture_and_replay([&](cudaStream_t s) { return launch(*k, fixture.params(), s); }, [&] { fixture.reset_c(); });
       const GemmCheck c = fixture.compare();

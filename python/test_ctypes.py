@@ -17,7 +17,8 @@ LIB_PATH = None
 CODES = ["FS_SUCCESS", "FS_ERR_NULL_POINTER", "FS_ERR_INVALID_SIZE", "FS_ERR_UNSUPPORTED_HEAD_DIM",
          "FS_ERR_UNSUPPORTED_DTYPE", "FS_ERR_MISALIGNED_POINTER", "FS_ERR_UNSUPPORTED_MASK",
          "FS_ERR_INVALID_SCALE", "FS_ERR_OUT_OF_MEMORY", "FS_ERR_CUDA", "FS_ERR_INVALID_SEQLENS",
-         "FS_ERR_INVALID_LEADING_DIM", "FS_ERR_UNSUPPORTED_DEVICE", "FS_ERR_INVALID_KV_HEADS"]
+         "FS_ERR_INVALID_LEADING_DIM", "FS_ERR_UNSUPPORTED_DEVICE", "FS_ERR_INVALID_KV_HEADS",
+         "FS_ERR_UNSUPPORTED_LAYOUT"]
 
 
 def valid_params(**change):
@@ -44,12 +45,14 @@ def first_type(mask):
 
 
 def gemm_params(info, **change):
-    """A valid problem for a GEMM version: its first input and output types (from the registry)."""
+    """A valid problem for a GEMM version: its first input and output types (from the registry); int8
+    with B stored N×K, cuBLASLt's layout and the one every int8 version takes (stage 07's the only one)."""
     # Rows of A and B padded to 16-element multiples: 16 bytes or more for every type, what stage 07's
     # TMA loads need.
-    p = flashstages.GemmParams(m=17, n=33, k=65, ab_dtype=first_type(info.in_dtypes),
+    int8 = first_type(info.in_dtypes) == flashstages.INT8
+    p = flashstages.GemmParams(m=17, n=33, k=65, trans_b=int(int8), ab_dtype=first_type(info.in_dtypes),
                                c_dtype=first_type(info.out_dtypes), alpha=1.0, beta=0.0,
-                               a=0x10000, lda=80, b=0x20000, ldb=48, c=0x30000, ldc=33)
+                               a=0x10000, lda=80, b=0x20000, ldb=80 if int8 else 48, c=0x30000, ldc=33)
     for key, value in change.items():
         setattr(p, key, value)
     return p
@@ -177,6 +180,8 @@ class CInterface(unittest.TestCase):
                             change.update(ldb=value, ldc=value)
                         if field == "k":
                             change.update(lda=value)
+                            if gemm_params(info).trans_b:  # B stored N×K: its rows are K long too
+                                change.update(ldb=value)
                         code = self.code(info.name, gemm_params(info, **change))
                         self.assertEqual(code, "FS_ERR_INVALID_SIZE")
 

@@ -23,6 +23,7 @@
 //   wgmma_commit_group          wgmma.commit_group.sync.aligned               close a group of wgmma.mma_async
 //   wgmma_wait_group<N>         wgmma.wait_group.sync.aligned N               wait until at most N groups are in flight
 //   wgmma_m64nNk16<N, T, ...>   wgmma.mma_async.sync.aligned.m64nNk16.f32.{f16,bf16}.{f16,bf16}   D (64×N) += A·B
+//   wgmma_m64nNk32_s8<N>        wgmma.mma_async.sync.aligned.m64nNk32.s32.s8.s8   D (64×N, int32) += A·B, int8 in
 //   matrix_descriptor_sw128     the 64-bit shared-memory matrix descriptor wgmma reads A and B through
 //   wgmma_fence_operand         no instruction: keeps the compiler from moving accumulator reads across a wait
 //   setmaxnreg_dec<N>           setmaxnreg.dec.sync.aligned.u32 N             this warpgroup gives registers back: N per thread
@@ -273,6 +274,12 @@ __device__ __forceinline__ void wgmma_fence_operand(float (&d)[R]) {
 #pragma unroll
   for (int i = 0; i < R; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
+// The same for int32 accumulators (wgmma_m64nNk32_s8).
+template <int R>
+__device__ __forceinline__ void wgmma_fence_operand(int32_t (&d)[R]) {
+#pragma unroll
+  for (int i = 0; i < R; ++i) asm volatile("" : "+r"(d[i])::"memory");
+}
 
 // All earlier writes of the warpgroup's registers (accumulators included) are done before any later
 // wgmma.mma_async reads them. Required before the first wgmma of a batch.
@@ -392,13 +399,62 @@ __device__ __forceinline__ void wgmma_m64nNk16(float (&d)[N / 2], uint64_t desc_
   }
 }
 
+// The integer form: int32 accumulators ("+r"), and after them only the descriptors and scale-d, for
+// integer wgmma has neither scale-a/b (no negation of integers) nor transpose immediates.
+#define FS_SM90_D16_S32(p)                                                                                       \
+  "+r"((p)[0]), "+r"((p)[1]), "+r"((p)[2]), "+r"((p)[3]), "+r"((p)[4]), "+r"((p)[5]), "+r"((p)[6]), "+r"((p)[7]), \
+      "+r"((p)[8]), "+r"((p)[9]), "+r"((p)[10]), "+r"((p)[11]), "+r"((p)[12]), "+r"((p)[13]), "+r"((p)[14]),     \
+      "+r"((p)[15])
+#define FS_SM90_WGMMA_S8(...) FS_SM90_WGMMA_S8_IMPL(__VA_ARGS__)
+#define FS_SM90_WGMMA_S8_IMPL(SHAPE, REGS, DA, DB, SD, ...)                                            \
+  asm volatile("{\n"                                                                              \
+               ".reg .pred p;\n"                                                                  \
+               "setp.ne.b32 p, " SD ", 0;\n"                                                      \
+               "wgmma.mma_async.sync.aligned." SHAPE ".s32.s8.s8 " REGS ", " DA ", " DB ", p;\n"   \
+               "}\n"                                                                              \
+               : __VA_ARGS__                                                                      \
+               : "l"(desc_a), "l"(desc_b), "r"(int32_t(accumulate))                               \
+               : "memory")
+#define FS_SM90_OPS_S8_AFTER_128 "%128", "%129", "%130"
+
+// D(64×N, int32) = A(64×32)·B(32×N) + (accumulate ? D : 0), A and B signed 8-bit, read from shared
+// memory through their descriptors. In loop terms, for the 128 threads together:
+//   for (m < 64) for (n < N) {
+//     int32_t s = accumulate ? D[m][n] : 0;
+//     for (k < 32) s += int32_t(A[m][k]) * int32_t(B[k][n]);
+//     D[m][n] = s;
+//   }
+// exactly, in integers (no .satfinite: a sum past the int32 range would wrap; with int8 inputs each
+// product is at most 2^14 in size, so K up to 131071 cannot get there).
+// Both tiles must be K-major: A[m][k] at row m, byte k; B[k][n] at row n, byte k. Integer wgmma has
+// no transpose bits (they exist for 16-bit types only, whose transpose the hardware does on 16-bit
+// elements), so an operand stored m- or n-contiguous must be rewritten before it can be read. Byte
+// for byte a K-major int8 tile is a 16-bit one: 128-byte rows, the same 128-byte swizzle and
+// descriptors, 32 bytes of k per instruction (here 32 int8, there 16 fp16), so the instruction does
+// twice the multiply-adds of wgmma_m64nNk16 from the same shared-memory bytes, at the tensor cores'
+// int8 rate, twice their fp16 one.
+// D's layout over the warpgroup is wgmma_m64nNk16's, with int32 in place of fp32. N = 256 only: the
+// one shape the kernel uses.
+template <int N>
+__device__ __forceinline__ void wgmma_m64nNk32_s8(int32_t (&d)[N / 2], uint64_t desc_a, uint64_t desc_b,
+                                                  bool accumulate) {
+  static_assert(N == 256, "m64n256k32");
+  FS_SM90_WGMMA_S8("m64n256k32", FS_SM90_REGS_128, FS_SM90_OPS_S8_AFTER_128, FS_SM90_D16_S32(d),
+                   FS_SM90_D16_S32(d + 16), FS_SM90_D16_S32(d + 32), FS_SM90_D16_S32(d + 48), FS_SM90_D16_S32(d + 64),
+                   FS_SM90_D16_S32(d + 80), FS_SM90_D16_S32(d + 96), FS_SM90_D16_S32(d + 112));
+}
+
 #undef FS_SM90_WGMMA
 #undef FS_SM90_WGMMA_IMPL
+#undef FS_SM90_WGMMA_S8
+#undef FS_SM90_WGMMA_S8_IMPL
 #undef FS_SM90_OPS_AFTER_128
 #undef FS_SM90_OPS_AFTER_64
+#undef FS_SM90_OPS_S8_AFTER_128
 #undef FS_SM90_REGS_128
 #undef FS_SM90_REGS_64
 #undef FS_SM90_D16
+#undef FS_SM90_D16_S32
 
 // ---- setmaxnreg: moving registers from one warpgroup to another ---------------------------------
 // A block's registers are handed out at launch, the same number to every thread: the kernel's register

@@ -43,7 +43,9 @@ typedef enum fs_status {
   FS_ERR_INVALID_LEADING_DIM = 11, /* a GEMM leading dimension is smaller than its matrix's row */
   FS_ERR_UNSUPPORTED_DEVICE = 12,  /* this kernel has no code for the current GPU, needs more shared memory,
                                       or its clusters of blocks do not fit (stage 07 gemm v5) */
-  FS_ERR_INVALID_KV_HEADS = 13     /* kv_heads is negative, larger than heads, or does not divide heads */
+  FS_ERR_INVALID_KV_HEADS = 13,    /* kv_heads is negative, larger than heads, or does not divide heads */
+  FS_ERR_UNSUPPORTED_LAYOUT = 14   /* this GEMM kernel does not take this pair of transposes (trans_a, trans_b):
+                                      stage 07's int8 version reads A stored M×K and B stored N×K alone */
 } fs_status;
 
 /* Element types. A kernel's set of types is a bit mask: bit (1 << dtype). */
@@ -217,8 +219,8 @@ FS_API int fs_gemm_v10(const fs_gemm_params* params, void* stream); /* mma.sync 
 FS_API int fs_gemm_v11(const fs_gemm_params* params, void* stream); /* v9, tile configuration tuned */
 
 /* Stage 07 gemm: Hopper only (sm_90a; FS_ERR_UNSUPPORTED_DEVICE on any other GPU), the same arguments.
- * ab_dtype FS_FP16 or FS_BF16, c_dtype FS_FP32, FS_FP16 or FS_BF16; any M, N, K >= 1 and every
- * transpose. A and B are read by TMA: their bases 16-byte aligned (else FS_ERR_MISALIGNED_POINTER)
+ * v1-v5: ab_dtype FS_FP16 or FS_BF16, c_dtype FS_FP32, FS_FP16 or FS_BF16, every transpose (v6: see
+ * below); any M, N, K >= 1. A and B are read by TMA: their bases 16-byte aligned (else FS_ERR_MISALIGNED_POINTER)
  * and lda, ldb times the element size multiples of 16 bytes (else FS_ERR_INVALID_LEADING_DIM); C
  * needs only its element alignment. */
 FS_API int fs_gemm_tma_v1(const fs_gemm_params* params, void* stream); /* TMA + wgmma, one warpgroup */
@@ -226,6 +228,10 @@ FS_API int fs_gemm_tma_v2(const fs_gemm_params* params, void* stream); /* 4 stag
 FS_API int fs_gemm_tma_v3(const fs_gemm_params* params, void* stream); /* v2, warp-specialized producer/consumers */
 FS_API int fs_gemm_tma_v4(const fs_gemm_params* params, void* stream); /* v3, persistent, grouped tile order */
 FS_API int fs_gemm_tma_v5(const fs_gemm_params* params, void* stream); /* v4 in clusters of 2 along M, B multicast */
+/* v6: v4 on int8, ab_dtype FS_INT8, c_dtype FS_INT32 (alpha·acc + beta·C rounded to nearest, as stage 06
+ * v8 and v10); A stored M×K and B stored N×K alone (trans_a = 0, trans_b = 1: integer wgmma reads both
+ * operands k-contiguous), FS_ERR_UNSUPPORTED_LAYOUT for the other three; lda, ldb multiples of 16. */
+FS_API int fs_gemm_tma_v6(const fs_gemm_params* params, void* stream); /* v4 on int8: wgmma s8.s8 -> s32 */
 
 #ifdef __cplusplus
 }

@@ -31,6 +31,7 @@ Status validate(const GemmParams& p, const GemmSupport& support) {
   if (!fits_product({a_rows, p.lda, 4}) || !fits_product({b_rows, p.ldb, 4}) || !fits_product({p.m, p.ldc, 4}))
     return Status::InvalidSize;
   if (!in_set(support.ab_dtypes, p.ab_dtype) || !in_set(support.c_dtypes, p.c_dtype)) return Status::UnsupportedDtype;
+  if (!support.takes_layout(p.trans_a != 0, p.trans_b != 0)) return Status::UnsupportedLayout;
   const std::size_t in = dtype_size(DType(p.ab_dtype)), out = dtype_size(DType(p.c_dtype));
   if (misaligned(p.a, in) || misaligned(p.b, in) || misaligned(p.c, out)) return Status::MisalignedPointer;
   if (const std::size_t w = support.operand_align; w > in) {

@@ -17,8 +17,12 @@ namespace fs {
 
 using GemmParams = fs_gemm_params;
 
-// What one GEMM kernel takes: sets of input (A, B) and output (C) types, as dtype_bit() masks, and
-// the alignment its loads of A and B need.
+// The bit of one pair of transposes in GemmSupport::layouts: bit 2·trans_a + trans_b.
+constexpr uint32_t layout_bit(bool trans_a, bool trans_b) { return 1u << (2 * int(trans_a) + int(trans_b)); }
+constexpr uint32_t kAllLayouts = 0xF;
+
+// What one GEMM kernel takes: sets of input (A, B) and output (C) types, as dtype_bit() masks, the
+// pairs of transposes it reads, and the alignment its loads of A and B need.
 struct GemmSupport {
   uint32_t ab_dtypes = 0;
   uint32_t c_dtypes = 0;
@@ -26,12 +30,18 @@ struct GemmSupport {
   // multiples of; 0 asks only the element alignment. Stage 07's TMA loads need 16 (stage 06 asks
   // none: its kernels check wider alignment themselves and fall back to narrower copies).
   uint32_t operand_align = 0;
+  // The pairs (trans_a, trans_b) it takes, as layout_bit() masks: all four but for stage 07's int8
+  // version, whose integer wgmma reads both operands k-contiguous only (A untransposed, B transposed).
+  uint32_t layouts = kAllLayouts;
+
+  bool takes_layout(bool trans_a, bool trans_b) const { return (layouts & layout_bit(trans_a, trans_b)) != 0; }
 };
 
 // Checks, in this order: null pointers (FS_ERR_NULL_POINTER), sizes (FS_ERR_INVALID_SIZE: not
 // positive, or a matrix whose byte count passes 64 bits), leading dimensions
-// (FS_ERR_INVALID_LEADING_DIM), dtypes (FS_ERR_UNSUPPORTED_DTYPE), that every pointer is aligned to
-// its element size (FS_ERR_MISALIGNED_POINTER), then the kernel's operand_align: A's and B's bases
+// (FS_ERR_INVALID_LEADING_DIM), dtypes (FS_ERR_UNSUPPORTED_DTYPE), the pair of transposes
+// (FS_ERR_UNSUPPORTED_LAYOUT), that every pointer is aligned to its element size
+// (FS_ERR_MISALIGNED_POINTER), then the kernel's operand_align: A's and B's bases
 // (FS_ERR_MISALIGNED_POINTER), then their row strides (FS_ERR_INVALID_LEADING_DIM).
 Status validate(const GemmParams& p, const GemmSupport& support);
 

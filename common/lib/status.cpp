@@ -30,8 +30,11 @@ constexpr StatusText kStatusText[] = {
     {"FS_ERR_INVALID_KV_HEADS",
      "kv_heads must be 0 (one K/V head per query head) or a divisor of heads: it is negative, larger than heads, "
      "or does not divide heads"},
+    {"FS_ERR_UNSUPPORTED_LAYOUT",
+     "this GEMM kernel does not take this pair of transposes (trans_a, trans_b): stage 07's int8 version reads "
+     "A stored M×K and B stored N×K (trans_a = 0, trans_b = 1) alone, both k-contiguous as integer wgmma needs"},
 };
-constexpr int kLastStatus = FS_ERR_INVALID_KV_HEADS;
+constexpr int kLastStatus = FS_ERR_UNSUPPORTED_LAYOUT;
 static_assert(sizeof(kStatusText) / sizeof(kStatusText[0]) == kLastStatus + 1,
               "every fs_status code needs a name and a message");
 

@@ -20,6 +20,7 @@ enum class Status : int {
   InvalidLeadingDim = FS_ERR_INVALID_LEADING_DIM,
   UnsupportedDevice = FS_ERR_UNSUPPORTED_DEVICE,
   InvalidKvHeads = FS_ERR_INVALID_KV_HEADS,
+  UnsupportedLayout = FS_ERR_UNSUPPORTED_LAYOUT,
 };
 
 inline const char* status_name(Status s) { return fs_status_name(static_cast<int>(s)); }

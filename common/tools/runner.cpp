@@ -402,12 +402,20 @@ GemmCase gemm_problem(const GemmOptions& o) {
 
 std::string gemm_refusal(Status st, const GemmParams& p, const std::vector<const KernelDesc*>& judged) {
   uint32_t in = 0, out = 0;
-  std::vector<std::string> names;
+  uint32_t layouts = 0;                    // those taken by the versions that take these types
+  std::vector<std::string> names, takers;  // all judged; those that take these types
   for (const KernelDesc* k : judged) {
     in |= k->info.in_dtypes;
     out |= k->info.out_dtypes;
     names.push_back(k->qualified());
+    if (in_set(k->gemm.ab_dtypes, p.ab_dtype) && in_set(k->gemm.c_dtypes, p.c_dtype)) {
+      layouts |= k->gemm.layouts;
+      takers.push_back(k->qualified());
+    }
   }
+  const std::string who = takers.size() == 1   ? takers.front()
+                          : judged.size() == 1 ? names.front()
+                                               : "these versions";
   switch (st) {
     case Status::UnsupportedDtype:
       return std::string("--dtype/--c-dtype: ") + dtype_name(DType(p.ab_dtype)) + " -> " +
@@ -417,8 +425,18 @@ std::string gemm_refusal(Status st, const GemmParams& p, const std::vector<const
     case Status::InvalidSize: return "--m, --n, --k: " + describe(p) + " is too large (its byte counts pass 2^63)";
     case Status::InvalidLeadingDim:  // the executable stores A and B tight: their rows are K, M or N long
       return "--m, --n, --k: " + describe(p) + ": the rows of A and B (stored tight: K, M or N elements) must be " +
-             "multiples of 16 bytes (8 fp16 or bf16) for " + (judged.size() == 1 ? names.front() : "these versions") +
-             ", which read them with TMA";
+             "multiples of 16 bytes (" + std::to_string(16 / dtype_size(DType(p.ab_dtype))) + " " +
+             dtype_name(DType(p.ab_dtype)) + ") for " + who + ", which read them with TMA";
+    case Status::UnsupportedLayout: {
+      std::string taken;
+      for (int ta = 0; ta < 2; ++ta)
+        for (int tb = 0; tb < 2; ++tb)
+          if (layouts & layout_bit(ta, tb))
+            taken += std::string(taken.empty() ? "" : ", ") + "--trans-a " + std::to_string(ta) + " --trans-b " +
+                     std::to_string(tb);
+      return "--trans-a, --trans-b: " + describe(p) + " is not a layout " + join(takers) + " take" +
+             (takers.size() == 1 ? "s" : "") + " (" + taken + ")";
+    }
     default: return describe(p) + ": " + status_message(st);
   }
 }
@@ -531,7 +549,12 @@ int run_stage(int argc, char** argv, const StageRun& stage) {
       if (std::find(own.begin(), own.end(), v.first) != own.end()) mine.push_back(v);
     const auto& judged = mine.empty() ? verdicts : mine;
     if (std::none_of(judged.begin(), judged.end(), [](const auto& v) { return v.second == Status::Success; })) {
-      const Status st = judged.back().second;  // the last version's reason; the message names them all
+      // The last version's reason, from those that take the types where any does: a version that takes
+      // them says what else is wrong (stage 07's int8 v6 refuses fp16 by its type, v4 the same call
+      // by its rows). The message names them all.
+      Status st = judged.back().second;
+      for (const auto& v : judged)
+        if (v.second != Status::UnsupportedDtype) st = v.second;
       std::vector<const KernelDesc*> kernels;
       for (const auto& v : judged) kernels.push_back(v.first);
       throw UsageError(attention ? attention_refusal(st, ap, kernels) : gemm_refusal(st, gc.shape, kernels));

@@ -6,7 +6,9 @@
 // every M from 1 to 129 and an odd number of tile-rows (a clustered version's second block past M);
 // alpha and beta (a NaN-poisoned C with beta = 0 must not leak through); and every status
 // code a launcher can return, with C left untouched: TMA's alignment refused by name, the device check
-// and the clustered grid decided on made-up GPUs (CPU).
+// and the clustered grid decided on made-up GPUs (CPU). The int8 version (v6) the same way in its one
+// layout, A stored M×K and B N×K, exact over the whole int8 range, and the other three layouts refused
+// by name.
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -29,6 +31,18 @@ using testing::sized;
 namespace {
 
 const std::vector<const KernelDesc*> kAll = find_kernels("stage07/gemm");
+
+// The versions that take `ab` as inputs: v1–v5 fp16 and bf16, v6 int8.
+std::vector<const KernelDesc*> taking(DType ab) {
+  std::vector<const KernelDesc*> out;
+  for (const KernelDesc* k : kAll)
+    if (in_set(k->gemm.ab_dtypes, int32_t(ab))) out.push_back(k);
+  return out;
+}
+const std::vector<const KernelDesc*> kHalf = taking(DType::FP16), kInt8 = taking(DType::INT8);
+
+// int8 in, int32 out, A stored M×K, B stored N×K: the one problem v6 takes.
+constexpr int kTN = 1;  // sized()'s transposes: bit 1 A, bit 0 B
 
 // Small integers in [-2, 2]: every product and sum is exact in fp32, so C must equal the reference
 // rounded to C's type.
@@ -57,8 +71,12 @@ std::vector<Mnk> long_sizes() {
 int64_t a_row(const GemmParams& s) { return s.trans_a ? s.m : s.k; }
 int64_t b_row(const GemmParams& s) { return s.trans_b ? s.k : s.n; }
 
-// Tight leading dimensions keep TMA's 16-byte rows only where the row is a multiple of 8 elements.
-bool tight_is_aligned(const GemmParams& s) { return a_row(s) % 8 == 0 && b_row(s) % 8 == 0; }
+// Tight leading dimensions keep TMA's 16-byte rows only where the row is a multiple of 16 bytes (8
+// 16-bit elements, 16 int8).
+bool tight_is_aligned(const GemmParams& s) {
+  const int64_t per_16_bytes = 16 / int64_t(dtype_size(DType(s.ab_dtype)));
+  return a_row(s) % per_16_bytes == 0 && b_row(s) % per_16_bytes == 0;
+}
 
 // Padded leading dimensions (multiples of 16 elements, NaN in the padding), C's row padded too.
 GemmCase padded(GemmCase g) {
@@ -68,18 +86,49 @@ GemmCase padded(GemmCase g) {
   return g;
 }
 
-// Every size, every transpose pair; padded leading dimensions always, tight ones where TMA takes them.
-// At M = 4097 64 rows of C are checked against fp64 (the first, the last and 62 between), else all.
+// Every size, every transpose pair the version takes; padded leading dimensions always, tight ones
+// where TMA takes them. At M = 4097 64 rows of C are checked against fp64 (the first, the last and 62
+// between), else all.
 void check_sizes(const KernelDesc& kernel, const GemmCase& base, uint64_t seed) {
   std::vector<Mnk> sizes = odd_sizes();
   for (const Mnk& s : long_sizes()) sizes.push_back(s);
   for (const Mnk& mnk : sizes)
     for (int t = 0; t < 4; ++t) {
+      if (!kernel.gemm.takes_layout(t & 2, t & 1)) continue;
       const GemmCase g = sized(base, mnk, t);
       const int64_t rows = mnk.m > 1000 ? 64 : 0;
       check_gemm(kernel, padded(g), ++seed, rows);
       if (tight_is_aligned(g.shape)) check_gemm(kernel, g, ++seed, rows);
     }
+}
+
+// A 17×17×17 problem the version takes, padded: fp16 → fp32 untransposed, or for v6 int8 → int32
+// with B stored N×K. The base of the bad-input checks.
+GemmCase ok_case(const KernelDesc& k) {
+  if (in_set(k.gemm.ab_dtypes, FS_INT8))
+    return padded(sized(integer_case(DType::INT8, DType::INT32), Mnk{17, 17, 17}, kTN));
+  return padded(sized(integer_case(DType::FP16, DType::FP32), Mnk{17, 17, 17}, 0));
+}
+
+// Host-only problems: validation runs before any CUDA call, so fake non-null pointers do, A and B
+// 16-byte aligned, C 4 bytes past a boundary (as much as any C needs: its element alignment).
+GemmParams fake_params(DType ab, DType c, const Mnk& mnk, bool trans_b, int64_t lda, int64_t ldb, int64_t ldc) {
+  GemmParams p{};
+  p.m = mnk.m, p.n = mnk.n, p.k = mnk.k;
+  p.trans_b = trans_b;
+  p.ab_dtype = int32_t(ab), p.c_dtype = int32_t(c);
+  p.alpha = 1.0f;
+  p.a = reinterpret_cast<void*>(std::uintptr_t(0x10000));
+  p.b = reinterpret_cast<void*>(std::uintptr_t(0x20000));
+  p.c = reinterpret_cast<void*>(std::uintptr_t(0x30004));
+  p.lda = lda, p.ldb = ldb, p.ldc = ldc;
+  return p;
+}
+
+// `p` changed by `change`, as the version's validation judges it.
+Status validate_changed(const KernelDesc& k, GemmParams p, const std::function<void(GemmParams&)>& change) {
+  change(p);
+  return validate(p, k.gemm);
 }
 
 DeviceProps made_up_gpu(int cc, std::size_t smem_kib) {
@@ -93,23 +142,12 @@ DeviceProps made_up_gpu(int cc, std::size_t smem_kib) {
 }  // namespace
 
 FS_CPU_TEST_CASE("stage07 gemm validation refuses what TMA cannot read by name before any launch") {
-  REQUIRE(!kAll.empty());
-  // Host-only: validation runs before any CUDA call, so fake (aligned, non-null) pointers do.
-  GemmParams p{};
-  p.m = 17, p.n = 40, p.k = 24;
-  p.ab_dtype = FS_FP16, p.c_dtype = FS_FP32;
-  p.alpha = 1.0f;
-  p.a = reinterpret_cast<void*>(std::uintptr_t(0x10000));
-  p.b = reinterpret_cast<void*>(std::uintptr_t(0x20000));
-  p.c = reinterpret_cast<void*>(std::uintptr_t(0x30004));  // C needs only its element alignment
-  p.lda = 24, p.ldb = 40, p.ldc = 41;                     // 48- and 80-byte rows; ldc is free
-  for (const KernelDesc* k : kAll) {
+  REQUIRE(!kHalf.empty());
+  // 48- and 80-byte rows; ldc is free.
+  const GemmParams p = fake_params(DType::FP16, DType::FP32, Mnk{17, 40, 24}, false, 24, 40, 41);
+  for (const KernelDesc* k : kHalf) {
     INFO(k->qualified());
-    auto with = [&](const std::function<void(GemmParams&)>& change) {
-      GemmParams q = p;
-      change(q);
-      return validate(q, k->gemm);
-    };
+    auto with = [&](const std::function<void(GemmParams&)>& change) { return validate_changed(*k, p, change); };
     CHECK(with([](GemmParams&) {}) == Status::Success);
     CHECK(with([](GemmParams& q) { q.ab_dtype = FS_BF16, q.c_dtype = FS_BF16; }) == Status::Success);
     CHECK(with([](GemmParams& q) { q.trans_a = 1, q.lda = 24; }) == Status::Success);  // K×M, 48-byte rows
@@ -129,6 +167,34 @@ FS_CPU_TEST_CASE("stage07 gemm validation refuses what TMA cannot read by name b
   CHECK(fs_gemm_tma_v3(nullptr, nullptr) == FS_ERR_NULL_POINTER);
   CHECK(fs_gemm_tma_v4(nullptr, nullptr) == FS_ERR_NULL_POINTER);
   CHECK(fs_gemm_tma_v5(nullptr, nullptr) == FS_ERR_NULL_POINTER);
+}
+
+FS_CPU_TEST_CASE("stage07 gemm int8 takes A stored MxK and B stored NxK alone in 16-byte rows and refuses the rest by name") {
+  REQUIRE(!kInt8.empty());
+  // B stored N×K; 48- and 64-byte rows; ldc is free.
+  const GemmParams p = fake_params(DType::INT8, DType::INT32, Mnk{17, 40, 48}, true, 48, 64, 41);
+  for (const KernelDesc* k : kInt8) {
+    INFO(k->qualified());
+    auto with = [&](const std::function<void(GemmParams&)>& change) { return validate_changed(*k, p, change); };
+    CHECK(with([](GemmParams&) {}) == Status::Success);
+    CHECK(with([](GemmParams& q) { q.k = 1; }) == Status::Success);  // K = 1 in rows of 48 bytes
+    // The other three layouts, with leading dimensions that would fit each (48 and 64 cover M, N, K).
+    CHECK(with([](GemmParams& q) { q.trans_b = 0; }) == Status::UnsupportedLayout);
+    CHECK(with([](GemmParams& q) { q.trans_a = 1; }) == Status::UnsupportedLayout);
+    CHECK(with([](GemmParams& q) { q.trans_a = 1, q.trans_b = 0; }) == Status::UnsupportedLayout);
+    // Tight rows of 17 or 40 int8 are 17 and 40 bytes: not multiples of 16. 32 and 64 are.
+    CHECK(with([](GemmParams& q) { q.k = 17, q.lda = 17; }) == Status::InvalidLeadingDim);
+    CHECK(with([](GemmParams& q) { q.k = 40, q.ldb = 40; }) == Status::InvalidLeadingDim);
+    CHECK(with([](GemmParams& q) { q.k = 32, q.lda = 32, q.ldb = 32; }) == Status::Success);
+    // Bases off a 16-byte boundary: element-aligned (an int8 always is), not TMA-aligned.
+    CHECK(with([](GemmParams& q) { q.a = static_cast<const char*>(q.a) + 8; }) == Status::MisalignedPointer);
+    CHECK(with([](GemmParams& q) { q.b = static_cast<const char*>(q.b) + 1; }) == Status::MisalignedPointer);
+    CHECK(with([](GemmParams& q) { q.c = static_cast<char*>(q.c) + 2; }) == Status::MisalignedPointer);
+    // int32 C only; int8 A and B only.
+    CHECK(with([](GemmParams& q) { q.c_dtype = FS_FP32; }) == Status::UnsupportedDtype);
+    CHECK(with([](GemmParams& q) { q.ab_dtype = FS_FP16, q.c_dtype = FS_FP32; }) == Status::UnsupportedDtype);
+  }
+  CHECK(fs_gemm_tma_v6(nullptr, nullptr) == FS_ERR_NULL_POINTER);
 }
 
 FS_CPU_TEST_CASE("stage07 gemm runs on sm_90 alone: FS_ERR_UNSUPPORTED_DEVICE on every other GPU") {
@@ -167,7 +233,7 @@ FS_CPU_TEST_CASE("stage07 gemm clustered grid takes as many clusters as fit with
 FS_GPU_TEST_CASE("stage07 gemm fp16 is exact on small integers with fp32 and fp16 output in every transpose") {
   FS_SKIP_WITHOUT_GPU();
   uint64_t seed = 70000;
-  for (const KernelDesc* k : kAll) {
+  for (const KernelDesc* k : kHalf) {
     if (!testing::runs_here(*k)) continue;
     for (DType c : {DType::FP32, DType::FP16}) check_sizes(*k, integer_case(DType::FP16, c), seed += 1000);
   }
@@ -176,7 +242,7 @@ FS_GPU_TEST_CASE("stage07 gemm fp16 is exact on small integers with fp32 and fp1
 FS_GPU_TEST_CASE("stage07 gemm bf16 is exact on small integers with fp32 or bf16 or fp16 output in every transpose") {
   FS_SKIP_WITHOUT_GPU();
   uint64_t seed = 72000;
-  for (const KernelDesc* k : kAll) {
+  for (const KernelDesc* k : kHalf) {
     if (!testing::runs_here(*k)) continue;
     for (DType c : {DType::FP32, DType::BF16, DType::FP16}) check_sizes(*k, integer_case(DType::BF16, c), seed += 1000);
   }
@@ -188,7 +254,7 @@ FS_GPU_TEST_CASE("stage07 gemm stays within the fp32 tolerance on fractional inp
   // accumulation's, as in stage 06.
   uint64_t seed = 75000;
   const int64_t L = testing::size_for_run(1000, 300);
-  for (const KernelDesc* k : kAll) {
+  for (const KernelDesc* k : kHalf) {
     if (!testing::runs_here(*k)) continue;
     for (DType ab : {DType::FP16, DType::BF16})
       for (const Mnk& mnk : {Mnk{L, 17, L}, Mnk{300, 520, 200}})
@@ -209,7 +275,7 @@ FS_GPU_TEST_CASE("stage07 gemm is exact with more tiles than SMs where persisten
   uint64_t seed = 76000;
   const bool sanitizer = testing::sanitizer_sizes();
   const std::vector<int64_t> ks = sanitizer ? std::vector<int64_t>{300} : std::vector<int64_t>{17, 200, 300};
-  for (const KernelDesc* k : kAll) {
+  for (const KernelDesc* k : kHalf) {
     if (!testing::runs_here(*k)) continue;
     for (DType ab : {DType::FP16, DType::BF16})
       for (int64_t kk : ks)
@@ -229,7 +295,7 @@ FS_GPU_TEST_CASE("stage07 gemm is exact at every M from 1 to 129 and with an odd
   // sanitizer every 16th M, and 2900 × 5000 untransposed.
   uint64_t seed = 77000;
   const bool sanitizer = testing::sanitizer_sizes();
-  for (const KernelDesc* k : kAll) {
+  for (const KernelDesc* k : kHalf) {
     if (!testing::runs_here(*k)) continue;
     for (int64_t m = 1; m <= 129; m += sanitizer ? 16 : 1)
       check_gemm(*k, padded(sized(integer_case(DType::FP16, DType::FP32), Mnk{m, 300, 100}, int(m % 4))), ++seed);
@@ -251,7 +317,7 @@ FS_GPU_TEST_CASE("stage07 gemm alpha and beta read C when beta is not zero") {
                             {DType::FP16, DType::FP16, -1.0f, 2.0f},
                             {DType::BF16, DType::BF16, -1.0f, 2.0f},
                             {DType::FP16, DType::FP32, 0.0f, 1.0f}};  // alpha = 0 keeps beta·C alone
-  for (const KernelDesc* k : kAll) {
+  for (const KernelDesc* k : kHalf) {
     if (!testing::runs_here(*k)) continue;
     for (const AlphaBeta& r : runs)
       for (const Mnk& mnk : {Mnk{17, L, 24}, Mnk{300, 520, 200}})
@@ -267,7 +333,7 @@ FS_GPU_TEST_CASE("stage07 gemm alpha and beta read C when beta is not zero") {
 
 FS_GPU_TEST_CASE("stage07 gemm refuses rows and bases TMA cannot read — and writes nothing") {
   FS_SKIP_WITHOUT_GPU();
-  for (const KernelDesc* k : kAll) {
+  for (const KernelDesc* k : kHalf) {
     if (!testing::runs_here(*k)) continue;
     for (int t = 0; t < 4; ++t) {
       // 17×17×17 tight: every stored row 34 bytes.
@@ -292,14 +358,90 @@ FS_GPU_TEST_CASE("stage07 gemm refuses rows and bases TMA cannot read — and wr
 
 FS_GPU_TEST_CASE("stage07 gemm every version rejects bad inputs and writes nothing") {
   FS_SKIP_WITHOUT_GPU();
-  for (const KernelDesc* k : kAll)
-    testing::check_gemm_rejects_bad_inputs(*k, padded(sized(integer_case(DType::FP16, DType::FP32), Mnk{17, 17, 17}, 0)));
+  for (const KernelDesc* k : kAll) testing::check_gemm_rejects_bad_inputs(*k, ok_case(*k));
 }
 
 FS_GPU_TEST_CASE("stage07 gemm every version reports FS_ERR_CUDA when the runtime refuses the work") {
   FS_SKIP_WITHOUT_GPU();
   for (const KernelDesc* k : kAll) {
     if (!testing::runs_here(*k)) continue;  // elsewhere the device check answers first
-    testing::check_gemm_reports_cuda_error(*k, padded(sized(integer_case(DType::FP16, DType::FP32), Mnk{17, 17, 17}, 0)));
+    testing::check_gemm_reports_cuda_error(*k, ok_case(*k));
+  }
+}
+
+// ---- v6: int8 → int32, A stored M×K, B stored N×K ------------------------------------------------
+
+FS_GPU_TEST_CASE("stage07 gemm int8 is exact over the whole int8 range at every size with B stored NxK") {
+  FS_SKIP_WITHOUT_GPU();
+  // int8 inputs drawn from all of [-128, 127]: every product and sum is exact in int32 (|sum| <= K·2^14),
+  // so C must equal the fp64 reference. K = 1 and 17 leave most of the single 128-deep k-tile to TMA's
+  // zero fill; 1000 and 4097 end in a partial one. Tight rows only where K is a multiple of 16.
+  uint64_t seed = 80000;
+  for (const KernelDesc* k : kInt8) {
+    if (!testing::runs_here(*k)) continue;
+    check_sizes(*k, integer_case(DType::INT8, DType::INT32), seed);
+  }
+}
+
+FS_GPU_TEST_CASE("stage07 gemm int8 is exact with more tiles than SMs where persistent blocks loop over several tiles") {
+  FS_SKIP_WITHOUT_GPU();
+  // 3000 × 5000: 480 tiles of 128×256, 3 or 4 per block on 132 SMs. K = 17: one k-tile per tile;
+  // 512: four 128-deep k-tiles, as many as the stages; 600: five with a tail, so tile and stage
+  // boundaries drift apart. Under the sanitizer K = 600 alone.
+  uint64_t seed = 81000;
+  const std::vector<int64_t> ks =
+      testing::sanitizer_sizes() ? std::vector<int64_t>{600} : std::vector<int64_t>{17, 512, 600};
+  for (const KernelDesc* k : kInt8) {
+    if (!testing::runs_here(*k)) continue;
+    for (int64_t kk : ks)
+      check_gemm(*k, padded(sized(integer_case(DType::INT8, DType::INT32), Mnk{3000, 5000, kk}, kTN)), ++seed,
+                 /*check_rows=*/64);
+  }
+}
+
+FS_GPU_TEST_CASE("stage07 gemm int8 alpha and beta read C when beta is not zero and round as stage 06's does") {
+  FS_SKIP_WITHOUT_GPU();
+  uint64_t seed = 82000;
+  const int64_t L = testing::size_for_run(1000, 300);
+  struct AlphaBeta {
+    float alpha, beta;
+  };
+  const AlphaBeta runs[] = {{3.0f, -2.0f}, {-1.0f, 2.0f}, {0.0f, 1.0f}};  // alpha = 0 keeps beta·C alone
+  for (const KernelDesc* k : kInt8) {
+    if (!testing::runs_here(*k)) continue;
+    for (const AlphaBeta& r : runs)
+      for (const Mnk& mnk : {Mnk{17, L, 48}, Mnk{300, 520, 200}})
+        for (int64_t extra : {0, 5}) {  // ldc = N + 3 (even for odd N) or N + 5: pair stores and single ones
+          GemmCase g = padded(sized(integer_case(DType::INT8, DType::INT32), mnk, kTN));
+          g.shape.alpha = r.alpha;
+          g.shape.beta = r.beta;
+          if (extra) g.shape.ldc = g.shape.n + extra;
+          check_gemm(*k, g, ++seed);
+        }
+  }
+}
+
+FS_GPU_TEST_CASE("stage07 gemm int8 refuses the other layouts and rows or bases TMA cannot read — and writes nothing") {
+  FS_SKIP_WITHOUT_GPU();
+  for (const KernelDesc* k : kInt8) {
+    if (!testing::runs_here(*k)) continue;
+    const GemmCase ok = ok_case(*k);  // 17×17×17, lda = ldb = 48: wide enough for any layout's rows
+    // A transposed, B untransposed, or both: integer wgmma cannot read them, named before any launch.
+    testing::check_gemm_rejected(*k, ok, [](GemmParams& p) { p.trans_b = 0; }, Status::UnsupportedLayout);
+    testing::check_gemm_rejected(*k, ok, [](GemmParams& p) { p.trans_a = 1; }, Status::UnsupportedLayout);
+    testing::check_gemm_rejected(*k, ok, [](GemmParams& p) { p.trans_a = 1, p.trans_b = 0; },
+                                 Status::UnsupportedLayout);
+    // Rows of 17 and 18 bytes: not multiples of 16.
+    testing::check_gemm_rejected(*k, ok, [](GemmParams& p) { p.lda = 17; }, Status::InvalidLeadingDim);
+    testing::check_gemm_rejected(*k, ok, [](GemmParams& p) { p.ldb = 18; }, Status::InvalidLeadingDim);
+    // One element (1 byte) into the buffers: A and B off TMA's 16 bytes (C, one int32 in, stays aligned).
+    GemmCase shifted = ok;
+    shifted.shift = 1;
+    GemmFixture problem(shifted, 2, /*check_rows=*/-1);
+    Status returned = Status::Success;
+    const bool untouched = problem.untouched_after(*k, problem.params(), &returned);
+    INFO(k->qualified(), " ", describe(shifted), ": got ", status_name(returned));
+    CHECK(returned == Status::MisalignedPointer);
+    CHECK(untouched);
   }
 }

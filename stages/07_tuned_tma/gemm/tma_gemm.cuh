@@ -14,6 +14,9 @@
 //   MN-major, 64 × kBX: kBX / 64 panels side by side in x, each 64 rows (k) × 128 bytes (x 0..63 of
 //     the panel), 8 KiB apart. One TMA box of 64 (x) × 64 (k rows) per panel.
 //     byte offset of (x, k): (x / 64)·8192 + k·128 + 2·(x % 64)
+// An int8 tile (v6) is the K-major one byte for byte: 128 int8 of k per 128-byte row, one TMA box of
+// 128 (k) × kBX, the same swizzle and descriptors; a wgmma's 32 bytes of k are 32 int8 instead of 16
+// 16-bit elements. (Integer wgmma reads K-major tiles only, so int8 has no MN-major tile.)
 // Both then swizzle every 1024-byte atom of 8 rows: 16-byte chunk c of row r is stored at chunk
 // c ^ (r % 8). For one atom, the chunk each logical chunk lands in (rows down, chunks across):
 //
@@ -34,10 +37,12 @@
 #include <cuda.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdint>
 
 #include "common/device/gemm_epilogue.cuh"
 #include "common/device/sm90.cuh"
+#include "common/lib/device.h"
 #include "common/lib/gemm.h"
 #include "common/lib/tensor_map.h"
 
@@ -77,7 +82,7 @@ struct OperandTile {
   }
 
   // The descriptor of the wgmma operand that starts at row x (a multiple of 64) and k = 16·ks of the
-  // tile at shared address `tile`: extent 64 (A) or the whole kBX (B) in x, 16 in k.
+  // tile at shared address `tile` (int8: k = 32·ks): extent 64 (A) or the whole kBX (B) in x, 16 in k.
   //   K-major:  start at row x, 32 bytes per 16 k along the row; SBO = one atom (8 rows of x);
   //             LBO unused (16 k = 32 bytes stay inside one row).
   //   MN-major: start at panel x / 64, two atoms (16 k rows) per ks; SBO = one atom (8 rows of k);
@@ -97,17 +102,19 @@ template <bool kTransB, int kBN>
 using TileB = OperandTile<!kTransB, kBN>;
 
 // The tensor map OperandTile<mn_major, box_x>::load reads through: the operand as stored (x_extent =
-// M or N), the box one load copies. Host code.
+// M or N), the box one load copies: one 128-byte row wide (64 16-bit elements, or 128 int8), as many
+// rows as the tile has x (K-major) or as a row has elements (MN-major: the tile's k). Host code.
 inline TensorMap2d operand_map(bool mn_major, int box_x, const void* base, DType t, int64_t x_extent, int64_t k_extent,
                                int64_t ld) {
+  const int row_elements = kRowBytes / int(dtype_size(t));
   TensorMap2d m;
   m.base = base;
   m.dtype = t;
   m.ld = ld;
   m.cols = mn_major ? x_extent : k_extent;
   m.rows = mn_major ? k_extent : x_extent;
-  m.box_cols = 64;  // 128 bytes: the swizzle span
-  m.box_rows = mn_major ? kBK : box_x;
+  m.box_cols = row_elements;  // 128 bytes: the swizzle span
+  m.box_rows = mn_major ? row_elements : box_x;
   return m;
 }
 
@@ -121,6 +128,17 @@ Status encode_operand_maps(const GemmParams& p, CUtensorMap* a, CUtensorMap* b) 
   return encode_tensor_map(operand_map(!p.trans_b, kBN, p.b, t, p.n, p.k, p.ldb), b);
 }
 
+// A persistent kernel's grid (v4, v6): one block per SM (each SM holds one block: 193 KiB of shared
+// memory), never more than there are kBM × kBN tiles of C. Host code.
+template <int kBM, int kBN>
+Status persistent_blocks(const GemmParams& p, unsigned* blocks) {
+  DeviceProps dev;
+  FS_RETURN_IF_ERROR(current_device(&dev));
+  const int64_t tiles = (p.m + kBM - 1) / kBM * ((p.n + kBN - 1) / kBN);
+  *blocks = unsigned(std::min(tiles, int64_t(dev.sms)));
+  return Status::Success;
+}
+
 // This block's tile of C, row-major over the grid of kBM × kBN tiles (1D grid). m0, n0 < 2^31: the
 // tensor maps refuse larger extents.
 template <int kBM, int kBN>
@@ -130,7 +148,7 @@ __device__ __forceinline__ void block_tile(int64_t N, int32_t& m0, int32_t& n0) 
   n0 = int32_t(blockIdx.x % tiles_n * kBN);
 }
 
-// The order in which a persistent grid takes C's tiles (v4; v5 over its clusters' tiles). Tiles of
+// The order in which a persistent grid takes C's tiles (v4 and v6; v5 over its clusters' tiles). Tiles of
 // kTileM × kTileN are numbered t = 0 .. tiles − 1, and worker w of W (a block, or a cluster) takes
 // t = w, w + W, …, so at any moment the grid works on about W consecutive t. The numbering walks C in
 // groups of kGroupM tile-rows, column by column inside a group (here kGroupM = 4, tiles_m = 6,
@@ -168,12 +186,13 @@ struct TileSchedule {
   }
 };
 
-// The epilogue of one warpgroup's m64nN accumulator `d` (sm90::wgmma_m64nNk16's layout), whose row 0
-// is row m0 of C and column 0 column n0: each thread stores its pairs of columns, rows g and g + 8 of
-// its warp's 16, through gemm::store_pair (alpha, beta, bounds, pair stores where `pairs`).
-template <int N, class TOut>
+// The epilogue of one warpgroup's m64nN accumulator `d` (sm90::wgmma_m64nNk16's layout; fp32, or
+// int32 from wgmma_m64nNk32_s8 into int32 C), whose row 0 is row m0 of C and column 0 column n0: each
+// thread stores its pairs of columns, rows g and g + 8 of its warp's 16, through gemm::store_pair
+// (alpha, beta, bounds, pair stores where `pairs`).
+template <int N, class TOut, class TAcc>
 __device__ __forceinline__ void store_accumulators(TOut* C, int64_t ldc, int64_t M, int64_t Ncols, int64_t m0,
-                                                   int64_t n0, const float (&d)[N / 2], float alpha, float beta,
+                                                   int64_t n0, const TAcc (&d)[N / 2], float alpha, float beta,
                                                    bool pairs) {
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32 % 4;
   const int64_t m = m0 + 16 * warp + lane / 4;

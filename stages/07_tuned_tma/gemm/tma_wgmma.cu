@@ -134,10 +134,10 @@ Status max_active_clusters(int* clusters) {
   return Status::Success;
 }
 
-// The grid: one block per kBM × kBN tile of C; for a persistent version one per SM (each SM holds
-// one block: 193 KiB of shared memory) and never more than there are tiles; for a clustered one
-// kClusterM blocks per cluster, as many clusters as the GPU holds at once and never more than there
-// are cluster tiles (kClusterM·kBM × kBN), through gemm_tma::cluster_grid.
+// The grid: one block per kBM × kBN tile of C; for a persistent version one per SM
+// (gemm_tma::persistent_blocks); for a clustered one kClusterM blocks per cluster, as many clusters as
+// the GPU holds at once and never more than there are cluster tiles (kClusterM·kBM × kBN), through
+// gemm_tma::cluster_grid.
 template <class V>
 Status grid_blocks(const GemmParams& p, unsigned* blocks) {
   if constexpr (V::kClusterM > 1) {
@@ -148,14 +148,11 @@ Status grid_blocks(const GemmParams& p, unsigned* blocks) {
     FS_RETURN_IF_ERROR(max_active_clusters<V>(&clusters));
     return gemm_tma::cluster_grid(cluster_tiles, clusters, V::kClusterM, blocks);
   } else if constexpr (V::kPersistent) {
-    DeviceProps dev;
-    FS_RETURN_IF_ERROR(current_device(&dev));
-    const int64_t tiles = (p.m + V::kBM - 1) / V::kBM * ((p.n + V::kBN - 1) / V::kBN);
-    *blocks = unsigned(std::min(tiles, int64_t(dev.sms)));
+    return gemm_tma::persistent_blocks<V::kBM, V::kBN>(p, blocks);
   } else {
     *blocks = gemm::tile_count(p, V::kBM, V::kBN);
+    return Status::Success;
   }
-  return Status::Success;
 }
 
 // The tensor maps are encoded on every call (tensor_map.h says why not cached yet), with the boxes of

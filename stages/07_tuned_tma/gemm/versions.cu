@@ -1,12 +1,12 @@
 // Stage 07 gemm: the list of its versions, in order, as the registry shows them (the descriptors live
-// beside their launches: tma_wgmma.cu).
+// beside their launches: tma_wgmma.cu, and tma_wgmma_int8.cu for v6).
 #include "stages/07_tuned_tma/gemm/gemm.h"
 
 namespace fs {
 
 KernelList stage07_gemm_kernels() {
   static const KernelDesc* const versions[] = {&kGemmTmaV1, &kGemmTmaV2, &kGemmTmaV3, &kGemmTmaV4,
-                                               &kGemmTmaV5};
+                                               &kGemmTmaV5, &kGemmTmaV6};
   return kernel_list(versions);
 }
 
