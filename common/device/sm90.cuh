@@ -9,14 +9,13 @@
 //   mbarrier_arrive_expect_tx   mbarrier.arrive.expect_tx.shared::cta.b64     one arrival, and "wait for N more bytes too"
 //   mbarrier_try_wait_parity    mbarrier.try_wait.parity.shared::cta.b64      has the phase of this parity completed?
 //   mbarrier_wait_parity        a loop around try_wait: until it has
-//   mbarrier_wait_parity_cluster  the same, .acquire.cluster: for a barrier the other blocks of a cluster arrive on
 //   fence_proxy_async           fence.proxy.async.shared::cta                 plain stores to shared memory, visible to TMA/wgmma
 //   tma_load_2d                 cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
 //                               one box of a 2D tensor, global → shared, counted on an mbarrier
 //   tma_load_2d_multicast       the same ….multicast::cluster: one read of the box, written to several blocks of the cluster
 //   cluster_ctarank             mov.u32 %cluster_ctarank                      this block's rank in its cluster
 //   mapa_shared_cluster         mapa.shared::cluster.u32                      the address of the same shared variable in another block
-//   mbarrier_arrive_cluster     mbarrier.arrive.release.cluster.shared::cluster.b64   one arrival on another block's barrier
+//   mbarrier_arrive_cluster     mbarrier.arrive.shared::cluster.b64           one arrival on another block's barrier
 //   barrier_cluster_arrive      barrier.cluster.arrive.release                \ together: __syncthreads for every thread of
 //   barrier_cluster_wait        barrier.cluster.wait.acquire                  / every block of the cluster
 //   wgmma_fence                 wgmma.fence.sync.aligned                      accumulators settled before wgmma reads them
@@ -110,50 +109,27 @@ __device__ __forceinline__ void mbarrier_arrive_expect_tx(uint64_t* bar, uint32_
       : "memory");
 }
 
-// The try_wait instruction of both scopes below, with its qualifiers ("": the defaults, .acquire.cta),
-// its predicate turned into `done`.
-#define FS_SM90_TRY_WAIT_PARITY(QUALIFIERS)                                                            \
-  asm volatile("{\n"                                                                                  \
-               ".reg .pred p;\n"                                                                      \
-               "mbarrier.try_wait.parity" QUALIFIERS ".shared::cta.b64 p, [%1], %2;\n"                \
-               "selp.u32 %0, 1, 0, p;\n"                                                              \
-               "}\n"                                                                                  \
-               : "=r"(done)                                                                           \
-               : "r"(smem_address(bar)), "r"(parity)                                                  \
-               : "memory")
-
 // Whether the phase of parity `parity` has completed: true once the barrier's current phase has moved
 // past it. The hardware may suspend the thread a while before answering false, so a loop around it
 // does not burn issue slots. Acquire semantics: once it returns true, every write the phase made
 // visible (the TMA'd bytes, the arriving threads' stores) can be read. cuda::ptx::mbarrier_try_wait_parity.
 __device__ __forceinline__ bool mbarrier_try_wait_parity(uint64_t* bar, uint32_t parity) {
   uint32_t done;
-  FS_SM90_TRY_WAIT_PARITY("");
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+      "selp.u32 %0, 1, 0, p;\n"
+      "}\n"
+      : "=r"(done)
+      : "r"(smem_address(bar)), "r"(parity)
+      : "memory");
   return done != 0;
 }
 
 // `while (!phase_completed(parity)) {}`.
 __device__ __forceinline__ void mbarrier_wait_parity(uint64_t* bar, uint32_t parity) {
   while (!mbarrier_try_wait_parity(bar, parity)) {
-  }
-}
-
-// mbarrier_try_wait_parity with acquire semantics at cluster scope: for a barrier of this block that
-// threads of other blocks of the cluster arrive on (mbarrier_arrive_cluster). The default scope,
-// .cta, orders only what threads of this block released; .cluster takes in what the other blocks'
-// arrivals released too (their tensor cores' reads of a stage, say, before this block's TMA
-// overwrites it). cuda::ptx::mbarrier_try_wait_parity(sem_acquire, scope_cluster, …).
-__device__ __forceinline__ bool mbarrier_try_wait_parity_cluster(uint64_t* bar, uint32_t parity) {
-  uint32_t done;
-  FS_SM90_TRY_WAIT_PARITY(".acquire.cluster");
-  return done != 0;
-}
-
-#undef FS_SM90_TRY_WAIT_PARITY
-
-// The same loop, `while (!phase_completed(parity)) {}`, at cluster scope.
-__device__ __forceinline__ void mbarrier_wait_parity_cluster(uint64_t* bar, uint32_t parity) {
-  while (!mbarrier_try_wait_parity_cluster(bar, parity)) {
   }
 }
 
@@ -233,12 +209,16 @@ __device__ __forceinline__ uint32_t mapa_shared_cluster(const void* p, uint32_t 
 }
 
 // One arrival on an mbarrier of any block of the cluster (`remote_bar` from mapa_shared_cluster):
-// mbarrier_arrive's `arrived += 1` on that block's barrier. Release at cluster scope: what this thread
-// did before (a wgmma.wait_group's completed reads included) is ordered before whatever the waiter,
-// in the other block, does after it sees the phase complete. The state is not returned (`_`): it
-// belongs to the other block. cuda::ptx::mbarrier_arrive(sem_release, scope_cluster, space_cluster, …).
+// mbarrier_arrive's `arrived += 1` on that block's barrier. The default semantics (.release.cta), as
+// CUTLASS's ClusterBarrier::arrive(cta_id) issues it: enough for a consumer's release of a stage whose
+// reads were the tensor cores' (complete at its wgmma.wait_group) and whose next writer is the other
+// block's TMA. The .release.cluster form orders every earlier memory access of the thread at cluster
+// scope, and costs it: ptxas put a MEMBAR, an L1 invalidate and an error barrier before each arrival, and
+// in stage 07 gemm v5 those stalls took 44% of the warps' samples and half its speed (ncu, H100,
+// results/nvidia-h100-80gb-hbm3/logs/ncu_stage07_gemm_v5_4096_2026-11-23c.txt). The state is not
+// returned (`_`): it belongs to the other block. cuda::ptx::mbarrier_arrive(…, space_cluster, …).
 __device__ __forceinline__ void mbarrier_arrive_cluster(uint32_t remote_bar) {
-  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(remote_bar) : "memory");
+  asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" ::"r"(remote_bar) : "memory");
 }
 
 // The cluster-wide barrier, in two halves: every thread of every block of the cluster arrives, then

@@ -14,7 +14,7 @@ then the install prefix. kernels() lists what the library holds; call() runs any
 stage 06 and the backward passes of stage 05 included, on a params struct.
 
 flash_attention(q, k, v) is attention with gradients: a torch.autograd.Function (FlashAttention) whose
-forward is stage 04's v5 with the LSE kept and whose backward is stage 05's v7 (fp16/bf16, head_dim 64
+forward is stage 04's v5 with the LSE kept and whose backward is stage 05's v8 (fp16/bf16, head_dim 64
 or 128, K/V with Q's heads or a divisor of them).
 """
 from ._capi import (BF16, DTYPE_NAMES, FP16, FP32, INT8, INT32, LIBRARY_ENV, PARAMS_OF_PROBLEM,  # noqa: F401
@@ -29,7 +29,7 @@ DEFAULT_KERNEL = "fs_flash_fwd_v5"  # stage 04's fastest on its whole sweep (sta
 # Stage 05's fastest (stages/05_flash_bwd/README.md). It takes every dtype, head_dim and grouping of K/V
 # heads that v2 to v4 take (test_binding.py checks the first two on the library; every backward version
 # sums dK, dV over a group), so no call that an older version would run is refused by this default.
-DEFAULT_BACKWARD_KERNEL = "fs_flash_bwd_v7"
+DEFAULT_BACKWARD_KERNEL = "fs_flash_bwd_v8"
 _DTYPES = {"torch.float32": FP32, "torch.float16": FP16, "torch.bfloat16": BF16}
 _lib = None
 
@@ -246,8 +246,8 @@ def flash_attention(q, k, v, causal=False, scale=None, deterministic=False, *, k
     CUDA device, contiguous, float16 or bfloat16, D 64 or 128 (what both kernels take). causal: the
     bottom-right mask of attention(), which needs Nq <= Nk here. scale: None for 1/sqrt(D).
     deterministic: dQ bitwise the same on every backward of the same inputs (no unordered atomic adds:
-    v2's second pass, whichever of v2 to v7 is the backward; slower); dK and dV always are. The forward
-    (kernel, stage 04's v5 by default) keeps O and the LSE; the backward (backward_kernel, stage 05's v7
+    v2's second pass, whichever of v2 to v8 is the backward; slower); dK and dV always are. The forward
+    (kernel, stage 04's v5 by default) keeps O and the LSE; the backward (backward_kernel, stage 05's v8
     by default) reads them with dO. Both run on PyTorch's current
     stream. Bad input raises TypeError or ValueError here, before the library is called.
     """

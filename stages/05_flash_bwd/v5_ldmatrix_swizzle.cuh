@@ -29,8 +29,8 @@
 // boundary, unchanged.
 // ptxas -v (CUDA 13.0, sm_90), no spills, since the walk over a group's heads: 238 registers at D = 64,
 // 250 at D = 128 (before: 255 at both; v4: 238, 242).
-// Result (H100, fp16, N = 8192, non-causal; stage05.json): <!-- value: [stage05/v5/fp16/D:128/N:8192/causal:0] | .0f -->213<!-- /value --> TFLOPS at D = 128, <!-- value: [stage05/v5/fp16/D:128/N:8192/causal:0] / [stage05/v4/fp16/D:128/N:8192/causal:0] | .2f -->1.22<!-- /value -->× v4,
-//   <!-- value: [stage05/v5/fp16/D:128/N:8192/causal:0] / [sdpa_flash_bwd/fp16/D:128/N:8192/causal:0] | .2f -->0.74<!-- /value -->× SDPA flash (FA2); at D = 64 <!-- value: [stage05/v5/fp16/D:64/N:8192/causal:0] / [stage05/v4/fp16/D:64/N:8192/causal:0] | .2f -->1.23<!-- /value -->× v4, <!-- value: [stage05/v5/fp16/D:64/N:8192/causal:0] / [sdpa_flash_bwd/fp16/D:64/N:8192/causal:0] | .2f -->0.79<!-- /value -->× FA2.
+// Result (H100, fp16, N = 8192, non-causal; stage05.json): <!-- value: [stage05/v5/fp16/D:128/N:8192/causal:0] | .0f -->210<!-- /value --> TFLOPS at D = 128, <!-- value: [stage05/v5/fp16/D:128/N:8192/causal:0] / [stage05/v4/fp16/D:128/N:8192/causal:0] | .2f -->1.20<!-- /value -->× v4,
+//   <!-- value: [stage05/v5/fp16/D:128/N:8192/causal:0] / [sdpa_flash_bwd/fp16/D:128/N:8192/causal:0] | .2f -->0.71<!-- /value -->× SDPA flash (FA2); at D = 64 <!-- value: [stage05/v5/fp16/D:64/N:8192/causal:0] / [stage05/v4/fp16/D:64/N:8192/causal:0] | .2f -->1.24<!-- /value -->× v4, <!-- value: [stage05/v5/fp16/D:64/N:8192/causal:0] / [sdpa_flash_bwd/fp16/D:64/N:8192/causal:0] | .2f -->0.78<!-- /value -->× FA2.
 //
 // Run: build/h100/stages/05_flash_bwd/stage05_flash_bwd --dtype fp16 --seq 8192 --dim 128 [--causal] --version v5
 #pragma once

@@ -23,10 +23,10 @@
 // thread and query tile the gather is 128 loads + 64 packs + their addresses; ldmatrix.trans brings the
 // same fragments in 16 instructions, and the exchange costs 4 shuffles per 16 columns of a row pair.
 // Grouped-query attention: v4's walk over the group's query heads (v5 has it too), unchanged.
-// Result (H100, fp16, N = 8192; stage05.json): no faster. <!-- value: [stage05/v6/fp16/D:128/N:8192/causal:0] / [stage05/v5/fp16/D:128/N:8192/causal:0] | .2f -->0.99<!-- /value -->× v5 at D = 128 (<!-- value: [stage05/v6/fp16/D:128/N:8192/causal:1] / [stage05/v5/fp16/D:128/N:8192/causal:1] | .2f -->0.98<!-- /value -->× causal),
-//   <!-- value: [stage05/v6/fp16/D:64/N:8192/causal:0] / [stage05/v5/fp16/D:64/N:8192/causal:0] | .2f -->0.95<!-- /value -->× at D = 64 (<!-- value: [stage05/v6/fp16/D:64/N:8192/causal:1] / [stage05/v5/fp16/D:64/N:8192/causal:1] | .2f -->0.95<!-- /value -->× causal). The instructions did fall: in the profile of v7, which has
+// Result (H100, fp16, N = 8192; stage05.json): no faster. <!-- value: [stage05/v6/fp16/D:128/N:8192/causal:0] / [stage05/v5/fp16/D:128/N:8192/causal:0] | .2f -->0.99<!-- /value -->× v5 at D = 128 (<!-- value: [stage05/v6/fp16/D:128/N:8192/causal:1] / [stage05/v5/fp16/D:128/N:8192/causal:1] | .2f -->0.95<!-- /value -->× causal),
+//   <!-- value: [stage05/v6/fp16/D:64/N:8192/causal:0] / [stage05/v5/fp16/D:64/N:8192/causal:0] | .2f -->0.92<!-- /value -->× at D = 64 (<!-- value: [stage05/v6/fp16/D:64/N:8192/causal:1] / [stage05/v5/fp16/D:64/N:8192/causal:1] | .2f -->0.93<!-- /value -->× causal). The instructions did fall: in the profile of v7, which has
 //   v6's dQ, the LDS.U16 and nearly all the PRMT are gone and the kernel issues 2.83·10⁹ instructions
-//   against v5's 4.08·10⁹ (results/nvidia-h100-80gb-hbm3/logs/ncu_stage05_v5_v7_2026-11-23c.txt).
+//   against v5's 4.08·10⁹ (results/nvidia-h100-80gb-hbm3/logs/ncu_stage05_v5_v7_v8_2026-11-23c.txt).
 //   Issue slots were not what v5 waited for: its shared memory served 0.72 wavefronts per SM per cycle
 //   (of one): 63% of them ldmatrix (4 wavefronts each), 24% the gather (one per 16-bit load). The
 //   gather's 16-bit loads became ldmatrix, 2.22·10⁹ wavefronts became 1.95·10⁹ (v7's count), and the

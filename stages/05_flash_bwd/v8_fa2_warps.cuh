@@ -12,18 +12,23 @@
 //   - dQ_i += dS K_j: warp (mq, c) computes queries 32·mq .. + 31 × columns c·D/4 .. + D/4 − 1, added by
 //     v6's exchange and red.global.add.v4.f32.
 // Why it should be faster: v5 to v7 are bound by the shared-memory pipe (ncu: 0.65–0.72 wavefronts per
-// SM per cycle, 90% of them ldmatrix; results/nvidia-h100-80gb-hbm3/logs/ncu_stage05_v5_v7_2026-11-23c.txt).
+// SM per cycle, 90% of them ldmatrix; results/nvidia-h100-80gb-hbm3/logs/ncu_stage05_v5_v7_v8_2026-11-23c.txt).
 // A warp that owns 16 keys × the whole other side reuses each fragment it loads few times: v7 loads 3
 // ldmatrix.x4 per 4 mma for Sᵀ, dPᵀ and dQ and 1 per 2 for dK, dV — 0.65 per mma on the whole. Here a
 // warp's 32 × 32 tile of S takes 2 A + 2 B fragments per 8 mma (1 per 2), a 32 × 64 tile of dV 2 A + 4 B
 // per 16 (3 per 8), dQ's 32 × 32 2 + 2 per 8: 0.45 ldmatrix per mma, plus the 32-bit stores of P and
 // dS (one wavefront per warp instruction) — about a third fewer shared-memory wavefronts per mma.
 // Registers: dK_j, dV_j keep D/2 + D/2 fp32 per thread (128 at D = 128, as v7), S and dP 32 + 32 (v7:
-// 16 + 16 at D = 128); ptxas -v (CUDA 13.0, sm_90): see the README ("v8").
+// 16 + 16 at D = 128). ptxas -v (CUDA 13.0, sm_90): 251 registers at D = 64, no spills; 255 at D = 128
+// with 44 bytes of spill stores (moving the lane offsets of dV, dK and dQ into the tile loop made it 52).
 // Shared memory: sK, sV [128][D] + sQ, sdO [2][64][D] + sP, sdS [64][128] + LSE_i, delta_i: 97 KiB at
 // D = 64, 161 KiB at D = 128; one block of 256 threads per SM, as v7.
 // Grouped-query attention: v4's walk over the group's query heads, unchanged.
-// Result (H100): not measured yet.
+// Result (H100, fp16, N = 8192; stage05.json): <!-- value: [stage05/v8/fp16/D:128/N:8192/causal:0] | .0f -->262<!-- /value --> TFLOPS at D = 128, <!-- value: [stage05/v8/fp16/D:128/N:8192/causal:0] / [stage05/v7/fp16/D:128/N:8192/causal:0] | .2f -->1.28<!-- /value -->× v7,
+//   <!-- value: [stage05/v8/fp16/D:128/N:8192/causal:0] / [sdpa_flash_bwd/fp16/D:128/N:8192/causal:0] | .2f -->0.89<!-- /value -->× SDPA flash (FA2); causal <!-- value: [stage05/v8/fp16/D:128/N:8192/causal:1] / [sdpa_flash_bwd/fp16/D:128/N:8192/causal:1] | .2f -->0.89<!-- /value -->× FA2; at D = 64 <!-- value: [stage05/v8/fp16/D:64/N:8192/causal:0] / [stage05/v7/fp16/D:64/N:8192/causal:0] | .2f -->1.08<!-- /value -->× v7, <!-- value: [stage05/v8/fp16/D:64/N:8192/causal:0] / [sdpa_flash_bwd/fp16/D:64/N:8192/causal:0] | .2f -->0.81<!-- /value -->× FA2.
+//   ncu (results/nvidia-h100-80gb-hbm3/logs/ncu_stage05_v5_v7_v8_2026-11-23c.txt): 0.55 shared-memory
+//   wavefronts per SM per cycle (v7: 0.65); the first stall reason is now the wait between dependent
+//   mma (30%), the short scoreboard second (22%).
 //
 // Run: build/h100/stages/05_flash_bwd/stage05_flash_bwd --dtype fp16 --seq 8192 --dim 128 [--causal] --version v8
 #pragma once

@@ -15,7 +15,8 @@
 //     B from its own loads, the other 16 KiB of B from its peer's.
 //  3. A stage may be refilled only when both blocks are done with it (the refill writes into both):
 //     empty[s] takes 16 arrivals, 8 from this block's consumer warps and 8 from the peer's, each
-//     consumer warp arriving on empty[s] of both blocks; the producer waits for it at cluster scope.
+//     consumer warp arriving on empty[s] of both blocks (remote arrivals with the default .release.cta
+//     semantics, as CUTLASS's ClusterBarrier issues them: the .cluster forms cost half the speed).
 //  4. The schedule walks cluster tiles, in groups of 8 cluster-rows (2048 rows of C, as v4's 16
 //     tile-rows), and both blocks of a cluster walk the same ones: cluster c of the grid's g takes
 //     cluster tiles c, c + g, c + 2g …, so both blocks count the same k-tiles `it`.
@@ -34,7 +35,10 @@
 // out of L2 in v4, ≈ 5.1 TB/s in v5 — arithmetic, not a measurement: whether L2 bandwidth is what
 // holds v4 back is what running v5 against v4 shows. DRAM traffic does not change (the wave covers
 // the same 2048 × 2112 of C as v4's). Each SM's shared memory still receives 48 KiB per k-tile.
-// Result: not measured yet (written without a GPU; not yet run at all).
+// Result (H100, stage07_gemm.json, v4 and cuBLAS in the same run): <!-- value: [stage07/gemm/v5/fp16/M:8192/N:8192/K:8192] / [cublas/fp16/M:8192/N:8192/K:8192@stage07_gemm.json] | .2f -->0.97<!-- /value -->× cuBLAS at 8192³ fp16 (v4: <!-- value: [stage07/gemm/v4/fp16/M:8192/N:8192/K:8192] / [cublas/fp16/M:8192/N:8192/K:8192@stage07_gemm.json] | .2f -->0.95<!-- /value -->×),
+//   <!-- value: [stage07/gemm/v5/bf16/M:8192/N:8192/K:8192] / [cublas/bf16/M:8192/N:8192/K:8192@stage07_gemm.json] | .2f -->0.99<!-- /value -->× in bf16 (v4: <!-- value: [stage07/gemm/v4/bf16/M:8192/N:8192/K:8192] / [cublas/bf16/M:8192/N:8192/K:8192@stage07_gemm.json] | .2f -->0.94<!-- /value -->×); at 4096³ <!-- value: [stage07/gemm/v5/fp16/M:4096/N:4096/K:4096] / [cublas/fp16/M:4096/N:4096/K:4096@stage07_gemm.json] | .2f -->0.88<!-- /value -->× fp16 (v4: <!-- value: [stage07/gemm/v4/fp16/M:4096/N:4096/K:4096] / [cublas/fp16/M:4096/N:4096/K:4096@stage07_gemm.json] | .2f -->0.88<!-- /value -->×), <!-- value: [stage07/gemm/v5/bf16/M:4096/N:4096/K:4096] / [cublas/bf16/M:4096/N:4096/K:4096@stage07_gemm.json] | .2f -->0.90<!-- /value -->× bf16 (v4: <!-- value: [stage07/gemm/v4/bf16/M:4096/N:4096/K:4096] / [cublas/bf16/M:4096/N:4096/K:4096@stage07_gemm.json] | .2f -->0.87<!-- /value -->×).
+//   The first run, with remote arrivals and the producer's wait at cluster scope, ran at half v4's
+//   speed: see sm90::mbarrier_arrive_cluster.
 // What it costs: one more arrival per consumer warp and k-tile, on the peer's empty[s] (through the
 // cluster's shared-memory network); the two blocks of a cluster advance in lock step (a stage is
 // refilled only when the slower of the two is done with it); with an odd number of 128-row tile-rows
@@ -48,7 +52,7 @@
 //              all 384:   barrier.cluster arrive + wait     both blocks' barriers are initialized
 //              producer:  setmaxnreg.dec 40;  consumers: setmaxnreg.inc 232
 //   per tile   both sides of both blocks: the same cluster tile, in the same order (Schedule)
-//   producer   thread 0:  (u ≥ 1) wait empty[s] for parity (u − 1) & 1, acquire.cluster
+//   producer   thread 0:  (u ≥ 1) wait empty[s] for parity (u − 1) & 1
 //                                              k-tile it − 4 is released by both blocks' 16 warps
 //                         expect_tx(full[s], 48 KiB)   all of it: own A 16 + own B half 16 + peer's B half 16
 //                         TMA A rows m0 + 128r → own stage s (counts on own full[s])
@@ -220,11 +224,10 @@ __global__ void __cluster_dims__(kClusterM, 1, 1) __launch_bounds__(kThreads, 1)
           const int s = int(it % kStages);
           const int64_t u = it / kStages;
           // Use u of stage s needs use u − 1 consumed in both blocks (this block's multicast writes
-          // into both): phase u − 1 of empty[s], its 16 arrivals from both blocks' consumer warps. The
-          // wait's acquire at cluster scope, after their wgmma_wait_group and release-arrive (the
-          // peer's at cluster scope), orders their tensor-core reads of the stage before the TMA
-          // writes below, in this block's shared memory and the peer's.
-          if (u > 0) sm90::mbarrier_wait_parity_cluster(&empty[s], uint32_t(u - 1) & 1);
+          // into both): phase u − 1 of empty[s], its 16 arrivals from both blocks' consumer warps,
+          // each made after that warp's wgmma_wait_group (its tensor cores' reads of the stage done),
+          // so the TMA writes below, into this block's shared memory and the peer's, come after them.
+          if (u > 0) sm90::mbarrier_wait_parity(&empty[s], uint32_t(u - 1) & 1);
           unsigned char* sA = smem + s * Cfg::kStageBytes;
           // Announce the whole stage: this block's A and B part and the peer's B part, which the
           // peer's multicast counts on this same barrier. Then issue the boxes.
@@ -243,8 +246,9 @@ __global__ void __cluster_dims__(kClusterM, 1, 1) __launch_bounds__(kThreads, 1)
     const uint32_t smem0 = sm90::smem_address(smem);
     // Lane 0 releases k-tile j's stage for this warp in both blocks: one of the 16 arrivals of that
     // use on empty[j % 4] of each (this block's own through its cluster address: one code path).
-    // Release at cluster scope: this warp's completed reads of the stage are ordered before either
-    // producer's refill. Lane 0 speaks for the warp: the wait before it is warp-synchronous.
+    // Its wgmma_wait_group has completed this warp's reads of the stage, so either producer may refill
+    // it (sm90::mbarrier_arrive_cluster says why the default semantics suffice and what the .cluster
+    // ones cost). Lane 0 speaks for the warp: the wait before it is warp-synchronous.
     auto release = [&](int64_t j) {
       if (tid % 32 != 0) return;
 #pragma unroll
