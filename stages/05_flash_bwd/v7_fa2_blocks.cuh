@@ -22,9 +22,12 @@
 // D = 64, 104.5 KiB at D = 128.
 // Result (H100, fp16, N = 8192; stage05.json): <!-- value: [stage05/v7/fp16/D:128/N:8192/causal:0] | .0f -->204<!-- /value --> TFLOPS at D = 128, <!-- value: [stage05/v7/fp16/D:128/N:8192/causal:0] / [stage05/v6/fp16/D:128/N:8192/causal:0] | .2f -->0.99<!-- /value -->× v6, <!-- value: [stage05/v7/fp16/D:128/N:8192/causal:0] / [stage05/v5/fp16/D:128/N:8192/causal:0] | .2f -->0.97<!-- /value -->× v5,
 //   <!-- value: [stage05/v7/fp16/D:128/N:8192/causal:0] / [sdpa_flash_bwd/fp16/D:128/N:8192/causal:0] | .2f -->0.69<!-- /value -->× SDPA flash (FA2); causal <!-- value: [stage05/v7/fp16/D:128/N:8192/causal:1] / [stage05/v6/fp16/D:128/N:8192/causal:1] | .2f -->0.99<!-- /value -->× v6; at D = 64 <!-- value: [stage05/v7/fp16/D:64/N:8192/causal:0] / [stage05/v6/fp16/D:64/N:8192/causal:0] | .2f -->1.06<!-- /value -->× v6, <!-- value: [stage05/v7/fp16/D:64/N:8192/causal:0] / [sdpa_flash_bwd/fp16/D:64/N:8192/causal:0] | .2f -->0.75<!-- /value -->× FA2.
-//   A gain, smaller than the halved reductions promised: shared memory stays the limit (ncu, the log
-//   v6's header names: 0.65 wavefronts per SM per cycle, 90% of them ldmatrix, 0.65 ldmatrix per
-//   HMMA, short scoreboard 37% of the stall samples).
+//   At D = 128 no gain, at D = 64 a small one — far less than the halved reductions promised. Before
+//   the walk over a group's query heads (same day, an earlier call) v7 ran at 221 TFLOPS at D = 128,
+//   1.05× v6; the walk's bookkeeping pushed it to 255 registers with 4 bytes of spill at D = 128 (v6,
+//   v5: no spill), which took that gain back. Either way shared memory stays the limit (ncu, the log
+//   v6's header names, taken before the walk: 0.65 wavefronts per SM per cycle, 90% of them ldmatrix,
+//   0.65 ldmatrix per HMMA, short scoreboard 37% of the stall samples) — v8's warp tiles address it.
 //
 // Run: build/h100/stages/05_flash_bwd/stage05_flash_bwd --dtype fp16 --seq 8192 --dim 128 [--causal] --version v7
 #pragma once
