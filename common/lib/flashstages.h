@@ -196,6 +196,7 @@ FS_API int fs_flash_bwd_v5(const fs_attention_bwd_params* params, void* stream);
 FS_API int fs_flash_bwd_v6(const fs_attention_bwd_params* params, void* stream);
 FS_API int fs_flash_bwd_v7(const fs_attention_bwd_params* params, void* stream);
 FS_API int fs_flash_bwd_v8(const fs_attention_bwd_params* params, void* stream);
+FS_API int fs_flash_bwd_v9(const fs_attention_bwd_params* params, void* stream);
 
 /* ---- GEMM ------------------------------------------------------------------------------------- */
 

@@ -13,6 +13,7 @@
 #include "v6_dq_ldmatrix.cuh"
 #include "v7_fa2_blocks.cuh"
 #include "v8_fa2_warps.cuh"
+#include "v9_tiles_per_head_dim.cuh"
 
 namespace fs {
 
@@ -63,8 +64,8 @@ const KernelDesc kFlashBwdV3 = attention_bwd_kernel(
     bwd::v2::kSupport, kStageArchs, kMmaSmemBytes, bwd::run_v3, flash_bwd_v2_extra_bytes, /*traffic_bytes=*/nullptr,
     delta_extra_bytes);
 
-// v4 to v8 take what v3 takes and allocate what v3 allocates; their K/V kernels (tiles KvConfig) ask
-// for shared memory of their own (two stages of the query tiles; v5's to v8's unpadded), which v2's dQ kernel
+// v4 to v9 take what v3 takes and allocate what v3 allocates; their K/V kernels (tiles KvConfig) ask
+// for shared memory of their own (two stages of the query tiles; v5's to v9's unpadded), which v2's dQ kernel
 // may still exceed.
 template <template <int> class KvConfig>
 constexpr std::size_t streamed_smem_bytes() {
@@ -104,10 +105,16 @@ const KernelDesc kFlashBwdV8 = attention_bwd_kernel(
     bwd::v2::kSupport, kStageArchs, streamed_smem_bytes<bwd::v8::Config>(), bwd::run_v8, flash_bwd_v2_extra_bytes,
     /*traffic_bytes=*/nullptr, delta_extra_bytes);
 
+const KernelDesc kFlashBwdV9 = attention_bwd_kernel(
+    {"fs_flash_bwd_v9", "stage05", "v9",
+     "v8 with the query tile sized per head_dim: Br = 128 at D = 64 (S, dP warp tiles 64 x 32, dQ 32 x 32), 64 at D = 128"},
+    bwd::v2::kSupport, kStageArchs, streamed_smem_bytes<bwd::v9::Config>(), bwd::run_v9, flash_bwd_v2_extra_bytes,
+    /*traffic_bytes=*/nullptr, delta_extra_bytes);
+
 KernelList stage05_kernels() {
   static const KernelDesc* const versions[] = {&kFlashBwdV0, &kFlashBwdV1, &kFlashBwdV2, &kFlashBwdV3,
                                                &kFlashBwdV4, &kFlashBwdV5, &kFlashBwdV6,
-                                               &kFlashBwdV7, &kFlashBwdV8};
+                                               &kFlashBwdV7, &kFlashBwdV8, &kFlashBwdV9};
   return kernel_list(versions);
 }
 
@@ -122,3 +129,4 @@ FS_EXPORT_ATTENTION_BWD(fs_flash_bwd_v5, fs::kFlashBwdV5)
 FS_EXPORT_ATTENTION_BWD(fs_flash_bwd_v6, fs::kFlashBwdV6)
 FS_EXPORT_ATTENTION_BWD(fs_flash_bwd_v7, fs::kFlashBwdV7)
 FS_EXPORT_ATTENTION_BWD(fs_flash_bwd_v8, fs::kFlashBwdV8)
+FS_EXPORT_ATTENTION_BWD(fs_flash_bwd_v9, fs::kFlashBwdV9)

@@ -1,4 +1,4 @@
-// Stage 05 — FlashAttention backward. Its versions, as the registry lists them (fs_flash_bwd_v0 .. v8
+// Stage 05 — FlashAttention backward. Its versions, as the registry lists them (fs_flash_bwd_v0 .. v9
 // in C; fs_attention_bwd_params in common/lib/flashstages.h), and the device memory each allocates.
 //
 //   v0  fp32, fp16, bf16; any head_dim up to 256; P and dS materialized    (the naive baseline)
@@ -10,6 +10,7 @@
 //   v6  what v5 takes; the dQ product's K operand by ldmatrix too
 //   v7  what v6 takes; 128 keys and 8 warps per block
 //   v8  what v7 takes; FlashAttention-2's warp tiles, P and dS through shared memory
+//   v9  what v8 takes; 128-row query tiles at D = 64
 // All take dense batches only: seq_lens and cu_seqlens are refused (FS_ERR_INVALID_SEQLENS).
 #pragma once
 
@@ -19,7 +20,7 @@
 
 namespace fs {
 
-extern const KernelDesc kFlashBwdV0, kFlashBwdV1, kFlashBwdV2, kFlashBwdV3, kFlashBwdV4, kFlashBwdV5, kFlashBwdV6, kFlashBwdV7, kFlashBwdV8;
+extern const KernelDesc kFlashBwdV0, kFlashBwdV1, kFlashBwdV2, kFlashBwdV3, kFlashBwdV4, kFlashBwdV5, kFlashBwdV6, kFlashBwdV7, kFlashBwdV8, kFlashBwdV9;
 
 // v0: P and dS, B·H·Nq·Nk elements each in the input type, and delta when the caller gives no buffer
 // for it.
@@ -28,7 +29,7 @@ std::size_t flash_bwd_v0_extra_bytes(const AttentionParams& params);
 // read twice.
 double flash_bwd_v0_traffic_bytes(const AttentionParams& params);
 
-// v2 to v8: dQ / scale in fp32, B·H·Nq·D floats (the atomic path; the deterministic one allocates none
+// v2 to v9: dQ / scale in fp32, B·H·Nq·D floats (the atomic path; the deterministic one allocates none
 // of it), and delta when the caller gives no buffer for it.
 std::size_t flash_bwd_v2_extra_bytes(const AttentionParams& params);
 

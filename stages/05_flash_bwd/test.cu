@@ -121,9 +121,9 @@ FS_GPU_TEST_CASE("stage05 every version rejects bad inputs and writes nothing") 
   rejected1([](P& p) { p.d_o = static_cast<const char*>(p.d_o) + 4; }, Status::MisalignedPointer);
   rejected1([](P& p) { p.dk = static_cast<char*>(p.dk) + 4; }, Status::MisalignedPointer);
   const AttentionParams ok2 = attention_shape(2, 2, 17, 40, 64, DType::BF16);
-  // v3 to v8 take what v2 takes
+  // v3 to v9 take what v2 takes
   for (const KernelDesc* k : {&kFlashBwdV2, &kFlashBwdV3, &kFlashBwdV4, &kFlashBwdV5, &kFlashBwdV6, &kFlashBwdV7,
-                              &kFlashBwdV8}) {
+                              &kFlashBwdV8, &kFlashBwdV9}) {
     auto rejected2 = [&](const std::function<void(P&)>& bad, Status expected) {
       testing::check_bwd_rejected(*k, ok2, bad, expected);
     };
@@ -160,7 +160,7 @@ FS_CPU_TEST_CASE("stage05 through the C interface: named codes before any launch
   const Entry entries[] = {{fs_flash_bwd_v0, FS_FP16}, {fs_flash_bwd_v1, FS_FP32}, {fs_flash_bwd_v2, FS_BF16},
                            {fs_flash_bwd_v3, FS_FP16}, {fs_flash_bwd_v4, FS_BF16}, {fs_flash_bwd_v5, FS_FP16},
                            {fs_flash_bwd_v6, FS_BF16}, {fs_flash_bwd_v7, FS_FP16},
-                           {fs_flash_bwd_v8, FS_BF16}};
+                           {fs_flash_bwd_v8, FS_BF16}, {fs_flash_bwd_v9, FS_FP16}};
   for (const Entry& e : entries) {
     fs_attention_bwd_params p{};
     p.fwd.batch = p.fwd.heads = p.fwd.seq_q = p.fwd.seq_k = 1;

@@ -179,7 +179,7 @@ struct DqScalarRed {
 // the diagonal crosses (masked), [full_begin, full_end) every key visible (no mask), [full_end, count)
 // the Nq tail tile, or every tile when the block holds the Nk tail (masked). Under the causal mask query
 // row i sees key k0 from i = k0 - offset on, and every key of the block from i = k0 + Bc - 1 - offset
-// on. v4 to v8 walk the same runs.
+// on. v4 to v9 walk the same runs.
 struct QueryTileRuns {
   int64_t first, full_begin, full_end, count;
 };

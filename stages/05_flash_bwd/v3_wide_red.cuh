@@ -35,7 +35,7 @@
 // Result (H100, fp16, N = 8192, non-causal, measured before the loop over a group's heads; stage05.json):
 //   <!-- value: [stage05/v3/fp16/D:128/N:8192/causal:0] | .0f -->164<!-- /value --> TFLOPS at D = 128,
 //   <!-- value: [stage05/v3/fp16/D:128/N:8192/causal:0] / [stage05/v2/fp16/D:128/N:8192/causal:0] | .2f -->1.48<!-- /value -->× v2's atomic dQ and <!-- value: [stage05/v3/fp16/D:128/N:8192/causal:0] / [stage05/v2_deterministic/fp16/D:128/N:8192/causal:0] | .2f -->1.18<!-- /value -->× its deterministic pass;
-//   <!-- value: [stage05/v3/fp16/D:128/N:8192/causal:0] / [sdpa_flash_bwd/fp16/D:128/N:8192/causal:0] | .2f -->0.55<!-- /value -->× SDPA flash (FA2).
+//   <!-- value: [stage05/v3/fp16/D:128/N:8192/causal:0] / [sdpa_flash_bwd/fp16/D:128/N:8192/causal:0] | .2f -->0.56<!-- /value -->× SDPA flash (FA2).
 //
 // Run: build/h100/stages/05_flash_bwd/stage05_flash_bwd --dtype fp16 --seq 8192 --dim 128 [--causal] --version v3
 #pragma once

@@ -23,6 +23,9 @@
 // thread and query tile the gather is 128 loads + 64 packs + their addresses; ldmatrix.trans brings the
 // same fragments in 16 instructions, and the exchange costs 4 shuffles per 16 columns of a row pair.
 // Grouped-query attention: v4's walk over the group's query heads (v5 has it too), unchanged.
+// One reduction per 16 columns, its four values chosen by the lane's parity: written first as two
+// calls, one per branch, it cost v8 7% (262 against 282 TFLOPS at D = 128, in runs whose SDPA flash
+// agreed within 0.3%); v6's and v7's rows below were measured with that first form.
 // Result (H100, fp16, N = 8192; stage05.json): no faster. <!-- value: [stage05/v6/fp16/D:128/N:8192/causal:0] / [stage05/v5/fp16/D:128/N:8192/causal:0] | .2f -->0.99<!-- /value -->× v5 at D = 128 (<!-- value: [stage05/v6/fp16/D:128/N:8192/causal:1] / [stage05/v5/fp16/D:128/N:8192/causal:1] | .2f -->0.95<!-- /value -->× causal),
 //   <!-- value: [stage05/v6/fp16/D:64/N:8192/causal:0] / [stage05/v5/fp16/D:64/N:8192/causal:0] | .2f -->0.92<!-- /value -->× at D = 64 (<!-- value: [stage05/v6/fp16/D:64/N:8192/causal:1] / [stage05/v5/fp16/D:64/N:8192/causal:1] | .2f -->0.93<!-- /value -->× causal). The instructions did fall: in the profile of v7, which has
 //   v6's dQ, the LDS.U16 and nearly all the PRMT are gone and the kernel issues 2.83·10⁹ instructions

@@ -24,9 +24,12 @@
 // Shared memory: sK, sV [128][D] + sQ, sdO [2][64][D] + sP, sdS [64][128] + LSE_i, delta_i: 97 KiB at
 // D = 64, 161 KiB at D = 128; one block of 256 threads per SM, as v7.
 // Grouped-query attention: v4's walk over the group's query heads, unchanged.
-// Result (H100, fp16, N = 8192; stage05.json): <!-- value: [stage05/v8/fp16/D:128/N:8192/causal:0] | .0f -->262<!-- /value --> TFLOPS at D = 128, <!-- value: [stage05/v8/fp16/D:128/N:8192/causal:0] / [stage05/v7/fp16/D:128/N:8192/causal:0] | .2f -->1.28<!-- /value -->× v7,
-//   <!-- value: [stage05/v8/fp16/D:128/N:8192/causal:0] / [sdpa_flash_bwd/fp16/D:128/N:8192/causal:0] | .2f -->0.89<!-- /value -->× SDPA flash (FA2); causal <!-- value: [stage05/v8/fp16/D:128/N:8192/causal:1] / [sdpa_flash_bwd/fp16/D:128/N:8192/causal:1] | .2f -->0.89<!-- /value -->× FA2; at D = 64 <!-- value: [stage05/v8/fp16/D:64/N:8192/causal:0] / [stage05/v7/fp16/D:64/N:8192/causal:0] | .2f -->1.08<!-- /value -->× v7, <!-- value: [stage05/v8/fp16/D:64/N:8192/causal:0] / [sdpa_flash_bwd/fp16/D:64/N:8192/causal:0] | .2f -->0.81<!-- /value -->× FA2.
-//   ncu (results/nvidia-h100-80gb-hbm3/logs/ncu_stage05_v5_v7_v8_2026-11-23c.txt): 0.55 shared-memory
+// Result (H100, fp16, N = 8192; stage05.json): <!-- value: [stage05/v8/fp16/D:128/N:8192/causal:0] | .0f -->282<!-- /value --> TFLOPS at D = 128, <!-- value: [stage05/v8/fp16/D:128/N:8192/causal:0] / [stage05/v7/fp16/D:128/N:8192/causal:0] | .2f -->1.38<!-- /value -->× v7,
+//   <!-- value: [stage05/v8/fp16/D:128/N:8192/causal:0] / [sdpa_flash_bwd/fp16/D:128/N:8192/causal:0] | .2f -->0.96<!-- /value -->× SDPA flash (FA2); causal <!-- value: [stage05/v8/fp16/D:128/N:8192/causal:1] / [sdpa_flash_bwd/fp16/D:128/N:8192/causal:1] | .2f -->0.96<!-- /value -->× FA2; at D = 64 <!-- value: [stage05/v8/fp16/D:64/N:8192/causal:0] / [stage05/v7/fp16/D:64/N:8192/causal:0] | .2f -->1.17<!-- /value -->× v7, <!-- value: [stage05/v8/fp16/D:64/N:8192/causal:0] / [sdpa_flash_bwd/fp16/D:64/N:8192/causal:0] | .2f -->0.88<!-- /value -->× FA2.
+//   Measured with v6's DqPairedRed in its one-reduction form: with a reduction in each branch of the
+//   lane parity (the first form) v8 ran at 262 TFLOPS at D = 128 (SDPA flash 295 in that run, 294 in
+//   this one). ncu (results/nvidia-h100-80gb-hbm3/logs/ncu_stage05_v5_v7_v8_2026-11-23c.txt, the first
+//   form): 0.55 shared-memory
 //   wavefronts per SM per cycle (v7: 0.65); the first stall reason is now the wait between dependent
 //   mma (30%), the short scoreboard second (22%).
 //

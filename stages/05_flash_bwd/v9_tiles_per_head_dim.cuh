@@ -1,0 +1,296 @@
+// flashstages · stage 05 · v9 — v8 with the query tile sized per head_dim: Br = 128 at D = 64 (FlashAttention-2's
+// choice there), 64 at D = 128 as before.
+//
+// What changes from v8 (nothing at D = 128, where Br stays 64 and the kernel is v8's):
+//   - at D = 64 a streamed query tile is 128 rows: each of S's and dP's 2 × 4 warps computes 64 queries
+//     × 32 keys (kSMT = 4 16-row tiles where v8 has 2), dV and dK run their k loop over 128 queries, and
+//     dQ's 8 warps are laid out 4 × 2 (32 queries × 32 columns each) instead of 2 × 4 (32 × 16);
+//   - the warp-tile helpers (the S and dP product, P and dS, their stores) take the number of 16-row
+//     tiles as a parameter.
+// Why it should be faster at D = 64: v8 reaches 0.81× FlashAttention-2 there against 0.89× at D = 128.
+// With D = 64 every product has half the depth, so each ldmatrix of K_j, V_j (S, dP) and of K_j (dQ)
+// feeds half the mma it feeds at D = 128: at Br = 64, dQ's 32 × 16 warp tiles take 3 ldmatrix per 4 mma,
+// and the fixed costs of a query tile (its barriers, the LSE/delta copy, the causal bookkeeping) are
+// spread over half the work. At Br = 128 S and dP load each B fragment once for 4 m-tiles (1 ldmatrix per
+// 2.7 mma instead of 2), dQ's 32 × 32 tiles 1 per 2, and a tile's fixed costs cover twice the work; the
+// dQ reductions per key block are unchanged (each dQ row still gets one per key block).
+// Registers at D = 64: S and dP 64 + 64 fp32 per thread (v8: 32 + 32), dK and dV 32 + 32.
+// Shared memory at D = 64: sK, sV [128][64] + sQ, sdO [2][128][64] + sP, sdS [128][128] + LSE_i,
+// delta_i: 162 KiB (v8: 97); one block per SM, as v8.
+// ptxas -v (CUDA 13.0, sm_90): 254 registers at D = 64, no spills; 255 at D = 128 with 12 bytes of spill
+// stores (v8: 44 — the same tiles, the product written for kSMT m-tiles).
+// Result (H100, N = 8192; stage05.json, v8 and SDPA in the same run): at D = 64 <!-- value: [stage05/v9/fp16/D:64/N:8192/causal:0] | .0f -->255<!-- /value --> TFLOPS fp16, <!-- value: [stage05/v9/fp16/D:64/N:8192/causal:0] / [stage05/v8/fp16/D:64/N:8192/causal:0] | .2f -->1.05<!-- /value -->× v8,
+//   <!-- value: [stage05/v9/fp16/D:64/N:8192/causal:0] / [sdpa_flash_bwd/fp16/D:64/N:8192/causal:0] | .2f -->0.92<!-- /value -->× SDPA flash (FA2); causal <!-- value: [stage05/v9/fp16/D:64/N:8192/causal:1] / [sdpa_flash_bwd/fp16/D:64/N:8192/causal:1] | .2f -->0.98<!-- /value -->× FA2; bf16 <!-- value: [stage05/v9/bf16/D:64/N:8192/causal:0] / [sdpa_flash_bwd/bf16/D:64/N:8192/causal:0] | .2f -->0.95<!-- /value -->×, causal <!-- value: [stage05/v9/bf16/D:64/N:8192/causal:1] / [sdpa_flash_bwd/bf16/D:64/N:8192/causal:1] | .2f -->1.01<!-- /value -->×. At D = 128
+//   <!-- value: [stage05/v9/fp16/D:128/N:8192/causal:0] / [stage05/v8/fp16/D:128/N:8192/causal:0] | .2f -->1.00<!-- /value -->× v8, <!-- value: [stage05/v9/fp16/D:128/N:8192/causal:0] / [sdpa_flash_bwd/fp16/D:128/N:8192/causal:0] | .2f -->0.96<!-- /value -->× FA2 (causal <!-- value: [stage05/v9/fp16/D:128/N:8192/causal:1] / [sdpa_flash_bwd/fp16/D:128/N:8192/causal:1] | .2f -->0.96<!-- /value -->×).
+//
+// Run: build/h100/stages/05_flash_bwd/stage05_flash_bwd --dtype fp16 --seq 8192 --dim 64 [--causal] --version v9
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <type_traits>
+
+#include "args.cuh"
+#include "common/device/attention.cuh"
+#include "common/device/sm80.cuh"
+#include "common/lib/numeric.h"
+#include "v2_mma.cuh"
+#include "v4_cp_async.cuh"
+#include "v5_ldmatrix_swizzle.cuh"
+#include "v6_dq_ldmatrix.cuh"
+#include "v8_fa2_warps.cuh"
+
+namespace fs::bwd::v9 {
+
+using sm80::cp_async_commit_group;
+using sm80::cp_async_wait_group;
+using sm80::ex2_approx_ftz;
+using sm80::ldmatrix_x4;
+using sm80::ldmatrix_x4_trans;
+using sm80::pack2;
+using sm80::smem_address;
+using v4::copy_lse_delta;
+using v5::LaneRow;
+using v5::a_lane;
+using v5::b_rows_lane;
+using v5::copy_tile_swizzled;
+using v5::mma_two_tiles;
+using v5::swizzled;
+using v6::DqPairedRed;
+using v8::a_trans_lane;
+using v8::b_cols_lane;
+using v8::LaneCols;
+using v8::store_dk_dv;
+
+template <int D>
+struct Config {
+  static constexpr int kWarps = 8;
+  static constexpr int kThreads = kWarps * 32;
+  static constexpr int kBc = 128;               // keys per block, resident
+  static constexpr int kBr = D == 64 ? 128 : 64;  // query rows per streamed tile
+  static constexpr int kSMT = kBr / 32;         // S, dP: 16-row tiles per warp (2 × 4 warps: kBr/2 × 32 each)
+  static constexpr int kDqRowWarps = kBr / 32;  // dQ: warps down the tile's rows, 32 rows each,
+  static constexpr int kDqCols = D / (kWarps / kDqRowWarps);  // and across D, kDqCols columns each
+  // sK, sV [Bc][D] + sQ, sdO [2][Br][D] + sP, sdS [Br][Bc] (2-byte elements) + sLse, sDelta [2][Br] (fp32).
+  static constexpr std::size_t kSmemBytes = std::size_t(2 * kBc + 4 * kBr) * D * 2 +
+                                            std::size_t(2 * kBr) * kBc * 2 + 4 * kBr * sizeof(float);
+  static_assert(2 * kBr <= kThreads, "one thread per entry of LSE_i and of delta_i");
+  static_assert(kBc == 4 * 32, "S, dP: 4 warps of 32 keys; dK, dV: 4 warps of 32 keys");
+  static_assert(kDqCols == 32, "dQ: warp tiles of 32 × 32");
+};
+
+// X = A Bᵀ for one warp: rows a0 .. a0 + 16·kMT − 1 of sA against rows b0 .. b0 + 31 of sB (swizzled
+// [rows][D] tiles, shared addresses at those rows), k over D; x[m-tile][8-column tile][C fragment]. Each
+// B fragment serves the kMT m-tiles. (v8's product_32x32, kMT = 2.)
+template <class T, int D, int kMT>
+__device__ __forceinline__ void product(float (&x)[kMT][4][4], uint32_t sA, uint32_t sB, const LaneRow<D>& a_off,
+                                        const LaneRow<D>& b_off) {
+#pragma unroll
+  for (int kk = 0; kk < D / 16; ++kk) {
+    uint32_t a[kMT][4];  // the kMT 16-row tiles as A fragments of this 16-wide step
+#pragma unroll
+    for (int mt = 0; mt < kMT; ++mt) ldmatrix_x4(a[mt], sA + mt * 16 * D * 2 + a_off.at(kk));
+#pragma unroll
+    for (int np = 0; np < 2; ++np) {
+      uint32_t b[4];  // B fragments of 8-column tiles 2np, 2np + 1
+      ldmatrix_x4(b, sB + np * 16 * D * 2 + b_off.at(kk));
+#pragma unroll
+      for (int mt = 0; mt < kMT; ++mt) mma_two_tiles<T>(x[mt][2 * np], x[mt][2 * np + 1], a[mt], b);
+    }
+  }
+}
+
+// P and dS of one warp's 16·kMT queries × 32 keys, in place: rS holds S on entry and P on exit, rdP holds
+// dP on entry and dS on exit. Entry e of tile (mt, nt) is query wq + 16mt + g + 8·(e/2), key
+// wk + 8nt + 2t + e%2 (block coordinates). With kMasked, a hidden pair — key past Nk, query past Nq, or
+// key right of the query's diagonal — gets P = 0 by a select, so whatever its exponent gave (inf at
+// |scale·S| ~ 1e4) never reaches dS. (v8's, with kMT m-tiles.)
+template <bool kMasked, int kMT>
+__device__ __forceinline__ void p_and_ds(float (&rS)[kMT][4][4], float (&rdP)[kMT][4][4], const float* sLse,
+                                         const float* sDelta, float scale_log2, int wq, int wk, int keys,
+                                         int queries, int diagonal) {
+  const int g = threadIdx.x % 32 / 4, t = threadIdx.x % 4;
+#pragma unroll
+  for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int query = wq + 16 * mt + g + 8 * h;
+      const float lse = sLse[query], delta = sDelta[query];
+#pragma unroll
+      for (int nt = 0; nt < 4; ++nt)
+#pragma unroll
+        for (int c = 0; c < 2; ++c) {
+          const int e = 2 * h + c, key = wk + 8 * nt + 2 * t + c;
+          float p = ex2_approx_ftz(fmaf(scale_log2, rS[mt][nt][e], -lse));
+          if constexpr (kMasked)
+            if (key >= keys || query >= queries || key - query > diagonal) p = 0.0f;
+          rS[mt][nt][e] = p;
+          rdP[mt][nt][e] = p * (rdP[mt][nt][e] - delta);
+        }
+    }
+}
+
+// A warp's 16·kMT × 32 C fragments, rounded to T, into the swizzled [Br][Bc] tile at rows wq.., columns
+// wk.. (a row's two neighbours of a fragment as one 32-bit store).
+template <class T, int kBc, int kMT>
+__device__ __forceinline__ void store_tile(T* tile, const float (&x)[kMT][4][4], int wq, int wk) {
+  const int g = threadIdx.x % 32 / 4, t = threadIdx.x % 4;
+#pragma unroll
+  for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+#pragma unroll
+      for (int nt = 0; nt < 4; ++nt)
+        *reinterpret_cast<uint32_t*>(tile + swizzled<kBc>(wq + 16 * mt + g + 8 * h, wk + 8 * nt + 2 * t)) =
+            pack2<T>(x[mt][nt][2 * h], x[mt][nt][2 * h + 1]);
+}
+
+// grid: B·KVH·ceil(Nk/Bc) blocks (Bc = 128) of Config<D>::kThreads. Block x owns key block
+// x % ceil(Nk/Bc) of K/V head x / ceil(Nk/Bc) and streams the query tiles of each query head of the
+// K/V head's group past it (v4's walk); writes dK_j and dV_j, summed over the group, and adds its share
+// of each query head's dQ (before the scale) to dq_accum four columns wide, as v6 does. (v8's kernel,
+// its S and dP warp tiles kSMT 16-row tiles tall and its dQ warps 32 × 32.)
+template <class T, int D>
+__global__ void __launch_bounds__(Config<D>::kThreads) flash_bwd_v9_dkv_kernel(const Args<T> a) {
+  using C = Config<D>;
+  constexpr int kBr = C::kBr, kBc = C::kBc;
+  extern __shared__ __align__(128) unsigned char smem[];
+  T* sK = reinterpret_cast<T*>(smem);                       // [Bc][D]     K_j, swizzled
+  T* sV = sK + kBc * D;                                     // [Bc][D]     V_j
+  T* sQ = sV + kBc * D;                                     // [2][Br][D]  Q_i, stages alternating
+  T* sdO = sQ + 2 * kBr * D;                                // [2][Br][D]  dO_i
+  T* sP = sdO + 2 * kBr * D;                                // [Br][Bc]    P_ij, queries as rows
+  T* sdS = sP + kBr * kBc;                                  // [Br][Bc]    dS_ij
+  float* sLse = reinterpret_cast<float*>(sdS + kBr * kBc);  // [2][Br]     LSE_i, then LSE_i · log2(e)
+  float* sDelta = sLse + 2 * kBr;                           // [2][Br]     delta_i
+
+  const int64_t kv_blocks = (a.seq_k + kBc - 1) / kBc;
+  const int64_t kvh = blockIdx.x / kv_blocks, k0 = blockIdx.x % kv_blocks * kBc;
+  const int64_t k_base = kvh * a.seq_k;  // the K/V head's first row of [B·KVH·Nk, D]
+  const int64_t bh_end = (kvh + 1) * a.group;  // past the group's last query head
+  const int warp = threadIdx.x / 32;
+  constexpr int kSMT = C::kSMT;
+  const int wq = kBr / 2 * (warp / 4), wk = 32 * (warp % 4);  // S, dP: the warp's queries and keys
+  const int kw = wk, cw = warp / 4 * (D / 2);                 // dK, dV: the warp's keys and columns
+  const int dq_q = 32 * (warp % C::kDqRowWarps);              // dQ: the warp's queries
+  const int cq = warp / C::kDqRowWarps * C::kDqCols;          // and columns
+
+  // Query tile i of query head bh → `stage`, as one cp.async group: Q_i, dO_i (16-byte copies; rows
+  // past Nq zero-filled), LSE_i and delta_i.
+  auto copy_tile = [&](int64_t bh, int64_t i, int stage) {
+    const int64_t q_base = bh * a.seq_q, q0 = i * kBr;  // q_base: the head's first row of [B·H·Nq, D]
+    copy_tile_swizzled<T, D, C::kThreads>(sQ + stage * kBr * D, a.q + q_base * D, q0, kBr, a.seq_q);
+    copy_tile_swizzled<T, D, C::kThreads>(sdO + stage * kBr * D, a.d_o + q_base * D, q0, kBr, a.seq_q);
+    copy_lse_delta<kBr>(sLse + stage * kBr, sDelta + stage * kBr, a, q_base, q0);
+    cp_async_commit_group();
+  };
+
+  // dK_j / scale and dV_j: the warp's 32 keys × D/2 columns, [m-tile][8-column tile][C fragment], summed
+  // over the group's query heads.
+  float rdK[2][D / 16][4] = {}, rdV[2][D / 16][4] = {};
+  const int64_t offset = a.seq_k - a.seq_q;
+  const int keys = int(min(a.seq_k - k0, int64_t(kBc)));
+  const v2::QueryTileRuns runs = v2::query_tile_runs<kBr, kBc>(a, k0, offset);  // v2's causal stage splitting
+  const uint32_t aK = smem_address(sK), aV = smem_address(sV), aP = smem_address(sP), adS = smem_address(sdS);
+  const LaneRow<D> a_off = a_lane<D>(), b_rows_off = b_rows_lane<D>();  // S, dP
+  const LaneCols<kBc, 2> pt_off = a_trans_lane<kBc, 2>(kw);               // Pᵀ, dSᵀ: the warp's keys
+  const LaneCols<D, D / 32> kv_b_off = b_cols_lane<D, D / 32>(cw);        // dO_i, Q_i: the warp's columns
+  const LaneRow<kBc> ds_off = a_lane<kBc>();                              // dS for dQ
+  const LaneCols<D, 2> dq_b_off = b_cols_lane<D, 2>(cq);                  // K_j for dQ
+
+  // Query tile i of query head bh, in `stage`; kMasked (a std::bool_constant) says whether any of its
+  // pairs can be hidden.
+  auto step = [&](int64_t bh, int64_t i, int stage, auto kMasked) {
+    const int64_t q_base = bh * a.seq_q, q0 = i * kBr;
+    const uint32_t aQi = smem_address(sQ + stage * kBr * D);    // [Br][D]  Q_i
+    const uint32_t adOi = smem_address(sdO + stage * kBr * D);  // [Br][D]  dO_i
+    float* sLsei = sLse + stage * kBr;            // [Br]  LSE_i (· log2(e) after the barrier)
+    const float* sDeltai = sDelta + stage * kBr;  // [Br]  delta_i
+    cp_async_wait_group<0>();  // this thread's copies of tile i (and, the first time, of K_j, V_j) have landed
+    if (threadIdx.x < kBr) sLsei[threadIdx.x] *= attn::kLog2e;  // the entry this thread copied
+    // Every thread's copies have landed, LSE_i is scaled, and every warp is done with tile i - 1: with
+    // its stage, refilled next, and with its reads of sP and sdS, which tile i writes again.
+    __syncthreads();
+    // In flight while tile i is computed: the head's next tile, or after its last the next head's first.
+    const bool same_head = i + 1 < runs.count;
+    if (same_head || bh + 1 < bh_end) copy_tile(same_head ? bh : bh + 1, same_head ? i + 1 : runs.first, stage ^ 1);
+
+    // S = Q_i K_jᵀ, then dP = dO_i V_jᵀ: the warp's Br/2 queries × 32 keys.
+    float rS[kSMT][4][4] = {}, rdP[kSMT][4][4] = {};
+    product<T, D, kSMT>(rS, aQi + wq * D * 2, aK + wk * D * 2, a_off, b_rows_off);
+    product<T, D, kSMT>(rdP, adOi + wq * D * 2, aV + wk * D * 2, a_off, b_rows_off);
+    // Block coordinates of the mask: keys < `keys`, queries < `queries`, key - query <= diagonal. Any
+    // key - query lies in (-Br, Bc), so clamping the diagonal to ±256 changes no test.
+    const int queries = int(min(a.seq_q - q0, int64_t(kBr)));
+    const int diagonal = a.causal ? int(max(min(q0 + offset - k0, int64_t(256)), int64_t(-256))) : 256;
+    p_and_ds<decltype(kMasked)::value, kSMT>(rS, rdP, sLsei, sDeltai, a.scale_log2, wq, wk, keys, queries, diagonal);
+    store_tile<T, kBc, kSMT>(sP, rS, wq, wk);
+    store_tile<T, kBc, kSMT>(sdS, rdP, wq, wk);
+    __syncthreads();  // sP, sdS complete: the products below read the keys and queries of every warp
+
+    // dV_j += Pᵀ dO_i and dK_j += dSᵀ Q_i: the warp's 32 keys × D/2 columns; k runs over the tile's
+    // queries, 16 at a time.
+#pragma unroll
+    for (int kk = 0; kk < kBr / 16; ++kk) {
+      uint32_t pa[2][4], dsa[2][4];  // Pᵀ, dSᵀ as A fragments: keys kw + 16mt .., queries kk·16 ..
+#pragma unroll
+      for (int mt = 0; mt < 2; ++mt) {
+        ldmatrix_x4_trans(pa[mt], aP + kk * 16 * kBc * 2 + pt_off.off[mt]);
+        ldmatrix_x4_trans(dsa[mt], adS + kk * 16 * kBc * 2 + pt_off.off[mt]);
+      }
+#pragma unroll
+      for (int m = 0; m < D / 32; ++m) {
+        uint32_t b[4];  // B fragments of the warp's 8-column tiles 2m, 2m + 1
+        ldmatrix_x4_trans(b, adOi + kk * 16 * D * 2 + kv_b_off.off[m]);
+        mma_two_tiles<T>(rdV[0][2 * m], rdV[0][2 * m + 1], pa[0], b);
+        mma_two_tiles<T>(rdV[1][2 * m], rdV[1][2 * m + 1], pa[1], b);
+        ldmatrix_x4_trans(b, aQi + kk * 16 * D * 2 + kv_b_off.off[m]);
+        mma_two_tiles<T>(rdK[0][2 * m], rdK[0][2 * m + 1], dsa[0], b);
+        mma_two_tiles<T>(rdK[1][2 * m], rdK[1][2 * m + 1], dsa[1], b);
+      }
+    }
+
+    // dQ_i += dS K_j: the warp's 32 queries × 32 columns; k runs over the block's keys.
+    float rdQ[2][4][4] = {};  // [m-tile][8-column tile][C fragment]
+#pragma unroll
+    for (int kk = 0; kk < kBc / 16; ++kk) {
+      uint32_t dsa[2][4];
+      ldmatrix_x4(dsa[0], adS + dq_q * kBc * 2 + ds_off.at(kk));
+      ldmatrix_x4(dsa[1], adS + (dq_q + 16) * kBc * 2 + ds_off.at(kk));
+#pragma unroll
+      for (int m = 0; m < 2; ++m) {
+        uint32_t b[4];  // B fragments of the warp's 8-column tiles 2m, 2m + 1: K_j rows kk·16 ..
+        ldmatrix_x4_trans(b, aK + kk * 16 * D * 2 + dq_b_off.off[m]);
+        mma_two_tiles<T>(rdQ[0][2 * m], rdQ[0][2 * m + 1], dsa[0], b);
+        mma_two_tiles<T>(rdQ[1][2 * m], rdQ[1][2 * m + 1], dsa[1], b);
+      }
+    }
+    // This key block's share, added in fp32, four columns per reduction.
+    const int g = threadIdx.x % 32 / 4;
+#pragma unroll
+    for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int64_t row = q0 + dq_q + 16 * mt + g + 8 * h;
+        DqPairedRed::add(row < a.seq_q ? a.dq_accum + (q_base + row) * D + cq : nullptr, rdQ[mt], h);
+      }
+  };
+
+  // v4's walk: the runs of query tiles key block j meets (v2::query_tile_runs), head after head of the
+  // group, the stages alternating over the whole walk; the first tile and K_j, V_j in the prologue.
+  copy_tile_swizzled<T, D, C::kThreads>(sK, a.k + k_base * D, k0, kBc, a.seq_k);
+  copy_tile_swizzled<T, D, C::kThreads>(sV, a.v + k_base * D, k0, kBc, a.seq_k);
+  copy_tile(kvh * a.group, runs.first, 0);  // commits K_j and V_j with it
+  int stage = 0;  // the stage of the tile computed next
+  for (int64_t bh = kvh * a.group; bh < bh_end; ++bh) {
+    int64_t i = runs.first;
+    for (; i < runs.full_begin; ++i, stage ^= 1) step(bh, i, stage, std::true_type{});
+    for (; i < runs.full_end; ++i, stage ^= 1) step(bh, i, stage, std::false_type{});
+    for (; i < runs.count; ++i, stage ^= 1) step(bh, i, stage, std::true_type{});
+  }
+
+  store_dk_dv<T, D>(a, rdK, rdV, k_base, k0 + kw, cw);
+}
+
+}  // namespace fs::bwd::v9
