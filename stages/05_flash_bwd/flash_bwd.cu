@@ -2,8 +2,10 @@
 // runs on, the shared memory it asks for, the memory it allocates) and C entry. Each version's launch is
 // in flash_bwd_vN.cu, a translation unit of its own so that they compile in parallel.
 #include <algorithm>
+#include <limits>
 
 #include "common/lib/flops.h"
+#include "common/lib/sizes.h"
 #include "flash_bwd.h"
 #include "launch.h"
 #include "v1_fp32.cuh"
@@ -18,6 +20,9 @@
 namespace fs {
 
 std::size_t flash_bwd_v0_extra_bytes(const AttentionParams& p) {
+  const int64_t element = int64_t(dtype_size(dtype_of(p)));
+  // P and dS past 2^63 bytes: more than any GPU holds, reported as the largest size rather than wrapped.
+  if (!fits_product({p.batch, p.heads, p.seq_q, p.seq_k, 2 * element})) return std::numeric_limits<std::size_t>::max();
   return 2 * std::size_t(p.batch * p.heads) * std::size_t(p.seq_q * p.seq_k) * dtype_size(dtype_of(p)) +
          delta_extra_bytes(p);
 }

@@ -2,6 +2,7 @@
 // descriptor and C entry are in flash_bwd.cu, beside the other versions'.)
 #include <climits>
 
+#include "common/lib/sizes.h"
 #include "common/lib/workspace.h"
 #include "launch.h"
 #include "preprocess.cuh"
@@ -23,6 +24,9 @@ Status run_v0(const AttentionBwdProblem& pr, cudaStream_t stream) {
   const AttentionParams& p = pr.fwd.p;
   const v0::Shape s{p.batch * p.heads, p.batch * kv_head_count(p), group_size(p), p.seq_q, p.seq_k, p.head_dim,
                     pr.fwd.scale, p.causal != 0};
+  // B·H·Nq·Nk, the N×N buffers' elements, can pass 2^63 where every input's own element count does not
+  // (those the validation has checked): refused before the products below could wrap.
+  if (!fits_product({s.heads, s.nq, s.nk, 2 * int64_t(dtype_size(dtype_of(p)))})) return Status::InvalidSize;
   const unsigned grid_s = blocks_for(s.heads * s.nq * s.nk), grid_kv = blocks_for(s.kv_heads * s.nk * s.d),
                  grid_q = blocks_for(s.heads * s.nq * s.d);
   if (!grid_s || !grid_kv || !grid_q) return Status::InvalidSize;  // checked before anything is written

@@ -151,6 +151,15 @@ FS_GPU_TEST_CASE("stage05 every version reports FS_ERR_CUDA when the runtime ref
     testing::check_bwd_reports_cuda_error(*k, attention_shape(1, 1, 17, 17, 64, first_dtype(*k)));
 }
 
+FS_CPU_TEST_CASE("stage05 v0's N×N buffers: their size never wraps") {
+  // B·H·Nq·Nk fits in 64 bits here (2^60 elements, fp16: 2^62 bytes for P and dS) ...
+  const std::size_t fits = flash_bwd_v0_extra_bytes(attention_shape(1 << 10, 1 << 10, 1 << 20, 1 << 20, 64, DType::FP16));
+  CHECK(fits >= std::size_t(1) << 62);
+  // ... and not here (2^62 elements): reported as the largest size, never as a small wrapped one.
+  CHECK(flash_bwd_v0_extra_bytes(attention_shape(1 << 11, 1 << 11, 1 << 20, 1 << 20, 64, DType::FP16)) ==
+        std::numeric_limits<std::size_t>::max());
+}
+
 FS_CPU_TEST_CASE("stage05 through the C interface: named codes before any launch") {
   using Launcher = int (*)(const fs_attention_bwd_params*, void*);
   struct Entry {
