@@ -51,6 +51,7 @@
 #include "common/device/sm80.cuh"
 #include "common/lib/numeric.h"
 #include "v2_mma.cuh"
+#include "v3_wide_red.cuh"
 #include "v4_cp_async.cuh"
 #include "v5_ldmatrix_swizzle.cuh"
 
@@ -97,15 +98,7 @@ struct DqPairedRed {
       const float r1 = __shfl_xor_sync(0xffffffffu, odd ? lo[1] : hi[1], 1);
       if (dq_row == nullptr) continue;
       float* q = dq_row + 16 * p + 8 * odd + 4 * (t / 2);
-      const float x0 = odd ? r0 : lo[0], x1 = odd ? r1 : lo[1], x2 = odd ? hi[0] : r0, x3 = odd ? hi[1] : r1;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-      sm80::red_global_add_v4_f32(q, x0, x1, x2, x3);
-#else  // v3's path below sm_90, which has no vector red for f32: four reductions to the same neighbours
-      sm80::red_global_add_f32(q, x0);
-      sm80::red_global_add_f32(q + 1, x1);
-      sm80::red_global_add_f32(q + 2, x2);
-      sm80::red_global_add_f32(q + 3, x3);
-#endif
+      v3::DqWideRed::add4(q, odd ? r0 : lo[0], odd ? r1 : lo[1], odd ? hi[0] : r0, odd ? hi[1] : r1);
     }
   }
 };

@@ -25,7 +25,8 @@
 //   At D = 128 no gain, at D = 64 a small one — far less than the halved reductions promised. Before
 //   the walk over a group's query heads (same day, an earlier call) v7 ran at 221 TFLOPS at D = 128,
 //   1.05× v6; the walk's bookkeeping pushed it to 255 registers with 4 bytes of spill at D = 128 (v6,
-//   v5: no spill), which took that gain back. Either way shared memory stays the limit (ncu, the log
+//   v5: no spill), which took that gain back (with v6's later one-reduction form ptxas gives it 249
+//   registers and no spill; not measured on the GPU since). Either way shared memory stays the limit (ncu, the log
 //   v6's header names, taken before the walk: 0.65 wavefronts per SM per cycle, 90% of them ldmatrix,
 //   0.65 ldmatrix per HMMA, short scoreboard 37% of the stall samples) — v8's warp tiles address it.
 //

@@ -20,7 +20,8 @@
 // dS (one wavefront per warp instruction) — about a third fewer shared-memory wavefronts per mma.
 // Registers: dK_j, dV_j keep D/2 + D/2 fp32 per thread (128 at D = 128, as v7), S and dP 32 + 32 (v7:
 // 16 + 16 at D = 128). ptxas -v (CUDA 13.0, sm_90): 251 registers at D = 64, no spills; 255 at D = 128
-// with 44 bytes of spill stores (moving the lane offsets of dV, dK and dQ into the tile loop made it 52).
+// with 48 bytes of spill stores (44 before v6's one-reduction form; moving the lane offsets of dV, dK and
+// dQ into the tile loop made it 52).
 // Shared memory: sK, sV [128][D] + sQ, sdO [2][64][D] + sP, sdS [64][128] + LSE_i, delta_i: 97 KiB at
 // D = 64, 161 KiB at D = 128; one block of 256 threads per SM, as v7.
 // Grouped-query attention: v4's walk over the group's query heads, unchanged.
@@ -109,38 +110,39 @@ __device__ __forceinline__ LaneCols<kCols, kSteps> b_cols_lane(int c0) {
   return LaneCols<kCols, kSteps>(lane % 8 + lane / 8 % 2 * 8, lane / 16, c0);
 }
 
-// X = A Bᵀ for one warp: rows a0 .. a0 + 31 of sA against rows b0 .. b0 + 31 of sB (swizzled [rows][D]
-// tiles, shared addresses at those rows), k over D; x[m-tile][8-column tile][C fragment].
-template <class T, int D>
-__device__ __forceinline__ void product_32x32(float (&x)[2][4][4], uint32_t sA, uint32_t sB, const LaneRow<D>& a_off,
-                                              const LaneRow<D>& b_off) {
+// X = A Bᵀ for one warp: rows a0 .. a0 + 16·kMT − 1 of sA against rows b0 .. b0 + 31 of sB (swizzled
+// [rows][D] tiles, shared addresses at those rows), k over D; x[m-tile][8-column tile][C fragment]. Each
+// B fragment serves the kMT m-tiles (v8: kMT = 2, v9: 4 at D = 64).
+template <class T, int D, int kMT>
+__device__ __forceinline__ void product(float (&x)[kMT][4][4], uint32_t sA, uint32_t sB, const LaneRow<D>& a_off,
+                                        const LaneRow<D>& b_off) {
 #pragma unroll
   for (int kk = 0; kk < D / 16; ++kk) {
-    uint32_t a[2][4];  // rows 0–15 and 16–31 as A fragments of this 16-wide step
-    ldmatrix_x4(a[0], sA + a_off.at(kk));
-    ldmatrix_x4(a[1], sA + 16 * D * 2 + a_off.at(kk));
+    uint32_t a[kMT][4];  // the kMT 16-row tiles as A fragments of this 16-wide step
+#pragma unroll
+    for (int mt = 0; mt < kMT; ++mt) ldmatrix_x4(a[mt], sA + mt * 16 * D * 2 + a_off.at(kk));
 #pragma unroll
     for (int np = 0; np < 2; ++np) {
       uint32_t b[4];  // B fragments of 8-column tiles 2np, 2np + 1
       ldmatrix_x4(b, sB + np * 16 * D * 2 + b_off.at(kk));
-      mma_two_tiles<T>(x[0][2 * np], x[0][2 * np + 1], a[0], b);
-      mma_two_tiles<T>(x[1][2 * np], x[1][2 * np + 1], a[1], b);
+#pragma unroll
+      for (int mt = 0; mt < kMT; ++mt) mma_two_tiles<T>(x[mt][2 * np], x[mt][2 * np + 1], a[mt], b);
     }
   }
 }
 
-// P and dS of one warp's 32 queries × 32 keys, in place: rS holds S on entry and P on exit, rdP holds
+// P and dS of one warp's 16·kMT queries × 32 keys, in place: rS holds S on entry and P on exit, rdP holds
 // dP on entry and dS on exit. Entry e of tile (mt, nt) is query wq + 16mt + g + 8·(e/2), key
 // wk + 8nt + 2t + e%2 (block coordinates). With kMasked, a hidden pair — key past Nk, query past Nq, or
 // key right of the query's diagonal — gets P = 0 by a select, so whatever its exponent gave (inf at
 // |scale·S| ~ 1e4) never reaches dS. (v2's p_and_ds_t, with queries as rows.)
-template <bool kMasked>
-__device__ __forceinline__ void p_and_ds(float (&rS)[2][4][4], float (&rdP)[2][4][4], const float* sLse,
+template <bool kMasked, int kMT>
+__device__ __forceinline__ void p_and_ds(float (&rS)[kMT][4][4], float (&rdP)[kMT][4][4], const float* sLse,
                                          const float* sDelta, float scale_log2, int wq, int wk, int keys,
                                          int queries, int diagonal) {
   const int g = threadIdx.x % 32 / 4, t = threadIdx.x % 4;
 #pragma unroll
-  for (int mt = 0; mt < 2; ++mt)
+  for (int mt = 0; mt < kMT; ++mt)
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int query = wq + 16 * mt + g + 8 * h;
@@ -159,13 +161,13 @@ __device__ __forceinline__ void p_and_ds(float (&rS)[2][4][4], float (&rdP)[2][4
     }
 }
 
-// A warp's 32 × 32 C fragments, rounded to T, into the swizzled [Br][Bc] tile at rows wq.., columns wk..
-// (a row's two neighbours of a fragment as one 32-bit store).
-template <class T, int kBc>
-__device__ __forceinline__ void store_32x32(T* tile, const float (&x)[2][4][4], int wq, int wk) {
+// A warp's 16·kMT × 32 C fragments, rounded to T, into the swizzled [Br][Bc] tile at rows wq.., columns
+// wk.. (a row's two neighbours of a fragment as one 32-bit store).
+template <class T, int kBc, int kMT>
+__device__ __forceinline__ void store_tile(T* tile, const float (&x)[kMT][4][4], int wq, int wk) {
   const int g = threadIdx.x % 32 / 4, t = threadIdx.x % 4;
 #pragma unroll
-  for (int mt = 0; mt < 2; ++mt)
+  for (int mt = 0; mt < kMT; ++mt)
 #pragma unroll
     for (int h = 0; h < 2; ++h)
 #pragma unroll
@@ -266,15 +268,15 @@ __global__ void __launch_bounds__(Config<D>::kThreads) flash_bwd_v8_dkv_kernel(c
 
     // S = Q_i K_jᵀ, then dP = dO_i V_jᵀ: the warp's 32 queries × 32 keys.
     float rS[2][4][4] = {}, rdP[2][4][4] = {};
-    product_32x32<T, D>(rS, aQi + wq * D * 2, aK + wk * D * 2, a_off, b_rows_off);
-    product_32x32<T, D>(rdP, adOi + wq * D * 2, aV + wk * D * 2, a_off, b_rows_off);
+    product<T, D, 2>(rS, aQi + wq * D * 2, aK + wk * D * 2, a_off, b_rows_off);
+    product<T, D, 2>(rdP, adOi + wq * D * 2, aV + wk * D * 2, a_off, b_rows_off);
     // Block coordinates of the mask: keys < `keys`, queries < `queries`, key - query <= diagonal. Any
     // key - query lies in (-Br, Bc), so clamping the diagonal to ±256 changes no test.
     const int queries = int(min(a.seq_q - q0, int64_t(kBr)));
     const int diagonal = a.causal ? int(max(min(q0 + offset - k0, int64_t(256)), int64_t(-256))) : 256;
-    p_and_ds<decltype(kMasked)::value>(rS, rdP, sLsei, sDeltai, a.scale_log2, wq, wk, keys, queries, diagonal);
-    store_32x32<T, kBc>(sP, rS, wq, wk);
-    store_32x32<T, kBc>(sdS, rdP, wq, wk);
+    p_and_ds<decltype(kMasked)::value, 2>(rS, rdP, sLsei, sDeltai, a.scale_log2, wq, wk, keys, queries, diagonal);
+    store_tile<T, kBc, 2>(sP, rS, wq, wk);
+    store_tile<T, kBc, 2>(sdS, rdP, wq, wk);
     __syncthreads();  // sP, sdS complete: the products below read the keys and queries of every warp
 
     // dV_j += Pᵀ dO_i and dK_j += dSᵀ Q_i: the warp's 32 keys × D/2 columns; k runs over the tile's

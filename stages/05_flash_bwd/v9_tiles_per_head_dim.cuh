@@ -5,8 +5,8 @@
 //   - at D = 64 a streamed query tile is 128 rows: each of S's and dP's 2 × 4 warps computes 64 queries
 //     × 32 keys (kSMT = 4 16-row tiles where v8 has 2), dV and dK run their k loop over 128 queries, and
 //     dQ's 8 warps are laid out 4 × 2 (32 queries × 32 columns each) instead of 2 × 4 (32 × 16);
-//   - the warp-tile helpers (the S and dP product, P and dS, their stores) take the number of 16-row
-//     tiles as a parameter.
+//   - v8's warp-tile helpers (the S and dP product, P and dS, their stores) with 4 16-row tiles
+//     instead of 2.
 // Why it should be faster at D = 64: v8 reaches 0.81× FlashAttention-2 there against 0.89× at D = 128.
 // With D = 64 every product has half the depth, so each ldmatrix of K_j, V_j (S, dP) and of K_j (dQ)
 // feeds half the mma it feeds at D = 128: at Br = 64, dQ's 32 × 16 warp tiles take 3 ldmatrix per 4 mma,
@@ -18,7 +18,8 @@
 // Shared memory at D = 64: sK, sV [128][64] + sQ, sdO [2][128][64] + sP, sdS [128][128] + LSE_i,
 // delta_i: 162 KiB (v8: 97); one block per SM, as v8.
 // ptxas -v (CUDA 13.0, sm_90): 254 registers at D = 64, no spills; 255 at D = 128 with 12 bytes of spill
-// stores (v8: 44 — the same tiles, the product written for kSMT m-tiles).
+// stores (v8: 48 — at D = 128 both do the same work, with dQ's warps numbered differently: the difference
+// is ptxas's register allocation).
 // Result (H100, N = 8192; stage05.json, v8 and SDPA in the same run): at D = 64 <!-- value: [stage05/v9/fp16/D:64/N:8192/causal:0] | .0f -->255<!-- /value --> TFLOPS fp16, <!-- value: [stage05/v9/fp16/D:64/N:8192/causal:0] / [stage05/v8/fp16/D:64/N:8192/causal:0] | .2f -->1.05<!-- /value -->× v8,
 //   <!-- value: [stage05/v9/fp16/D:64/N:8192/causal:0] / [sdpa_flash_bwd/fp16/D:64/N:8192/causal:0] | .2f -->0.92<!-- /value -->× SDPA flash (FA2); causal <!-- value: [stage05/v9/fp16/D:64/N:8192/causal:1] / [sdpa_flash_bwd/fp16/D:64/N:8192/causal:1] | .2f -->0.98<!-- /value -->× FA2; bf16 <!-- value: [stage05/v9/bf16/D:64/N:8192/causal:0] / [sdpa_flash_bwd/bf16/D:64/N:8192/causal:0] | .2f -->0.95<!-- /value -->×, causal <!-- value: [stage05/v9/bf16/D:64/N:8192/causal:1] / [sdpa_flash_bwd/bf16/D:64/N:8192/causal:1] | .2f -->1.01<!-- /value -->×. At D = 128
 //   <!-- value: [stage05/v9/fp16/D:128/N:8192/causal:0] / [stage05/v8/fp16/D:128/N:8192/causal:0] | .2f -->1.00<!-- /value -->× v8, <!-- value: [stage05/v9/fp16/D:128/N:8192/causal:0] / [sdpa_flash_bwd/fp16/D:128/N:8192/causal:0] | .2f -->0.96<!-- /value -->× FA2 (causal <!-- value: [stage05/v9/fp16/D:128/N:8192/causal:1] / [sdpa_flash_bwd/fp16/D:128/N:8192/causal:1] | .2f -->0.96<!-- /value -->×).
@@ -45,10 +46,8 @@ namespace fs::bwd::v9 {
 
 using sm80::cp_async_commit_group;
 using sm80::cp_async_wait_group;
-using sm80::ex2_approx_ftz;
 using sm80::ldmatrix_x4;
 using sm80::ldmatrix_x4_trans;
-using sm80::pack2;
 using sm80::smem_address;
 using v4::copy_lse_delta;
 using v5::LaneRow;
@@ -56,12 +55,14 @@ using v5::a_lane;
 using v5::b_rows_lane;
 using v5::copy_tile_swizzled;
 using v5::mma_two_tiles;
-using v5::swizzled;
 using v6::DqPairedRed;
 using v8::a_trans_lane;
 using v8::b_cols_lane;
 using v8::LaneCols;
+using v8::p_and_ds;
+using v8::product;
 using v8::store_dk_dv;
+using v8::store_tile;
 
 template <int D>
 struct Config {
@@ -79,72 +80,6 @@ struct Config {
   static_assert(kBc == 4 * 32, "S, dP: 4 warps of 32 keys; dK, dV: 4 warps of 32 keys");
   static_assert(kDqCols == 32, "dQ: warp tiles of 32 × 32");
 };
-
-// X = A Bᵀ for one warp: rows a0 .. a0 + 16·kMT − 1 of sA against rows b0 .. b0 + 31 of sB (swizzled
-// [rows][D] tiles, shared addresses at those rows), k over D; x[m-tile][8-column tile][C fragment]. Each
-// B fragment serves the kMT m-tiles. (v8's product_32x32, kMT = 2.)
-template <class T, int D, int kMT>
-__device__ __forceinline__ void product(float (&x)[kMT][4][4], uint32_t sA, uint32_t sB, const LaneRow<D>& a_off,
-                                        const LaneRow<D>& b_off) {
-#pragma unroll
-  for (int kk = 0; kk < D / 16; ++kk) {
-    uint32_t a[kMT][4];  // the kMT 16-row tiles as A fragments of this 16-wide step
-#pragma unroll
-    for (int mt = 0; mt < kMT; ++mt) ldmatrix_x4(a[mt], sA + mt * 16 * D * 2 + a_off.at(kk));
-#pragma unroll
-    for (int np = 0; np < 2; ++np) {
-      uint32_t b[4];  // B fragments of 8-column tiles 2np, 2np + 1
-      ldmatrix_x4(b, sB + np * 16 * D * 2 + b_off.at(kk));
-#pragma unroll
-      for (int mt = 0; mt < kMT; ++mt) mma_two_tiles<T>(x[mt][2 * np], x[mt][2 * np + 1], a[mt], b);
-    }
-  }
-}
-
-// P and dS of one warp's 16·kMT queries × 32 keys, in place: rS holds S on entry and P on exit, rdP holds
-// dP on entry and dS on exit. Entry e of tile (mt, nt) is query wq + 16mt + g + 8·(e/2), key
-// wk + 8nt + 2t + e%2 (block coordinates). With kMasked, a hidden pair — key past Nk, query past Nq, or
-// key right of the query's diagonal — gets P = 0 by a select, so whatever its exponent gave (inf at
-// |scale·S| ~ 1e4) never reaches dS. (v8's, with kMT m-tiles.)
-template <bool kMasked, int kMT>
-__device__ __forceinline__ void p_and_ds(float (&rS)[kMT][4][4], float (&rdP)[kMT][4][4], const float* sLse,
-                                         const float* sDelta, float scale_log2, int wq, int wk, int keys,
-                                         int queries, int diagonal) {
-  const int g = threadIdx.x % 32 / 4, t = threadIdx.x % 4;
-#pragma unroll
-  for (int mt = 0; mt < kMT; ++mt)
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int query = wq + 16 * mt + g + 8 * h;
-      const float lse = sLse[query], delta = sDelta[query];
-#pragma unroll
-      for (int nt = 0; nt < 4; ++nt)
-#pragma unroll
-        for (int c = 0; c < 2; ++c) {
-          const int e = 2 * h + c, key = wk + 8 * nt + 2 * t + c;
-          float p = ex2_approx_ftz(fmaf(scale_log2, rS[mt][nt][e], -lse));
-          if constexpr (kMasked)
-            if (key >= keys || query >= queries || key - query > diagonal) p = 0.0f;
-          rS[mt][nt][e] = p;
-          rdP[mt][nt][e] = p * (rdP[mt][nt][e] - delta);
-        }
-    }
-}
-
-// A warp's 16·kMT × 32 C fragments, rounded to T, into the swizzled [Br][Bc] tile at rows wq.., columns
-// wk.. (a row's two neighbours of a fragment as one 32-bit store).
-template <class T, int kBc, int kMT>
-__device__ __forceinline__ void store_tile(T* tile, const float (&x)[kMT][4][4], int wq, int wk) {
-  const int g = threadIdx.x % 32 / 4, t = threadIdx.x % 4;
-#pragma unroll
-  for (int mt = 0; mt < kMT; ++mt)
-#pragma unroll
-    for (int h = 0; h < 2; ++h)
-#pragma unroll
-      for (int nt = 0; nt < 4; ++nt)
-        *reinterpret_cast<uint32_t*>(tile + swizzled<kBc>(wq + 16 * mt + g + 8 * h, wk + 8 * nt + 2 * t)) =
-            pack2<T>(x[mt][nt][2 * h], x[mt][nt][2 * h + 1]);
-}
 
 // grid: B·KVH·ceil(Nk/Bc) blocks (Bc = 128) of Config<D>::kThreads. Block x owns key block
 // x % ceil(Nk/Bc) of K/V head x / ceil(Nk/Bc) and streams the query tiles of each query head of the
