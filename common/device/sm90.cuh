@@ -13,6 +13,9 @@
 //   tma_load_2d                 cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
 //                               one box of a 2D tensor, global → shared, counted on an mbarrier
 //   tma_load_2d_multicast       the same ….multicast::cluster: one read of the box, written to several blocks of the cluster
+//   tma_store_2d                cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group   one box, shared → global
+//   cp_async_bulk_commit_group  cp.async.bulk.commit_group                    close a group of those stores
+//   cp_async_bulk_wait_group_read<N>  cp.async.bulk.wait_group.read N         until they have read their shared source
 //   cluster_ctarank             mov.u32 %cluster_ctarank                      this block's rank in its cluster
 //   mapa_shared_cluster         mapa.shared::cluster.u32                      the address of the same shared variable in another block
 //   mbarrier_arrive_cluster     mbarrier.arrive.shared::cluster.b64           one arrival on another block's barrier
@@ -25,6 +28,8 @@
 //   wgmma_m64nNk32_s8<N>        wgmma.mma_async.sync.aligned.m64nNk32.s32.s8.s8   D (64×N, int32) += A·B, int8 in
 //   matrix_descriptor_sw128     the 64-bit shared-memory matrix descriptor wgmma reads A and B through
 //   wgmma_fence_operand         no instruction: keeps the compiler from moving accumulator reads across a wait
+//   stmatrix_x4                 stmatrix.sync.aligned.m8n8.x4.shared.b16      four 8×8 16-bit matrices, registers → shared
+//   bar_sync                    bar.sync id, n                                __syncthreads for n threads of the block
 //   setmaxnreg_dec<N>           setmaxnreg.dec.sync.aligned.u32 N             this warpgroup gives registers back: N per thread
 //   setmaxnreg_inc<N>           setmaxnreg.inc.sync.aligned.u32 N             this warpgroup takes registers: N per thread
 //
@@ -43,9 +48,11 @@
 //
 // The proxies. TMA and wgmma reach shared memory through the "async proxy", ordinary loads and
 // stores through the "generic proxy"; the two are ordered only by an mbarrier completion or a
-// fence.proxy.async. In the stage 07 kernels shared memory is written only by TMA and read only by
-// wgmma, and each tile's mbarrier completion orders the two, so the one fence needed is the one after
-// mbarrier.init (a generic write the TMA unit must see).
+// fence.proxy.async. In the stage 07 kernels the operand tiles are written only by TMA and read only
+// by wgmma, and each tile's mbarrier completion orders the two, so the fence they need is the one after
+// mbarrier.init (a generic write the TMA unit must see). Gemm v7 adds the other direction: its
+// threads write C's tile with stmatrix (generic) and a TMA store reads it (async), with a
+// fence.proxy.async between.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -180,6 +187,36 @@ __device__ __forceinline__ void tma_load_2d_multicast(void* dst, const void* ten
       " [%0], [%1, {%2, %3}], [%4], %5;\n" ::"r"(smem_address(dst)),
       "l"(reinterpret_cast<uint64_t>(tensor_map)), "r"(c0), "r"(c1), "r"(smem_address(bar)), "h"(cta_mask)
       : "memory");
+}
+
+// The other direction: one box of shared memory (laid out as tma_load_2d writes it, the same swizzle)
+// copied into the 2D tensor, element (c0, c1) first. In loop terms
+//   for (r < box1) for (c < box0)
+//     if (c1 + r < dim1 && c0 + c < dim0) dst[(c1 + r) * ld + c0 + c] = src[swizzle(r * box0 + c)];
+// so the parts of a box outside the tensor are not written (a tile's tails in M and N cost no code
+// here either, and a box wholly outside writes nothing). One thread issues it and goes on; the copy
+// belongs to that thread's current "bulk group" (cp_async_bulk_commit_group closes it), and the
+// thread learns from cp_async_bulk_wait_group_read when the copy has read the shared memory, which
+// may then be written again. The shared-memory writes it copies must be visible to the async proxy
+// first: fence_proxy_async by every writing thread, then a barrier before the issuing thread goes.
+// cuda::ptx::cp_async_bulk_tensor(space_global, space_shared, …).
+__device__ __forceinline__ void tma_store_2d(const void* tensor_map, int32_t c0, int32_t c1, const void* src) {
+  asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%0, {%1, %2}], [%3];\n" ::"l"(
+                   reinterpret_cast<uint64_t>(tensor_map)),
+               "r"(c0), "r"(c1), "r"(smem_address(src))
+               : "memory");
+}
+
+// Closes this thread's bulk copies issued since the last commit (tma_store_2d) into one bulk group.
+// cuda::ptx::cp_async_bulk_commit_group.
+__device__ __forceinline__ void cp_async_bulk_commit_group() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
+
+// Waits until at most N of this thread's committed bulk groups are still reading their shared-memory
+// sources (.read: the writes to global memory may still be under way; they need no waiting for, as
+// they complete before the kernel is seen to finish). cuda::ptx::cp_async_bulk_wait_group_read.
+template <int N>
+__device__ __forceinline__ void cp_async_bulk_wait_group_read() {
+  asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(N) : "memory");
 }
 
 // ---- clusters: blocks that run at once on neighbouring SMs and reach each other's shared memory --
@@ -435,6 +472,30 @@ __device__ __forceinline__ void wgmma_m64nNk32_s8(int32_t (&d)[N / 2], uint64_t 
 #undef FS_SM90_REGS_64
 #undef FS_SM90_D16
 #undef FS_SM90_D16_S32
+
+// ---- A warpgroup's accumulators into shared memory --------------------------------------------
+// Four 8×8 matrices of 16-bit elements, from the registers of a warp to shared memory, in the
+// layout an mma accumulator fragment has them: matrix i is in register r_i, lane l holding row l / 4,
+// columns 2·(l % 4) and 2·(l % 4) + 1 (low half first) — the pairs (d[4j], d[4j + 1]) and (d[4j + 2],
+// d[4j + 3]) of a wgmma accumulator, once converted to 16 bits. Lane l gives the address of one row:
+// row l % 8 of matrix l / 8, 16 bytes. In loop terms, for the warp together:
+//   for (i < 4) for (row < 8) for (col < 8) *(row_address[8 * i + row] + 2 * col) = r_i of lane 4 * row + col / 2,
+//                                                                                     half col % 2
+// The 8 rows of one matrix are written in one shared-memory pass when their 16-byte chunks fall in 8
+// different bank groups (a 128-byte swizzle does that). No cuda::ptx wrapper.
+__device__ __forceinline__ void stmatrix_x4(void* row_address, uint32_t r0, uint32_t r1, uint32_t r2, uint32_t r3) {
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(smem_address(row_address)),
+               "r"(r0), "r"(r1), "r"(r2), "r"(r3)
+               : "memory");
+}
+
+// A barrier for some warps of the block: waits until `threads` threads (a multiple of 32) have
+// reached barrier `id` (1 … 15; 0 is __syncthreads'), and orders their shared-memory accesses as
+// __syncthreads does. In loop terms, __syncthreads() over a named subset of the block. What lets one
+// warpgroup meet without the others. No cuda::ptx wrapper (CUTLASS: NamedBarrier::sync).
+__device__ __forceinline__ void bar_sync(uint32_t id, uint32_t threads) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
 
 // ---- setmaxnreg: moving registers from one warpgroup to another ---------------------------------
 // A block's registers are handed out at launch, the same number to every thread: the kernel's register

@@ -233,6 +233,9 @@ FS_API int fs_gemm_tma_v5(const fs_gemm_params* params, void* stream); /* v4 in 
  * v8 and v10); A stored M×K and B stored N×K alone (trans_a = 0, trans_b = 1: integer wgmma reads both
  * operands k-contiguous), FS_ERR_UNSUPPORTED_LAYOUT for the other three; lda, ldb multiples of 16. */
 FS_API int fs_gemm_tma_v6(const fs_gemm_params* params, void* stream); /* v4 on int8: wgmma s8.s8 -> s32 */
+/* v7: v5's arguments and rules; 16-bit C with beta = 0, N a multiple of 8 and C's base and ldc 16-byte
+ * multiples is written by TMA stores, any other C as v5 writes it. */
+FS_API int fs_gemm_tma_v7(const fs_gemm_params* params, void* stream); /* v5, C through smem and TMA stores */
 
 #ifdef __cplusplus
 }

@@ -1,4 +1,4 @@
-// TMA tensor maps: what a Hopper kernel's cp.async.bulk.tensor loads are described by. A CUtensorMap
+// TMA tensor maps: what a Hopper kernel's cp.async.bulk.tensor loads (and stores) are described by. A CUtensorMap
 // holds one tensor's base address, extents and row stride, the box one load copies, the shared-memory
 // swizzle and what fills the box outside the tensor. It is made on the host by the driver's
 // cuTensorMapEncodeTiled and passed to the kernel by value (a __grid_constant__ parameter).
@@ -18,7 +18,7 @@
 
 namespace fs {
 
-// One 2D row-major tensor and the box a TMA load copies out of it, in elements. TMA's dimension 0 is
+// One 2D row-major tensor and the box a TMA load copies out of it (or a store into it), in elements. TMA's dimension 0 is
 // the contiguous one (cols), dimension 1 the rows.
 struct TensorMap2d {
   const void* base = nullptr;  // element (0, 0)

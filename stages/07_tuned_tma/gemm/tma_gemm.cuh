@@ -128,6 +128,33 @@ Status encode_operand_maps(const GemmParams& p, CUtensorMap* a, CUtensorMap* b) 
   return encode_tensor_map(operand_map(!p.trans_b, kBN, p.b, t, p.n, p.k, p.ldb), b);
 }
 
+// C's tensor map for a version that stores 16-bit C tiles with TMA (v7): boxes of kBoxRows × 64
+// columns (128 bytes, the 128-byte swizzle's row), and whether this call may use it. It may when C is
+// fp16 or bf16, beta = 0 (a TMA store writes, it cannot read C to add beta·C), C's base and rows are
+// 16-byte multiples (check_tensor_map), and so is a row's used part, N · 2 bytes: where N ends inside
+// a 16-byte chunk, the H100 wrote the whole chunk: every row's bytes past column N up to the chunk's
+// end, zeros, into C's padding (stage 07's tests caught it at every N not a multiple of 8; CUDA 13.0,
+// driver 580).
+// Otherwise *use = false, nothing is encoded, and the kernel stores from registers. CudaError only if
+// the driver refuses a map that passed those checks. Host code.
+template <int kBoxRows>
+Status c_store_map(const GemmParams& p, CUtensorMap* map, bool* use) {
+  *use = false;
+  if ((p.c_dtype != FS_FP16 && p.c_dtype != FS_BF16) || p.beta != 0.0f || p.n % 8 != 0) return Status::Success;
+  TensorMap2d c;
+  c.base = p.c;
+  c.dtype = DType(p.c_dtype);
+  c.cols = p.n;
+  c.rows = p.m;
+  c.ld = p.ldc;
+  c.box_cols = kRowBytes / 2;
+  c.box_rows = kBoxRows;
+  if (check_tensor_map(c) != Status::Success) return Status::Success;
+  FS_RETURN_IF_ERROR(encode_tensor_map(c, map));
+  *use = true;
+  return Status::Success;
+}
+
 // A persistent kernel's grid (v4, v6): one block per SM (each SM holds one block: 193 KiB of shared
 // memory), never more than there are kBM × kBN tiles of C. Host code.
 template <int kBM, int kBN>

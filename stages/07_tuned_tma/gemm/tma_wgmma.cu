@@ -1,4 +1,4 @@
-// Stage 07 gemm: the TMA + wgmma versions v1 … v5 (fp16, bf16) — their launch, descriptors and C entries.
+// Stage 07 gemm: the TMA + wgmma versions v1 … v5 and v7 (fp16, bf16) — their launch, descriptors and C entries.
 #include <cuda.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -14,6 +14,7 @@
 #include "stages/07_tuned_tma/gemm/v3_warp_specialization.cuh"
 #include "stages/07_tuned_tma/gemm/v4_persistent.cuh"
 #include "stages/07_tuned_tma/gemm/v5_clusters_multicast.cuh"
+#include "stages/07_tuned_tma/gemm/v7_tma_store.cuh"
 
 namespace fs {
 
@@ -27,11 +28,13 @@ const GemmSupport kHalfSupport{Dtypes<DType::FP16, DType::BF16>::kMask,
 // What the launch needs of a version, named alike for each: its block tile and size, whether it is
 // persistent (a block per SM that loops over tiles, else a block per tile), how many blocks stacked
 // along M make one cluster (each loading its share of B's tile for all: kBN / kClusterM wide boxes),
-// its shared-memory Config, its kernel for T and the transposes.
+// whether it stores C with TMA (its kernel then takes C's tensor map and c_tma), its shared-memory
+// Config, its kernel for T and the transposes.
 struct V1 {
   static constexpr int kBM = gemm_tma_v1::kBM, kBN = gemm_tma_v1::kBN, kThreads = gemm_tma_v1::kThreads;
   static constexpr bool kPersistent = false;
   static constexpr int kClusterM = 1;
+  static constexpr bool kTmaStore = false;
   template <bool kTA, bool kTB>
   using Config = gemm_tma_v1::Config<kTA, kTB>;
   template <class T, bool kTA, bool kTB>
@@ -42,6 +45,7 @@ struct V2 {
   static constexpr int kBM = gemm_tma_v2::kBM, kBN = gemm_tma_v2::kBN, kThreads = gemm_tma_v2::kThreads;
   static constexpr bool kPersistent = false;
   static constexpr int kClusterM = 1;
+  static constexpr bool kTmaStore = false;
   template <bool kTA, bool kTB>
   using Config = gemm_tma_v2::Config<kTA, kTB>;
   template <class T, bool kTA, bool kTB>
@@ -52,6 +56,7 @@ struct V3 {
   static constexpr int kBM = gemm_tma_v3::kBM, kBN = gemm_tma_v3::kBN, kThreads = gemm_tma_v3::kThreads;
   static constexpr bool kPersistent = false;
   static constexpr int kClusterM = 1;
+  static constexpr bool kTmaStore = false;
   template <bool kTA, bool kTB>
   using Config = gemm_tma_v3::Config<kTA, kTB>;
   template <class T, bool kTA, bool kTB>
@@ -62,6 +67,7 @@ struct V4 {
   static constexpr int kBM = gemm_tma_v4::kBM, kBN = gemm_tma_v4::kBN, kThreads = gemm_tma_v4::kThreads;
   static constexpr bool kPersistent = true;
   static constexpr int kClusterM = 1;
+  static constexpr bool kTmaStore = false;
   template <bool kTA, bool kTB>
   using Config = gemm_tma_v4::Config<kTA, kTB>;
   template <class T, bool kTA, bool kTB>
@@ -72,10 +78,30 @@ struct V5 {
   static constexpr int kBM = gemm_tma_v5::kBM, kBN = gemm_tma_v5::kBN, kThreads = gemm_tma_v5::kThreads;
   static constexpr bool kPersistent = true;
   static constexpr int kClusterM = gemm_tma_v5::kClusterM;
+  static constexpr bool kTmaStore = false;
   template <bool kTA, bool kTB>
   using Config = gemm_tma_v5::Config<kTA, kTB>;
   template <class T, bool kTA, bool kTB>
   static constexpr auto kernel() { return gemm_tma_v5::gemm_tma_v5_kernel<T, kTA, kTB>; }
+};
+
+struct V7 {
+  static constexpr int kBM = gemm_tma_v7::kBM, kBN = gemm_tma_v7::kBN, kThreads = gemm_tma_v7::kThreads;
+  static constexpr bool kPersistent = true;
+  static constexpr int kClusterM = gemm_tma_v7::kClusterM;
+  static constexpr bool kTmaStore = true;
+  static constexpr int kCBoxRows = gemm_tma_v7::kMmaM;  // a consumer warpgroup's rows
+  template <bool kTA, bool kTB>
+  using Config = gemm_tma_v7::Config<kTA, kTB>;
+  template <class T, bool kTA, bool kTB>
+  static constexpr auto kernel() { return gemm_tma_v7::gemm_tma_v7_kernel<T, kTA, kTB>; }
+};
+
+// C's TMA store, for a version that has one: its tensor map, and whether this call uses it
+// (gemm_tma::c_store_map).
+struct CStore {
+  CUtensorMap map{};
+  bool use = false;
 };
 
 // One instance of version V (gemm::launch_transposes picks kTA, kTB): opt in to its shared memory,
@@ -85,13 +111,17 @@ template <class V>
 struct Launch {
   template <bool kTA, bool kTB>
   static cudaError_t run(const GemmParams& p, cudaStream_t stream, const CUtensorMap& a, const CUtensorMap& b,
-                         unsigned blocks) {
+                         const CStore& c, unsigned blocks) {
     const bool c_pairs = gemm::pairs_aligned(p.c, p.ldc, p.c_dtype == FS_FP32 ? 4 : 2);
     auto go = [&](auto kernel) {
       constexpr std::size_t smem = V::template Config<kTA, kTB>::kSmemBytes;
       if (const cudaError_t err = gemm::allow_smem(kernel, smem); err != cudaSuccess) return err;
-      kernel<<<blocks, V::kThreads, smem, stream>>>(a, b, p.m, p.n, p.k, p.alpha, p.beta, p.c, p.ldc, p.c_dtype,
-                                                   c_pairs);
+      if constexpr (V::kTmaStore)
+        kernel<<<blocks, V::kThreads, smem, stream>>>(a, b, c.map, p.m, p.n, p.k, p.alpha, p.beta, p.c, p.ldc,
+                                                     p.c_dtype, c_pairs, c.use);
+      else
+        kernel<<<blocks, V::kThreads, smem, stream>>>(a, b, p.m, p.n, p.k, p.alpha, p.beta, p.c, p.ldc, p.c_dtype,
+                                                     c_pairs);
       return cudaSuccess;
     };
     return p.ab_dtype == FS_FP16 ? go(V::template kernel<__half, kTA, kTB>())
@@ -156,14 +186,17 @@ Status grid_blocks(const GemmParams& p, unsigned* blocks) {
 }
 
 // The tensor maps are encoded on every call (tensor_map.h says why not cached yet), with the boxes of
-// V's tile: A's whole, B's share of one block of a cluster (all of it without clusters).
+// V's tile: A's whole, B's share of one block of a cluster (all of it without clusters), and for a
+// version that stores C with TMA, C's (where the call allows it).
 template <class V>
 Status run(const GemmParams& p, cudaStream_t stream) {
   CUtensorMap a, b;
   FS_RETURN_IF_ERROR((gemm_tma::encode_operand_maps<V::kBM, V::kBN / V::kClusterM>(p, &a, &b)));
+  CStore c;
+  if constexpr (V::kTmaStore) FS_RETURN_IF_ERROR(gemm_tma::c_store_map<V::kCBoxRows>(p, &c.map, &c.use));
   unsigned blocks = 0;
   FS_RETURN_IF_ERROR(grid_blocks<V>(p, &blocks));
-  return gemm::launch_transposes<Launch<V>>(p, stream, a, b, blocks);
+  return gemm::launch_transposes<Launch<V>>(p, stream, a, b, c, blocks);
 }
 
 }  // namespace
@@ -199,6 +232,11 @@ const KernelDesc kGemmTmaV5 = gemm_kernel(
      "v4 in clusters of two blocks along M: each loads half of B's tile and TMA-multicasts it to both"},
     kHalfSupport, kStageArchs, gemm::max_smem_bytes<V5::Config>(), run<V5>);
 
+const KernelDesc kGemmTmaV7 = gemm_kernel(
+    {"fs_gemm_tma_v7", "stage07/gemm", "v7",
+     "v5 with 3 stages and C staged in shared memory by stmatrix, written by TMA stores that overlap the next tile"},
+    kHalfSupport, kStageArchs, gemm::max_smem_bytes<V7::Config>(), run<V7>);
+
 }  // namespace fs
 
 FS_EXPORT_GEMM(fs_gemm_tma_v1, fs::kGemmTmaV1)
@@ -206,3 +244,4 @@ FS_EXPORT_GEMM(fs_gemm_tma_v2, fs::kGemmTmaV2)
 FS_EXPORT_GEMM(fs_gemm_tma_v3, fs::kGemmTmaV3)
 FS_EXPORT_GEMM(fs_gemm_tma_v4, fs::kGemmTmaV4)
 FS_EXPORT_GEMM(fs_gemm_tma_v5, fs::kGemmTmaV5)
+FS_EXPORT_GEMM(fs_gemm_tma_v7, fs::kGemmTmaV7)
