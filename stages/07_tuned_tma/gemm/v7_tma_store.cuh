@@ -58,7 +58,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <type_traits>
 
 #include "common/lib/flashstages.h"
 #include "tma_gemm.cuh"
@@ -118,19 +117,6 @@ struct Config {
 // covers about 2048 × 2112 of C, v4's wave.
 using Schedule = TileSchedule<kClusterBM, kBN, kGroupM>;
 
-// Two fp32 values, times alpha, rounded to TOut (__half or __nv_bfloat16) and packed as stmatrix takes
-// them: the first in the low half.
-template <class TOut>
-__device__ __forceinline__ uint32_t pack_pair(float x, float y, float alpha) {
-  if constexpr (std::is_same_v<TOut, __half>) {
-    const __half2 h = __floats2half2_rn(alpha * x, alpha * y);
-    return *reinterpret_cast<const uint32_t*>(&h);
-  } else {
-    const __nv_bfloat162 h = __floats2bfloat162_rn(alpha * x, alpha * y);
-    return *reinterpret_cast<const uint32_t*>(&h);
-  }
-}
-
 // This warpgroup's m64n256 accumulators `d`, times alpha, rounded to TOut, into `staging`: box b holds
 // columns 64b .. 64b + 63, row r of it at byte 128·r, 16-byte chunk c (columns 8c .. 8c + 7 of the
 // box) at chunk c ^ (r % 8) — the 128-byte swizzle a TMA store with CU_TENSOR_MAP_SWIZZLE_128B reads.
@@ -147,8 +133,11 @@ __device__ __forceinline__ void stage_accumulators(unsigned char* staging, const
   for (int j = 0; j < kBN / 8; j += 2) {
     const int chunk = j + chunk_of_pair;  // 0 .. 31 across the warpgroup's 256 columns
     unsigned char* dst = staging + chunk / 8 * kCBoxBytes + row * kRowBytes + ((chunk % 8) ^ (row % 8)) * 16;
-    sm90::stmatrix_x4(dst, pack_pair<TOut>(d[4 * j], d[4 * j + 1], alpha), pack_pair<TOut>(d[4 * j + 2], d[4 * j + 3], alpha),
-                      pack_pair<TOut>(d[4 * j + 4], d[4 * j + 5], alpha), pack_pair<TOut>(d[4 * j + 6], d[4 * j + 7], alpha));
+    // sm80::pack2: the pair rounded to TOut, the first column in the low half (as stmatrix takes it).
+    sm90::stmatrix_x4(dst, sm80::pack2<TOut>(alpha * d[4 * j], alpha * d[4 * j + 1]),
+                      sm80::pack2<TOut>(alpha * d[4 * j + 2], alpha * d[4 * j + 3]),
+                      sm80::pack2<TOut>(alpha * d[4 * j + 4], alpha * d[4 * j + 5]),
+                      sm80::pack2<TOut>(alpha * d[4 * j + 6], alpha * d[4 * j + 7]));
   }
 }
 
