@@ -236,6 +236,8 @@ FS_API int fs_gemm_tma_v6(const fs_gemm_params* params, void* stream); /* v4 on 
 /* v7: v5's arguments and rules; 16-bit C with beta = 0, N a multiple of 8 and C's base and ldc 16-byte
  * multiples is written by TMA stores, any other C as v5 writes it. */
 FS_API int fs_gemm_tma_v7(const fs_gemm_params* params, void* stream); /* v5, C through smem and TMA stores */
+/* v8: v7's arguments and rules. */
+FS_API int fs_gemm_tma_v8(const fs_gemm_params* params, void* stream); /* v7, C through a 2-box ring, 4 stages */
 
 #ifdef __cplusplus
 }

@@ -1,4 +1,4 @@
-// Stage 07 gemm: the TMA + wgmma versions v1 … v5 and v7 (fp16, bf16) — their launch, descriptors and C entries.
+// Stage 07 gemm: the TMA + wgmma versions v1 … v5, v7 and v8 (fp16, bf16) — their launch, descriptors and C entries.
 #include <cuda.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -15,6 +15,7 @@
 #include "stages/07_tuned_tma/gemm/v4_persistent.cuh"
 #include "stages/07_tuned_tma/gemm/v5_clusters_multicast.cuh"
 #include "stages/07_tuned_tma/gemm/v7_tma_store.cuh"
+#include "stages/07_tuned_tma/gemm/v8_staging_ring.cuh"
 
 namespace fs {
 
@@ -95,6 +96,18 @@ struct V7 {
   using Config = gemm_tma_v7::Config<kTA, kTB>;
   template <class T, bool kTA, bool kTB>
   static constexpr auto kernel() { return gemm_tma_v7::gemm_tma_v7_kernel<T, kTA, kTB>; }
+};
+
+struct V8 {
+  static constexpr int kBM = gemm_tma_v8::kBM, kBN = gemm_tma_v8::kBN, kThreads = gemm_tma_v8::kThreads;
+  static constexpr bool kPersistent = true;
+  static constexpr int kClusterM = gemm_tma_v8::kClusterM;
+  static constexpr bool kTmaStore = true;
+  static constexpr int kCBoxRows = gemm_tma_v8::kMmaM;  // a consumer warpgroup's rows
+  template <bool kTA, bool kTB>
+  using Config = gemm_tma_v8::Config<kTA, kTB>;
+  template <class T, bool kTA, bool kTB>
+  static constexpr auto kernel() { return gemm_tma_v8::gemm_tma_v8_kernel<T, kTA, kTB>; }
 };
 
 // C's TMA store, for a version that has one: its tensor map, and whether this call uses it
@@ -237,6 +250,11 @@ const KernelDesc kGemmTmaV7 = gemm_kernel(
      "v5 with 3 stages and C staged in shared memory by stmatrix, written by TMA stores that overlap the next tile"},
     kHalfSupport, kStageArchs, gemm::max_smem_bytes<V7::Config>(), run<V7>);
 
+const KernelDesc kGemmTmaV8 = gemm_kernel(
+    {"fs_gemm_tma_v8", "stage07/gemm", "v8",
+     "v7 with C through a ring of two 64x64 boxes per warpgroup, which frees the room for a fourth stage"},
+    kHalfSupport, kStageArchs, gemm::max_smem_bytes<V8::Config>(), run<V8>);
+
 }  // namespace fs
 
 FS_EXPORT_GEMM(fs_gemm_tma_v1, fs::kGemmTmaV1)
@@ -245,3 +263,4 @@ FS_EXPORT_GEMM(fs_gemm_tma_v3, fs::kGemmTmaV3)
 FS_EXPORT_GEMM(fs_gemm_tma_v4, fs::kGemmTmaV4)
 FS_EXPORT_GEMM(fs_gemm_tma_v5, fs::kGemmTmaV5)
 FS_EXPORT_GEMM(fs_gemm_tma_v7, fs::kGemmTmaV7)
+FS_EXPORT_GEMM(fs_gemm_tma_v8, fs::kGemmTmaV8)
