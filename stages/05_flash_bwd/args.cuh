@@ -19,7 +19,8 @@ struct Args {
   const T* __restrict__ v;
   const T* __restrict__ d_o;
   const float* __restrict__ lse;    // natural log, from the forward
-  const float* __restrict__ delta;  // rowsum(dO ∘ O), from the preprocess
+  const float* __restrict__ delta;  // rowsum(dO ∘ O), from the preprocess; null where the kernel recomputes it
+  const T* __restrict__ o;          // the forward's output: read by the kernel only where it recomputes delta
   float* __restrict__ dq_accum;     // v2's atomic path: [B·H, Nq, D] fp32, zeroed, Σ_j dS_ij K_j; else null
   T* __restrict__ dq;               // v1's atomic path adds into it (zeroed first)
   T* __restrict__ dk;
@@ -42,6 +43,7 @@ Args<T> make_args(const AttentionBwdProblem& pr, const float* delta) {
   a.d_o = static_cast<const T*>(pr.p.d_o);
   a.lse = p.lse;
   a.delta = delta;
+  a.o = static_cast<const T*>(p.o);
   a.dq_accum = nullptr;
   a.dq = static_cast<T*>(pr.p.dq);
   a.dk = static_cast<T*>(pr.p.dk);

@@ -8,11 +8,14 @@
 //   stage05/v1_deterministic/fp32/D:64/N:4096/causal:1
 //   stage05/v2/bf16/D:128/N:8192/causal:0
 //   stage05/v3_deterministic/fp16/D:128/N:8192/causal:0
+//   stage05/v9_delta_in_loop/fp16/D:64/N:8192/causal:1   (the delta ablation: v9 recomputing delta_i in
+//                                                        every key block; atomic dQ only)
 // That is 4 N × 2 D × 2 masks = 16 points per (version, dtype) up to N = 4096 (64 benchmarks for v0 and
 // v1), and 5 N × 2 D × 2 masks = 20 per (v2 to v9 series, dtype) (80 each for v2 to v9), of 5
 // repetitions of at least 50 ms each. Measured: v2 alone (--benchmark_filter=stage05/v2), 53 s on an
 // H100; v0, v1 and v3 to v9 not yet.
 #include "common/tools/bench.h"
+#include "flash_bwd.h"
 
 void fs::bench::register_benchmarks(const DeviceInfo& dev) {
   AttentionGrid small;
@@ -33,4 +36,6 @@ void fs::bench::register_benchmarks(const DeviceInfo& dev) {
       register_attention(dev, *k, tensor_cores);
       register_attention_bwd_deterministic(dev, *k, tensor_cores);
     }
+  // The delta ablation beside v9: stage05/v9_delta_in_loop/…, the atomic path (the only one it changes).
+  register_attention(dev, kFlashBwdV9DeltaInLoop, tensor_cores);
 }

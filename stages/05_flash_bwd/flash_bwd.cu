@@ -116,6 +116,19 @@ const KernelDesc kFlashBwdV9 = attention_bwd_kernel(
     bwd::v2::kSupport, kStageArchs, streamed_smem_bytes<bwd::v9::Config>(), bwd::run_v9, flash_bwd_v2_extra_bytes,
     /*traffic_bytes=*/nullptr, delta_extra_bytes);
 
+// The delta ablation: v9 recomputing delta_i in every key block. Not in the registry's list and no C
+// entry: the benchmark and the tests name it. It allocates the dQ workspace alone on the atomic path
+// (a delta the caller asks for is still the preprocess's); the deterministic path is v2's.
+std::size_t flash_bwd_v9_delta_in_loop_extra_bytes(const AttentionParams& p) {
+  return std::size_t(q_elems(p)) * sizeof(float);
+}
+
+const KernelDesc kFlashBwdV9DeltaInLoop = attention_bwd_kernel(
+    {"fs_flash_bwd_v9_delta_in_loop", "stage05", "v9_delta_in_loop",
+     "ablation: v9 without the preprocess's delta, each key block recomputing rowsum(dO_i * O_i) from O_i it streams"},
+    bwd::v2::kSupport, kStageArchs, streamed_smem_bytes<bwd::v9::ConfigDeltaInLoop>(), bwd::run_v9_delta_in_loop,
+    flash_bwd_v9_delta_in_loop_extra_bytes, /*traffic_bytes=*/nullptr, delta_extra_bytes);
+
 KernelList stage05_kernels() {
   static const KernelDesc* const versions[] = {&kFlashBwdV0, &kFlashBwdV1, &kFlashBwdV2, &kFlashBwdV3,
                                                &kFlashBwdV4, &kFlashBwdV5, &kFlashBwdV6,

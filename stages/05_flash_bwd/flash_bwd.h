@@ -22,6 +22,11 @@ namespace fs {
 
 extern const KernelDesc kFlashBwdV0, kFlashBwdV1, kFlashBwdV2, kFlashBwdV3, kFlashBwdV4, kFlashBwdV5, kFlashBwdV6, kFlashBwdV7, kFlashBwdV8, kFlashBwdV9;
 
+// The delta ablation, stage05/v9_delta_in_loop: v9 with delta_i recomputed by every key block from the
+// O_i it streams, instead of read once from the preprocess's. Not in the registry's list (no C entry):
+// the benchmark times it beside v9, the tests check it as a version.
+extern const KernelDesc kFlashBwdV9DeltaInLoop;
+
 // v0: P and dS, B·H·Nq·Nk elements each in the input type, and delta when the caller gives no buffer
 // for it.
 std::size_t flash_bwd_v0_extra_bytes(const AttentionParams& params);
@@ -32,5 +37,7 @@ double flash_bwd_v0_traffic_bytes(const AttentionParams& params);
 // v2 to v9: dQ / scale in fp32, B·H·Nq·D floats (the atomic path; the deterministic one allocates none
 // of it), and delta when the caller gives no buffer for it.
 std::size_t flash_bwd_v2_extra_bytes(const AttentionParams& params);
+// The ablation, atomic path: the dQ workspace alone (its kernel keeps delta in shared memory).
+std::size_t flash_bwd_v9_delta_in_loop_extra_bytes(const AttentionParams& params);
 
 }  // namespace fs

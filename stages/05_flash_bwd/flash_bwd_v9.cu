@@ -13,4 +13,13 @@ Status run_v9(const AttentionBwdProblem& pr, cudaStream_t stream) {
   });
 }
 
+Status run_v9_delta_in_loop(const AttentionBwdProblem& pr, cudaStream_t stream) {
+  return run_mma<v9::ConfigDeltaInLoop>(
+      pr, stream,
+      [](auto type, auto d) {
+        return v9::flash_bwd_v9_dkv_kernel<typename decltype(type)::type, decltype(d)::value, true>;
+      },
+      /*kernel_delta=*/true);
+}
+
 }  // namespace fs::bwd

@@ -50,6 +50,9 @@ Status run_v6(const AttentionBwdProblem& pr, cudaStream_t stream);
 Status run_v7(const AttentionBwdProblem& pr, cudaStream_t stream);
 Status run_v8(const AttentionBwdProblem& pr, cudaStream_t stream);
 Status run_v9(const AttentionBwdProblem& pr, cudaStream_t stream);
+// v9 with delta recomputed inside its K/V loop instead of read from the preprocess: the ablation that
+// measures what computing delta once saves (kFlashBwdV9DeltaInLoop; not a registry version).
+Status run_v9_delta_in_loop(const AttentionBwdProblem& pr, cudaStream_t stream);
 
 // Launches a kernel built for tile configuration C (kThreads, kSmemBytes) on `blocks` blocks
 // (at most INT_MAX: the caller checks, before anything is written).

@@ -17,9 +17,12 @@ namespace fs::bwd {
 
 // atomic_kernel(type, d) gives the K/V kernel with the atomic dQ for element type
 // decltype(type)::type and head_dim decltype(d)::value, launched as AtomicConfig<D> says (threads,
-// shared memory, and the Bc keys of a block, which count its grid).
+// shared memory, and the Bc keys of a block, which count its grid). kernel_delta: that kernel
+// computes delta itself (the ablation of v9, kernel_delta_ablation), so on the atomic path the
+// preprocess runs only to fill a delta the caller asked for, and no workspace holds it otherwise.
 template <template <int> class AtomicConfig = v2::Config, class AtomicKernel>
-Status run_mma(const AttentionBwdProblem& pr, cudaStream_t stream, AtomicKernel atomic_kernel) {
+Status run_mma(const AttentionBwdProblem& pr, cudaStream_t stream, AtomicKernel atomic_kernel,
+               bool kernel_delta = false) {
   const AttentionParams& p = pr.fwd.p;
   return v2::Elements::dispatch(p.dtype, [&](auto type) {
     using T = typename decltype(type)::type;
@@ -33,9 +36,9 @@ Status run_mma(const AttentionBwdProblem& pr, cudaStream_t stream, AtomicKernel 
       const int64_t q_blocks = p.batch * p.heads * ((p.seq_q + DqC::kBr - 1) / DqC::kBr);
       if (kv_blocks > INT_MAX || atomic_kv_blocks > INT_MAX || q_blocks > INT_MAX)
         return Status::InvalidSize;  // gridDim.x; before any write
-      return with_delta(pr, stream, [&](float* delta) {
+      auto launch = [&](float* delta) {
         Args<T> a = make_args<T>(pr, delta);
-        FS_RETURN_IF_ERROR(launch_delta<T>(pr, delta, stream));
+        if (delta) FS_RETURN_IF_ERROR(launch_delta<T>(pr, delta, stream));
         if (pr.p.deterministic) {
           FS_RETURN_IF_ERROR(launch_tiled<C>(v2::flash_bwd_v2_dkv_kernel<T, D, false>, kv_blocks, a, stream));
           return launch_tiled<DqC>(v2::flash_bwd_v2_dq_kernel<T, D>, q_blocks, a, stream);
@@ -52,7 +55,9 @@ Status run_mma(const AttentionBwdProblem& pr, cudaStream_t stream, AtomicKernel 
           FS_RETURN_IF_CUDA_ERROR(cudaGetLastError());
           return Status::Success;
         });
-      });
+      };
+      if (kernel_delta && !pr.p.deterministic && !pr.p.delta) return launch(nullptr);
+      return with_delta(pr, stream, launch);
     });
   });
 }

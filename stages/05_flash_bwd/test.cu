@@ -72,6 +72,21 @@ FS_GPU_TEST_CASE("stage05 every version matches fp64 with grouped K/V heads (GQA
   }
 }
 
+FS_GPU_TEST_CASE("stage05 the delta ablation (v9 recomputing delta in its key loop) matches fp64 as v9 does") {
+  FS_SKIP_WITHOUT_GPU();
+  // The odd sizes of every dtype and head_dim, and the grouped shapes, as for the registry's versions:
+  // delta asked for (the preprocess's, into the caller's buffer) and not (the kernel's own alone).
+  const KernelDesc& k = kFlashBwdV9DeltaInLoop;
+  if (!testing::runs_here(k)) return;
+  uint64_t seed = 250000;
+  for (DType t : dtypes(k)) {
+    for (int64_t d : head_dims(k))
+      for (const auto& shape : testing::odd_shapes(t, {d})) testing::check_bwd_against_reference(k, shape, ++seed, naive_for(k));
+    for (const auto& shape : testing::gqa_shapes(t, head_dims(k)))
+      testing::check_bwd_against_reference(k, shape, ++seed, naive_for(k));
+  }
+}
+
 FS_GPU_TEST_CASE("stage05 every version honours a custom scale — negative too") {
   FS_SKIP_WITHOUT_GPU();
   // Scale 2 makes P peaked (large dS on few keys); a negative scale reverses the order of the scores,

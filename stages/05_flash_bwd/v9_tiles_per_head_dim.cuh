@@ -23,6 +23,9 @@
 // Result (H100, N = 8192; stage05.json, v8 and SDPA in the same run): at D = 64 <!-- value: [stage05/v9/fp16/D:64/N:8192/causal:0] | .0f -->255<!-- /value --> TFLOPS fp16, <!-- value: [stage05/v9/fp16/D:64/N:8192/causal:0] / [stage05/v8/fp16/D:64/N:8192/causal:0] | .2f -->1.05<!-- /value -->× v8,
 //   <!-- value: [stage05/v9/fp16/D:64/N:8192/causal:0] / [sdpa_flash_bwd/fp16/D:64/N:8192/causal:0] | .2f -->0.92<!-- /value -->× SDPA flash (FA2); causal <!-- value: [stage05/v9/fp16/D:64/N:8192/causal:1] / [sdpa_flash_bwd/fp16/D:64/N:8192/causal:1] | .2f -->0.98<!-- /value -->× FA2; bf16 <!-- value: [stage05/v9/bf16/D:64/N:8192/causal:0] / [sdpa_flash_bwd/bf16/D:64/N:8192/causal:0] | .2f -->0.95<!-- /value -->×, causal <!-- value: [stage05/v9/bf16/D:64/N:8192/causal:1] / [sdpa_flash_bwd/bf16/D:64/N:8192/causal:1] | .2f -->1.01<!-- /value -->×. At D = 128
 //   <!-- value: [stage05/v9/fp16/D:128/N:8192/causal:0] / [stage05/v8/fp16/D:128/N:8192/causal:0] | .2f -->1.00<!-- /value -->× v8, <!-- value: [stage05/v9/fp16/D:128/N:8192/causal:0] / [sdpa_flash_bwd/fp16/D:128/N:8192/causal:0] | .2f -->0.96<!-- /value -->× FA2 (causal <!-- value: [stage05/v9/fp16/D:128/N:8192/causal:1] / [sdpa_flash_bwd/fp16/D:128/N:8192/causal:1] | .2f -->0.96<!-- /value -->×).
+// The delta ablation (kDeltaInLoop below; stage05/v9_delta_in_loop in the benchmark) is this kernel with
+// delta_i recomputed by every key block from an O_i it streams: 0.75–0.93× v9's rate at N = 8192
+// (README, "Delta once, measured").
 //
 // Run: build/h100/stages/05_flash_bwd/stage05_flash_bwd --dtype fp16 --seq 8192 --dim 64 [--causal] --version v9
 #pragma once
@@ -81,14 +84,47 @@ struct Config {
   static_assert(kDqCols == 32, "dQ: warp tiles of 32 × 32");
 };
 
+// The ablation's shared memory: Config's and O_i beside dO_i, [2][Br][D] (193 KiB at D = 128, 194 at 64).
+template <int D>
+struct ConfigDeltaInLoop : Config<D> {
+  static constexpr std::size_t kSmemBytes = Config<D>::kSmemBytes + std::size_t(2 * Config<D>::kBr) * D * 2;
+};
+
+// The ablation only: delta_i = rowsum(dO_i ∘ O_i) of the tile's Br rows, from its swizzled tiles in
+// shared memory, into sDelta [Br] — the preprocess's sum, done again by every key block that meets
+// the tile. kThreads / Br threads per row (4 at Br = 64, 2 at 128), each summing its share of the
+// row's 16-byte chunks in fp32, then adding across its neighbours by shuffle. Rows past Nq were
+// zero-filled: delta 0.
+template <class T, int D, int kBr, int kThreads>
+__device__ __forceinline__ void rowsum_do_o(float* sDelta, const T* sdO, const T* sO) {
+  constexpr int kPerRow = kThreads / kBr, kChunks = D / 8;
+  static_assert(kPerRow * kBr == kThreads && kChunks % kPerRow == 0, "whole rows, whole chunks per thread");
+  const int r = threadIdx.x / kPerRow, part = threadIdx.x % kPerRow;
+  float sum = 0.0f;
+#pragma unroll
+  for (int k = 0; k < kChunks / kPerRow; ++k) {
+    const int c = (k * kPerRow + part) * 8;  // the chunk's first column
+    const T* x = sdO + v5::swizzled<D>(r, c);
+    const T* y = sO + v5::swizzled<D>(r, c);
+#pragma unroll
+    for (int e = 0; e < 8; ++e) sum += to_float(x[e]) * to_float(y[e]);
+  }
+#pragma unroll
+  for (int lanes = kPerRow / 2; lanes > 0; lanes /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, lanes);
+  if (part == 0) sDelta[r] = sum;
+}
+
 // grid: B·KVH·ceil(Nk/Bc) blocks (Bc = 128) of Config<D>::kThreads. Block x owns key block
 // x % ceil(Nk/Bc) of K/V head x / ceil(Nk/Bc) and streams the query tiles of each query head of the
 // K/V head's group past it (v4's walk); writes dK_j and dV_j, summed over the group, and adds its share
 // of each query head's dQ (before the scale) to dq_accum four columns wide, as v6 does. (v8's kernel,
 // its S and dP warp tiles kSMT 16-row tiles tall and its dQ warps 32 × 32.)
-template <class T, int D>
+// kDeltaInLoop (the ablation, run_v9_delta_in_loop): no delta from the preprocess (a.delta null);
+// each query tile brings O_i too, and after its first barrier every block recomputes delta_i from
+// dO_i and O_i (rowsum_do_o) and meets once more before P and dS read it.
+template <class T, int D, bool kDeltaInLoop = false>
 __global__ void __launch_bounds__(Config<D>::kThreads) flash_bwd_v9_dkv_kernel(const Args<T> a) {
-  using C = Config<D>;
+  using C = std::conditional_t<kDeltaInLoop, ConfigDeltaInLoop<D>, Config<D>>;
   constexpr int kBr = C::kBr, kBc = C::kBc;
   extern __shared__ __align__(128) unsigned char smem[];
   T* sK = reinterpret_cast<T*>(smem);                       // [Bc][D]     K_j, swizzled
@@ -99,6 +135,7 @@ __global__ void __launch_bounds__(Config<D>::kThreads) flash_bwd_v9_dkv_kernel(c
   T* sdS = sP + kBr * kBc;                                  // [Br][Bc]    dS_ij
   float* sLse = reinterpret_cast<float*>(sdS + kBr * kBc);  // [2][Br]     LSE_i, then LSE_i · log2(e)
   float* sDelta = sLse + 2 * kBr;                           // [2][Br]     delta_i
+  T* sO = reinterpret_cast<T*>(sDelta + 2 * kBr);           // [2][Br][D]  O_i (the ablation only)
 
   const int64_t kv_blocks = (a.seq_k + kBc - 1) / kBc;
   const int64_t kvh = blockIdx.x / kv_blocks, k0 = blockIdx.x % kv_blocks * kBc;
@@ -112,12 +149,17 @@ __global__ void __launch_bounds__(Config<D>::kThreads) flash_bwd_v9_dkv_kernel(c
   const int cq = warp / C::kDqRowWarps * C::kDqCols;          // and columns
 
   // Query tile i of query head bh → `stage`, as one cp.async group: Q_i, dO_i (16-byte copies; rows
-  // past Nq zero-filled), LSE_i and delta_i.
+  // past Nq zero-filled), LSE_i and delta_i (the ablation: O_i instead of delta_i).
   auto copy_tile = [&](int64_t bh, int64_t i, int stage) {
     const int64_t q_base = bh * a.seq_q, q0 = i * kBr;  // q_base: the head's first row of [B·H·Nq, D]
     copy_tile_swizzled<T, D, C::kThreads>(sQ + stage * kBr * D, a.q + q_base * D, q0, kBr, a.seq_q);
     copy_tile_swizzled<T, D, C::kThreads>(sdO + stage * kBr * D, a.d_o + q_base * D, q0, kBr, a.seq_q);
-    copy_lse_delta<kBr>(sLse + stage * kBr, sDelta + stage * kBr, a, q_base, q0);
+    if constexpr (kDeltaInLoop) {
+      copy_tile_swizzled<T, D, C::kThreads>(sO + stage * kBr * D, a.o + q_base * D, q0, kBr, a.seq_q);
+      if (threadIdx.x < kBr) copy_lse_delta<kBr>(sLse + stage * kBr, sDelta + stage * kBr, a, q_base, q0);  // LSE_i alone
+    } else {
+      copy_lse_delta<kBr>(sLse + stage * kBr, sDelta + stage * kBr, a, q_base, q0);
+    }
     cp_async_commit_group();
   };
 
@@ -141,7 +183,7 @@ __global__ void __launch_bounds__(Config<D>::kThreads) flash_bwd_v9_dkv_kernel(c
     const uint32_t aQi = smem_address(sQ + stage * kBr * D);    // [Br][D]  Q_i
     const uint32_t adOi = smem_address(sdO + stage * kBr * D);  // [Br][D]  dO_i
     float* sLsei = sLse + stage * kBr;            // [Br]  LSE_i (· log2(e) after the barrier)
-    const float* sDeltai = sDelta + stage * kBr;  // [Br]  delta_i
+    float* sDeltai = sDelta + stage * kBr;        // [Br]  delta_i
     cp_async_wait_group<0>();  // this thread's copies of tile i (and, the first time, of K_j, V_j) have landed
     if (threadIdx.x < kBr) sLsei[threadIdx.x] *= attn::kLog2e;  // the entry this thread copied
     // Every thread's copies have landed, LSE_i is scaled, and every warp is done with tile i - 1: with
@@ -150,6 +192,11 @@ __global__ void __launch_bounds__(Config<D>::kThreads) flash_bwd_v9_dkv_kernel(c
     // In flight while tile i is computed: the head's next tile, or after its last the next head's first.
     const bool same_head = i + 1 < runs.count;
     if (same_head || bh + 1 < bh_end) copy_tile(same_head ? bh : bh + 1, same_head ? i + 1 : runs.first, stage ^ 1);
+    if constexpr (kDeltaInLoop) {
+      // sDelta[stage] was last read by tile i - 2, before the barrier above's previous use.
+      rowsum_do_o<T, D, kBr, C::kThreads>(sDeltai, sdO + stage * kBr * D, sO + stage * kBr * D);
+      __syncthreads();  // every row's delta_i is in sDeltai before any warp's P and dS read it
+    }
 
     // S = Q_i K_jᵀ, then dP = dO_i V_jᵀ: the warp's Br/2 queries × 32 keys.
     float rS[kSMT][4][4] = {}, rdP[kSMT][4][4] = {};
