@@ -18,7 +18,7 @@ namespace fs::bwd {
 // atomic_kernel(type, d) gives the K/V kernel with the atomic dQ for element type
 // decltype(type)::type and head_dim decltype(d)::value, launched as AtomicConfig<D> says (threads,
 // shared memory, and the Bc keys of a block, which count its grid). kernel_delta: that kernel
-// computes delta itself (the ablation of v9, kernel_delta_ablation), so on the atomic path the
+// computes delta itself (v9's delta ablation, run_v9_delta_in_loop), so on the atomic path the
 // preprocess runs only to fill a delta the caller asked for, and no workspace holds it otherwise.
 template <template <int> class AtomicConfig = v2::Config, class AtomicKernel>
 Status run_mma(const AttentionBwdProblem& pr, cudaStream_t stream, AtomicKernel atomic_kernel,

@@ -193,7 +193,7 @@ __global__ void __launch_bounds__(Config<D>::kThreads) flash_bwd_v9_dkv_kernel(c
     const bool same_head = i + 1 < runs.count;
     if (same_head || bh + 1 < bh_end) copy_tile(same_head ? bh : bh + 1, same_head ? i + 1 : runs.first, stage ^ 1);
     if constexpr (kDeltaInLoop) {
-      // sDelta[stage] was last read by tile i - 2, before the barrier above's previous use.
+      // sDelta[stage] was last read by tile i - 2's P and dS, before tile i - 1's first barrier.
       rowsum_do_o<T, D, kBr, C::kThreads>(sDeltai, sdO + stage * kBr * D, sO + stage * kBr * D);
       __syncthreads();  // every row's delta_i is in sDeltai before any warp's P and dS read it
     }
