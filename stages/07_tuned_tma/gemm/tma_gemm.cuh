@@ -2,7 +2,7 @@
 // the shared-memory operand tile that one TMA load fills and wgmma reads (its layout, its loads, its
 // matrix descriptors), the host side of the same geometry (the operands' tensor maps), the block's
 // place in C (one tile per block, or a persistent grid's TileSchedule), and the epilogue of a
-// warpgroup's accumulators.
+// warpgroup's accumulators: stored from registers, or staged in shared memory for a TMA store (v7, v8).
 //
 // The operand tile. Every tile is kBK = 64 deep in k: 64 16-bit elements are 128 bytes, one row of the
 // 128-byte swizzle. An operand is stored either k-contiguous (K-major: A untransposed, B transposed)
@@ -241,6 +241,33 @@ __device__ __forceinline__ void store_accumulators(void* C, int32_t c_dtype, int
   else if (c_dtype == FS_BF16)
     store_accumulators<N>(static_cast<__nv_bfloat16*>(C), ldc, M, Ncols, m0, n0, d, alpha, beta, pairs);
   else store_accumulators<N>(static_cast<float*>(C), ldc, M, Ncols, m0, n0, d, alpha, beta, pairs);
+}
+
+// C's staging for a TMA store (v7, v8): box `box` of a warpgroup's m64nN accumulators `d` (columns
+// 64·box .. 64·box + 63), times alpha, rounded to TOut, into `slot`: 64 rows of 128 bytes (one row of
+// 16-bit C per 128-byte swizzle row), 1024-byte aligned, row r at byte 128·r, 16-byte chunk c (columns
+// 8c .. 8c + 7 of the box) at chunk c ^ (r % 8) — the layout a TMA store with CU_TENSOR_MAP_SWIZZLE_128B
+// reads. Warp w holds rows 16w .. 16w + 15: per pair of 8-column chunks (j, j + 1), its registers
+// d[4j .. 4j + 7] are four 8 × 8 matrices, (rows 0–7, chunk j), (rows 8–15, chunk j), (rows 0–7, chunk
+// j + 1), (rows 8–15, chunk j + 1): one stmatrix.x4, lane l addressing row l % 8 of matrix l / 8. The 8
+// rows of a matrix land in 8 different chunks of their 128-byte rows: all 32 banks, one pass each.
+// `box` must be a constant after unrolling, as every caller's is: it picks registers.
+template <class TOut, int N>
+__device__ __forceinline__ void stage_box(unsigned char* slot, const float (&d)[N / 2], float alpha, int box) {
+  static_assert(N % 64 == 0, "whole 64-column boxes");
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32 % 4;
+  const int row = 16 * warp + 8 * (lane / 8 % 2) + lane % 8;  // the row this lane addresses
+  const int chunk_of_pair = lane / 16;                          // 0: chunk j, 1: chunk j + 1
+#pragma unroll
+  for (int j = 8 * box; j < 8 * box + 8; j += 2) {
+    const int chunk = j % 8 + chunk_of_pair;  // 0 .. 7 across the box's 64 columns
+    unsigned char* dst = slot + row * kRowBytes + (chunk ^ (row % 8)) * 16;
+    // sm80::pack2: the pair rounded to TOut, the first column in the low half (as stmatrix takes it).
+    sm90::stmatrix_x4(dst, sm80::pack2<TOut>(alpha * d[4 * j], alpha * d[4 * j + 1]),
+                      sm80::pack2<TOut>(alpha * d[4 * j + 2], alpha * d[4 * j + 3]),
+                      sm80::pack2<TOut>(alpha * d[4 * j + 4], alpha * d[4 * j + 5]),
+                      sm80::pack2<TOut>(alpha * d[4 * j + 6], alpha * d[4 * j + 7]));
+  }
 }
 
 }  // namespace fs::gemm_tma

@@ -117,28 +117,12 @@ struct Config {
 // covers about 2048 × 2112 of C, v4's wave.
 using Schedule = TileSchedule<kClusterBM, kBN, kGroupM>;
 
-// This warpgroup's m64n256 accumulators `d`, times alpha, rounded to TOut, into `staging`: box b holds
-// columns 64b .. 64b + 63, row r of it at byte 128·r, 16-byte chunk c (columns 8c .. 8c + 7 of the
-// box) at chunk c ^ (r % 8) — the 128-byte swizzle a TMA store with CU_TENSOR_MAP_SWIZZLE_128B reads.
-// Warp w holds rows 16w .. 16w + 15: per pair of 8-column chunks (j, j + 1), its registers d[4j .. 4j + 7]
-// are four 8 × 8 matrices, (rows 0–7, chunk j), (rows 8–15, chunk j), (rows 0–7, chunk j + 1),
-// (rows 8–15, chunk j + 1): one stmatrix.x4, lane l addressing row l % 8 of matrix l / 8. The 8 rows of
-// a matrix land in 8 different chunks of their 128-byte rows: all 32 banks, one pass each.
+// This warpgroup's m64n256 accumulators `d`, times alpha, rounded to TOut, into `staging`: its four
+// boxes of 64 columns one after the other, 8 KiB each (gemm_tma::stage_box: the layout, the stmatrix).
 template <class TOut>
 __device__ __forceinline__ void stage_accumulators(unsigned char* staging, const float (&d)[kBN / 2], float alpha) {
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32 % 4;
-  const int row = 16 * warp + 8 * (lane / 8 % 2) + lane % 8;  // the row this lane addresses
-  const int chunk_of_pair = lane / 16;                          // 0: chunk j, 1: chunk j + 1
 #pragma unroll
-  for (int j = 0; j < kBN / 8; j += 2) {
-    const int chunk = j + chunk_of_pair;  // 0 .. 31 across the warpgroup's 256 columns
-    unsigned char* dst = staging + chunk / 8 * kCBoxBytes + row * kRowBytes + ((chunk % 8) ^ (row % 8)) * 16;
-    // sm80::pack2: the pair rounded to TOut, the first column in the low half (as stmatrix takes it).
-    sm90::stmatrix_x4(dst, sm80::pack2<TOut>(alpha * d[4 * j], alpha * d[4 * j + 1]),
-                      sm80::pack2<TOut>(alpha * d[4 * j + 2], alpha * d[4 * j + 3]),
-                      sm80::pack2<TOut>(alpha * d[4 * j + 4], alpha * d[4 * j + 5]),
-                      sm80::pack2<TOut>(alpha * d[4 * j + 6], alpha * d[4 * j + 7]));
-  }
+  for (int b = 0; b < kCBoxes; ++b) stage_box<TOut, kBN>(staging + b * kCBoxBytes, d, alpha, b);
 }
 
 // grid: two blocks per cluster, min(clusters the GPU holds at once, cluster tiles) clusters, each

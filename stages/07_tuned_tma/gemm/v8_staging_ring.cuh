@@ -117,32 +117,6 @@ struct Config {
 // covers about 2048 × 2112 of C, v4's wave.
 using Schedule = TileSchedule<kClusterBM, kBN, kGroupM>;
 
-// Box `box` of this warpgroup's m64n256 accumulators `d` (columns 64·box .. 64·box + 63), times alpha,
-// rounded to TOut, into `slot`: row r at byte 128·r, 16-byte chunk c (columns 8c .. 8c + 7 of the box)
-// at chunk c ^ (r % 8) — the 128-byte swizzle a TMA store with CU_TENSOR_MAP_SWIZZLE_128B reads.
-// (v7's stage_accumulators, one box of its four.) `box` must be a constant after unrolling, as every
-// call's is: it picks registers.
-// Warp w holds rows 16w .. 16w + 15: per pair of 8-column chunks (j, j + 1), its registers d[4j .. 4j + 7]
-// are four 8 × 8 matrices, (rows 0–7, chunk j), (rows 8–15, chunk j), (rows 0–7, chunk j + 1),
-// (rows 8–15, chunk j + 1): one stmatrix.x4, lane l addressing row l % 8 of matrix l / 8. The 8 rows of
-// a matrix land in 8 different chunks of their 128-byte rows: all 32 banks, one pass each.
-template <class TOut>
-__device__ __forceinline__ void stage_box(unsigned char* slot, const float (&d)[kBN / 2], float alpha, int box) {
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32 % 4;
-  const int row = 16 * warp + 8 * (lane / 8 % 2) + lane % 8;  // the row this lane addresses
-  const int chunk_of_pair = lane / 16;                          // 0: chunk j, 1: chunk j + 1
-#pragma unroll
-  for (int j = 8 * box; j < 8 * box + 8; j += 2) {
-    const int chunk = j % 8 + chunk_of_pair;  // 0 .. 7 across the box's 64 columns
-    unsigned char* dst = slot + row * kRowBytes + ((chunk % 8) ^ (row % 8)) * 16;
-    // sm80::pack2: the pair rounded to TOut, the first column in the low half (as stmatrix takes it).
-    sm90::stmatrix_x4(dst, sm80::pack2<TOut>(alpha * d[4 * j], alpha * d[4 * j + 1]),
-                      sm80::pack2<TOut>(alpha * d[4 * j + 2], alpha * d[4 * j + 3]),
-                      sm80::pack2<TOut>(alpha * d[4 * j + 4], alpha * d[4 * j + 5]),
-                      sm80::pack2<TOut>(alpha * d[4 * j + 6], alpha * d[4 * j + 7]));
-  }
-}
-
 // grid: two blocks per cluster, min(clusters the GPU holds at once, cluster tiles) clusters, each
 // looping over its cluster tiles of C (Schedule); block: 384 threads, three warpgroups.
 // T: __half or __nv_bfloat16. tmA, tmB: A and B's tensor maps (gemm_tma::encode_operand_maps<128, 128>:
@@ -295,8 +269,8 @@ __global__ void __cluster_dims__(kClusterM, 1, 1) __launch_bounds__(kThreads, 1)
           if (issuer) sm90::cp_async_bulk_wait_group_read<kCSlots - 1>();
           // … which every thread of this warpgroup learns here before it overwrites the slot.
           sm90::bar_sync(1 + cw, kWarpgroup);
-          if (c_dtype == FS_FP16) stage_box<__half>(slot, acc, alpha, b);
-          else stage_box<__nv_bfloat16>(slot, acc, alpha, b);
+          if (c_dtype == FS_FP16) stage_box<__half, kBN>(slot, acc, alpha, b);
+          else stage_box<__nv_bfloat16, kBN>(slot, acc, alpha, b);
           sm90::fence_proxy_async();  // this thread's stmatrix writes, visible to the TMA unit's reads
           // Every thread's writes are fenced before the store reads them.
           sm90::bar_sync(1 + cw, kWarpgroup);
