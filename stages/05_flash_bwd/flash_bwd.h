@@ -24,7 +24,7 @@ extern const KernelDesc kFlashBwdV0, kFlashBwdV1, kFlashBwdV2, kFlashBwdV3, kFla
 
 // The delta ablation, stage05/v9_delta_in_loop: v9 with delta_i recomputed by every key block from the
 // O_i it streams, instead of read once from the preprocess's. Not in the registry's list (no C entry):
-// the benchmark times it beside v9, the tests check it as a version.
+// the benchmark times it beside v9, and every GPU test case checks it as a version.
 extern const KernelDesc kFlashBwdV9DeltaInLoop;
 
 // v0: P and dS, B·H·Nq·Nk elements each in the input type, and delta when the caller gives no buffer
