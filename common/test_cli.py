@@ -86,7 +86,13 @@ class CommandLine(unittest.TestCase):
         self.refused("stage07", ["--dtype", "int8", "--k", "24"], "16 int8")
         self.refused("stage07", ["--k", "17"], "--k")
         self.refused("stage07", ["--m", "1000", "--n", "20", "--k", "64"], "--n")
-        self.refused("stage07", ["--version", "v99"], "--version")  # v9 and v10 name stage 06's baselines
+        self.refused("stage07", ["--version", "v99"], "--version")
+        # A bare v9 is stage 07's own (which refuses 34-byte rows), not its baseline stage06/v9 (which
+        # takes them): only the full name reaches the baseline.
+        self.refused("stage07", ["--version", "v9", "--k", "17"], "stage07/gemm/v9")
+        code, out = run("stage07", "--version", "stage06/v9", "--k", "17", "--m", "64", "--n", "64", "--repeats", "1")
+        self.assertNotIn("error:", out)  # taken: on to the GPU check (without a GPU it says so, exit 2)
+        self.assertEqual(code, 2 if "no NVIDIA GPU or driver was found" in out else 0, out)
 
     def test_benchmarks_follow_the_tests_rule_without_a_gpu(self):
         # No GPU: skipped (77) and said so, or a failure with FLASHSTAGES_REQUIRE_GPU=1; never a silent 0.

@@ -238,6 +238,8 @@ FS_API int fs_gemm_tma_v6(const fs_gemm_params* params, void* stream); /* v4 on 
 FS_API int fs_gemm_tma_v7(const fs_gemm_params* params, void* stream); /* v5, C through smem and TMA stores */
 /* v8: v7's arguments and rules. */
 FS_API int fs_gemm_tma_v8(const fs_gemm_params* params, void* stream); /* v7, C through a 2-box ring, 4 stages */
+/* v9: v7's arguments and rules. */
+FS_API int fs_gemm_tma_v9(const fs_gemm_params* params, void* stream); /* v8, C stored under the next tile */
 
 #ifdef __cplusplus
 }

@@ -9,7 +9,8 @@
 
 namespace fs {
 
-extern const KernelDesc kGemmTmaV1, kGemmTmaV2, kGemmTmaV3, kGemmTmaV4, kGemmTmaV5, kGemmTmaV6, kGemmTmaV7, kGemmTmaV8;
+extern const KernelDesc kGemmTmaV1, kGemmTmaV2, kGemmTmaV3, kGemmTmaV4, kGemmTmaV5, kGemmTmaV6, kGemmTmaV7, kGemmTmaV8,
+    kGemmTmaV9;
 
 namespace gemm_tma {
 

@@ -243,31 +243,53 @@ __device__ __forceinline__ void store_accumulators(void* C, int32_t c_dtype, int
   else store_accumulators<N>(static_cast<float*>(C), ldc, M, Ncols, m0, n0, d, alpha, beta, pairs);
 }
 
-// C's staging for a TMA store (v7, v8): box `box` of a warpgroup's m64nN accumulators `d` (columns
-// 64·box .. 64·box + 63), times alpha, rounded to TOut, into `slot`: 64 rows of 128 bytes (one row of
-// 16-bit C per 128-byte swizzle row), 1024-byte aligned, row r at byte 128·r, 16-byte chunk c (columns
-// 8c .. 8c + 7 of the box) at chunk c ^ (r % 8) — the layout a TMA store with CU_TENSOR_MAP_SWIZZLE_128B
-// reads. Warp w holds rows 16w .. 16w + 15: per pair of 8-column chunks (j, j + 1), its registers
-// d[4j .. 4j + 7] are four 8 × 8 matrices, (rows 0–7, chunk j), (rows 8–15, chunk j), (rows 0–7, chunk
-// j + 1), (rows 8–15, chunk j + 1): one stmatrix.x4, lane l addressing row l % 8 of matrix l / 8. The 8
-// rows of a matrix land in 8 different chunks of their 128-byte rows: all 32 banks, one pass each.
-// `box` must be a constant after unrolling, as every caller's is: it picks registers.
+// C's staging for a TMA store (v7, v8, v9): a warpgroup's m64nN accumulators, rounded to 16 bits, into
+// `slot`, one box of 64 rows × 64 columns at a time: 64 rows of 128 bytes (one row of 16-bit C per
+// 128-byte swizzle row), 1024-byte aligned, row r at byte 128·r, 16-byte chunk c (columns 8c .. 8c + 7
+// of the box) at chunk c ^ (r % 8) — the layout a TMA store with CU_TENSOR_MAP_SWIZZLE_128B reads.
+// Warp w holds rows 16w .. 16w + 15: per pair of 8-column chunks (j, j + 1) of the tile, its
+// accumulators d[4j .. 4j + 7], two to a 32-bit register (p[2j .. 2j + 3] below), are four 8 × 8
+// matrices, (rows 0–7, chunk j), (rows 8–15, chunk j), (rows 0–7, chunk j + 1), (rows 8–15, chunk
+// j + 1): one stmatrix.x4, lane l addressing row l % 8 of matrix l / 8. The 8 rows of a matrix land
+// in 8 different chunks of their 128-byte rows: all 32 banks, one pass each.
+// This writes chunk pair j (j even; j % 8 is its place in its box) from those four registers.
+__device__ __forceinline__ void stmatrix_chunk_pair(unsigned char* slot, int j, uint32_t r0, uint32_t r1, uint32_t r2,
+                                                    uint32_t r3) {
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32 % 4;
+  const int row = 16 * warp + 8 * (lane / 8 % 2) + lane % 8;  // the row this lane addresses
+  const int chunk = j % 8 + lane / 16;                         // lanes 16–31 address chunk j + 1
+  sm90::stmatrix_x4(slot + row * kRowBytes + (chunk ^ (row % 8)) * 16, r0, r1, r2, r3);
+}
+
+// Box `box` (columns 64·box .. 64·box + 63) of the accumulators `d`, times alpha, rounded to TOut
+// (v7, v8). `box` must be a constant after unrolling, as every caller's is: it picks registers.
 template <class TOut, int N>
 __device__ __forceinline__ void stage_box(unsigned char* slot, const float (&d)[N / 2], float alpha, int box) {
   static_assert(N % 64 == 0, "whole 64-column boxes");
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32 % 4;
-  const int row = 16 * warp + 8 * (lane / 8 % 2) + lane % 8;  // the row this lane addresses
-  const int chunk_of_pair = lane / 16;                          // 0: chunk j, 1: chunk j + 1
 #pragma unroll
-  for (int j = 8 * box; j < 8 * box + 8; j += 2) {
-    const int chunk = j % 8 + chunk_of_pair;  // 0 .. 7 across the box's 64 columns
-    unsigned char* dst = slot + row * kRowBytes + (chunk ^ (row % 8)) * 16;
+  for (int j = 8 * box; j < 8 * box + 8; j += 2)
     // sm80::pack2: the pair rounded to TOut, the first column in the low half (as stmatrix takes it).
-    sm90::stmatrix_x4(dst, sm80::pack2<TOut>(alpha * d[4 * j], alpha * d[4 * j + 1]),
-                      sm80::pack2<TOut>(alpha * d[4 * j + 2], alpha * d[4 * j + 3]),
-                      sm80::pack2<TOut>(alpha * d[4 * j + 4], alpha * d[4 * j + 5]),
-                      sm80::pack2<TOut>(alpha * d[4 * j + 6], alpha * d[4 * j + 7]));
-  }
+    stmatrix_chunk_pair(slot, j, sm80::pack2<TOut>(alpha * d[4 * j], alpha * d[4 * j + 1]),
+                        sm80::pack2<TOut>(alpha * d[4 * j + 2], alpha * d[4 * j + 3]),
+                        sm80::pack2<TOut>(alpha * d[4 * j + 4], alpha * d[4 * j + 5]),
+                        sm80::pack2<TOut>(alpha * d[4 * j + 6], alpha * d[4 * j + 7]));
+}
+
+// v9 rounds the whole tile first, so that the accumulators are free for the next tile's products while
+// C waits in half as many registers: p[q] = (alpha·d[2q], alpha·d[2q + 1]) rounded to TOut, the first in
+// the low half, then stages box `box` from those (a constant after unrolling, as above).
+template <class TOut, int N>
+__device__ __forceinline__ void pack_accumulators(uint32_t (&p)[N / 4], const float (&d)[N / 2], float alpha) {
+#pragma unroll
+  for (int q = 0; q < N / 4; ++q) p[q] = sm80::pack2<TOut>(alpha * d[2 * q], alpha * d[2 * q + 1]);
+}
+
+template <int N>
+__device__ __forceinline__ void stage_packed_box(unsigned char* slot, const uint32_t (&p)[N / 4], int box) {
+  static_assert(N % 64 == 0, "whole 64-column boxes");
+#pragma unroll
+  for (int j = 8 * box; j < 8 * box + 8; j += 2)
+    stmatrix_chunk_pair(slot, j, p[2 * j], p[2 * j + 1], p[2 * j + 2], p[2 * j + 3]);
 }
 
 }  // namespace fs::gemm_tma

@@ -1,4 +1,4 @@
-// Stage 07 gemm: the TMA + wgmma versions v1 … v5, v7 and v8 (fp16, bf16) — their launch, descriptors and C entries.
+// Stage 07 gemm: the TMA + wgmma versions v1 … v5, v7, v8 and v9 (fp16, bf16) — their launch, descriptors and C entries.
 #include <cuda.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -16,6 +16,7 @@
 #include "stages/07_tuned_tma/gemm/v5_clusters_multicast.cuh"
 #include "stages/07_tuned_tma/gemm/v7_tma_store.cuh"
 #include "stages/07_tuned_tma/gemm/v8_staging_ring.cuh"
+#include "stages/07_tuned_tma/gemm/v9_epilogue_overlap.cuh"
 
 namespace fs {
 
@@ -108,6 +109,18 @@ struct V8 {
   using Config = gemm_tma_v8::Config<kTA, kTB>;
   template <class T, bool kTA, bool kTB>
   static constexpr auto kernel() { return gemm_tma_v8::gemm_tma_v8_kernel<T, kTA, kTB>; }
+};
+
+struct V9 {
+  static constexpr int kBM = gemm_tma_v9::kBM, kBN = gemm_tma_v9::kBN, kThreads = gemm_tma_v9::kThreads;
+  static constexpr bool kPersistent = true;
+  static constexpr int kClusterM = gemm_tma_v9::kClusterM;
+  static constexpr bool kTmaStore = true;
+  static constexpr int kCBoxRows = gemm_tma_v9::kMmaM;  // a consumer warpgroup's rows
+  template <bool kTA, bool kTB>
+  using Config = gemm_tma_v9::Config<kTA, kTB>;
+  template <class T, bool kTA, bool kTB>
+  static constexpr auto kernel() { return gemm_tma_v9::gemm_tma_v9_kernel<T, kTA, kTB>; }
 };
 
 // C's TMA store, for a version that has one: its tensor map, and whether this call uses it
@@ -255,6 +268,11 @@ const KernelDesc kGemmTmaV8 = gemm_kernel(
      "v7 with C through a ring of two 64x64 boxes per warpgroup, which frees the room for a fourth stage"},
     kHalfSupport, kStageArchs, gemm::max_smem_bytes<V8::Config>(), run<V8>);
 
+const KernelDesc kGemmTmaV9 = gemm_kernel(
+    {"fs_gemm_tma_v9", "stage07/gemm", "v9",
+     "v8 with C rounded into 64 registers at a tile's end and stored during the next tile's first two k-tiles"},
+    kHalfSupport, kStageArchs, gemm::max_smem_bytes<V9::Config>(), run<V9>);
+
 }  // namespace fs
 
 FS_EXPORT_GEMM(fs_gemm_tma_v1, fs::kGemmTmaV1)
@@ -264,3 +282,4 @@ FS_EXPORT_GEMM(fs_gemm_tma_v4, fs::kGemmTmaV4)
 FS_EXPORT_GEMM(fs_gemm_tma_v5, fs::kGemmTmaV5)
 FS_EXPORT_GEMM(fs_gemm_tma_v7, fs::kGemmTmaV7)
 FS_EXPORT_GEMM(fs_gemm_tma_v8, fs::kGemmTmaV8)
+FS_EXPORT_GEMM(fs_gemm_tma_v9, fs::kGemmTmaV9)
