@@ -450,13 +450,8 @@ std::vector<const KernelDesc*> resolve(const std::vector<std::string>& names) {
   return out;
 }
 
-// Whether --version `only` picks k. A bare vN names the stage's own version vN where it has one, a
-// baseline's otherwise (stage 07 gemm's v9 is its own, stage06/v9 its baseline's full name).
-bool selected(const KernelDesc& k, const std::string& only, const std::vector<const KernelDesc*>& own) {
-  if (only.empty() || only == k.qualified()) return true;
-  if (only != k.info.version) return false;
-  const bool own_has = std::any_of(own.begin(), own.end(), [&](const KernelDesc* o) { return o->info.version == only; });
-  return !own_has || std::find(own.begin(), own.end(), &k) != own.end();
+bool selected(const KernelDesc& k, const std::string& only) {
+  return only.empty() || only == k.info.version || only == k.qualified();
 }
 
 }  // namespace
@@ -514,7 +509,11 @@ int run_stage(int argc, char** argv, const StageRun& stage) {
   AttentionParams ap{};
   GemmCase gc;
   try {
-    std::vector<const KernelDesc*> all = baselines;
+    // A bare vN names the stage's own version vN where it has one (stage 07 gemm's v9; its baseline is
+    // stage06/v9 by its full name): the baselines are then no candidates.
+    const bool own_named = std::any_of(own.begin(), own.end(),
+                                       [&](const KernelDesc* k) { return k->info.version == common.only_version; });
+    std::vector<const KernelDesc*> all = own_named ? std::vector<const KernelDesc*>{} : baselines;
     all.insert(all.end(), own.begin(), own.end());
     if (attention) {
       ap = attention_params(ao);
@@ -522,7 +521,7 @@ int run_stage(int argc, char** argv, const StageRun& stage) {
       gc = gemm_problem(go);
     }
     for (const KernelDesc* k : all) {
-      if (!selected(*k, common.only_version, own)) continue;
+      if (!selected(*k, common.only_version)) continue;
       if (attention) {
         AttentionParams fake = ap;
         fake.q = fake_pointer(0), fake.k = fake_pointer(1), fake.v = fake_pointer(2), fake.o = fake_pointer(3);
