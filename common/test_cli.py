@@ -3,7 +3,8 @@ and a bad flag is refused with a message that names it, exit code 2, before any 
 (so on a machine without one the message is still about the flag).
 
     python3 common/test_cli.py build/.../stage01_naive build/.../stage03_online_softmax \
-        build/.../stage04_flash_fwd build/.../stage06_gemm build/.../stage05_flash_bwd build/.../stage07_gemm
+        build/.../stage04_flash_fwd build/.../stage06_gemm build/.../stage05_flash_bwd build/.../stage07_gemm \
+        build/.../stage07_attention
 """
 import os
 import subprocess
@@ -26,7 +27,10 @@ class CommandLine(unittest.TestCase):
                                         "--alpha", "--beta", "--check", "--check-rows", "--repeats", "--version"]),
                            ("stage07", ["--m", "--n", "--k", "--dtype", "--c-dtype", "--trans-a", "--trans-b",
                                         "--alpha", "--beta", "--check", "--check-rows", "--repeats", "--version",
-                                        "=fp16", "stage06/v9", "stage07/gemm/v1"])):
+                                        "=fp16", "stage06/v9", "stage07/gemm/v1"]),
+                           ("stage07a", ["--batch", "--heads", "--kv-heads", "--seq", "--seq-k", "--dim", "--causal",
+                                         "--scale", "--dtype", "--check", "--repeats", "--version", "=fp16",
+                                         "stage01/v1", "stage04/v5", "stage07/attention/v1"])):
             for spelling in ("--help", "-h"):
                 with self.subTest(exe=exe, spelling=spelling):
                     code, out = run(exe, spelling)
@@ -56,6 +60,13 @@ class CommandLine(unittest.TestCase):
                             (["--heads", "2", "--kv-heads", "4"], "--kv-heads"),
                             (["--batch", str(1 << 62), "--seq", "1"], "too large")):
             self.refused("stage01", args, names)
+
+    def test_stage07_attention_names_what_the_hopper_versions_do_not_take(self):
+        # D = 32 is stage 04's, not stage 07's (the 128-byte swizzle needs 64-element rows): refused by
+        # the stage's own versions, before any GPU is looked for.
+        self.refused("stage07a", ["--dim", "32"], "stage07/attention/v1 takes (64, 128, 256)")
+        self.refused("stage07a", ["--dtype", "fp32"], "--dtype")
+        self.refused("stage07a", ["--seq", "0"], "--seq")
 
     def test_the_stage_own_versions_decide_what_is_taken(self):
         # Stage 03's baselines would take D = 96, its own kernel does not; stage 04 takes no fp32.
@@ -130,9 +141,10 @@ class CommandLine(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    names = ("stage01", "stage03", "stage04", "stage06", "stage05", "stage07", "bench")
-    if len(sys.argv) < 7:
-        sys.exit("usage: test_cli.py stage01 stage03 stage04 stage06 stage05 stage07 [stage01_bench] (paths to the executables)")
+    names = ("stage01", "stage03", "stage04", "stage06", "stage05", "stage07", "stage07a", "bench")
+    if len(sys.argv) < 8:
+        sys.exit("usage: test_cli.py stage01 stage03 stage04 stage06 stage05 stage07 stage07a [stage01_bench] "
+                 "(paths to the executables; stage07a: stage07_attention)")
     given = [a for a in sys.argv[1:] if not a.startswith("-")]
     EXES.update(zip(names, given))
     del sys.argv[1:1 + len(given)]

@@ -13,6 +13,7 @@
 //   tma_load_2d                 cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
 //                               one box of a 2D tensor, global → shared, counted on an mbarrier
 //   tma_load_2d_multicast       the same ….multicast::cluster: one read of the box, written to several blocks of the cluster
+//   tma_load_3d                 cp.async.bulk.tensor.3d…: one box of a 3D tensor (attention: [heads][rows][D])
 //   tma_store_2d                cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group   one box, shared → global
 //   cp_async_bulk_commit_group  cp.async.bulk.commit_group                    close a group of those stores
 //   cp_async_bulk_wait_group_read<N>  cp.async.bulk.wait_group.read N         until they have read their shared source
@@ -25,9 +26,11 @@
 //   wgmma_commit_group          wgmma.commit_group.sync.aligned               close a group of wgmma.mma_async
 //   wgmma_wait_group<N>         wgmma.wait_group.sync.aligned N               wait until at most N groups are in flight
 //   wgmma_m64nNk16<N, T, ...>   wgmma.mma_async.sync.aligned.m64nNk16.f32.{f16,bf16}.{f16,bf16}   D (64×N) += A·B
+//   wgmma_m64nNk16_rs<N, T, …>  the same with A from registers (attention: P, the softmax's output)
 //   wgmma_m64nNk32_s8<N>        wgmma.mma_async.sync.aligned.m64nNk32.s32.s8.s8   D (64×N, int32) += A·B, int8 in
 //   matrix_descriptor_sw128     the 64-bit shared-memory matrix descriptor wgmma reads A and B through
 //   wgmma_fence_operand         no instruction: keeps the compiler from moving accumulator reads across a wait
+//                               (and keeps wgmma_m64nNk16_rs's A registers live until it)
 //   stmatrix_x4                 stmatrix.sync.aligned.m8n8.x4.shared.b16      four 8×8 16-bit matrices, registers → shared
 //   bar_sync                    bar.sync id, n                                __syncthreads for n threads of the block
 //   setmaxnreg_dec<N>           setmaxnreg.dec.sync.aligned.u32 N             this warpgroup gives registers back: N per thread
@@ -189,6 +192,24 @@ __device__ __forceinline__ void tma_load_2d_multicast(void* dst, const void* ten
       : "memory");
 }
 
+// tma_load_2d one dimension up: the box's first element is (c0, c1, c2), c2 selecting a plane of
+// the tensor (the stage 07 attention maps a [B·H, N, D] tensor this way: c0 along D, c1 a row of one
+// head, c2 the head). In loop terms
+//   for (r < box1) for (c < box0)
+//     dst[swizzle(r * box0 + c)] = (c2 < dim2 && c1 + r < dim1 && c0 + c < dim0)
+//                                  ? src[c2 * plane + (c1 + r) * ld + c0 + c] : 0;
+// so a box that runs past a plane's last row is zero-filled there instead of reading the next plane:
+// a tile of keys past the end of one head's sequence reads zeros, not the next head's keys.
+// cuda::ptx::cp_async_bulk_tensor(space_cluster, space_global, …) with three coordinates.
+__device__ __forceinline__ void tma_load_3d(void* dst, const void* tensor_map, int32_t c0, int32_t c1, int32_t c2,
+                                            uint64_t* bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];\n" ::
+          "r"(smem_address(dst)),
+      "l"(reinterpret_cast<uint64_t>(tensor_map)), "r"(c0), "r"(c1), "r"(c2), "r"(smem_address(bar))
+      : "memory");
+}
+
 // The other direction: one box of shared memory (laid out as tma_load_2d writes it, the same swizzle)
 // copied into the 2D tensor, element (c0, c1) first. In loop terms
 //   for (r < box1) for (c < box0)
@@ -298,6 +319,15 @@ __device__ __forceinline__ void wgmma_fence_operand(int32_t (&d)[R]) {
   for (int i = 0; i < R; ++i) asm volatile("" : "+r"(d[i])::"memory");
 }
 
+// The same for the A fragments of wgmma_m64nNk16_rs, which must stay unchanged until the wgmma that
+// reads them has completed: "rewritten" after the wait, they are live through it, so the compiler
+// cannot hand their registers to anything else while the tensor cores may still read them.
+template <int R>
+__device__ __forceinline__ void wgmma_fence_operand(uint32_t (&a)[R]) {
+#pragma unroll
+  for (int i = 0; i < R; ++i) asm volatile("" : "+r"(a[i])::"memory");
+}
+
 // All earlier writes of the warpgroup's registers (accumulators included) are done before any later
 // wgmma.mma_async reads them. Required before the first wgmma of a batch.
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
@@ -347,6 +377,9 @@ __device__ __forceinline__ uint64_t matrix_descriptor_sw128(uint32_t start, uint
   "+f"((p)[0]), "+f"((p)[1]), "+f"((p)[2]), "+f"((p)[3]), "+f"((p)[4]), "+f"((p)[5]), "+f"((p)[6]), "+f"((p)[7]), \
       "+f"((p)[8]), "+f"((p)[9]), "+f"((p)[10]), "+f"((p)[11]), "+f"((p)[12]), "+f"((p)[13]), "+f"((p)[14]),     \
       "+f"((p)[15])
+#define FS_SM90_REGS_32                                                       \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
+  "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}"
 #define FS_SM90_REGS_64                                                               \
   "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "         \
   "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
@@ -377,6 +410,7 @@ __device__ __forceinline__ uint64_t matrix_descriptor_sw128(uint32_t start, uint
                : "l"(desc_a), "l"(desc_b), "r"(int32_t(accumulate)), "n"(int32_t(kTransA)),           \
                  "n"(int32_t(kTransB))                                                                  \
                : "memory")
+#define FS_SM90_OPS_AFTER_32 "%32", "%33", "%34", "%35", "%36"
 #define FS_SM90_OPS_AFTER_64 "%64", "%65", "%66", "%67", "%68"
 #define FS_SM90_OPS_AFTER_128 "%128", "%129", "%130", "%131", "%132"
 
@@ -391,13 +425,18 @@ __device__ __forceinline__ uint64_t matrix_descriptor_sw128(uint32_t start, uint
 // owns rows 16w .. 16w+15; lane 4g+t of it holds, for each n8 block j = 0 .. N/8-1,
 //   d[4j + 0], d[4j + 1] = D[16w + g][8j + 2t], D[16w + g][8j + 2t + 1]
 //   d[4j + 2], d[4j + 3] = D[16w + g + 8][8j + 2t], D[16w + g + 8][8j + 2t + 1]
-// N = 128 or 256 here (any multiple of 8 up to 256 exists; these are the ones the kernels use).
+// N = 64, 128 or 256 here (any multiple of 8 up to 256 exists; these are the ones the kernels use).
 template <int N, class T, bool kTransA, bool kTransB>
 __device__ __forceinline__ void wgmma_m64nNk16(float (&d)[N / 2], uint64_t desc_a, uint64_t desc_b, bool accumulate) {
   static_assert(std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>, "fp16 or bf16 operands");
-  static_assert(N == 128 || N == 256, "m64n128k16 or m64n256k16");
+  static_assert(N == 64 || N == 128 || N == 256, "m64n64k16, m64n128k16 or m64n256k16");
   constexpr bool kHalf = std::is_same_v<T, __half>;
-  if constexpr (N == 128) {
+  if constexpr (N == 64) {
+    if constexpr (kHalf)
+      FS_SM90_WGMMA("m64n64k16", "f16", FS_SM90_REGS_32, FS_SM90_OPS_AFTER_32, FS_SM90_D16(d), FS_SM90_D16(d + 16));
+    else
+      FS_SM90_WGMMA("m64n64k16", "bf16", FS_SM90_REGS_32, FS_SM90_OPS_AFTER_32, FS_SM90_D16(d), FS_SM90_D16(d + 16));
+  } else if constexpr (N == 128) {
     if constexpr (kHalf)
       FS_SM90_WGMMA("m64n128k16", "f16", FS_SM90_REGS_64, FS_SM90_OPS_AFTER_64, FS_SM90_D16(d), FS_SM90_D16(d + 16),
                     FS_SM90_D16(d + 32), FS_SM90_D16(d + 48));
@@ -413,6 +452,63 @@ __device__ __forceinline__ void wgmma_m64nNk16(float (&d)[N / 2], uint64_t desc_
       FS_SM90_WGMMA("m64n256k16", "bf16", FS_SM90_REGS_128, FS_SM90_OPS_AFTER_128, FS_SM90_D16(d), FS_SM90_D16(d + 16),
                     FS_SM90_D16(d + 32), FS_SM90_D16(d + 48), FS_SM90_D16(d + 64), FS_SM90_D16(d + 80),
                     FS_SM90_D16(d + 96), FS_SM90_D16(d + 112));
+  }
+}
+
+// The form with A in registers: four 32-bit registers per thread hold the thread's share of the
+// 64×16 A tile, laid out as the A fragment of mma.sync.m16n8k16 (sm80.cuh) for the rows of its warp
+// (warp w: rows 16w .. 16w+15; lane 4g+t: a[0] = A[16w+g][2t, 2t+1], a[1] = A[16w+g+8][2t, 2t+1],
+// a[2] = A[16w+g][8+2t, 8+2t+1], a[3] = A[16w+g+8][8+2t, 8+2t+1], each a pair of T). That is the
+// layout of two neighbouring n8 blocks of an accumulator (d[4j..4j+3], d[4j+4..4j+7]) once rounded to
+// T, so a product's output can be the next product's A without a trip through shared memory: the
+// attention forward's O += P·V with P = softmax(S) still in the registers S = Q·Kᵀ left it in.
+// There is no transpose for A (registers are always "K-major"); B as in wgmma_m64nNk16. In loop terms
+// it is wgmma_m64nNk16 with A read from the 128 threads' registers. The registers must not change
+// until the wgmma has completed (wgmma_wait_group), as the accumulators.
+#define FS_SM90_WGMMA_RS(...) FS_SM90_WGMMA_RS_IMPL(__VA_ARGS__)
+#define FS_SM90_WGMMA_RS_IMPL(SHAPE, TYPE, REGS, A, DB, SD, TB, ...)                                         \
+  asm volatile("{\n"                                                                                    \
+               ".reg .pred p;\n"                                                                        \
+               "setp.ne.b32 p, " SD ", 0;\n"                                                            \
+               "wgmma.mma_async.sync.aligned." SHAPE ".f32." TYPE "." TYPE " " REGS ", " A ", " DB        \
+               ", p, 1, 1, " TB ";\n"                                                                   \
+               "}\n"                                                                                    \
+               : __VA_ARGS__                                                                            \
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(int32_t(accumulate)),   \
+                 "n"(int32_t(kTransB))                                                                  \
+               : "memory")
+#define FS_SM90_OPS_RS_AFTER_32 "{%32, %33, %34, %35}", "%36", "%37", "%38"
+#define FS_SM90_OPS_RS_AFTER_64 "{%64, %65, %66, %67}", "%68", "%69", "%70"
+#define FS_SM90_OPS_RS_AFTER_128 "{%128, %129, %130, %131}", "%132", "%133", "%134"
+
+template <int N, class T, bool kTransB>
+__device__ __forceinline__ void wgmma_m64nNk16_rs(float (&d)[N / 2], const uint32_t (&a)[4], uint64_t desc_b,
+                                                  bool accumulate) {
+  static_assert(std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>, "fp16 or bf16 operands");
+  static_assert(N == 64 || N == 128 || N == 256, "m64n64k16, m64n128k16 or m64n256k16");
+  constexpr bool kHalf = std::is_same_v<T, __half>;
+  if constexpr (N == 64) {
+    if constexpr (kHalf)
+      FS_SM90_WGMMA_RS("m64n64k16", "f16", FS_SM90_REGS_32, FS_SM90_OPS_RS_AFTER_32, FS_SM90_D16(d), FS_SM90_D16(d + 16));
+    else
+      FS_SM90_WGMMA_RS("m64n64k16", "bf16", FS_SM90_REGS_32, FS_SM90_OPS_RS_AFTER_32, FS_SM90_D16(d),
+                       FS_SM90_D16(d + 16));
+  } else if constexpr (N == 128) {
+    if constexpr (kHalf)
+      FS_SM90_WGMMA_RS("m64n128k16", "f16", FS_SM90_REGS_64, FS_SM90_OPS_RS_AFTER_64, FS_SM90_D16(d),
+                       FS_SM90_D16(d + 16), FS_SM90_D16(d + 32), FS_SM90_D16(d + 48));
+    else
+      FS_SM90_WGMMA_RS("m64n128k16", "bf16", FS_SM90_REGS_64, FS_SM90_OPS_RS_AFTER_64, FS_SM90_D16(d),
+                       FS_SM90_D16(d + 16), FS_SM90_D16(d + 32), FS_SM90_D16(d + 48));
+  } else {
+    if constexpr (kHalf)
+      FS_SM90_WGMMA_RS("m64n256k16", "f16", FS_SM90_REGS_128, FS_SM90_OPS_RS_AFTER_128, FS_SM90_D16(d),
+                       FS_SM90_D16(d + 16), FS_SM90_D16(d + 32), FS_SM90_D16(d + 48), FS_SM90_D16(d + 64),
+                       FS_SM90_D16(d + 80), FS_SM90_D16(d + 96), FS_SM90_D16(d + 112));
+    else
+      FS_SM90_WGMMA_RS("m64n256k16", "bf16", FS_SM90_REGS_128, FS_SM90_OPS_RS_AFTER_128, FS_SM90_D16(d),
+                       FS_SM90_D16(d + 16), FS_SM90_D16(d + 32), FS_SM90_D16(d + 48), FS_SM90_D16(d + 64),
+                       FS_SM90_D16(d + 80), FS_SM90_D16(d + 96), FS_SM90_D16(d + 112));
   }
 }
 
@@ -462,14 +558,21 @@ __device__ __forceinline__ void wgmma_m64nNk32_s8(int32_t (&d)[N / 2], uint64_t 
 }
 
 #undef FS_SM90_WGMMA
+#undef FS_SM90_WGMMA_RS
+#undef FS_SM90_WGMMA_RS_IMPL
 #undef FS_SM90_WGMMA_IMPL
 #undef FS_SM90_WGMMA_S8
 #undef FS_SM90_WGMMA_S8_IMPL
 #undef FS_SM90_OPS_AFTER_128
 #undef FS_SM90_OPS_AFTER_64
+#undef FS_SM90_OPS_AFTER_32
+#undef FS_SM90_OPS_RS_AFTER_32
+#undef FS_SM90_OPS_RS_AFTER_64
+#undef FS_SM90_OPS_RS_AFTER_128
 #undef FS_SM90_OPS_S8_AFTER_128
 #undef FS_SM90_REGS_128
 #undef FS_SM90_REGS_64
+#undef FS_SM90_REGS_32
 #undef FS_SM90_D16
 #undef FS_SM90_D16_S32
 

@@ -241,6 +241,14 @@ FS_API int fs_gemm_tma_v8(const fs_gemm_params* params, void* stream); /* v7, C 
 /* v9: v7's arguments and rules. */
 FS_API int fs_gemm_tma_v9(const fs_gemm_params* params, void* stream); /* v8, C stored under the next tile */
 
+/* ---- Stage 07 attention ---------------------------------------------------------------------- */
+
+/* Stage 07 attention: the FlashAttention forward on Hopper only (sm_90a; FS_ERR_UNSUPPORTED_DEVICE on any
+ * other GPU), stage 04's arguments: fp16 or bf16, head_dim 64, 128 or 256 (FS_ERR_UNSUPPORTED_HEAD_DIM
+ * otherwise), grouped-query K/V, the causal mask, any scale; Q, K, V, O 16-byte aligned (TMA; else
+ * FS_ERR_MISALIGNED_POINTER); dense batches only (seq_lens or cu_seqlens: FS_ERR_INVALID_SEQLENS). */
+FS_API int fs_flash_fwd_tma_v1(const fs_attention_params* params, void* stream); /* TMA + wgmma, one warpgroup */
+
 #ifdef __cplusplus
 }
 #endif

@@ -45,34 +45,66 @@ bool tma_type(DType t, CUtensorMapDataType* out) {
   return false;
 }
 
+constexpr int64_t kMaxExtent = std::numeric_limits<int32_t>::max();
+
+// A row (or plane) stride of `ld` elements of `size` bytes over `least` elements: at least `least`, a
+// multiple of 16 bytes, under 2^40 bytes (ld < 2^40 / size first, so that ld · size cannot wrap).
+bool stride_ok(int64_t ld, int64_t least, int64_t size) {
+  return ld >= least && ld < (int64_t(1) << 40) / size && (ld * size) % 16 == 0;
+}
+
+// cuTensorMapEncodeTiled for checked extents: the 128-byte swizzle, zeros outside the tensor, L2
+// fetches of 256 bytes, every element of the box (no striding).
+Status encode(const void* base, DType dtype, int rank, const cuuint64_t* dims, const cuuint64_t* strides,
+              const cuuint32_t* box, CUtensorMap* map) {
+  CUtensorMapDataType type;
+  if (!tma_type(dtype, &type)) return Status::UnsupportedDtype;
+  EncodeTiled encode_tiled = nullptr;
+  FS_RETURN_IF_ERROR(encode_tiled_entry(&encode_tiled));
+  const cuuint32_t steps[3] = {1, 1, 1};
+  const CUresult r = encode_tiled(map, type, cuuint32_t(rank), const_cast<void*>(base), dims, strides, box, steps,
+                                  CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                  CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS)
+    return record_driver_error("cuTensorMapEncodeTiled refused the map (CUresult " + std::to_string(int(r)) + ")");
+  return Status::Success;
+}
+
 }  // namespace
 
 Status check_tensor_map(const TensorMap2d& t) {
   if (reinterpret_cast<std::uintptr_t>(t.base) % 16 != 0) return Status::MisalignedPointer;
   const int64_t size = int64_t(dtype_size(t.dtype));
-  constexpr int64_t kMaxExtent = std::numeric_limits<int32_t>::max();
   if (t.cols < 1 || t.rows < 1 || t.cols > kMaxExtent || t.rows > kMaxExtent) return Status::InvalidSize;
-  // ld < 2^40 / size first, so that ld · size cannot wrap.
-  if (t.ld < t.cols || t.ld >= (int64_t(1) << 40) / size || (t.ld * size) % 16 != 0) return Status::InvalidLeadingDim;
+  if (!stride_ok(t.ld, t.cols, size)) return Status::InvalidLeadingDim;
+  return Status::Success;
+}
+
+Status check_tensor_map(const TensorMap3d& t) {
+  FS_RETURN_IF_ERROR(check_tensor_map(t.plane));
+  if (t.planes < 1 || t.planes > kMaxExtent) return Status::InvalidSize;
+  // rows · ld < 2^62: both are below 2^31 and 2^40 / size.
+  if (!stride_ok(t.plane_ld, t.plane.rows * t.plane.ld, int64_t(dtype_size(t.plane.dtype))))
+    return Status::InvalidLeadingDim;
   return Status::Success;
 }
 
 Status encode_tensor_map(const TensorMap2d& t, CUtensorMap* map) {
   FS_RETURN_IF_ERROR(check_tensor_map(t));
-  CUtensorMapDataType type;
-  if (!tma_type(t.dtype, &type)) return Status::UnsupportedDtype;
-  EncodeTiled encode = nullptr;
-  FS_RETURN_IF_ERROR(encode_tiled_entry(&encode));
   const cuuint64_t dims[2] = {cuuint64_t(t.cols), cuuint64_t(t.rows)};
   const cuuint64_t strides[1] = {cuuint64_t(t.ld) * dtype_size(t.dtype)};  // bytes; dimension 0's is implied
   const cuuint32_t box[2] = {cuuint32_t(t.box_cols), cuuint32_t(t.box_rows)};
-  const cuuint32_t steps[2] = {1, 1};  // every element of the box, no striding
-  const CUresult r = encode(map, type, 2, const_cast<void*>(t.base), dims, strides, box, steps,
-                            CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                            CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  if (r != CUDA_SUCCESS)
-    return record_driver_error("cuTensorMapEncodeTiled refused the map (CUresult " + std::to_string(int(r)) + ")");
-  return Status::Success;
+  return encode(t.base, t.dtype, 2, dims, strides, box, map);
+}
+
+Status encode_tensor_map(const TensorMap3d& t, CUtensorMap* map) {
+  FS_RETURN_IF_ERROR(check_tensor_map(t));
+  const TensorMap2d& p = t.plane;
+  const std::size_t size = dtype_size(p.dtype);
+  const cuuint64_t dims[3] = {cuuint64_t(p.cols), cuuint64_t(p.rows), cuuint64_t(t.planes)};
+  const cuuint64_t strides[2] = {cuuint64_t(p.ld) * size, cuuint64_t(t.plane_ld) * size};
+  const cuuint32_t box[3] = {cuuint32_t(p.box_cols), cuuint32_t(p.box_rows), 1};
+  return encode(p.base, p.dtype, 3, dims, strides, box, map);
 }
 
 }  // namespace fs

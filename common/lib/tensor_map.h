@@ -30,6 +30,16 @@ struct TensorMap2d {
   int box_rows = 0;
 };
 
+// A stack of such 2D tensors, `planes` of them, each `plane_ld` elements after the previous one: TMA's
+// dimension 2. A box is box_rows × box_cols of one plane, and is zero-filled past that plane's last row
+// rather than running into the next plane (the stage 07 attention kernels: one plane per head, so a
+// key tile past the end of a sequence reads zeros).
+struct TensorMap3d {
+  TensorMap2d plane;  // one plane: base (plane 0's first element), dtype, cols, rows, ld, the box
+  int64_t planes = 0;
+  int64_t plane_ld = 0;  // elements from one plane to the next (>= rows · ld)
+};
+
 // The limits TMA puts on a tensor, checked before any encode, with the code each breach returns:
 //   MisalignedPointer  the base is not 16-byte aligned
 //   InvalidLeadingDim  the row stride ld · element size is not a multiple of 16 bytes, or is 2^40 or more
@@ -38,11 +48,16 @@ struct TensorMap2d {
 // GEMM validation (GemmSupport::operand_align) refuses the first two before any launch; this check
 // repeats them for any other caller and adds the extents.
 Status check_tensor_map(const TensorMap2d& t);
+// The same for every plane, and: planes 1 .. 2^31 - 1 (InvalidSize); plane_ld at least rows · ld, a
+// multiple of 16 bytes and under 2^40 bytes (InvalidLeadingDim).
+Status check_tensor_map(const TensorMap3d& t);
 
 // check_tensor_map, then cuTensorMapEncodeTiled: rank 2, the 128-byte swizzle (16-byte chunk c of
 // shared row r lands at chunk c ^ (r % 8), the layout wgmma's descriptors read), zeros for elements
 // outside the tensor, L2 fetches of 256 bytes. CudaError (with last_cuda_error() saying why) when the
 // driver entry cannot be found or the driver refuses the map.
 Status encode_tensor_map(const TensorMap2d& t, CUtensorMap* map);
+// Rank 3, otherwise the same: for sm90::tma_load_3d.
+Status encode_tensor_map(const TensorMap3d& t, CUtensorMap* map);
 
 }  // namespace fs

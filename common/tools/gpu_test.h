@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <string>
 
+#include "common/lib/device.h"
 #include "common/lib/kernel.h"
 
 namespace fs::testing {
@@ -40,6 +41,10 @@ bool runs_here(const KernelDesc& kernel);
 // their smaller sizes, which still cover every code path (several tiles, tails in every direction)
 // but let racecheck and initcheck, which are slow per access, finish in minutes.
 bool sanitizer_sizes();
+// A GPU that is not there, for the CPU cases of the device check (device_supports): compute capability
+// `cc`, `smem_kib` KiB of shared memory per block, 132 SMs.
+DeviceProps made_up_gpu(int cc, std::size_t smem_kib);
+
 // `full` normally, `small` under the sanitizer.
 inline int64_t size_for_run(int64_t full, int64_t small) { return sanitizer_sizes() ? small : full; }
 

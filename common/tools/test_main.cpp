@@ -53,6 +53,14 @@ bool only_selects(const char* only, const std::string& qualified) {
   return false;
 }
 
+DeviceProps made_up_gpu(int cc, std::size_t smem_kib) {
+  DeviceProps d;
+  d.cc = cc;
+  d.smem_per_block_optin = smem_kib * 1024;
+  d.sms = 132;
+  return d;
+}
+
 bool runs_here(const KernelDesc& kernel) {
   const char* only = std::getenv("FLASHSTAGES_ONLY");
   if (!only_selects(only, kernel.qualified())) {

@@ -139,14 +139,6 @@ Status validate_changed(const KernelDesc& k, GemmParams p, const std::function<v
   return validate(p, k.gemm);
 }
 
-DeviceProps made_up_gpu(int cc, std::size_t smem_kib) {
-  DeviceProps d;
-  d.cc = cc;
-  d.smem_per_block_optin = smem_kib * 1024;
-  d.sms = 132;
-  return d;
-}
-
 }  // namespace
 
 FS_CPU_TEST_CASE("stage07 gemm validation refuses what TMA cannot read by name before any launch") {
@@ -210,14 +202,14 @@ FS_CPU_TEST_CASE("stage07 gemm runs on sm_90 alone: FS_ERR_UNSUPPORTED_DEVICE on
   for (const KernelDesc* k : kAll) {
     INFO(k->qualified());
     CHECK(std::vector<int>(k->info.archs, k->info.archs + k->info.num_archs) == std::vector<int>{90});
-    CHECK(device_supports(k->info, made_up_gpu(90, 227)) == Status::Success);
+    CHECK(device_supports(k->info, testing::made_up_gpu(90, 227)) == Status::Success);
     for (int cc : {80, 86, 89, 100, 120}) {
       INFO("sm_", cc);
-      CHECK(device_supports(k->info, made_up_gpu(cc, 227)) == Status::UnsupportedDevice);
-      CHECK(!unsupported_reason(k->info, made_up_gpu(cc, 227)).empty());
+      CHECK(device_supports(k->info, testing::made_up_gpu(cc, 227)) == Status::UnsupportedDevice);
+      CHECK(!unsupported_reason(k->info, testing::made_up_gpu(cc, 227)).empty());
     }
     // A 9.0 GPU that allowed less shared memory per block than a block asks for would be refused too.
-    CHECK(device_supports(k->info, made_up_gpu(90, k->info.smem_bytes / 1024 - 1)) == Status::UnsupportedDevice);
+    CHECK(device_supports(k->info, testing::made_up_gpu(90, k->info.smem_bytes / 1024 - 1)) == Status::UnsupportedDevice);
   }
 }
 

@@ -1,0 +1,107 @@
+// flashstages — the online softmax of FlashAttention-2 on register tiles laid out as m16n8k16 C
+// fragments, and the epilogue that turns its running state into O and LSE. Shared by the attention
+// forward kernels whose scores land in that layout: stage 04's mma.sync versions (each warp's 16-row
+// tiles) and stage 07's wgmma versions (a warpgroup's m64nN accumulator is the same layout, warp w
+// holding rows 16w .. 16w+15: sm90.cuh, wgmma_m64nNk16).
+//
+// Register layout (one warp): a warp owns kMT row tiles of 16 query rows; lane 4·g + t holds rows g
+// and g + 8 of each, and columns 2t, 2t + 1 of every 8-column tile:
+//   rS [kMT][Bc/8][4]   raw scores S′ = Q K_jᵀ (unscaled), then probabilities, of the current key block
+//   rO [kMT][D/8][4]    the unnormalized output accumulator
+//   m, l [kMT][2]       running max (log2 domain) and this thread's part of the running sum, per row
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "common/device/attention.cuh"
+#include "common/device/sm80.cuh"
+
+namespace fs::attn {
+
+// Max and sum over the four lanes (t = 0..3) that hold one row between them.
+__device__ __forceinline__ float quad_max(float x) {
+  x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
+  return fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
+}
+__device__ __forceinline__ float quad_sum(float x) {
+  x += __shfl_xor_sync(0xffffffffu, x, 1);
+  return x + __shfl_xor_sync(0xffffffffu, x, 2);
+}
+
+// The online softmax for one key block (FlashAttention-2, Algorithm 1, lines 8–10), per row, with
+// c = |scale|·log2(e) so that every exponential is one exp2 (ex2_approx_ftz) of one fused multiply-add:
+//   m_new = max(m, c · rowmax(S′))     S′ = the raw scores in rS; m is kept in the scaled log2 domain
+//   P     = exp2(c · S′ - m_new)       in place of S′
+//   l     = exp2(m - m_new) · l + rowsum(P)
+//   O     = exp2(m - m_new) · O        (P·V is added by the caller)
+// The max is taken on the raw scores, one comparison per score (c > 0 keeps the order; mask_scores
+// flipped them for a negative scale). l stays a per-thread partial sum (the quad adds it up once, in
+// the epilogue). A row that has seen only masked keys has m_new = -inf; subtracting 0 instead keeps
+// exp2 from computing -inf - -inf.
+template <int kMT, int kNT, int kDT>
+__device__ __forceinline__ void online_softmax(float (&rS)[kMT][kNT][4], float (&m)[kMT][2], float (&l)[kMT][2],
+                                               float (&rO)[kMT][kDT][4], float c) {
+  float alpha[kMT][2];
+  bool moved = false;  // has any of this thread's rows a new maximum?
+#pragma unroll
+  for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {  // h = 0: row g, h = 1: row g + 8
+      float row_max = -INFINITY;
+#pragma unroll
+      for (int nt = 0; nt < kNT; ++nt) row_max = fmaxf(row_max, fmaxf(rS[mt][nt][2 * h], rS[mt][nt][2 * h + 1]));
+      const float m_new = fmaxf(m[mt][h], quad_max(row_max) * c);
+      const float base = m_new == -INFINITY ? 0.0f : m_new;
+      moved |= m_new != m[mt][h];
+      alpha[mt][h] = sm80::ex2_approx_ftz(m[mt][h] - base);
+      m[mt][h] = m_new;
+      float row_sum = 0.0f;
+#pragma unroll
+      for (int nt = 0; nt < kNT; ++nt)
+#pragma unroll
+        for (int e = 2 * h; e < 2 * h + 2; ++e) {
+          rS[mt][nt][e] = sm80::ex2_approx_ftz(fmaf(rS[mt][nt][e], c, -base));
+          row_sum += rS[mt][nt][e];
+        }
+      l[mt][h] = alpha[mt][h] * l[mt][h] + row_sum;
+    }
+  // Rescaling O costs D/2 multiplies per thread per row tile and block (D per row, over its quad): at
+  // D = 128, Bc = 64 twice the thread's exponentials. When no row of the warp has a new maximum every
+  // alpha is exactly 1 and the rescale is skipped (usual after a few blocks); the vote keeps it uniform.
+  if (__any_sync(0xffffffffu, moved))
+#pragma unroll
+    for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+      for (int dt = 0; dt < kDT; ++dt)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) rO[mt][dt][e] *= alpha[mt][e / 2];
+}
+
+// O = rO / l and LSE = ln 2 · (m + log2 l) for this warp's rows that exist. Rows past nq (padded
+// batches) get O = 0 and LSE = -inf, as does a row that saw no key at all (l = 0).
+template <class T, int kMT, int kDT>
+__device__ __forceinline__ void write_o_lse(const Args<T>& a, const Sequence& s, int64_t row0, const float (&rO)[kMT][kDT][4],
+                                            const float (&m)[kMT][2], const float (&l)[kMT][2]) {
+  const int g = threadIdx.x % 32 / 4, t = threadIdx.x % 4;
+  constexpr int D = kDT * 8;
+#pragma unroll
+  for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const float row_sum = quad_sum(l[mt][h]);  // all 32 lanes shuffle, before any of them leaves
+      const int64_t row = row0 + mt * 16 + g + 8 * h;
+      if (row >= s.nq_rows) continue;
+      const bool seen = row < s.nq && row_sum > 0.0f;
+      const float inv_l = seen ? 1.0f / row_sum : 0.0f;
+      T* o_row = a.o + (s.q_row0 + row) * D;
+#pragma unroll
+      for (int dt = 0; dt < kDT; ++dt)
+        *reinterpret_cast<uint32_t*>(o_row + dt * 8 + 2 * t) =
+            sm80::pack2<T>(rO[mt][dt][2 * h] * inv_l, rO[mt][dt][2 * h + 1] * inv_l);
+      if (a.lse && t == 0) a.lse[s.q_row0 + row] = seen ? (m[mt][h] + log2f(row_sum)) * kLn2 : -INFINITY;
+    }
+}
+
+}  // namespace fs::attn

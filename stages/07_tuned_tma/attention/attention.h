@@ -1,0 +1,17 @@
+// Stage 07, part 2 — the FlashAttention forward on Hopper: TMA loads, mbarriers and wgmma. Its
+// versions, as the registry lists them ("stage07/attention/v1" …; fs_flash_fwd_tma_v1 … in C). The
+// problem and its validation are common/lib/attention.h: the launcher signature is stage 04's
+// (AttentionParams).
+//
+// Every version takes fp16 or bf16 Q, K, V, O, fp32 LSE (optional), head_dim 64, 128 or 256, grouped-query
+// K/V, 16-byte aligned tensors (what TMA reads), dense batches; Hopper only (sm_90a), any other GPU
+// gets FS_ERR_UNSUPPORTED_DEVICE.
+#pragma once
+
+#include "common/lib/kernel.h"
+
+namespace fs {
+
+extern const KernelDesc kFlashTmaV1;
+
+}  // namespace fs

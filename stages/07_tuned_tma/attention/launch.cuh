@@ -1,0 +1,90 @@
+// Stage 07 attention: what the launch of every version shares — the instances each version is
+// compiled for (one list: it drives the dispatch and the validation alike), the tensor maps its TMA
+// loads read, and one launch. Host code.
+#pragma once
+
+#include <cuda.h>
+#include <cuda_runtime.h>
+
+#include <climits>
+#include <cstddef>
+
+#include "common/device/attention.cuh"
+#include "common/lib/attention.h"
+#include "common/lib/dispatch.h"
+#include "common/lib/tensor_map.h"
+
+namespace fs::flash_tma {
+
+using Elements = Dtypes<DType::FP16, DType::BF16>;
+// Whole 128-byte rows of the swizzle (64 elements) per panel: D = 32 would need the 64-byte swizzle
+// and its own descriptors, which no version has.
+using HeadDimList = HeadDims<64, 128, 256>;
+
+// 16-byte aligned tensors (TMA's rule for a tensor's base; every row, D·2 bytes, is a multiple of 16).
+// Dense batches only: TMA zero-fills at a tensor's bounds, not at a sequence's end inside a packed or
+// padded batch; the variable-length layouts are a later version's.
+constexpr AttentionSupport kSupport = attention_support<Elements, HeadDimList>(16, /*varlen=*/false);
+
+// One tensor of the problem as TMA sees it: `planes` heads of [rows][D], each plane its rows after
+// the last (dense [B, H, N, D]), boxes of 64 columns (one swizzle row) × box_rows rows.
+inline TensorMap3d head_map(const void* base, DType dtype, int64_t planes, int64_t rows, int64_t d, int box_rows) {
+  TensorMap3d m;
+  m.plane.base = base;
+  m.plane.dtype = dtype;
+  m.plane.cols = d;
+  m.plane.rows = rows;
+  m.plane.ld = d;
+  m.plane.box_cols = 64;
+  m.plane.box_rows = box_rows;
+  m.planes = planes;
+  m.plane_ld = rows * d;
+  return m;
+}
+
+// The launch of a version whose kernel takes (tmQ, tmK, tmV, Args<T>), built for tile configuration C
+// (kBr, kBc, kThreads, kSmemBytes): Q's map with boxes of Br rows, K's and V's of Bc rows, then
+// B·H·ceil(max Nq / Br) blocks on `stream`. The maps are encoded first: a size TMA cannot take
+// returns its code before anything is launched.
+template <class C, class T>
+Status launch_with_maps(void (*kernel)(CUtensorMap, CUtensorMap, CUtensorMap, attn::Args<T>),
+                        const AttentionProblem& pr, cudaStream_t stream) {
+  const AttentionParams& p = pr.p;
+  const DType t = dtype_of(p);
+  const int64_t q_planes = p.batch * p.heads, kv_planes = p.batch * kv_head_count(p);
+  CUtensorMap tq, tk, tv;
+  FS_RETURN_IF_ERROR(encode_tensor_map(head_map(p.q, t, q_planes, p.seq_q, p.head_dim, C::kBr), &tq));
+  FS_RETURN_IF_ERROR(encode_tensor_map(head_map(p.k, t, kv_planes, p.seq_k, p.head_dim, C::kBc), &tk));
+  FS_RETURN_IF_ERROR(encode_tensor_map(head_map(p.v, t, kv_planes, p.seq_k, p.head_dim, C::kBc), &tv));
+  const attn::Args<T> a = attn::make_args<T>(pr, C::kBr);
+  const int64_t blocks = q_planes * a.q_tiles;
+  if (blocks > INT_MAX) return Status::InvalidSize;  // gridDim.x limit: about 2^31 · 64 query rows
+  // Above 48 KB a kernel must opt in to the larger dynamic shared memory carve-out.
+  FS_RETURN_IF_CUDA_ERROR(
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(C::kSmemBytes)));
+  kernel<<<unsigned(blocks), C::kThreads, C::kSmemBytes, stream>>>(tq, tk, tv, a);
+  FS_RETURN_IF_CUDA_ERROR(cudaGetLastError());
+  return Status::Success;
+}
+
+// Launches kernel_of(DtypeTag<t>{}, std::integral_constant<int, D>{}), the version's kernel for the
+// problem's dtype and head_dim, with tile configuration Config<D>.
+template <template <int> class Config, class KernelOf>
+Status launch_version(const AttentionProblem& pr, cudaStream_t stream, KernelOf kernel_of) {
+  return Elements::dispatch(pr.p.dtype, [&](auto t) {
+    return HeadDimList::dispatch(pr.p.head_dim, [&](auto d) {
+      return launch_with_maps<Config<decltype(d)::value>>(kernel_of(t, d), pr, stream);
+    });
+  });
+}
+
+// The shared memory of the version's largest instance, for its descriptor (the device check).
+template <template <int> class Config>
+constexpr std::size_t max_smem_bytes() {
+  return HeadDimList::max_of([](auto d) { return Config<decltype(d)::value>::kSmemBytes; });
+}
+
+// Each version's launch (flash_tma_vN.cu): validated params, a GPU that can run it.
+Status run_v1(const AttentionProblem& pr, cudaStream_t stream);
+
+}  // namespace fs::flash_tma

@@ -1,0 +1,171 @@
+// Stage 07 attention tests: every version, fp16 and bf16, head_dim 64, 128 and 256, against fp64 at odd
+// sizes (tails in both tile directions, Nq ≠ Nk both ways, causal aligned bottom-right) with the error
+// at most 2× the naive stage's in the same precision, LSE included; grouped-query and multi-query K/V
+// and decoding (Nq = 1 against up to 16384 keys); custom scales over many key blocks; error paths:
+// bad inputs, what the Hopper versions do not take (D = 32, the variable-length layouts) named before
+// any launch, FS_ERR_UNSUPPORTED_DEVICE off sm_90. The versions and the naive baseline come from the
+// library's registry.
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "common/lib/device.h"
+#include "common/tools/attention_check.h"
+#include "common/tools/attention_tests.h"
+#include "common/tools/device_buffer.h"
+#include "common/tools/gpu_test.h"
+#include "stages/07_tuned_tma/attention/attention.h"
+
+using namespace fs;
+
+namespace {
+
+const std::vector<const KernelDesc*> kAll = find_kernels("stage07/attention");
+
+const KernelDesc& naive() { return *find_kernels("stage01/v1").at(0); }
+
+std::vector<int64_t> head_dims(const KernelDesc& k) {
+  return std::vector<int64_t>(k.info.head_dims, k.info.head_dims + k.info.num_head_dims);
+}
+
+}  // namespace
+
+FS_CPU_TEST_CASE("stage07 attention lists its versions, in order, with what they take") {
+  REQUIRE(kAll.size() == 1);
+  CHECK(kAll[0]->qualified() == "stage07/attention/v1");
+  for (const KernelDesc* k : kAll) {
+    INFO(k->qualified());
+    CHECK(k->is_attention());
+    CHECK(head_dims(*k) == std::vector<int64_t>{64, 128, 256});
+    CHECK(!k->attention.varlen);
+    CHECK(k->attention.alignment == 16);
+  }
+}
+
+FS_CPU_TEST_CASE("stage07 attention runs on sm_90 alone: FS_ERR_UNSUPPORTED_DEVICE on every other GPU") {
+  // sm_90a code runs on compute capability 9.0 and nothing else: not Ampere or Ada, not Blackwell.
+  for (const KernelDesc* k : kAll) {
+    INFO(k->qualified());
+    CHECK(std::vector<int>(k->info.archs, k->info.archs + k->info.num_archs) == std::vector<int>{90});
+    CHECK(device_supports(k->info, testing::made_up_gpu(90, 227)) == Status::Success);
+    for (int cc : {80, 86, 89, 100, 120}) {
+      INFO("sm_", cc);
+      CHECK(device_supports(k->info, testing::made_up_gpu(cc, 227)) == Status::UnsupportedDevice);
+    }
+    // A 9.0 GPU that allowed less shared memory per block than the largest block asks for would be refused too.
+    CHECK(device_supports(k->info, testing::made_up_gpu(90, k->info.smem_bytes / 1024 - 1)) == Status::UnsupportedDevice);
+  }
+}
+
+FS_CPU_TEST_CASE("stage07 attention through the C interface: named codes before any launch") {
+  using Launcher = int (*)(const fs_attention_params*, void*);
+  const Launcher launchers[] = {fs_flash_fwd_tma_v1};
+  fs_attention_params p{};
+  p.batch = p.heads = p.seq_q = p.seq_k = 1;
+  p.head_dim = 64;
+  p.dtype = FS_FP16;
+  p.q = p.k = p.v = reinterpret_cast<const void*>(0x10000);
+  p.o = reinterpret_cast<void*>(0x20000);
+  auto with = [&](Launcher launch, auto change) {
+    fs_attention_params bad = p;
+    change(bad);
+    return launch(&bad, nullptr);
+  };
+  for (Launcher launch : launchers) {
+    CHECK(launch(nullptr, nullptr) == FS_ERR_NULL_POINTER);
+    CHECK(with(launch, [](auto& b) { b.dtype = FS_FP32; }) == FS_ERR_UNSUPPORTED_DTYPE);
+    // D = 32 would need the 64-byte swizzle; 80 is no instance at all.
+    CHECK(with(launch, [](auto& b) { b.head_dim = 32; }) == FS_ERR_UNSUPPORTED_HEAD_DIM);
+    CHECK(with(launch, [](auto& b) { b.head_dim = 80; }) == FS_ERR_UNSUPPORTED_HEAD_DIM);
+    CHECK(with(launch, [](auto& b) { b.kv_heads = 2; }) == FS_ERR_INVALID_KV_HEADS);  // more than heads = 1
+    // TMA reads 16-byte aligned tensors.
+    CHECK(with(launch, [](auto& b) { b.q = reinterpret_cast<const void*>(0x10008); }) == FS_ERR_MISALIGNED_POINTER);
+    // No variable-length layout: refused by name, before any device call.
+    CHECK(with(launch, [](auto& b) { b.seq_lens = reinterpret_cast<const int32_t*>(0x30000); }) ==
+          FS_ERR_INVALID_SEQLENS);
+    CHECK(with(launch, [](auto& b) {
+            b.cu_seqlens_q = b.cu_seqlens_k = reinterpret_cast<const int32_t*>(0x30000);
+          }) == FS_ERR_INVALID_SEQLENS);
+  }
+  if (testing::missing_gpu()) {
+    // Valid arguments reach the runtime, which has no device to give: a named error, not a crash.
+    for (Launcher launch : launchers) CHECK(launch(&p, nullptr) == FS_ERR_CUDA);
+  } else {
+    testing::record_skip();
+    MESSAGE("SKIPPED the no-device path: this machine has a GPU (the GPU cases cover FS_ERR_CUDA)");
+  }
+}
+
+FS_GPU_TEST_CASE("stage07 attention every version matches fp64 at odd sizes in every head_dim it takes") {
+  FS_SKIP_WITHOUT_GPU();
+  for (const KernelDesc* k : kAll) {
+    if (!testing::runs_here(*k)) continue;
+    uint64_t seed = 7000;
+    for (int64_t d : head_dims(*k))
+      for (DType t : {DType::FP16, DType::BF16})
+        for (const auto& shape : testing::odd_shapes(t, {d}))
+          testing::check_against_reference(*k, shape, ++seed, &naive());
+  }
+}
+
+FS_GPU_TEST_CASE("stage07 attention every version: grouped-query and multi-query K/V — and decoding (Nq = 1)") {
+  FS_SKIP_WITHOUT_GPU();
+  // Under the sanitizer fp16 alone: the address arithmetic does not depend on the type.
+  const std::vector<DType> dtypes =
+      testing::sanitizer_sizes() ? std::vector<DType>{DType::FP16} : std::vector<DType>{DType::FP16, DType::BF16};
+  for (const KernelDesc* k : kAll) {
+    if (!testing::runs_here(*k)) continue;
+    uint64_t seed = 7500;
+    for (int64_t d : head_dims(*k))
+      for (DType t : dtypes)
+        for (const auto& shape : testing::gqa_shapes(t, {d}))
+          testing::check_against_reference(*k, shape, ++seed, &naive());
+  }
+}
+
+FS_GPU_TEST_CASE("stage07 attention every version honours a custom scale over many key blocks") {
+  FS_SKIP_WITHOUT_GPU();
+  // Scale 2 makes the running max move often (the rescaling must be exact); a negative scale turns the
+  // row maximum into the minimum of Q Kᵀ (a kernel that takes max(S) before scaling gets it wrong).
+  for (const KernelDesc* k : kAll) {
+    if (!testing::runs_here(*k)) continue;
+    testing::check_against_reference(*k, attention_shape(1, 2, 300, 1500, 64, DType::FP16, true, 2.0f), 7900, &naive());
+    testing::check_against_reference(*k, attention_shape(2, 1, 129, 1000, 128, DType::BF16, false, -0.4f), 7901,
+                                     &naive());
+    testing::check_against_reference(*k, attention_shape(1, 2, 70, 333, 256, DType::FP16, true, 1.5f), 7902, &naive());
+  }
+}
+
+FS_GPU_TEST_CASE("stage07 attention every version rejects bad inputs and writes nothing") {
+  FS_SKIP_WITHOUT_GPU();
+  const AttentionParams ok = attention_shape(2, 2, 17, 40, 64, DType::FP16);
+  DeviceBuffer<int32_t> lens(std::vector<int32_t>{17, 5});
+  DeviceBuffer<int32_t> cu_q(std::vector<int32_t>{0, 10, 17});
+  DeviceBuffer<int32_t> cu_k(std::vector<int32_t>{0, 5, 40});
+  for (const KernelDesc* k : kAll) {
+    testing::check_rejects_bad_inputs(*k, ok);
+    auto rejected = [&](const std::function<void(AttentionParams&)>& bad, Status expected) {
+      testing::check_rejected(*k, ok, bad, expected);
+    };
+    rejected([](AttentionParams& p) { p.head_dim = 32; }, Status::UnsupportedHeadDim);
+    rejected([](AttentionParams& p) { p.head_dim = 512; }, Status::UnsupportedHeadDim);
+    rejected([](AttentionParams& p) { p.dtype = FS_FP32; }, Status::UnsupportedDtype);
+    // 8-byte aligned is not enough: a TMA tensor's base must be 16-byte aligned.
+    rejected([](AttentionParams& p) { p.k = static_cast<const char*>(p.k) + 8; }, Status::MisalignedPointer);
+    rejected([](AttentionParams& p) { p.o = static_cast<char*>(p.o) + 2; }, Status::MisalignedPointer);
+    // The variable-length layouts are not taken: named, nothing written.
+    rejected([&](AttentionParams& p) { p.seq_lens = lens.get(); }, Status::InvalidSeqLens);
+    rejected([&](AttentionParams& p) { p.cu_seqlens_q = cu_q.get(), p.cu_seqlens_k = cu_k.get(); },
+             Status::InvalidSeqLens);
+  }
+}
+
+FS_GPU_TEST_CASE("stage07 attention every version reports FS_ERR_CUDA when the runtime refuses the work") {
+  FS_SKIP_WITHOUT_GPU();
+  for (const KernelDesc* k : kAll) {
+    if (!testing::runs_here(*k)) continue;  // elsewhere the device check answers first
+    testing::check_reports_cuda_error(*k, attention_shape(1, 1, 17, 17, 64, DType::FP16));
+  }
+}

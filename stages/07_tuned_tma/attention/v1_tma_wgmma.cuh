@@ -1,0 +1,203 @@
+// flashstages · stage 07 attention · v1 — FlashAttention-2's forward on Hopper's machinery: TMA loads of
+// Q, K, V into swizzled shared memory, counted on mbarriers, and both products on wgmma, with P kept in
+// registers as the A operand of the second (fp16, bf16; D = 64, 128, 256).
+//
+// What changes from stage 04 (v4: mma.sync m16n8k16, ldmatrix from XOR-swizzled tiles, cp.async double
+// buffering; the algorithm, the online softmax and the causal stage splitting are the same):
+//  1. The tiles are copied by the Tensor Memory Accelerator. One thread issues one
+//     cp.async.bulk.tensor per 64-column panel of a tile (sm90::tma_load_3d); the hardware walks the
+//     rows, writes the 128-byte swizzle and zero-fills what lies past a head's last row (the tensor
+//     maps are 3D, [heads][rows][D], so a key tile that runs past Nk reads zeros, not the next head's
+//     keys). Stage 04 had 128 threads compute addresses and predicates for 16-byte cp.async each.
+//  2. An mbarrier per K/V stage says when a tile has landed (thread 0 announces the bytes with
+//     arrive.expect_tx, TMA counts them down, everyone waits for the phase to flip): no cp.async groups
+//     and no __syncthreads to publish the copies.
+//  3. S = Q·K_jᵀ is one warpgroup's wgmma.mma_async m64n64k16 × D/16, A (Q) and B (K_j) read by the
+//     tensor cores straight from shared memory through matrix descriptors. Stage 04's four warps each
+//     issued (D/16)·(Bc/8) mma.sync per 16 rows with ldmatrix'd fragments.
+//  4. O += P·V_j is wgmma m64nDk16 × Bc/16 with A from registers (sm90::wgmma_m64nNk16_rs): the
+//     accumulator layout of S is the A-fragment layout, so P is rounded in place (attn::a_from_c, as
+//     stage 04's p_fragment) and never touches shared memory. V_j is read N-major (D contiguous).
+//  5. The accumulators of a warpgroup's m64nN wgmma have stage 04's m16n8 layout (warp w owns rows
+//     16w .. 16w+15), so the mask, the online softmax and the epilogue are stage 04's, shared:
+//     attn::mask_scores, attn::online_softmax, attn::write_o_lse (common/device/online_softmax.cuh).
+// What it does not do yet: everything is in order. The warpgroup waits for S before the softmax, for
+// P·V before the next block, and TMA runs only one K/V block ahead; the tensor cores idle during the
+// softmax and the waits. v2 splits loads and math into warpgroups (producer/consumer), v3 overlaps one
+// warpgroup's softmax with another's products (pingpong).
+// Measured: not yet on the GPU as this header was written (the stage README has the benchmark rows).
+//
+// Per key block j (stage st = j % 2, its (j / 2)-th use):
+//   all:      wait kv_full[st], parity (j / 2) & 1                K_j, V_j have landed
+//   all:      wgmma_fence; S = Q·K_jᵀ (D/16 wgmma); commit; wait  rS: 64 × Bc, fp32, in registers
+//   all:      mask (diagonal and tail blocks only), online softmax (rescales rO), P → A fragments
+//   all:      wgmma_fence; rO += P·V_j (Bc/16 wgmma); commit; wait
+//   all:      __syncthreads                                         no warp reads stage st any more
+//   thread 0: expect_tx(kv_full[st]); TMA K_{j+2}, V_{j+2} → stage st (if there is one)
+//
+// Block: one warpgroup (128 threads) per Br = 64 query rows of one (batch entry, head); warp w owns rows
+// 16w .. 16w+15. Registers per thread: rS 32 (Bc = 64), rO D/2, P's A fragments 16. Shared memory:
+// sQ [64][D], two stages of K_j [64][D] and V_j [64][D], each tile D/64 panels of 64 rows × 128 bytes
+// (64 elements of D), 128-byte swizzled: 41, 81, 161 KiB at D = 64, 128, 256, plus 1 KiB of alignment
+// slack and three mbarriers.
+//
+// Run: build/h100/stages/07_tuned_tma/attention/stage07_attention --dtype fp16 --seq 8192 --dim 128 --batch 2 --heads 16 --version v1
+#pragma once
+
+#include <cuda.h>
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "common/device/attention.cuh"
+#include "common/device/online_softmax.cuh"
+#include "common/device/sm90.cuh"
+
+namespace fs::flash_tma::v1 {
+
+using namespace fs::attn;
+
+template <int D>
+struct Config {
+  static constexpr int kBr = 64;  // query rows per block: one m64 wgmma row, one warpgroup
+  static constexpr int kBc = 64;  // keys per block
+  static constexpr int kThreads = 128;
+  static constexpr int kStages = 2;                         // K/V blocks in shared memory at once
+  static constexpr int kPanelRowBytes = 128;                // 64 16-bit elements: one row of the 128-byte swizzle
+  static constexpr int kQBytes = kBr * D * 2;               // sQ: [Br][D]
+  static constexpr int kKVBytes = kBc * D * 2;              // sK or sV: [Bc][D]
+  static constexpr int kStageBytes = 2 * kKVBytes;          // K_j then V_j
+  // 1024-byte alignment slack first (the swizzle pattern starts on a 1024-byte boundary; dynamic
+  // shared memory is promised 16), then sQ, the stages, and the barriers q_full, kv_full[kStages].
+  static constexpr std::size_t kSmemBytes =
+      1024 + std::size_t(kQBytes) + std::size_t(kStages) * kStageBytes + (1 + kStages) * sizeof(uint64_t);
+  static_assert(D % 64 == 0, "whole 64-element panels");
+};
+
+// A [rows][D] tile in shared memory is D/64 panels side by side, panel p holding columns 64p .. 64p+63
+// of every row: `rows` rows of 128 bytes, 1024-byte atoms of 8 rows, chunk c of row r at c ^ (r % 8).
+// Thread 0 fills it with one TMA box per panel, rows first .. first + rows - 1 of `plane`.
+template <int D>
+__device__ __forceinline__ void load_tile(unsigned char* tile, const CUtensorMap* map, int rows, int64_t first,
+                                          int64_t plane, uint64_t* bar) {
+#pragma unroll
+  for (int p = 0; p < D / 64; ++p)
+    sm90::tma_load_3d(tile + p * rows * 128, map, 64 * p, int32_t(first), int32_t(plane), bar);
+}
+
+// The descriptor of the 16-column (k) slice ks of a K-major [rows][D] tile (Q as A, K_j as B of
+// S = Q·K_jᵀ, k = the head dimension): panel ks / 4, 32 bytes per 16 columns inside its 128-byte rows;
+// SBO = one atom (the next 8 rows); LBO unused (16 k stay inside one row).
+__device__ __forceinline__ uint64_t k_major_descriptor(uint32_t tile, int rows, int ks) {
+  return sm90::matrix_descriptor_sw128(tile + ks / 4 * rows * 128 + ks % 4 * 32, 16, 1024);
+}
+
+// The descriptor of rows 16·kk .. 16·kk + 15 of V_j [Bc][D] as the B operand of O += P·V_j (k = keys,
+// n = the head dimension, stored n-contiguous: N-major): two atoms of 8 key rows per 16 keys; SBO = one
+// atom (the next 8 keys); LBO = one panel (the next 64 columns of D, Bc rows × 128 bytes further).
+__device__ __forceinline__ uint64_t v_descriptor(uint32_t tile, int rows, int kk) {
+  return sm90::matrix_descriptor_sw128(tile + kk * 2048, rows * 128, 1024);
+}
+
+// grid: B·H·ceil(Nq / Br) blocks of one warpgroup (attn::locate: block x is query tile x % q_tiles of
+// flat query head x / q_tiles). tmQ: Q as [B·H][Nq][D]; tmK, tmV: K and V as [B·KVH][Nk][D]; boxes of
+// 64 columns × 64 rows (launch.cuh).
+template <class T, int D>
+__global__ void __launch_bounds__(Config<D>::kThreads, 1)
+    flash_tma_v1_kernel(const __grid_constant__ CUtensorMap tmQ, const __grid_constant__ CUtensorMap tmK,
+                        const __grid_constant__ CUtensorMap tmV, const Args<T> a) {
+  using C = Config<D>;
+  constexpr int kBr = C::kBr, kBc = C::kBc, kStages = C::kStages;
+  constexpr int kNT = kBc / 8, kDT = D / 8;  // 8-column tiles of S and of O
+  extern __shared__ unsigned char smem_raw[];
+  unsigned char* smem =
+      reinterpret_cast<unsigned char*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
+  unsigned char* sQ = smem;                 // [Br][D], swizzled panels
+  unsigned char* sKV = smem + C::kQBytes;   // [kStages] × (K_j [Bc][D], V_j [Bc][D])
+  uint64_t* q_full = reinterpret_cast<uint64_t*>(sKV + kStages * C::kStageBytes);
+  uint64_t* kv_full = q_full + 1;           // [kStages]
+
+  const Sequence s = locate(a, kBr, false);
+  const int64_t q_plane = blockIdx.x / a.q_tiles;  // flat query head b·H + h: Q's plane
+  const int64_t kv_plane = q_plane / a.group;      // its K/V head (grouped-query attention)
+  const int tid = threadIdx.x, warp = tid / 32;
+  const int64_t row0 = s.q0 + warp * 16;  // this warp's first query row
+  const int64_t n_blocks = key_blocks(s, kBr, kBc, a.causal);
+  const int64_t n_unmasked = unmasked_blocks(s, kBc, a.causal);
+
+  // Thread 0 fills stage j % kStages with K_j and V_j: announce their bytes, then issue the boxes.
+  auto load_kv = [&](int64_t j) {
+    const int st = int(j % kStages);
+    unsigned char* sK = sKV + st * C::kStageBytes;
+    sm90::mbarrier_arrive_expect_tx(&kv_full[st], C::kStageBytes);
+    load_tile<D>(sK, &tmK, kBc, j * kBc, kv_plane, &kv_full[st]);
+    load_tile<D>(sK + C::kKVBytes, &tmV, kBc, j * kBc, kv_plane, &kv_full[st]);
+  };
+
+  if (tid == 0) {
+    sm90::mbarrier_init(q_full, 1);  // thread 0's expect_tx arrival, then the bytes
+    for (int st = 0; st < kStages; ++st) sm90::mbarrier_init(&kv_full[st], 1);
+    sm90::fence_mbarrier_init();  // the inits are seen by the TMA unit that completes them
+  }
+  __syncthreads();  // every thread sees initialized barriers before it waits on one
+  if (tid == 0 && n_blocks > 0) {
+    sm90::mbarrier_arrive_expect_tx(q_full, C::kQBytes);
+    load_tile<D>(sQ, &tmQ, kBr, s.q0, q_plane, q_full);
+    for (int64_t j = 0; j < kStages && j < n_blocks; ++j) load_kv(j);
+  }
+
+  float rO[1][kDT][4] = {};  // O, unnormalized: the m64nD accumulator, as stage 04's [row tile][8 columns][4]
+  float m[1][2] = {{-INFINITY, -INFINITY}}, l[1][2] = {};
+  auto& acc_o = reinterpret_cast<float(&)[D / 2]>(rO);  // the same registers as wgmma sees them
+  const uint32_t q_addr = sm90::smem_address(sQ), kv_addr = sm90::smem_address(sKV);
+  if (n_blocks > 0) sm90::mbarrier_wait_parity(q_full, 0);  // sQ has landed (used once: phase 0)
+
+  for (int64_t j = 0; j < n_blocks; ++j) {
+    const int st = int(j % kStages);
+    sm90::mbarrier_wait_parity(&kv_full[st], uint32_t(j / kStages) & 1);  // K_j, V_j have landed
+    const uint32_t k_addr = kv_addr + st * C::kStageBytes, v_addr = k_addr + C::kKVBytes;
+
+    float rS[1][kNT][4];  // S′ = Q·K_jᵀ, raw scores: 64 × Bc over the warpgroup, 16 × Bc per warp
+    auto& acc_s = reinterpret_cast<float(&)[kBc / 2]>(rS);
+    sm90::wgmma_fence();  // rS and rO were last written by ordinary instructions (softmax, rescale)
+#pragma unroll
+    for (int ks = 0; ks < D / 16; ++ks)  // the first product overwrites rS: scale-d = 0
+      sm90::wgmma_m64nNk16<kBc, T, false, false>(acc_s, k_major_descriptor(q_addr, kBr, ks),
+                                                 k_major_descriptor(k_addr, kBc, ks), ks > 0);
+    sm90::wgmma_commit_group();
+    sm90::wgmma_wait_group<0>();
+    sm90::wgmma_fence_operand(acc_s);  // no read of rS above the wait
+
+    const int64_t col0 = j * kBc;
+    if (j < n_unmasked)
+      mask_scores</*kMasked=*/false>(rS, a.scale_log2 < 0, s, row0, col0, a.causal);
+    else
+      mask_scores</*kMasked=*/true>(rS, a.scale_log2 < 0, s, row0, col0, a.causal);
+    online_softmax(rS, m, l, rO, fabsf(a.scale_log2));
+
+    // P as the A operand, all Bc/16 steps at once: the registers must hold still until the wgmma that
+    // read them has completed (the wait below), so they are live, and fenced, through it.
+    uint32_t pa[kBc / 16][4];
+#pragma unroll
+    for (int kk = 0; kk < kBc / 16; ++kk) a_from_c<T>(pa[kk], rS[0][2 * kk], rS[0][2 * kk + 1]);
+    sm90::wgmma_fence();  // the softmax's rescaling of rO, and pa, written before wgmma reads them
+#pragma unroll
+    for (int kk = 0; kk < kBc / 16; ++kk)
+      sm90::wgmma_m64nNk16_rs<D, T, /*kTransB=*/true>(acc_o, pa[kk], v_descriptor(v_addr, kBc, kk), true);
+    sm90::wgmma_commit_group();
+    sm90::wgmma_wait_group<0>();
+    sm90::wgmma_fence_operand(acc_o);
+#pragma unroll
+    for (int kk = 0; kk < kBc / 16; ++kk) sm90::wgmma_fence_operand(pa[kk]);  // pa live until here
+
+    // Each warp's wait covers its own share of the products: all four must be done with stage st
+    // before thread 0 lets TMA overwrite it.
+    __syncthreads();
+    if (tid == 0 && j + kStages < n_blocks) load_kv(j + kStages);
+  }
+
+  write_o_lse(a, s, row0, rO, m, l);
+}
+
+}  // namespace fs::flash_tma::v1

@@ -1,0 +1,31 @@
+// Stage 07 attention: its versions as the registry lists them — each one's descriptor (what it takes,
+// the GPUs it runs on, the shared memory its largest instance asks for) and C entry. Each version's
+// launch is in flash_tma_vN.cu.
+#include "common/lib/flops.h"
+#include "stages/07_tuned_tma/attention/attention.h"
+#include "stages/07_tuned_tma/attention/launch.cuh"
+#include "stages/07_tuned_tma/attention/v1_tma_wgmma.cuh"
+
+namespace fs {
+
+namespace {
+
+constexpr KernelDesc version(const KernelName& name, std::size_t smem_bytes, AttentionRun run) {
+  return attention_kernel(name, flash_tma::kSupport, kStageArchs, smem_bytes, run, lse_extra_bytes);  // no workspace: the LSE it writes
+}
+
+}  // namespace
+
+const KernelDesc kFlashTmaV1 = version(
+    {"fs_flash_fwd_tma_v1", "stage07/attention", "v1",
+     "TMA into 128B-swizzled smem, S = QK^T by wgmma from descriptors, O += PV with P from registers, one warpgroup"},
+    flash_tma::max_smem_bytes<flash_tma::v1::Config>(), flash_tma::run_v1);
+
+KernelList stage07_attention_kernels() {
+  static const KernelDesc* const versions[] = {&kFlashTmaV1};
+  return kernel_list(versions);
+}
+
+}  // namespace fs
+
+FS_EXPORT_ATTENTION(fs_flash_fwd_tma_v1, fs::kFlashTmaV1)
