@@ -64,7 +64,7 @@ class CommandLine(unittest.TestCase):
     def test_stage07_attention_names_what_the_hopper_versions_do_not_take(self):
         # D = 32 is stage 04's, not stage 07's (the 128-byte swizzle needs 64-element rows): refused by
         # the stage's own versions, before any GPU is looked for.
-        self.refused("stage07a", ["--dim", "32"], "stage07/attention/v1 takes (64, 128, 256)")
+        self.refused("stage07a", ["--dim", "32"], "is not a head_dim any version takes (64, 128, 256)")
         self.refused("stage07a", ["--dtype", "fp32"], "--dtype")
         self.refused("stage07a", ["--seq", "0"], "--seq")
 

@@ -248,6 +248,7 @@ FS_API int fs_gemm_tma_v9(const fs_gemm_params* params, void* stream); /* v8, C 
  * otherwise), grouped-query K/V, the causal mask, any scale; Q, K, V, O 16-byte aligned (TMA; else
  * FS_ERR_MISALIGNED_POINTER); dense batches only (seq_lens or cu_seqlens: FS_ERR_INVALID_SEQLENS). */
 FS_API int fs_flash_fwd_tma_v1(const fs_attention_params* params, void* stream); /* TMA + wgmma, one warpgroup */
+FS_API int fs_flash_fwd_tma_v2(const fs_attention_params* params, void* stream); /* v1, producer + 2 consumers */
 
 #ifdef __cplusplus
 }

@@ -12,6 +12,6 @@
 
 namespace fs {
 
-extern const KernelDesc kFlashTmaV1;
+extern const KernelDesc kFlashTmaV1, kFlashTmaV2;
 
 }  // namespace fs

@@ -25,7 +25,11 @@
 // P·V before the next block, and TMA runs only one K/V block ahead; the tensor cores idle during the
 // softmax and the waits. v2 splits loads and math into warpgroups (producer/consumer), v3 overlaps one
 // warpgroup's softmax with another's products (pingpong).
-// Measured: not yet on the GPU as this header was written (the stage README has the benchmark rows).
+// Measured (H100, N = 8192, fp16, non-causal; stage07_attention.json, one run with stage 04's v5 and SDPA):
+//   D = 128: <!-- value: [stage07/attention/v1/fp16/D:128/N:8192/causal:0] | .0f -->435<!-- /value --> TFLOPS, <!-- value: [stage07/attention/v1/fp16/D:128/N:8192/causal:0] / [stage04/v5/fp16/D:128/N:8192/causal:0@stage07_attention.json] | .2f -->1.20<!-- /value -->× stage 04's v5 (mma.sync, tuned), <!-- value: [stage07/attention/v1/fp16/D:128/N:8192/causal:0] / [sdpa_cudnn/fp16/D:128/N:8192/causal:0@stage07_attention.json] | .2f -->0.73<!-- /value -->× cuDNN
+//   D = 64:  <!-- value: [stage07/attention/v1/fp16/D:64/N:8192/causal:0] | .0f -->372<!-- /value --> TFLOPS, <!-- value: [stage07/attention/v1/fp16/D:64/N:8192/causal:0] / [stage04/v5/fp16/D:64/N:8192/causal:0@stage07_attention.json] | .2f -->1.19<!-- /value -->× stage 04's v5, <!-- value: [stage07/attention/v1/fp16/D:64/N:8192/causal:0] / [sdpa_cudnn/fp16/D:64/N:8192/causal:0@stage07_attention.json] | .2f -->0.83<!-- /value -->× cuDNN
+// The same algorithm on wgmma's rate: the gain is the instruction's (mma.sync tops out at 61% of the
+// tensor peak on this GPU, ceilings.json), less what the in-order waits cost.
 //
 // Per key block j (stage st = j % 2, its (j / 2)-th use):
 //   all:      wait kv_full[st], parity (j / 2) & 1                K_j, V_j have landed

@@ -5,6 +5,7 @@
 #include "stages/07_tuned_tma/attention/attention.h"
 #include "stages/07_tuned_tma/attention/launch.cuh"
 #include "stages/07_tuned_tma/attention/v1_tma_wgmma.cuh"
+#include "stages/07_tuned_tma/attention/v2_warp_specialization.cuh"
 
 namespace fs {
 
@@ -21,11 +22,17 @@ const KernelDesc kFlashTmaV1 = version(
      "TMA into 128B-swizzled smem, S = QK^T by wgmma from descriptors, O += PV with P from registers, one warpgroup"},
     flash_tma::max_smem_bytes<flash_tma::v1::Config>(), flash_tma::run_v1);
 
+const KernelDesc kFlashTmaV2 = version(
+    {"fs_flash_fwd_tma_v2", "stage07/attention", "v2",
+     "v1 warp-specialized: a TMA producer warpgroup, two consumer warpgroups (Br = 128), full/empty mbarriers, setmaxnreg"},
+    flash_tma::max_smem_bytes<flash_tma::v2::Config>(), flash_tma::run_v2);
+
 KernelList stage07_attention_kernels() {
-  static const KernelDesc* const versions[] = {&kFlashTmaV1};
+  static const KernelDesc* const versions[] = {&kFlashTmaV1, &kFlashTmaV2};
   return kernel_list(versions);
 }
 
 }  // namespace fs
 
 FS_EXPORT_ATTENTION(fs_flash_fwd_tma_v1, fs::kFlashTmaV1)
+FS_EXPORT_ATTENTION(fs_flash_fwd_tma_v2, fs::kFlashTmaV2)
