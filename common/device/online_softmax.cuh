@@ -36,14 +36,19 @@ __device__ __forceinline__ float quad_sum(float x) {
 //   P     = exp2(c · S′ - m_new)       in place of S′
 //   l     = exp2(m - m_new) · l + rowsum(P)
 //   O     = exp2(m - m_new) · O        (P·V is added by the caller)
+// in two parts: softmax_scores does the first three and leaves each row's factor exp2(m - m_new) in
+// alpha, rescale_o the last. online_softmax runs both at once; a kernel whose O is still being
+// accumulated by an asynchronous product when the scores are ready (stage 07 attention v3) runs the
+// second after that product has completed.
 // The max is taken on the raw scores, one comparison per score (c > 0 keeps the order; mask_scores
 // flipped them for a negative scale). l stays a per-thread partial sum (the quad adds it up once, in
 // the epilogue). A row that has seen only masked keys has m_new = -inf; subtracting 0 instead keeps
 // exp2 from computing -inf - -inf.
-template <int kMT, int kNT, int kDT>
-__device__ __forceinline__ void online_softmax(float (&rS)[kMT][kNT][4], float (&m)[kMT][2], float (&l)[kMT][2],
-                                               float (&rO)[kMT][kDT][4], float c) {
-  float alpha[kMT][2];
+// Returns whether any row of the warp has a new maximum (a warp vote, so the same in every lane):
+// otherwise every alpha is exactly 1 and O needs no rescaling.
+template <int kMT, int kNT>
+__device__ __forceinline__ bool softmax_scores(float (&rS)[kMT][kNT][4], float (&m)[kMT][2], float (&l)[kMT][2],
+                                               float (&alpha)[kMT][2], float c) {
   bool moved = false;  // has any of this thread's rows a new maximum?
 #pragma unroll
   for (int mt = 0; mt < kMT; ++mt)
@@ -67,16 +72,27 @@ __device__ __forceinline__ void online_softmax(float (&rS)[kMT][kNT][4], float (
         }
       l[mt][h] = alpha[mt][h] * l[mt][h] + row_sum;
     }
-  // Rescaling O costs D/2 multiplies per thread per row tile and block (D per row, over its quad): at
-  // D = 128, Bc = 64 twice the thread's exponentials. When no row of the warp has a new maximum every
-  // alpha is exactly 1 and the rescale is skipped (usual after a few blocks); the vote keeps it uniform.
-  if (__any_sync(0xffffffffu, moved))
+  return __any_sync(0xffffffffu, moved);
+}
+
+// O *= alpha, row by row. It costs D/2 multiplies per thread per row tile and block (D per row, over
+// its quad): at D = 128, Bc = 64 twice the thread's exponentials, which is why softmax_scores' vote
+// lets the caller skip it when no maximum moved (usual after a few blocks).
+template <int kMT, int kDT>
+__device__ __forceinline__ void rescale_o(float (&rO)[kMT][kDT][4], const float (&alpha)[kMT][2]) {
 #pragma unroll
-    for (int mt = 0; mt < kMT; ++mt)
+  for (int mt = 0; mt < kMT; ++mt)
 #pragma unroll
-      for (int dt = 0; dt < kDT; ++dt)
+    for (int dt = 0; dt < kDT; ++dt)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) rO[mt][dt][e] *= alpha[mt][e / 2];
+      for (int e = 0; e < 4; ++e) rO[mt][dt][e] *= alpha[mt][e / 2];
+}
+
+template <int kMT, int kNT, int kDT>
+__device__ __forceinline__ void online_softmax(float (&rS)[kMT][kNT][4], float (&m)[kMT][2], float (&l)[kMT][2],
+                                               float (&rO)[kMT][kDT][4], float c) {
+  float alpha[kMT][2];
+  if (softmax_scores(rS, m, l, alpha, c)) rescale_o(rO, alpha);
 }
 
 // O = rO / l and LSE = ln 2 · (m + log2 l) for this warp's rows that exist. Rows past nq (padded

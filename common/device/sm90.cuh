@@ -33,6 +33,7 @@
 //                               (and keeps wgmma_m64nNk16_rs's A registers live until it)
 //   stmatrix_x4                 stmatrix.sync.aligned.m8n8.x4.shared.b16      four 8×8 16-bit matrices, registers → shared
 //   bar_sync                    bar.sync id, n                                __syncthreads for n threads of the block
+//   bar_arrive                  bar.arrive id, n                              the same barrier, arrived at without waiting
 //   setmaxnreg_dec<N>           setmaxnreg.dec.sync.aligned.u32 N             this warpgroup gives registers back: N per thread
 //   setmaxnreg_inc<N>           setmaxnreg.inc.sync.aligned.u32 N             this warpgroup takes registers: N per thread
 //
@@ -598,6 +599,15 @@ __device__ __forceinline__ void stmatrix_x4(void* row_address, uint32_t r0, uint
 // warpgroup meet without the others. No cuda::ptx wrapper (CUTLASS: NamedBarrier::sync).
 __device__ __forceinline__ void bar_sync(uint32_t id, uint32_t threads) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+
+// The other half of bar_sync: counts this warp's threads as arrived at barrier `id` and goes on
+// without waiting. In loop terms, `arrived(id) += 32` per warp; the threads that bar_sync on the same
+// id and count wait until arrivals and their own add up to `threads`. What lets one warpgroup wave
+// another on (stage 07 attention v4's turns) without waiting itself. No cuda::ptx wrapper (CUTLASS:
+// NamedBarrier::arrive).
+__device__ __forceinline__ void bar_arrive(uint32_t id, uint32_t threads) {
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
 
 // ---- setmaxnreg: moving registers from one warpgroup to another ---------------------------------

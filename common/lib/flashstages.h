@@ -249,6 +249,8 @@ FS_API int fs_gemm_tma_v9(const fs_gemm_params* params, void* stream); /* v8, C 
  * FS_ERR_MISALIGNED_POINTER); dense batches only (seq_lens or cu_seqlens: FS_ERR_INVALID_SEQLENS). */
 FS_API int fs_flash_fwd_tma_v1(const fs_attention_params* params, void* stream); /* TMA + wgmma, one warpgroup */
 FS_API int fs_flash_fwd_tma_v2(const fs_attention_params* params, void* stream); /* v1, producer + 2 consumers */
+FS_API int fs_flash_fwd_tma_v3(const fs_attention_params* params, void* stream); /* v2, softmax under P.V */
+FS_API int fs_flash_fwd_tma_v4(const fs_attention_params* params, void* stream); /* v3, consumers in turns */
 
 #ifdef __cplusplus
 }

@@ -12,6 +12,6 @@
 
 namespace fs {
 
-extern const KernelDesc kFlashTmaV1, kFlashTmaV2;
+extern const KernelDesc kFlashTmaV1, kFlashTmaV2, kFlashTmaV3, kFlashTmaV4;
 
 }  // namespace fs

@@ -87,5 +87,7 @@ constexpr std::size_t max_smem_bytes() {
 // Each version's launch (flash_tma_vN.cu): validated params, a GPU that can run it.
 Status run_v1(const AttentionProblem& pr, cudaStream_t stream);
 Status run_v2(const AttentionProblem& pr, cudaStream_t stream);
+Status run_v3(const AttentionProblem& pr, cudaStream_t stream);
+Status run_v4(const AttentionProblem& pr, cudaStream_t stream);
 
 }  // namespace fs::flash_tma
