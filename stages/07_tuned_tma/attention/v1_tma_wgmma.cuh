@@ -23,8 +23,8 @@
 //     attn::mask_scores, attn::online_softmax, attn::write_o_lse (common/device/online_softmax.cuh).
 // What it does not do yet: everything is in order. The warpgroup waits for S before the softmax, for
 // P·V before the next block, and TMA runs only one K/V block ahead; the tensor cores idle during the
-// softmax and the waits. v2 splits loads and math into warpgroups (producer/consumer), v3 overlaps one
-// warpgroup's softmax with another's products (pingpong).
+// softmax and the waits. v2 splits loads and math into warpgroups (producer/consumer), v3 runs a
+// warpgroup's softmax under its own previous product, v4 under the other warpgroup's (pingpong).
 // Measured (H100, N = 8192, fp16, non-causal; stage07_attention.json, one run with stage 04's v5 and SDPA):
 //   D = 128: <!-- value: [stage07/attention/v1/fp16/D:128/N:8192/causal:0] | .0f -->433<!-- /value --> TFLOPS, <!-- value: [stage07/attention/v1/fp16/D:128/N:8192/causal:0] / [stage04/v5/fp16/D:128/N:8192/causal:0@stage07_attention.json] | .2f -->1.20<!-- /value -->× stage 04's v5 (mma.sync, tuned), <!-- value: [stage07/attention/v1/fp16/D:128/N:8192/causal:0] / [sdpa_cudnn/fp16/D:128/N:8192/causal:0@stage07_attention.json] | .2f -->0.75<!-- /value -->× cuDNN
 //   D = 64:  <!-- value: [stage07/attention/v1/fp16/D:64/N:8192/causal:0] | .0f -->366<!-- /value --> TFLOPS, <!-- value: [stage07/attention/v1/fp16/D:64/N:8192/causal:0] / [stage04/v5/fp16/D:64/N:8192/causal:0@stage07_attention.json] | .2f -->1.16<!-- /value -->× stage 04's v5, <!-- value: [stage07/attention/v1/fp16/D:64/N:8192/causal:0] / [sdpa_cudnn/fp16/D:64/N:8192/causal:0@stage07_attention.json] | .2f -->0.83<!-- /value -->× cuDNN

@@ -17,7 +17,7 @@
 //  4. Larger key blocks where the registers allow: Bc = 128 at D ≤ 128 (S is m64n128, half as many
 //     softmax passes and barrier round trips per key as Bc = 64), Bc = 64 at D = 256.
 // With two consumer warpgroups on an SM their phases drift apart, so one's softmax often runs while
-// the other's products occupy the tensor cores; nothing arranges it yet (v3's pingpong does).
+// the other's products occupy the tensor cores; nothing arranges it yet (v4's pingpong does).
 // Measured (H100, N = 8192, fp16, non-causal; stage07_attention.json, one run with v1, stage 04's v5, SDPA):
 //   D = 128: <!-- value: [stage07/attention/v2/fp16/D:128/N:8192/causal:0] | .0f -->505<!-- /value --> TFLOPS, <!-- value: [stage07/attention/v2/fp16/D:128/N:8192/causal:0] / [stage07/attention/v1/fp16/D:128/N:8192/causal:0] | .2f -->1.17<!-- /value -->× v1, <!-- value: [stage07/attention/v2/fp16/D:128/N:8192/causal:0] / [sdpa_cudnn/fp16/D:128/N:8192/causal:0@stage07_attention.json] | .2f -->0.87<!-- /value -->× cuDNN
 //   D = 64:  <!-- value: [stage07/attention/v2/fp16/D:64/N:8192/causal:0] | .0f -->388<!-- /value --> TFLOPS, <!-- value: [stage07/attention/v2/fp16/D:64/N:8192/causal:0] / [stage07/attention/v1/fp16/D:64/N:8192/causal:0] | .2f -->1.06<!-- /value -->× v1, <!-- value: [stage07/attention/v2/fp16/D:64/N:8192/causal:0] / [sdpa_cudnn/fp16/D:64/N:8192/causal:0@stage07_attention.json] | .2f -->0.88<!-- /value -->× cuDNN
