@@ -26,8 +26,8 @@
 // softmax and the waits. v2 splits loads and math into warpgroups (producer/consumer), v3 runs a
 // warpgroup's softmax under its own previous product, v4 under the other warpgroup's (pingpong).
 // Measured (H100, N = 8192, fp16, non-causal; stage07_attention.json, one run with stage 04's v5 and SDPA):
-//   D = 128: <!-- value: [stage07/attention/v1/fp16/D:128/N:8192/causal:0] | .0f -->433<!-- /value --> TFLOPS, <!-- value: [stage07/attention/v1/fp16/D:128/N:8192/causal:0] / [stage04/v5/fp16/D:128/N:8192/causal:0@stage07_attention.json] | .2f -->1.20<!-- /value -->× stage 04's v5 (mma.sync, tuned), <!-- value: [stage07/attention/v1/fp16/D:128/N:8192/causal:0] / [sdpa_cudnn/fp16/D:128/N:8192/causal:0@stage07_attention.json] | .2f -->0.75<!-- /value -->× cuDNN
-//   D = 64:  <!-- value: [stage07/attention/v1/fp16/D:64/N:8192/causal:0] | .0f -->366<!-- /value --> TFLOPS, <!-- value: [stage07/attention/v1/fp16/D:64/N:8192/causal:0] / [stage04/v5/fp16/D:64/N:8192/causal:0@stage07_attention.json] | .2f -->1.16<!-- /value -->× stage 04's v5, <!-- value: [stage07/attention/v1/fp16/D:64/N:8192/causal:0] / [sdpa_cudnn/fp16/D:64/N:8192/causal:0@stage07_attention.json] | .2f -->0.83<!-- /value -->× cuDNN
+//   D = 128: <!-- value: [stage07/attention/v1/fp16/D:128/N:8192/causal:0] | .0f -->422<!-- /value --> TFLOPS, <!-- value: [stage07/attention/v1/fp16/D:128/N:8192/causal:0] / [stage04/v5/fp16/D:128/N:8192/causal:0@stage07_attention.json] | .2f -->1.18<!-- /value -->× stage 04's v5 (mma.sync, tuned), <!-- value: [stage07/attention/v1/fp16/D:128/N:8192/causal:0] / [sdpa_cudnn/fp16/D:128/N:8192/causal:0@stage07_attention.json] | .2f -->0.74<!-- /value -->× cuDNN
+//   D = 64:  <!-- value: [stage07/attention/v1/fp16/D:64/N:8192/causal:0] | .0f -->368<!-- /value --> TFLOPS, <!-- value: [stage07/attention/v1/fp16/D:64/N:8192/causal:0] / [stage04/v5/fp16/D:64/N:8192/causal:0@stage07_attention.json] | .2f -->1.19<!-- /value -->× stage 04's v5, <!-- value: [stage07/attention/v1/fp16/D:64/N:8192/causal:0] / [sdpa_cudnn/fp16/D:64/N:8192/causal:0@stage07_attention.json] | .2f -->0.85<!-- /value -->× cuDNN
 // The same algorithm on wgmma's rate: the gain is the instruction's (mma.sync tops out at 61% of the
 // tensor peak on this GPU, ceilings.json), less what the in-order waits cost.
 //
@@ -41,9 +41,9 @@
 //
 // Block: one warpgroup (128 threads) per Br = 64 query rows of one (batch entry, head); warp w owns rows
 // 16w .. 16w+15. Registers per thread: rS 32 (Bc = 64), rO D/2, P's A fragments 16. Shared memory:
-// sQ [64][D], two stages of K_j [64][D] and V_j [64][D], each tile D/64 panels of 64 rows × 128 bytes
-// (64 elements of D), 128-byte swizzled: 41, 81, 161 KiB at D = 64, 128, 256, plus 1 KiB of alignment
-// slack and three mbarriers.
+// sQ [64][D], two stages of K_j [64][D] and V_j [64][D], each tile D/64 swizzled panels of 64 columns
+// (tma_attention.cuh): 41, 81, 161 KiB at D = 64, 128, 256, plus 1 KiB of alignment slack and three
+// mbarriers.
 //
 // Run: build/h100/stages/07_tuned_tma/attention/stage07_attention --dtype fp16 --seq 8192 --dim 128 --batch 2 --heads 16 --version v1
 #pragma once
@@ -57,6 +57,7 @@
 #include "common/device/attention.cuh"
 #include "common/device/online_softmax.cuh"
 #include "common/device/sm90.cuh"
+#include "tma_attention.cuh"
 
 namespace fs::flash_tma::v1 {
 
@@ -68,7 +69,6 @@ struct Config {
   static constexpr int kBc = 64;  // keys per block
   static constexpr int kThreads = 128;
   static constexpr int kStages = 2;                         // K/V blocks in shared memory at once
-  static constexpr int kPanelRowBytes = 128;                // 64 16-bit elements: one row of the 128-byte swizzle
   static constexpr int kQBytes = kBr * D * 2;               // sQ: [Br][D]
   static constexpr int kKVBytes = kBc * D * 2;              // sK or sV: [Bc][D]
   static constexpr int kStageBytes = 2 * kKVBytes;          // K_j then V_j
@@ -78,31 +78,6 @@ struct Config {
       1024 + std::size_t(kQBytes) + std::size_t(kStages) * kStageBytes + (1 + kStages) * sizeof(uint64_t);
   static_assert(D % 64 == 0, "whole 64-element panels");
 };
-
-// A [rows][D] tile in shared memory is D/64 panels side by side, panel p holding columns 64p .. 64p+63
-// of every row: `rows` rows of 128 bytes, 1024-byte atoms of 8 rows, chunk c of row r at c ^ (r % 8).
-// Thread 0 fills it with one TMA box per panel, rows first .. first + rows - 1 of `plane`.
-template <int D>
-__device__ __forceinline__ void load_tile(unsigned char* tile, const CUtensorMap* map, int rows, int64_t first,
-                                          int64_t plane, uint64_t* bar) {
-#pragma unroll
-  for (int p = 0; p < D / 64; ++p)
-    sm90::tma_load_3d(tile + p * rows * 128, map, 64 * p, int32_t(first), int32_t(plane), bar);
-}
-
-// The descriptor of the 16-column (k) slice ks of a K-major [rows][D] tile (Q as A, K_j as B of
-// S = Q·K_jᵀ, k = the head dimension): panel ks / 4, 32 bytes per 16 columns inside its 128-byte rows;
-// SBO = one atom (the next 8 rows); LBO unused (16 k stay inside one row).
-__device__ __forceinline__ uint64_t k_major_descriptor(uint32_t tile, int rows, int ks) {
-  return sm90::matrix_descriptor_sw128(tile + ks / 4 * rows * 128 + ks % 4 * 32, 16, 1024);
-}
-
-// The descriptor of rows 16·kk .. 16·kk + 15 of V_j [Bc][D] as the B operand of O += P·V_j (k = keys,
-// n = the head dimension, stored n-contiguous: N-major): two atoms of 8 key rows per 16 keys; SBO = one
-// atom (the next 8 keys); LBO = one panel (the next 64 columns of D, Bc rows × 128 bytes further).
-__device__ __forceinline__ uint64_t v_descriptor(uint32_t tile, int rows, int kk) {
-  return sm90::matrix_descriptor_sw128(tile + kk * 2048, rows * 128, 1024);
-}
 
 // grid: B·H·ceil(Nq / Br) blocks of one warpgroup (attn::locate: block x is query tile x % q_tiles of
 // flat query head x / q_tiles). tmQ: Q as [B·H][Nq][D]; tmK, tmV: K and V as [B·KVH][Nk][D]; boxes of
@@ -167,8 +142,8 @@ __global__ void __launch_bounds__(Config<D>::kThreads, 1)
     sm90::wgmma_fence();  // rS and rO were last written by ordinary instructions (softmax, rescale)
 #pragma unroll
     for (int ks = 0; ks < D / 16; ++ks)  // the first product overwrites rS: scale-d = 0
-      sm90::wgmma_m64nNk16<kBc, T, false, false>(acc_s, k_major_descriptor(q_addr, kBr, ks),
-                                                 k_major_descriptor(k_addr, kBc, ks), ks > 0);
+      sm90::wgmma_m64nNk16<kBc, T, false, false>(acc_s, k_major_descriptor(q_addr, kBr, 0, ks),
+                                                 k_major_descriptor(k_addr, kBc, 0, ks), ks > 0);
     sm90::wgmma_commit_group();
     sm90::wgmma_wait_group<0>();
     sm90::wgmma_fence_operand(acc_s);  // no read of rS above the wait

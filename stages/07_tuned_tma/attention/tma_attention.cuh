@@ -1,0 +1,177 @@
+// What the stage 07 attention versions share, kept once so that each vN_*.cuh shows only its own idea:
+// the shared-memory tile one TMA load fills and wgmma reads (its loads, its matrix descriptors), and,
+// for the warp-specialized versions v2 to v4, the block itself: its warpgroups and registers, its tile
+// shapes, its shared memory and mbarriers, and the producer warpgroup's whole work.
+//
+// The tile. A [rows][D] tile in shared memory is D/64 panels side by side, panel p holding columns
+// 64p .. 64p+63 of every row: `rows` rows of 128 bytes (64 16-bit elements, one row of the 128-byte
+// swizzle), 1024-byte atoms of 8 rows, chunk c of row r stored at chunk c ^ (r % 8) — what a TMA load
+// with CU_TENSOR_MAP_SWIZZLE_128B writes and sm90::matrix_descriptor_sw128 describes.
+#pragma once
+
+#include <cuda.h>
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "common/device/attention.cuh"
+#include "common/device/sm90.cuh"
+
+namespace fs::flash_tma {
+
+// Thread 0 fills a [rows][D] tile with one TMA box per panel: rows first .. first + rows - 1 of `plane`
+// (rows past the plane's end arrive as zeros), counted on `bar`.
+template <int D>
+__device__ __forceinline__ void load_tile(unsigned char* tile, const CUtensorMap* map, int rows, int64_t first,
+                                          int64_t plane, uint64_t* bar) {
+#pragma unroll
+  for (int p = 0; p < D / 64; ++p)
+    sm90::tma_load_3d(tile + p * rows * 128, map, 64 * p, int32_t(first), int32_t(plane), bar);
+}
+
+// The descriptor of the 16-column (k) slice ks of rows first .. first + 63 (A) or of all rows (B) of a
+// K-major tile whose panels are `rows` rows high (Q as A, K_j as B of S = Q·K_jᵀ, k = the head
+// dimension): panel ks / 4, 32 bytes per 16 columns inside its 128-byte rows, 128 bytes per row of
+// offset (whole atoms of 8 rows, so the swizzle's phase is kept); SBO = one atom (the next 8 rows); LBO
+// unused (16 k stay inside one row).
+__device__ __forceinline__ uint64_t k_major_descriptor(uint32_t tile, int rows, int first, int ks) {
+  return sm90::matrix_descriptor_sw128(tile + ks / 4 * rows * 128 + first * 128 + ks % 4 * 32, 16, 1024);
+}
+
+// The descriptor of rows 16·kk .. 16·kk + 15 of V_j [Bc][D] as the B operand of O += P·V_j (k = keys,
+// n = the head dimension, stored n-contiguous: N-major): two atoms of 8 key rows per 16 keys; SBO = one
+// atom (the next 8 keys); LBO = one panel (the next 64 columns of D, Bc rows × 128 bytes further).
+__device__ __forceinline__ uint64_t v_descriptor(uint32_t tile, int rows, int kk) {
+  return sm90::matrix_descriptor_sw128(tile + kk * 2048, rows * 128, 1024);
+}
+
+// ---- The warp-specialized block of v2 to v4 --------------------------------------------------------
+// Three warpgroups (384 threads) per Br = 128 query rows of one (batch entry, head): warpgroup 0 the
+// producer (one of its threads issues every TMA load), warpgroup c + 1 the consumer of rows 64c ..
+// 64c + 63, its warp w rows 16w .. 16w+15 of those.
+namespace ws {
+
+constexpr int kWarpgroup = 128;
+constexpr int kConsumers = 2;                            // consumer warpgroups, 64 query rows each
+constexpr int kThreads = (1 + kConsumers) * kWarpgroup;  // the producer warpgroup first: 384
+constexpr int kConsumerWarps = kConsumers * kWarpgroup / 32;  // 8: the arrivals that release a stage
+
+// __launch_bounds__(384, 1) caps the kernel at 168 registers per thread (65536 / 384, in steps of 8);
+// the producer's .dec returns 128 × (168 − 24), the consumers' .inc takes 256 × (240 − 168): the same
+// 18432, so the .inc never waits for registers the block does not have.
+constexpr int kLaunchRegs = 65536 / kThreads / 8 * 8;
+constexpr int kProducerRegs = 24, kConsumerRegs = 240;
+static_assert(kWarpgroup * kProducerRegs + kConsumers * kWarpgroup * kConsumerRegs <= kThreads * kLaunchRegs,
+              "the consumers take no more registers than the producer gives back");
+
+template <int D>
+struct Config {
+  static constexpr int kBr = kConsumers * 64;      // query rows per block: 64 per consumer warpgroup
+  static constexpr int kBc = D <= 128 ? 128 : 64;  // keys per block (S: 64 × Bc per consumer)
+  static constexpr int kStages = D == 64 ? 4 : D == 128 ? 3 : 2;
+  static constexpr int kThreads = ws::kThreads;
+  static constexpr int kQBytes = kBr * D * 2;       // sQ: [Br][D]
+  static constexpr int kKVBytes = kBc * D * 2;      // sK or sV: [Bc][D]
+  static constexpr int kStageBytes = 2 * kKVBytes;  // K_j then V_j
+  // 1024-byte alignment slack, sQ, the stages, then q_full and full_k, full_v, empty [kStages].
+  static constexpr std::size_t kSmemBytes =
+      1024 + std::size_t(kQBytes) + std::size_t(kStages) * kStageBytes + (1 + 3 * kStages) * sizeof(uint64_t);
+  static_assert(D % 64 == 0, "whole 64-element panels");
+  static_assert(kSmemBytes <= 227 * 1024, "what one block may have on an H100");
+};
+
+// The block's shared memory, from the first 1024-byte boundary of the dynamic allocation (where the
+// swizzle pattern starts; the runtime promises 16): sQ [Br][D], kStages × (K_j [Bc][D], V_j [Bc][D]),
+// then the barriers.
+//   q_full        Q has landed: the producer's expect_tx arrival and the bytes; used once (phase 0)
+//   full_k[st]    K_j, V_j of the block in stage st have landed (a consumer can start S = Q·K_jᵀ
+//   full_v[st]    before V_j is in)
+//   empty[st]     the block in stage st is no longer read: one arrival per consumer warp
+// Each stage's barriers count its uses, one phase per use u (key block j = kStages·u + st), so phase u
+// has parity u & 1. A parity names its phase only while the barrier cannot run two phases ahead of its
+// waiter, and it cannot: full_*[st] phase u + 1 needs the refill that waits for empty[st] phase u, which
+// needs every consumer warp done with use u, and the other way round.
+template <int D>
+struct Smem {
+  using C = Config<D>;
+  unsigned char* sQ;
+  unsigned char* sKV;
+  uint64_t* q_full;
+  uint64_t* full_k;
+  uint64_t* full_v;
+  uint64_t* empty;
+
+  __device__ explicit Smem(unsigned char* raw) {
+    sQ = reinterpret_cast<unsigned char*>((reinterpret_cast<uintptr_t>(raw) + 1023) & ~uintptr_t(1023));
+    sKV = sQ + C::kQBytes;
+    q_full = reinterpret_cast<uint64_t*>(sKV + C::kStages * C::kStageBytes);
+    full_k = q_full + 1;
+    full_v = full_k + C::kStages;
+    empty = full_v + C::kStages;
+  }
+
+  static __device__ __forceinline__ int stage_of(int64_t j) { return int(j % C::kStages); }
+  static __device__ __forceinline__ uint32_t parity_of(int64_t j) { return uint32_t(j / C::kStages) & 1; }
+  __device__ __forceinline__ unsigned char* k_tile(int64_t j) const { return sKV + stage_of(j) * C::kStageBytes; }
+
+  // Thread 0, before the block's one __syncthreads.
+  __device__ __forceinline__ void init_barriers() const {
+    sm90::mbarrier_init(q_full, 1);  // the producer's expect_tx arrival, then the bytes
+    for (int st = 0; st < C::kStages; ++st) {
+      sm90::mbarrier_init(&full_k[st], 1);
+      sm90::mbarrier_init(&full_v[st], 1);
+      sm90::mbarrier_init(&empty[st], kConsumerWarps);  // one arrival per consumer warp
+    }
+    sm90::fence_mbarrier_init();  // the inits are seen by the TMA unit that completes them
+  }
+
+  // A consumer warp's release of key block j's stage: one of the 8 arrivals that let the producer
+  // refill it. Lane 0 speaks for the warp, after the warp's wait for the products that read it.
+  __device__ __forceinline__ void release(int64_t j) const {
+    if (threadIdx.x % 32 == 0) sm90::mbarrier_arrive(&empty[stage_of(j)]);
+  }
+
+  // A block the tile loads but this consumer does not read (a causal first half's last block; all of
+  // them for a half with no real row): released once it has landed — not sooner: an arrival for use
+  // u + 1 of a stage made before its use u completed would count towards use u, and free the stage
+  // under the other consumer.
+  __device__ __forceinline__ void release_skipped(int64_t j) const {
+    sm90::mbarrier_wait_parity(&full_k[stage_of(j)], parity_of(j));
+    release(j);
+  }
+};
+
+// The producer warpgroup's whole work: give its registers back (a warpgroup instruction), then one
+// thread loads Q once and K_j, V_j for the tile's n_blocks key blocks, up to kStages blocks ahead of
+// the consumers. No producer thread touches shared memory or a barrier afterwards: its warps may leave,
+// the loads in flight complete on their barriers whether or not the issuing thread still runs, and the
+// consumers wait for every one of them before they leave.
+template <int D, class T>
+__device__ __forceinline__ void produce(const Smem<D>& sm, const CUtensorMap* tmQ, const CUtensorMap* tmK,
+                                        const CUtensorMap* tmV, const attn::Args<T>& a, const attn::Sequence& s,
+                                        int64_t n_blocks) {
+  using C = Config<D>;
+  sm90::setmaxnreg_dec<kProducerRegs>();
+  if (threadIdx.x != 0 || n_blocks == 0) return;
+  const int64_t q_plane = blockIdx.x / a.q_tiles, kv_plane = q_plane / a.group;
+  sm90::mbarrier_arrive_expect_tx(sm.q_full, C::kQBytes);
+  load_tile<D>(sm.sQ, tmQ, C::kBr, s.q0, q_plane, sm.q_full);
+  for (int64_t j = 0; j < n_blocks; ++j) {
+    const int st = Smem<D>::stage_of(j);
+    const int64_t u = j / C::kStages;
+    // Use u of the stage needs use u − 1 released by all 8 consumer warps. The wait's acquire, after
+    // their wgmma_wait_group and arrivals, orders the tensor cores' reads of the stage before the TMA
+    // writes issued below.
+    if (u > 0) sm90::mbarrier_wait_parity(&sm.empty[st], uint32_t(u - 1) & 1);
+    unsigned char* sK = sm.k_tile(j);
+    sm90::mbarrier_arrive_expect_tx(&sm.full_k[st], C::kKVBytes);
+    load_tile<D>(sK, tmK, C::kBc, j * C::kBc, kv_plane, &sm.full_k[st]);
+    sm90::mbarrier_arrive_expect_tx(&sm.full_v[st], C::kKVBytes);
+    load_tile<D>(sK + C::kKVBytes, tmV, C::kBc, j * C::kBc, kv_plane, &sm.full_v[st]);
+  }
+}
+
+}  // namespace ws
+
+}  // namespace fs::flash_tma
