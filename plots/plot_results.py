@@ -1623,7 +1623,7 @@ VALUE_FIELDS = {
     "per_sm_clk": ("per_sm_clk counter", lambda r: r.per_sm_clk),
     "gops": ("Gop/s counter", lambda r: r.gops),
 }
-ALLOWED = "numbers, + - * /, unary minus, parentheses, [NAME], [NAME].FIELD and {CONTEXT_KEY}"
+ALLOWED = "numbers, + - * /, unary minus, parentheses, max(…), min(…), [NAME], [NAME].FIELD and {CONTEXT_KEY}"
 
 
 def _name_term(name: str, field_name: str, results: Results) -> float:
@@ -1670,11 +1670,15 @@ def _context_term(key: str, results: Results) -> float:
 
 BINARY_OPS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b,
               ast.Mult: lambda a, b: a * b, ast.Div: lambda a, b: a / b}
+# max(a, b, …) and min(…): "the best version of a stage against a peer" in a table cell, where
+# which version is best may change from one run to the next.
+FUNCTIONS = {"max": max, "min": min}
 
 
 def evaluate_expression(expr: str, results: Results) -> float:
     """The value of a marker's EXPR. Terms are looked up first and replaced by placeholders; the
-    rest must parse (Python's ast) as numbers joined by + - * /, unary minus and parentheses."""
+    rest must parse (Python's ast) as numbers joined by + - * /, unary minus, parentheses, and
+    max(…) or min(…) of two or more of those."""
     if PLACEHOLDER in VALUE_TERM.sub("", expr):
         raise MarkerError(f"'{PLACEHOLDER}' is not allowed: only {ALLOWED}")
     values: dict[str, float] = {}
@@ -1714,6 +1718,10 @@ def evaluate_expression(expr: str, results: Results) -> float:
             if isinstance(node.op, ast.Div) and right == 0:
                 raise MarkerError(f"division by zero: {show(node.right)} is 0")
             return BINARY_OPS[type(node.op)](left, right)
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in FUNCTIONS
+                and len(node.args) >= 2 and not node.keywords
+                and not any(isinstance(a, ast.Starred) for a in node.args)):
+            return FUNCTIONS[node.func.id](value_of(a) for a in node.args)
         raise MarkerError(f"'{show(node)}' is not allowed: only {ALLOWED}")
 
     return value_of(tree.body)

@@ -691,6 +691,9 @@ class ValueMarkerTest(unittest.TestCase):
             (f"-({v2} - {v1}) / 2 + 1e1 | .1f", "-85.0"),
             ("{sm_clock_mhz} * {num_sms} | .0f", "261360"),
             ("2 + 3 * 4 | .0f", "14"),
+            (f"max({v1}, {v2}) / {v1} | .3f", "2.118"),
+            (f"min({v1}, {v2}, 1e4) | .0f", "170"),
+            ("max(1, -(2 - 5)) | .0f", "3"),
             # The same benchmark with its params in another order, or with its run options.
             ("[stage04/v2/fp16/causal:0/N:8192/D:128] | .0f", "360"),
             ("[stage04/v2/fp16/D:128/N:8192/causal:0/repeats:5/manual_time] | .0f", "360"),
@@ -700,7 +703,9 @@ class ValueMarkerTest(unittest.TestCase):
         for body in ("__import__('os').system('true') | .0f", "2 ** 3 | .0f", "7 // 2 | .0f", "7 % 2 | .0f",
                      "abs(-1) | .0f", "'7' | s", "1 if 1 else 2 | .0f", "True | .0f", "+1 | .0f",
                      "[cublas/fp16/M:4096/N:4096/K:4096] .ms | .0f", "(1, 2) | .0f", "[1, 2] | .0f",
-                     "_term0 | .0f", "x | .0f", "1; 2 | .0f", "[a] [b] | .0f", "{1: 2} | .0f"):
+                     "_term0 | .0f", "x | .0f", "1; 2 | .0f", "[a] [b] | .0f", "{1: 2} | .0f",
+                     "max(1) | .0f", "max() | .0f", "max(*[1, 2]) | .0f", "max(1, 2, key=1) | .0f",
+                     "sum(1, 2) | .0f", "math.floor(1.5) | .0f"):
             with self.assertRaises(pr.MarkerError, msg=body):
                 self.value(body)
 

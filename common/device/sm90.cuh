@@ -29,6 +29,7 @@
 //   wgmma_m64nNk16_rs<N, T, …>  the same with A from registers (attention: P, the softmax's output)
 //   wgmma_m64nNk32_s8<N>        wgmma.mma_async.sync.aligned.m64nNk32.s32.s8.s8   D (64×N, int32) += A·B, int8 in
 //   matrix_descriptor_sw128     the 64-bit shared-memory matrix descriptor wgmma reads A and B through
+//   matrix_descriptor_advance   the same descriptor, its start address moved on (a helper: one integer add)
 //   wgmma_fence_operand         no instruction: keeps the compiler from moving accumulator reads across a wait
 //                               (and keeps wgmma_m64nNk16_rs's A registers live until it)
 //   stmatrix_x4                 stmatrix.sync.aligned.m8n8.x4.shared.b16      four 8×8 16-bit matrices, registers → shared
@@ -372,6 +373,15 @@ __device__ __forceinline__ uint64_t matrix_descriptor_sw128(uint32_t start, uint
   return encode(start) | encode(lbo_bytes) << 16 | encode(sbo_bytes) << 32 | uint64_t(1) << 62;
 }
 
+// The same descriptor with its start address `bytes` further on (a multiple of 16): the next k slice
+// or the next panel of a tile whose descriptor was built once. Shared addresses stay below 256 KiB, so
+// the start field (bits 0–13, the address >> 4) never carries into bit 14: one 32-bit add of the low
+// word is the whole update. In a kernel's inner loop this is one IADD per wgmma where rebuilding the
+// descriptor from the address costs five instructions (the mask, shift and OR of the encoding).
+__device__ __forceinline__ uint64_t matrix_descriptor_advance(uint64_t desc, uint32_t bytes) {
+  return (desc & 0xFFFFFFFF00000000ull) | uint32_t(uint32_t(desc) + (bytes >> 4));
+}
+
 // The accumulator registers of one m64nN instruction, spelled out for the asm statements below (an
 // asm operand list cannot be written as a loop): 16 at a time.
 #define FS_SM90_D16(p)                                                                                           \
@@ -395,6 +405,13 @@ __device__ __forceinline__ uint64_t matrix_descriptor_sw128(uint32_t start, uint
   "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "           \
   "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, " \
   "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}"
+#define FS_SM90_REGS_96 \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
+  "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
+  "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
+  "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, " \
+  "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, " \
+  "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95}"
 // One instruction: the accumulator list, then A's and B's descriptors, scale-d (a predicate made from
 // `accumulate`), scale-a = scale-b = 1 (no negation), and the two transpose immediates.
 // FS_SM90_OPS_AFTER_n names the operand numbers of those five after n accumulators; FS_SM90_WGMMA
@@ -413,6 +430,7 @@ __device__ __forceinline__ uint64_t matrix_descriptor_sw128(uint32_t start, uint
                : "memory")
 #define FS_SM90_OPS_AFTER_32 "%32", "%33", "%34", "%35", "%36"
 #define FS_SM90_OPS_AFTER_64 "%64", "%65", "%66", "%67", "%68"
+#define FS_SM90_OPS_AFTER_96 "%96", "%97", "%98", "%99", "%100"
 #define FS_SM90_OPS_AFTER_128 "%128", "%129", "%130", "%131", "%132"
 
 // D(64×N, fp32) = A(64×16)·B(16×N) + (accumulate ? D : 0), A and B read from shared memory through
@@ -426,11 +444,11 @@ __device__ __forceinline__ uint64_t matrix_descriptor_sw128(uint32_t start, uint
 // owns rows 16w .. 16w+15; lane 4g+t of it holds, for each n8 block j = 0 .. N/8-1,
 //   d[4j + 0], d[4j + 1] = D[16w + g][8j + 2t], D[16w + g][8j + 2t + 1]
 //   d[4j + 2], d[4j + 3] = D[16w + g + 8][8j + 2t], D[16w + g + 8][8j + 2t + 1]
-// N = 64, 128 or 256 here (any multiple of 8 up to 256 exists; these are the ones the kernels use).
+// N = 64, 128, 192 or 256 here (any multiple of 8 up to 256 exists; these are the ones the kernels use).
 template <int N, class T, bool kTransA, bool kTransB>
 __device__ __forceinline__ void wgmma_m64nNk16(float (&d)[N / 2], uint64_t desc_a, uint64_t desc_b, bool accumulate) {
   static_assert(std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>, "fp16 or bf16 operands");
-  static_assert(N == 64 || N == 128 || N == 256, "m64n64k16, m64n128k16 or m64n256k16");
+  static_assert(N == 64 || N == 128 || N == 192 || N == 256, "m64n64k16, m64n128k16, m64n192k16 or m64n256k16");
   constexpr bool kHalf = std::is_same_v<T, __half>;
   if constexpr (N == 64) {
     if constexpr (kHalf)
@@ -444,6 +462,13 @@ __device__ __forceinline__ void wgmma_m64nNk16(float (&d)[N / 2], uint64_t desc_
     else
       FS_SM90_WGMMA("m64n128k16", "bf16", FS_SM90_REGS_64, FS_SM90_OPS_AFTER_64, FS_SM90_D16(d), FS_SM90_D16(d + 16),
                     FS_SM90_D16(d + 32), FS_SM90_D16(d + 48));
+  } else if constexpr (N == 192) {
+    if constexpr (kHalf)
+      FS_SM90_WGMMA("m64n192k16", "f16", FS_SM90_REGS_96, FS_SM90_OPS_AFTER_96, FS_SM90_D16(d), FS_SM90_D16(d + 16),
+                    FS_SM90_D16(d + 32), FS_SM90_D16(d + 48), FS_SM90_D16(d + 64), FS_SM90_D16(d + 80));
+    else
+      FS_SM90_WGMMA("m64n192k16", "bf16", FS_SM90_REGS_96, FS_SM90_OPS_AFTER_96, FS_SM90_D16(d), FS_SM90_D16(d + 16),
+                    FS_SM90_D16(d + 32), FS_SM90_D16(d + 48), FS_SM90_D16(d + 64), FS_SM90_D16(d + 80));
   } else {
     if constexpr (kHalf)
       FS_SM90_WGMMA("m64n256k16", "f16", FS_SM90_REGS_128, FS_SM90_OPS_AFTER_128, FS_SM90_D16(d), FS_SM90_D16(d + 16),

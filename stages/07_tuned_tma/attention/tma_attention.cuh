@@ -35,15 +35,18 @@ __device__ __forceinline__ void load_tile(unsigned char* tile, const CUtensorMap
 // dimension): panel ks / 4, 32 bytes per 16 columns inside its 128-byte rows, 128 bytes per row of
 // offset (whole atoms of 8 rows, so the swizzle's phase is kept); SBO = one atom (the next 8 rows); LBO
 // unused (16 k stay inside one row).
+// The descriptor of row `first` is encoded once and the slice's offset added to it: ks is a
+// compile-time constant in every caller's unrolled loop, so each further slice costs one add.
 __device__ __forceinline__ uint64_t k_major_descriptor(uint32_t tile, int rows, int first, int ks) {
-  return sm90::matrix_descriptor_sw128(tile + ks / 4 * rows * 128 + first * 128 + ks % 4 * 32, 16, 1024);
+  return sm90::matrix_descriptor_advance(sm90::matrix_descriptor_sw128(tile + first * 128, 16, 1024),
+                                         ks / 4 * rows * 128 + ks % 4 * 32);
 }
 
 // The descriptor of rows 16·kk .. 16·kk + 15 of V_j [Bc][D] as the B operand of O += P·V_j (k = keys,
 // n = the head dimension, stored n-contiguous: N-major): two atoms of 8 key rows per 16 keys; SBO = one
 // atom (the next 8 keys); LBO = one panel (the next 64 columns of D, Bc rows × 128 bytes further).
 __device__ __forceinline__ uint64_t v_descriptor(uint32_t tile, int rows, int kk) {
-  return sm90::matrix_descriptor_sw128(tile + kk * 2048, rows * 128, 1024);
+  return sm90::matrix_descriptor_advance(sm90::matrix_descriptor_sw128(tile, rows * 128, 1024), kk * 2048);
 }
 
 // ---- The warp-specialized block of v2 to v4 --------------------------------------------------------
@@ -57,6 +60,13 @@ constexpr int kConsumers = 2;                            // consumer warpgroups,
 constexpr int kThreads = (1 + kConsumers) * kWarpgroup;  // the producer warpgroup first: 384
 constexpr int kConsumerWarps = kConsumers * kWarpgroup / 32;  // 8: the arrivals that release a stage
 
+// This thread's warpgroup, threadIdx.x / 128, broadcast from lane 0. The compiler cannot tell that a
+// quotient of threadIdx.x is the same in every lane of a warp; a shuffle from lane 0 it can. What a
+// consumer computes from it (its rows of sQ, its key blocks, the stages, the matrix descriptors) is
+// then kept in uniform registers, where wgmma reads its descriptors, instead of per-thread registers
+// copied over (R2UR) before every wgmma.
+__device__ __forceinline__ int warpgroup() { return __shfl_sync(0xffffffffu, int(threadIdx.x) / kWarpgroup, 0); }
+
 // __launch_bounds__(384, 1) caps the kernel at 168 registers per thread (65536 / 384, in steps of 8);
 // the producer's .dec returns 128 × (168 − 24), the consumers' .inc takes 256 × (240 − 168): the same
 // 18432, so the .inc never waits for registers the block does not have.
@@ -68,7 +78,12 @@ static_assert(kWarpgroup * kProducerRegs + kConsumers * kWarpgroup * kConsumerRe
 template <int D>
 struct Config {
   static constexpr int kBr = kConsumers * 64;      // query rows per block: 64 per consumer warpgroup
-  static constexpr int kBc = D <= 128 ? 128 : 64;  // keys per block (S: 64 × Bc per consumer)
+  // Keys per block (S: 64 × Bc per consumer). The most the registers allow beside P and O: the fixed
+  // work of a block (row max and sum across the quad, alpha, the waits) is spread over more keys.
+  // Bc = 192 at D = 64 measured 0.99–1.09× Bc = 128 over v2–v4 (v4 gains most, v3 least); at D = 128
+  // it fits without spills, but v3 and v4, which keep P_{j-1} beside S_j, lose a sixth to a quarter
+  // (README, "Tile sizes per head dim").
+  static constexpr int kBc = D == 64 ? 192 : D == 128 ? 128 : 64;
   static constexpr int kStages = D == 64 ? 4 : D == 128 ? 3 : 2;
   static constexpr int kThreads = ws::kThreads;
   static constexpr int kQBytes = kBr * D * 2;       // sQ: [Br][D]
@@ -111,8 +126,11 @@ struct Smem {
     empty = full_v + C::kStages;
   }
 
-  static __device__ __forceinline__ int stage_of(int64_t j) { return int(j % C::kStages); }
-  static __device__ __forceinline__ uint32_t parity_of(int64_t j) { return uint32_t(j / C::kStages) & 1; }
+  // In 32 bits: a key block index is below Nk / 64, and Nk < 2^31 (encode_tensor_map refuses longer
+  // tensors: a TMA row coordinate is an int32). The 64-bit division by kStages = 3 would cost some 30
+  // instructions per wait (ncu's instruction mix of the consumers' loop showed them).
+  static __device__ __forceinline__ int stage_of(int64_t j) { return int(uint32_t(j) % C::kStages); }
+  static __device__ __forceinline__ uint32_t parity_of(int64_t j) { return uint32_t(j) / C::kStages & 1; }
   __device__ __forceinline__ unsigned char* k_tile(int64_t j) const { return sKV + stage_of(j) * C::kStageBytes; }
 
   // Thread 0, before the block's one __syncthreads.

@@ -26,8 +26,8 @@
 // softmax and the waits. v2 splits loads and math into warpgroups (producer/consumer), v3 runs a
 // warpgroup's softmax under its own previous product, v4 under the other warpgroup's (pingpong).
 // Measured (H100, N = 8192, fp16, non-causal; stage07_attention.json, one run with stage 04's v5 and SDPA):
-//   D = 128: <!-- value: [stage07/attention/v1/fp16/D:128/N:8192/causal:0] | .0f -->422<!-- /value --> TFLOPS, <!-- value: [stage07/attention/v1/fp16/D:128/N:8192/causal:0] / [stage04/v5/fp16/D:128/N:8192/causal:0@stage07_attention.json] | .2f -->1.18<!-- /value -->× stage 04's v5 (mma.sync, tuned), <!-- value: [stage07/attention/v1/fp16/D:128/N:8192/causal:0] / [sdpa_cudnn/fp16/D:128/N:8192/causal:0@stage07_attention.json] | .2f -->0.74<!-- /value -->× cuDNN
-//   D = 64:  <!-- value: [stage07/attention/v1/fp16/D:64/N:8192/causal:0] | .0f -->368<!-- /value --> TFLOPS, <!-- value: [stage07/attention/v1/fp16/D:64/N:8192/causal:0] / [stage04/v5/fp16/D:64/N:8192/causal:0@stage07_attention.json] | .2f -->1.19<!-- /value -->× stage 04's v5, <!-- value: [stage07/attention/v1/fp16/D:64/N:8192/causal:0] / [sdpa_cudnn/fp16/D:64/N:8192/causal:0@stage07_attention.json] | .2f -->0.85<!-- /value -->× cuDNN
+//   D = 128: <!-- value: [stage07/attention/v1/fp16/D:128/N:8192/causal:0] | .0f -->445<!-- /value --> TFLOPS, <!-- value: [stage07/attention/v1/fp16/D:128/N:8192/causal:0] / [stage04/v5/fp16/D:128/N:8192/causal:0@stage07_attention.json] | .2f -->1.23<!-- /value -->× stage 04's v5 (mma.sync, tuned), <!-- value: [stage07/attention/v1/fp16/D:128/N:8192/causal:0] / [sdpa_cudnn/fp16/D:128/N:8192/causal:0@stage07_attention.json] | .2f -->0.77<!-- /value -->× cuDNN
+//   D = 64:  <!-- value: [stage07/attention/v1/fp16/D:64/N:8192/causal:0] | .0f -->381<!-- /value --> TFLOPS, <!-- value: [stage07/attention/v1/fp16/D:64/N:8192/causal:0] / [stage04/v5/fp16/D:64/N:8192/causal:0@stage07_attention.json] | .2f -->1.22<!-- /value -->× stage 04's v5, <!-- value: [stage07/attention/v1/fp16/D:64/N:8192/causal:0] / [sdpa_cudnn/fp16/D:64/N:8192/causal:0@stage07_attention.json] | .2f -->0.87<!-- /value -->× cuDNN
 // The same algorithm on wgmma's rate: the gain is the instruction's (mma.sync tops out at 61% of the
 // tensor peak on this GPU, ceilings.json), less what the in-order waits cost.
 //
@@ -97,7 +97,7 @@ __global__ void __launch_bounds__(Config<D>::kThreads, 1)
   uint64_t* q_full = reinterpret_cast<uint64_t*>(sKV + kStages * C::kStageBytes);
   uint64_t* kv_full = q_full + 1;           // [kStages]
 
-  const Sequence s = locate(a, kBr, false);
+  const Sequence s = locate(a, kBr, /*reverse_tiles=*/a.causal);
   const int64_t q_plane = blockIdx.x / a.q_tiles;  // flat query head b·H + h: Q's plane
   const int64_t kv_plane = q_plane / a.group;      // its K/V head (grouped-query attention)
   const int tid = threadIdx.x, warp = tid / 32;

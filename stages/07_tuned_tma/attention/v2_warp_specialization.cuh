@@ -12,15 +12,16 @@
 //     be on its way) and empty[st] (one arrival per consumer warp once its P·V_j has retired; the
 //     producer waits for it before it refills the stage). The producer runs up to kStages blocks ahead.
 //  3. The registers follow the work (setmaxnreg): the block is launched with 168 per thread (65536 /
-//     384); the producer keeps 24, each consumer takes 240 — room for a 64 × 128 S, its P fragments
+//     384); the producer keeps 24, each consumer takes 240 — room for a 64 × Bc S, its P fragments
 //     and a 64 × D O (D = 256: 128 registers of O alone).
-//  4. Larger key blocks where the registers allow: Bc = 128 at D ≤ 128 (S is m64n128, half as many
-//     softmax passes and barrier round trips per key as Bc = 64), Bc = 64 at D = 256.
+//  4. Larger key blocks where the registers allow: Bc = 192 at D = 64 and 128 at D = 128 (S is
+//     m64n192 or m64n128: a third or half as many softmax passes and barrier round trips per key as
+//     Bc = 64), Bc = 64 at D = 256.
 // With two consumer warpgroups on an SM their phases drift apart, so one's softmax often runs while
 // the other's products occupy the tensor cores; nothing arranges it yet (v4's pingpong does).
 // Measured (H100, N = 8192, fp16, non-causal; stage07_attention.json, one run with v1, stage 04's v5, SDPA):
-//   D = 128: <!-- value: [stage07/attention/v2/fp16/D:128/N:8192/causal:0] | .0f -->498<!-- /value --> TFLOPS, <!-- value: [stage07/attention/v2/fp16/D:128/N:8192/causal:0] / [stage07/attention/v1/fp16/D:128/N:8192/causal:0] | .2f -->1.18<!-- /value -->× v1, <!-- value: [stage07/attention/v2/fp16/D:128/N:8192/causal:0] / [sdpa_cudnn/fp16/D:128/N:8192/causal:0@stage07_attention.json] | .2f -->0.87<!-- /value -->× cuDNN
-//   D = 64:  <!-- value: [stage07/attention/v2/fp16/D:64/N:8192/causal:0] | .0f -->384<!-- /value --> TFLOPS, <!-- value: [stage07/attention/v2/fp16/D:64/N:8192/causal:0] / [stage07/attention/v1/fp16/D:64/N:8192/causal:0] | .2f -->1.04<!-- /value -->× v1, <!-- value: [stage07/attention/v2/fp16/D:64/N:8192/causal:0] / [sdpa_cudnn/fp16/D:64/N:8192/causal:0@stage07_attention.json] | .2f -->0.88<!-- /value -->× cuDNN
+//   D = 128: <!-- value: [stage07/attention/v2/fp16/D:128/N:8192/causal:0] | .0f -->541<!-- /value --> TFLOPS, <!-- value: [stage07/attention/v2/fp16/D:128/N:8192/causal:0] / [stage07/attention/v1/fp16/D:128/N:8192/causal:0] | .2f -->1.22<!-- /value -->× v1, <!-- value: [stage07/attention/v2/fp16/D:128/N:8192/causal:0] / [sdpa_cudnn/fp16/D:128/N:8192/causal:0@stage07_attention.json] | .2f -->0.93<!-- /value -->× cuDNN
+//   D = 64:  <!-- value: [stage07/attention/v2/fp16/D:64/N:8192/causal:0] | .0f -->426<!-- /value --> TFLOPS, <!-- value: [stage07/attention/v2/fp16/D:64/N:8192/causal:0] / [stage07/attention/v1/fp16/D:64/N:8192/causal:0] | .2f -->1.12<!-- /value -->× v1, <!-- value: [stage07/attention/v2/fp16/D:64/N:8192/causal:0] / [sdpa_cudnn/fp16/D:64/N:8192/causal:0@stage07_attention.json] | .2f -->0.97<!-- /value -->× cuDNN
 // Slower than v1 on small grids (N = 512: half the blocks, one per SM, nothing to hide a prologue).
 //
 // The protocol, per key block j (stage st = j % kStages, use u = j / kStages):
@@ -42,7 +43,7 @@
 // Block: three warpgroups (384 threads) per Br = 128 query rows of one (batch entry, head): warpgroup
 // 0 the producer, warpgroup c + 1 the consumer of rows 64c .. 64c + 63, its warp w rows 16w .. 16w+15
 // of those. Shared memory: sQ [128][D], kStages × (K_j [Bc][D], V_j [Bc][D]), every tile D/64 panels of
-// rows × 128 bytes, 128-byte swizzled: 145, 225, 193 KiB at D = 64, 128, 256 (4, 3, 2 stages), plus
+// rows × 128 bytes, 128-byte swizzled: 209, 225, 193 KiB at D = 64, 128, 256 (4, 3, 2 stages), plus
 // the alignment slack and the barriers.
 //
 // Run: build/h100/stages/07_tuned_tma/attention/stage07_attention --dtype fp16 --seq 8192 --dim 128 --batch 2 --heads 16 --version v2
@@ -82,8 +83,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   extern __shared__ unsigned char smem_raw[];
   const Smem<D> sm(smem_raw);
 
-  const Sequence s = locate(a, kBr, false);
-  const int tid = threadIdx.x, wg = tid / kWarpgroup;
+  const Sequence s = locate(a, kBr, /*reverse_tiles=*/a.causal);
+  const int tid = threadIdx.x, wg = ws::warpgroup();
   const int64_t n_blocks = key_blocks(s, kBr, kBc, a.causal);  // what the tile's 128 rows need
 
   if (tid == 0) sm.init_barriers();

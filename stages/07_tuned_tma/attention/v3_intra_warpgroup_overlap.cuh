@@ -16,11 +16,12 @@
 // j − 1 is added before block j's factor is applied, exactly as v2 adds it before the next softmax.
 // Registers: S_j (Bc/2), P_{j-1}'s fragments (Bc/4) and O (D/2) are live at once, as in v2.
 // Measured (H100, N = 8192, fp16, non-causal; stage07_attention.json, one run with v1, v2, stage 04's v5, SDPA):
-//   D = 128: <!-- value: [stage07/attention/v3/fp16/D:128/N:8192/causal:0] | .0f -->504<!-- /value --> TFLOPS, <!-- value: [stage07/attention/v3/fp16/D:128/N:8192/causal:0] / [stage07/attention/v2/fp16/D:128/N:8192/causal:0] | .2f -->1.01<!-- /value -->× v2, <!-- value: [stage07/attention/v3/fp16/D:128/N:8192/causal:0] / [sdpa_cudnn/fp16/D:128/N:8192/causal:0@stage07_attention.json] | .2f -->0.88<!-- /value -->× cuDNN
-//   D = 64:  <!-- value: [stage07/attention/v3/fp16/D:64/N:8192/causal:0] | .0f -->391<!-- /value --> TFLOPS, <!-- value: [stage07/attention/v3/fp16/D:64/N:8192/causal:0] / [stage07/attention/v2/fp16/D:64/N:8192/causal:0] | .2f -->1.02<!-- /value -->× v2, <!-- value: [stage07/attention/v3/fp16/D:64/N:8192/causal:0] / [sdpa_cudnn/fp16/D:64/N:8192/causal:0@stage07_attention.json] | .2f -->0.90<!-- /value -->× cuDNN
-// Level with v2: two drifting consumers already overlap one's softmax with the other's products, which
-// leaves the overlap within a warpgroup little to add (the stage README). The same steps written as
-// lambdas in the kernel measured 0.87× v2 at D = 64 (compiler's code, not examined yet).
+//   D = 128: <!-- value: [stage07/attention/v3/fp16/D:128/N:8192/causal:0] | .0f -->572<!-- /value --> TFLOPS, <!-- value: [stage07/attention/v3/fp16/D:128/N:8192/causal:0] / [stage07/attention/v2/fp16/D:128/N:8192/causal:0] | .2f -->1.06<!-- /value -->× v2, <!-- value: [stage07/attention/v3/fp16/D:128/N:8192/causal:0] / [sdpa_cudnn/fp16/D:128/N:8192/causal:0@stage07_attention.json] | .2f -->0.99<!-- /value -->× cuDNN
+//   D = 64:  <!-- value: [stage07/attention/v3/fp16/D:64/N:8192/causal:0] | .0f -->408<!-- /value --> TFLOPS, <!-- value: [stage07/attention/v3/fp16/D:64/N:8192/causal:0] / [stage07/attention/v2/fp16/D:64/N:8192/causal:0] | .2f -->0.96<!-- /value -->× v2, <!-- value: [stage07/attention/v3/fp16/D:64/N:8192/causal:0] / [sdpa_cudnn/fp16/D:64/N:8192/causal:0@stage07_attention.json] | .2f -->0.93<!-- /value -->× cuDNN
+// Faster than v2 at D = 128, not at D = 64, where the block's two products are half as long and the
+// softmax is not, so there is less product to hide it under. (Level with v2 at both while every
+// consumer still spent a third of its instructions on descriptor and stage arithmetic: the stage
+// README, "What the instruction mix showed".)
 // A first version waited for V_{j-1} between the two issues; ptxas serialized the wgmma then (info
 // C7520, "compiler-inserted WG.AR in divergent path") and it ran at 437 / 321 TFLOPS (D = 128 / 64).
 //
@@ -188,8 +189,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   using C = Config<D>;
   extern __shared__ unsigned char smem_raw[];
   const Smem<D> sm(smem_raw);
-  const Sequence s = locate(a, C::kBr, false);
-  const int wg = threadIdx.x / kWarpgroup;
+  const Sequence s = locate(a, C::kBr, /*reverse_tiles=*/a.causal);
+  const int wg = ws::warpgroup();
   const int64_t n_blocks = key_blocks(s, C::kBr, C::kBc, a.causal);  // what the tile's 128 rows need
 
   if (threadIdx.x == 0) sm.init_barriers();

@@ -15,8 +15,8 @@
 //   releasing in each the block it skips once that block has landed — the other consumer needs those
 //   stages refilled, so they cannot wait until after the loop as in v2 and v3.
 // Measured (H100, N = 8192, fp16, non-causal; stage07_attention.json, one run with v1–v3, stage 04's v5, SDPA):
-//   D = 128: <!-- value: [stage07/attention/v4/fp16/D:128/N:8192/causal:0] | .0f -->505<!-- /value --> TFLOPS, <!-- value: [stage07/attention/v4/fp16/D:128/N:8192/causal:0] / [stage07/attention/v3/fp16/D:128/N:8192/causal:0] | .2f -->1.00<!-- /value -->× v3, <!-- value: [stage07/attention/v4/fp16/D:128/N:8192/causal:0] / [stage07/attention/v2/fp16/D:128/N:8192/causal:0] | .2f -->1.01<!-- /value -->× v2, <!-- value: [stage07/attention/v4/fp16/D:128/N:8192/causal:0] / [sdpa_cudnn/fp16/D:128/N:8192/causal:0@stage07_attention.json] | .2f -->0.88<!-- /value -->× cuDNN
-//   D = 64:  <!-- value: [stage07/attention/v4/fp16/D:64/N:8192/causal:0] | .0f -->388<!-- /value --> TFLOPS, <!-- value: [stage07/attention/v4/fp16/D:64/N:8192/causal:0] / [stage07/attention/v3/fp16/D:64/N:8192/causal:0] | .2f -->0.99<!-- /value -->× v3, <!-- value: [stage07/attention/v4/fp16/D:64/N:8192/causal:0] / [stage07/attention/v2/fp16/D:64/N:8192/causal:0] | .2f -->1.01<!-- /value -->× v2, <!-- value: [stage07/attention/v4/fp16/D:64/N:8192/causal:0] / [sdpa_cudnn/fp16/D:64/N:8192/causal:0@stage07_attention.json] | .2f -->0.89<!-- /value -->× cuDNN
+//   D = 128: <!-- value: [stage07/attention/v4/fp16/D:128/N:8192/causal:0] | .0f -->564<!-- /value --> TFLOPS, <!-- value: [stage07/attention/v4/fp16/D:128/N:8192/causal:0] / [stage07/attention/v3/fp16/D:128/N:8192/causal:0] | .2f -->0.99<!-- /value -->× v3, <!-- value: [stage07/attention/v4/fp16/D:128/N:8192/causal:0] / [stage07/attention/v2/fp16/D:128/N:8192/causal:0] | .2f -->1.04<!-- /value -->× v2, <!-- value: [stage07/attention/v4/fp16/D:128/N:8192/causal:0] / [sdpa_cudnn/fp16/D:128/N:8192/causal:0@stage07_attention.json] | .2f -->0.97<!-- /value -->× cuDNN
+//   D = 64:  <!-- value: [stage07/attention/v4/fp16/D:64/N:8192/causal:0] | .0f -->428<!-- /value --> TFLOPS, <!-- value: [stage07/attention/v4/fp16/D:64/N:8192/causal:0] / [stage07/attention/v3/fp16/D:64/N:8192/causal:0] | .2f -->1.05<!-- /value -->× v3, <!-- value: [stage07/attention/v4/fp16/D:64/N:8192/causal:0] / [stage07/attention/v2/fp16/D:64/N:8192/causal:0] | .2f -->1.01<!-- /value -->× v2, <!-- value: [stage07/attention/v4/fp16/D:64/N:8192/causal:0] / [sdpa_cudnn/fp16/D:64/N:8192/causal:0@stage07_attention.json] | .2f -->0.97<!-- /value -->× cuDNN
 //
 // A consumer's round j (1 ≤ j < the tile's key blocks; c = 0, 1 the consumer, barrier 1 + c its turn):
 //   bar.sync(1 + c, 256)                                  the other consumer's round j − 1 (c = 0) or j (c = 1) is issued
@@ -64,8 +64,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   using C = Config<D>;
   extern __shared__ unsigned char smem_raw[];
   const Smem<D> sm(smem_raw);
-  const Sequence s = locate(a, C::kBr, false);
-  const int wg = threadIdx.x / kWarpgroup;
+  const Sequence s = locate(a, C::kBr, /*reverse_tiles=*/a.causal);
+  const int wg = ws::warpgroup();
   const int64_t n_blocks = key_blocks(s, C::kBr, C::kBc, a.causal);  // what the tile's 128 rows need
 
   if (threadIdx.x == 0) sm.init_barriers();
