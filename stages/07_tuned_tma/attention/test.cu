@@ -1,7 +1,8 @@
 // Stage 07 attention tests: every version, fp16 and bf16, head_dim 64, 128 and 256, against fp64 at odd
 // sizes (tails in both tile directions, Nq ≠ Nk both ways, causal aligned bottom-right) with the error
 // at most 2× the naive stage's in the same precision, LSE included; grouped-query and multi-query K/V
-// and decoding (Nq = 1 against up to 16384 keys); custom scales over many key blocks; error paths:
+// and decoding (Nq = 1 against up to 16384 keys); custom scales over many key blocks; tensors of more
+// than 2^31 elements (the last head checked lies past element 2^31); error paths:
 // bad inputs, what the Hopper versions do not take (D = 32, the variable-length layouts) named before
 // any launch, FS_ERR_UNSUPPORTED_DEVICE off sm_90. The versions and the naive baseline come from the
 // library's registry.
@@ -139,6 +140,32 @@ FS_GPU_TEST_CASE("stage07 attention every version honours a custom scale over ma
     testing::check_against_reference(*k, attention_shape(2, 1, 129, 1000, 128, DType::BF16, false, -0.4f), 7901,
                                      &naive());
     testing::check_against_reference(*k, attention_shape(1, 2, 70, 333, 256, DType::FP16, true, 1.5f), 7902, &naive());
+  }
+}
+
+FS_GPU_TEST_CASE("stage07 attention every version: Q, K, V and O of more than 2^31 elements") {
+  FS_SKIP_WITHOUT_GPU();
+  if (testing::sanitizer_sizes()) {
+    // 4.3 GB per tensor: minutes under a sanitizer, and the 64-bit offsets it exercises are the same
+    // arithmetic the small cases run through.
+    testing::record_skip();
+    MESSAGE("SKIPPED under the sanitizer: tensors of 2^31 elements");
+    return;
+  }
+  // B·H = 16400 heads of 1024 × 128: 2,149,580,800 elements per tensor, 2^31 + 2,097,152. The fp64
+  // reference covers the first and the last head, which starts past element 2^31 of Q, K, V and O
+  // (TMA addresses it as plane 16399 of the maps; O and LSE are stored with 64-bit offsets). No naive
+  // baseline here: its N × N scores for every head would take 69 GB.
+  const AttentionParams shape = attention_shape(2, 8200, 1024, 1024, 128, DType::FP16, true);
+  AttentionFixture problem(shape, 7990, /*max_heads=*/2);
+  for (const KernelDesc* k : kAll) {
+    if (!testing::runs_here(*k)) continue;
+    INFO(k->qualified());
+    const AttentionCheck c = problem.run(*k);
+    REQUIRE_MESSAGE(c.status == Status::Success, std::string(status_name(c.status)));
+    MESSAGE(k->qualified(), "  O: ", c.o.str(), "  LSE: ", c.lse.str());
+    CHECK(c.heads_checked == 2);
+    CHECK(c.passed(attention_tolerance(DType::FP16), lse_tolerance(DType::FP16)));
   }
 }
 
