@@ -80,7 +80,8 @@ struct Config {
   static constexpr int kBr = kConsumers * 64;      // query rows per block: 64 per consumer warpgroup
   // Keys per block (S: 64 × Bc per consumer). The most the registers allow beside P and O: the fixed
   // work of a block (row max and sum across the quad, alpha, the waits) is spread over more keys.
-  // Bc = 192 at D = 64 measured 0.99–1.09× Bc = 128 over v2–v4 (v4 gains most, v3 least); at D = 128
+  // Bc = 192 at D = 64 measured 1.00–1.09× Bc = 128 over v2–v4 at N = 8192 (v4 gains most, v3 least;
+  // 0.88–0.93× at N = 512, where the last block is a third padding); at D = 128
   // it fits without spills, but v3 and v4, which keep P_{j-1} beside S_j, lose a sixth to a quarter
   // (README, "Tile sizes per head dim").
   static constexpr int kBc = D == 64 ? 192 : D == 128 ? 128 : 64;
