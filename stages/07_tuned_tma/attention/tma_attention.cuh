@@ -81,9 +81,9 @@ struct Config {
   // Keys per block (S: 64 × Bc per consumer). The most the registers allow beside P and O: the fixed
   // work of a block (row max and sum across the quad, alpha, the waits) is spread over more keys.
   // Bc = 192 at D = 64 measured 1.00–1.09× Bc = 128 over v2–v4 at N = 8192 (v4 gains most, v3 least;
-  // 0.88–0.93× at N = 512, where the last block is a third padding); at D = 128
-  // it fits without spills, but v3 and v4, which keep P_{j-1} beside S_j, lose a sixth to a quarter
-  // (README, "Tile sizes per head dim").
+  // 0.88–0.93× at N = 512, where the last block is a third padding). At D = 128 a larger Bc leaves room
+  // for 2 stages only, and v3 and v4, which hold blocks j − 1 and j at once, then leave the producer no
+  // stage to fill ahead: Bc = 160 and 192 measured 0.72–0.84× (README, "Tile sizes per head dim").
   static constexpr int kBc = D == 64 ? 192 : D == 128 ? 128 : 64;
   static constexpr int kStages = D == 64 ? 4 : D == 128 ? 3 : 2;
   static constexpr int kThreads = ws::kThreads;
