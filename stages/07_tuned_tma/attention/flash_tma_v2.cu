@@ -4,7 +4,7 @@
 #include "stages/07_tuned_tma/attention/v2_warp_specialization.cuh"
 
 fs::Status fs::flash_tma::run_v2(const AttentionProblem& pr, cudaStream_t stream) {
-  return launch_version<v2::Config>(pr, stream, [](auto t, auto d) {
-    return v2::flash_tma_v2_kernel<typename decltype(t)::type, decltype(d)::value>;
+  return launch_ws_version(pr, stream, [](auto t, auto c) {
+    return v2::flash_tma_v2_kernel<typename decltype(t)::type, typename decltype(c)::type>;
   });
 }

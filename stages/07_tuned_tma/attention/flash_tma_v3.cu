@@ -4,7 +4,7 @@
 #include "stages/07_tuned_tma/attention/v3_intra_warpgroup_overlap.cuh"
 
 fs::Status fs::flash_tma::run_v3(const AttentionProblem& pr, cudaStream_t stream) {
-  return launch_version<v3::Config>(pr, stream, [](auto t, auto d) {
-    return v3::flash_tma_v3_kernel<typename decltype(t)::type, decltype(d)::value>;
+  return launch_ws_version(pr, stream, [](auto t, auto c) {
+    return v3::flash_tma_v3_kernel<typename decltype(t)::type, typename decltype(c)::type>;
   });
 }

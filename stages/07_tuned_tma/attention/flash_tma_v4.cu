@@ -4,7 +4,7 @@
 #include "stages/07_tuned_tma/attention/v4_pingpong.cuh"
 
 fs::Status fs::flash_tma::run_v4(const AttentionProblem& pr, cudaStream_t stream) {
-  return launch_version<v4::Config>(pr, stream, [](auto t, auto d) {
-    return v4::flash_tma_v4_kernel<typename decltype(t)::type, decltype(d)::value>;
+  return launch_ws_version(pr, stream, [](auto t, auto c) {
+    return v4::flash_tma_v4_kernel<typename decltype(t)::type, typename decltype(c)::type>;
   });
 }

@@ -1,7 +1,8 @@
 // Stage 07 attention tests: every version, fp16 and bf16, head_dim 64, 128 and 256, against fp64 at odd
 // sizes (tails in both tile directions, Nq ≠ Nk both ways, causal aligned bottom-right) with the error
 // at most 2× the naive stage's in the same precision, LSE included; grouped-query and multi-query K/V
-// and decoding (Nq = 1 against up to 16384 keys); custom scales over many key blocks; tensors of more
+// and decoding (Nq = 1 against up to 16384 keys); custom scales over many key blocks; long key
+// sequences at D = 64 (the 192-key blocks v2 to v4 take there); tensors of more
 // than 2^31 elements (the last head checked lies past element 2^31); error paths:
 // bad inputs, what the Hopper versions do not take (D = 32, the variable-length layouts) named before
 // any launch, FS_ERR_UNSUPPORTED_DEVICE off sm_90. The versions and the naive baseline come from the
@@ -140,6 +141,17 @@ FS_GPU_TEST_CASE("stage07 attention every version honours a custom scale over ma
     testing::check_against_reference(*k, attention_shape(2, 1, 129, 1000, 128, DType::BF16, false, -0.4f), 7901,
                                      &naive());
     testing::check_against_reference(*k, attention_shape(1, 2, 70, 333, 256, DType::FP16, true, 1.5f), 7902, &naive());
+  }
+}
+
+FS_GPU_TEST_CASE("stage07 attention every version: long key sequences at D = 64 (v2-v4 take 192-key blocks)") {
+  FS_SKIP_WITHOUT_GPU();
+  // From Nk = 4096 on, v2 to v4 run D = 64 with Bc = 192 (launch.cuh): a last key block that is partly
+  // padding (4100 = 21 · 192 + 68, 5000 = 26 · 192 + 8), the causal diagonal across it, Nq ≠ Nk.
+  for (const KernelDesc* k : kAll) {
+    if (!testing::runs_here(*k)) continue;
+    testing::check_against_reference(*k, attention_shape(1, 2, 1000, 4100, 64, DType::FP16, true), 7980, &naive());
+    testing::check_against_reference(*k, attention_shape(2, 1, 300, 5000, 64, DType::BF16, false), 7981, &naive());
   }
 }
 

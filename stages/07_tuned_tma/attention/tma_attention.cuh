@@ -75,16 +75,22 @@ constexpr int kProducerRegs = 24, kConsumerRegs = 240;
 static_assert(kWarpgroup * kProducerRegs + kConsumers * kWarpgroup * kConsumerRegs <= kThreads * kLaunchRegs,
               "the consumers take no more registers than the producer gives back");
 
-template <int D>
+// Keys per block (S: 64 × Bc per consumer). As many as the registers allow beside P and O, so that the
+// fixed work of a block (row max and sum across the quad, alpha, the waits) is spread over more keys:
+// 128 at D ≤ 128, 64 at D = 256. At D = 64 the launch takes Bc = 192 for long key sequences
+// (Nk ≥ kWideFromKeys): measured 1.00–1.09× Bc = 128 over v2–v4 at N = 8192, but 0.88–0.93× at N = 512,
+// where 192-key blocks overshoot the keys by 12.5%. At D = 128 a larger Bc leaves room for 2 stages
+// only, and v3 and v4, which hold blocks j − 1 and j at once, then leave the producer no stage to fill
+// ahead: Bc = 160 and 192 measured 0.72–0.84× (README, "Tile sizes per head dim").
+constexpr int default_bc(int D) { return D <= 128 ? 128 : 64; }
+constexpr int kWideBc = 192;                 // D = 64, long sequences
+constexpr int64_t kWideFromKeys = 4096;      // Nk from which the launch takes it
+
+template <int D, int Bc = default_bc(D)>
 struct Config {
-  static constexpr int kBr = kConsumers * 64;      // query rows per block: 64 per consumer warpgroup
-  // Keys per block (S: 64 × Bc per consumer). The most the registers allow beside P and O: the fixed
-  // work of a block (row max and sum across the quad, alpha, the waits) is spread over more keys.
-  // Bc = 192 at D = 64 measured 1.00–1.09× Bc = 128 over v2–v4 at N = 8192 (v4 gains most, v3 least;
-  // 0.88–0.93× at N = 512, where the last block is a third padding). At D = 128 a larger Bc leaves room
-  // for 2 stages only, and v3 and v4, which hold blocks j − 1 and j at once, then leave the producer no
-  // stage to fill ahead: Bc = 160 and 192 measured 0.72–0.84× (README, "Tile sizes per head dim").
-  static constexpr int kBc = D == 64 ? 192 : D == 128 ? 128 : 64;
+  static constexpr int kD = D;
+  static constexpr int kBr = kConsumers * 64;  // query rows per block: 64 per consumer warpgroup
+  static constexpr int kBc = Bc;
   static constexpr int kStages = D == 64 ? 4 : D == 128 ? 3 : 2;
   static constexpr int kThreads = ws::kThreads;
   static constexpr int kQBytes = kBr * D * 2;       // sQ: [Br][D]
@@ -96,6 +102,11 @@ struct Config {
   static_assert(D % 64 == 0, "whole 64-element panels");
   static_assert(kSmemBytes <= 227 * 1024, "what one block may have on an H100");
 };
+// The registry states each version's largest block (max_smem_bytes over the default tiles): the wide
+// tile must not exceed it.
+template <int D>
+using DefaultConfig = Config<D>;
+static_assert(Config<64, kWideBc>::kSmemBytes <= Config<128>::kSmemBytes, "the D = 128 block is the largest");
 
 // The block's shared memory, from the first 1024-byte boundary of the dynamic allocation (where the
 // swizzle pattern starts; the runtime promises 16): sQ [Br][D], kStages × (K_j [Bc][D], V_j [Bc][D]),
@@ -108,9 +119,9 @@ struct Config {
 // has parity u & 1. A parity names its phase only while the barrier cannot run two phases ahead of its
 // waiter, and it cannot: full_*[st] phase u + 1 needs the refill that waits for empty[st] phase u, which
 // needs every consumer warp done with use u, and the other way round.
-template <int D>
+template <class Cfg>
 struct Smem {
-  using C = Config<D>;
+  using C = Cfg;
   unsigned char* sQ;
   unsigned char* sKV;
   uint64_t* q_full;
@@ -166,18 +177,18 @@ struct Smem {
 // the consumers. No producer thread touches shared memory or a barrier afterwards: its warps may leave,
 // the loads in flight complete on their barriers whether or not the issuing thread still runs, and the
 // consumers wait for every one of them before they leave.
-template <int D, class T>
-__device__ __forceinline__ void produce(const Smem<D>& sm, const CUtensorMap* tmQ, const CUtensorMap* tmK,
+template <class C, class T>
+__device__ __forceinline__ void produce(const Smem<C>& sm, const CUtensorMap* tmQ, const CUtensorMap* tmK,
                                         const CUtensorMap* tmV, const attn::Args<T>& a, const attn::Sequence& s,
                                         int64_t n_blocks) {
-  using C = Config<D>;
+  constexpr int D = C::kD;
   sm90::setmaxnreg_dec<kProducerRegs>();
   if (threadIdx.x != 0 || n_blocks == 0) return;
   const int64_t q_plane = blockIdx.x / a.q_tiles, kv_plane = q_plane / a.group;
   sm90::mbarrier_arrive_expect_tx(sm.q_full, C::kQBytes);
   load_tile<D>(sm.sQ, tmQ, C::kBr, s.q0, q_plane, sm.q_full);
   for (int64_t j = 0; j < n_blocks; ++j) {
-    const int st = Smem<D>::stage_of(j);
+    const int st = Smem<C>::stage_of(j);
     const int64_t u = j / C::kStages;
     // Use u of the stage needs use u − 1 released by all 8 consumer warps. The wait's acquire, after
     // their wgmma_wait_group and arrivals, orders the tensor cores' reads of the stage before the TMA

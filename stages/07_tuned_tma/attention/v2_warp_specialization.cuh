@@ -14,14 +14,14 @@
 //  3. The registers follow the work (setmaxnreg): the block is launched with 168 per thread (65536 /
 //     384); the producer keeps 24, each consumer takes 240 — room for a 64 × Bc S, its P fragments
 //     and a 64 × D O (D = 256: 128 registers of O alone).
-//  4. Larger key blocks where the registers allow: Bc = 192 at D = 64 and 128 at D = 128 (S is
-//     m64n192 or m64n128: a third or half as many softmax passes and barrier round trips per key as
-//     Bc = 64), Bc = 64 at D = 256.
+//  4. Larger key blocks where the registers allow: Bc = 128 at D ≤ 128 (S is m64n128: half as many
+//     softmax passes and barrier round trips per key as Bc = 64), and at D = 64 for Nk ≥ 4096 Bc = 192
+//     (m64n192, chosen at launch: tma_attention.cuh); Bc = 64 at D = 256.
 // With two consumer warpgroups on an SM their phases drift apart, so one's softmax often runs while
 // the other's products occupy the tensor cores; nothing arranges it yet (v4's pingpong does).
 // Measured (H100, N = 8192, fp16, non-causal; stage07_attention.json, one run with v1, stage 04's v5, SDPA):
-//   D = 128: <!-- value: [stage07/attention/v2/fp16/D:128/N:8192/causal:0] | .0f -->541<!-- /value --> TFLOPS, <!-- value: [stage07/attention/v2/fp16/D:128/N:8192/causal:0] / [stage07/attention/v1/fp16/D:128/N:8192/causal:0] | .2f -->1.22<!-- /value -->× v1, <!-- value: [stage07/attention/v2/fp16/D:128/N:8192/causal:0] / [sdpa_cudnn/fp16/D:128/N:8192/causal:0@stage07_attention.json] | .2f -->0.93<!-- /value -->× cuDNN
-//   D = 64:  <!-- value: [stage07/attention/v2/fp16/D:64/N:8192/causal:0] | .0f -->426<!-- /value --> TFLOPS, <!-- value: [stage07/attention/v2/fp16/D:64/N:8192/causal:0] / [stage07/attention/v1/fp16/D:64/N:8192/causal:0] | .2f -->1.12<!-- /value -->× v1, <!-- value: [stage07/attention/v2/fp16/D:64/N:8192/causal:0] / [sdpa_cudnn/fp16/D:64/N:8192/causal:0@stage07_attention.json] | .2f -->0.97<!-- /value -->× cuDNN
+//   D = 128: <!-- value: [stage07/attention/v2/fp16/D:128/N:8192/causal:0] | .0f -->549<!-- /value --> TFLOPS, <!-- value: [stage07/attention/v2/fp16/D:128/N:8192/causal:0] / [stage07/attention/v1/fp16/D:128/N:8192/causal:0] | .2f -->1.24<!-- /value -->× v1, <!-- value: [stage07/attention/v2/fp16/D:128/N:8192/causal:0] / [sdpa_cudnn/fp16/D:128/N:8192/causal:0@stage07_attention.json] | .2f -->0.93<!-- /value -->× cuDNN
+//   D = 64:  <!-- value: [stage07/attention/v2/fp16/D:64/N:8192/causal:0] | .0f -->428<!-- /value --> TFLOPS, <!-- value: [stage07/attention/v2/fp16/D:64/N:8192/causal:0] / [stage07/attention/v1/fp16/D:64/N:8192/causal:0] | .2f -->1.11<!-- /value -->× v1, <!-- value: [stage07/attention/v2/fp16/D:64/N:8192/causal:0] / [sdpa_cudnn/fp16/D:64/N:8192/causal:0@stage07_attention.json] | .2f -->0.96<!-- /value -->× cuDNN
 // Slower than v1 on small grids (N = 512: half the blocks, one per SM, nothing to hide a prologue).
 //
 // The protocol, per key block j (stage st = j % kStages, use u = j / kStages):
@@ -43,8 +43,8 @@
 // Block: three warpgroups (384 threads) per Br = 128 query rows of one (batch entry, head): warpgroup
 // 0 the producer, warpgroup c + 1 the consumer of rows 64c .. 64c + 63, its warp w rows 16w .. 16w+15
 // of those. Shared memory: sQ [128][D], kStages × (K_j [Bc][D], V_j [Bc][D]), every tile D/64 panels of
-// rows × 128 bytes, 128-byte swizzled: 209, 225, 193 KiB at D = 64, 128, 256 (4, 3, 2 stages), plus
-// the alignment slack and the barriers.
+// rows × 128 bytes, 128-byte swizzled: 145 (209 with Bc = 192), 225, 193 KiB at D = 64, 128, 256 (4, 3,
+// 2 stages), plus the alignment slack and the barriers.
 //
 // Run: build/h100/stages/07_tuned_tma/attention/stage07_attention --dtype fp16 --seq 8192 --dim 128 --batch 2 --heads 16 --version v2
 #pragma once
@@ -73,15 +73,14 @@ using ws::Smem;
 
 // grid: B·H·ceil(Nq / Br) blocks of three warpgroups (attn::locate, Br = 128). tmQ: Q as [B·H][Nq][D]
 // with boxes of 64 columns × 128 rows; tmK, tmV: K and V as [B·KVH][Nk][D], boxes of 64 × Bc (launch.cuh).
-template <class T, int D>
+template <class T, class C>
 __global__ void __launch_bounds__(kThreads, 1)
     flash_tma_v2_kernel(const __grid_constant__ CUtensorMap tmQ, const __grid_constant__ CUtensorMap tmK,
                         const __grid_constant__ CUtensorMap tmV, const Args<T> a) {
-  using C = Config<D>;
-  constexpr int kBr = C::kBr, kBc = C::kBc;
+  constexpr int D = C::kD, kBr = C::kBr, kBc = C::kBc;
   constexpr int kNT = kBc / 8, kDT = D / 8;  // 8-column tiles of S and of O
   extern __shared__ unsigned char smem_raw[];
-  const Smem<D> sm(smem_raw);
+  const Smem<C> sm(smem_raw);
 
   const Sequence s = locate(a, kBr, /*reverse_tiles=*/a.causal);
   const int tid = threadIdx.x, wg = ws::warpgroup();
@@ -113,8 +112,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   if (n_mine > 0) sm90::mbarrier_wait_parity(sm.q_full, 0);  // sQ has landed (used once: phase 0)
 
   for (int64_t j = 0; j < n_mine; ++j) {
-    const int st = Smem<D>::stage_of(j);
-    const uint32_t parity = Smem<D>::parity_of(j);
+    const int st = Smem<C>::stage_of(j);
+    const uint32_t parity = Smem<C>::parity_of(j);
     const uint32_t k_addr = sm90::smem_address(sm.k_tile(j)), v_addr = k_addr + C::kKVBytes;
 
     sm90::mbarrier_wait_parity(&sm.full_k[st], parity);  // K_j has landed

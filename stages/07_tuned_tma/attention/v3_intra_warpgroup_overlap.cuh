@@ -16,8 +16,8 @@
 // j − 1 is added before block j's factor is applied, exactly as v2 adds it before the next softmax.
 // Registers: S_j (Bc/2), P_{j-1}'s fragments (Bc/4) and O (D/2) are live at once, as in v2.
 // Measured (H100, N = 8192, fp16, non-causal; stage07_attention.json, one run with v1, v2, stage 04's v5, SDPA):
-//   D = 128: <!-- value: [stage07/attention/v3/fp16/D:128/N:8192/causal:0] | .0f -->572<!-- /value --> TFLOPS, <!-- value: [stage07/attention/v3/fp16/D:128/N:8192/causal:0] / [stage07/attention/v2/fp16/D:128/N:8192/causal:0] | .2f -->1.06<!-- /value -->× v2, <!-- value: [stage07/attention/v3/fp16/D:128/N:8192/causal:0] / [sdpa_cudnn/fp16/D:128/N:8192/causal:0@stage07_attention.json] | .2f -->0.99<!-- /value -->× cuDNN
-//   D = 64:  <!-- value: [stage07/attention/v3/fp16/D:64/N:8192/causal:0] | .0f -->408<!-- /value --> TFLOPS, <!-- value: [stage07/attention/v3/fp16/D:64/N:8192/causal:0] / [stage07/attention/v2/fp16/D:64/N:8192/causal:0] | .2f -->0.96<!-- /value -->× v2, <!-- value: [stage07/attention/v3/fp16/D:64/N:8192/causal:0] / [sdpa_cudnn/fp16/D:64/N:8192/causal:0@stage07_attention.json] | .2f -->0.93<!-- /value -->× cuDNN
+//   D = 128: <!-- value: [stage07/attention/v3/fp16/D:128/N:8192/causal:0] | .0f -->582<!-- /value --> TFLOPS, <!-- value: [stage07/attention/v3/fp16/D:128/N:8192/causal:0] / [stage07/attention/v2/fp16/D:128/N:8192/causal:0] | .2f -->1.06<!-- /value -->× v2, <!-- value: [stage07/attention/v3/fp16/D:128/N:8192/causal:0] / [sdpa_cudnn/fp16/D:128/N:8192/causal:0@stage07_attention.json] | .2f -->0.99<!-- /value -->× cuDNN
+//   D = 64:  <!-- value: [stage07/attention/v3/fp16/D:64/N:8192/causal:0] | .0f -->416<!-- /value --> TFLOPS, <!-- value: [stage07/attention/v3/fp16/D:64/N:8192/causal:0] / [stage07/attention/v2/fp16/D:64/N:8192/causal:0] | .2f -->0.97<!-- /value -->× v2, <!-- value: [stage07/attention/v3/fp16/D:64/N:8192/causal:0] / [sdpa_cudnn/fp16/D:64/N:8192/causal:0@stage07_attention.json] | .2f -->0.93<!-- /value -->× cuDNN
 // Faster than v2 at D = 128, not at D = 64, where the block's two products are half as long and the
 // softmax is not, so there is less product to hide it under. (Level with v2 at both while every
 // consumer still spent a third of its instructions on descriptor and stage arithmetic: the stage
@@ -69,14 +69,14 @@ using ws::Smem;
 //   store()      O / l and LSE to global memory, from registers
 // for j = 1 .. n_mine − 1 between first() and last(). Every member is in registers: the kernel inlines
 // every call, and every array is indexed by compile-time constants.
-template <class T, int D>
+template <class T, class C>
 struct Consumer {
-  using C = Config<D>;
+  static constexpr int D = C::kD;
   static constexpr int kBc = C::kBc, kNT = kBc / 8, kDT = D / 8;  // 8-column tiles of S and of O
 
   const Args<T>& a;
   const Sequence& s;
-  const Smem<D>& sm;
+  const Smem<C>& sm;
   const int c;          // rows 64c .. 64c + 63 of the tile
   int64_t row0;         // this warp's first query row
   int64_t n_mine;       // key blocks this warpgroup's rows need: the tile's first ones
@@ -89,7 +89,7 @@ struct Consumer {
   float alpha[1][2];         // block j's factors exp2(m_old − m_new), applied to O once P_{j-1}·V_{j-1} is done
   bool moved;                // whether any of them is not 1
 
-  __device__ __forceinline__ Consumer(const Args<T>& args, const Sequence& seq, const Smem<D>& smem, int consumer)
+  __device__ __forceinline__ Consumer(const Args<T>& args, const Sequence& seq, const Smem<C>& smem, int consumer)
       : a(args), s(seq), sm(smem), c(consumer) {
     Sequence mine = s;  // this warpgroup's 64 rows as a tile of their own: its key blocks and masks
     mine.q0 = s.q0 + 64 * c;
@@ -137,7 +137,7 @@ struct Consumer {
 
   __device__ __forceinline__ void first() {
     sm90::mbarrier_wait_parity(sm.q_full, 0);  // sQ has landed (used once: phase 0)
-    sm90::mbarrier_wait_parity(&sm.full_k[Smem<D>::stage_of(0)], Smem<D>::parity_of(0));
+    sm90::mbarrier_wait_parity(&sm.full_k[Smem<C>::stage_of(0)], Smem<C>::parity_of(0));
     sm90::wgmma_fence();  // first wgmma of the warpgroup
     issue_s(0);
     sm90::wgmma_wait_group<0>();
@@ -152,8 +152,8 @@ struct Consumer {
     // Both waits before either product is issued: a wait is a loop each thread leaves on its own, and
     // a wgmma issued after one while another wgmma is in flight makes ptxas serialize them (it
     // inserts a warpgroup arrive on the divergent path: info C7520). V_{j-1} landed long ago anyway.
-    sm90::mbarrier_wait_parity(&sm.full_k[Smem<D>::stage_of(j)], Smem<D>::parity_of(j));          // K_j
-    sm90::mbarrier_wait_parity(&sm.full_v[Smem<D>::stage_of(j - 1)], Smem<D>::parity_of(j - 1));  // V_{j-1}
+    sm90::mbarrier_wait_parity(&sm.full_k[Smem<C>::stage_of(j)], Smem<C>::parity_of(j));          // K_j
+    sm90::mbarrier_wait_parity(&sm.full_v[Smem<C>::stage_of(j - 1)], Smem<C>::parity_of(j - 1));  // V_{j-1}
     // pa, and O's last rescale, were written by ordinary instructions; rS was read by them.
     sm90::wgmma_fence();
     issue_s(j);
@@ -170,7 +170,7 @@ struct Consumer {
   }
   __device__ __forceinline__ void last() {
     prepare();  // P_last
-    sm90::mbarrier_wait_parity(&sm.full_v[Smem<D>::stage_of(n_mine - 1)], Smem<D>::parity_of(n_mine - 1));
+    sm90::mbarrier_wait_parity(&sm.full_v[Smem<C>::stage_of(n_mine - 1)], Smem<C>::parity_of(n_mine - 1));
     sm90::wgmma_fence();
     issue_pv(n_mine - 1);
     sm90::wgmma_wait_group<0>();
@@ -182,13 +182,12 @@ struct Consumer {
 
 // grid: B·H·ceil(Nq / Br) blocks of three warpgroups (attn::locate, Br = 128). tmQ: Q as [B·H][Nq][D]
 // with boxes of 64 columns × 128 rows; tmK, tmV: K and V as [B·KVH][Nk][D], boxes of 64 × Bc (launch.cuh).
-template <class T, int D>
+template <class T, class C>
 __global__ void __launch_bounds__(kThreads, 1)
     flash_tma_v3_kernel(const __grid_constant__ CUtensorMap tmQ, const __grid_constant__ CUtensorMap tmK,
                         const __grid_constant__ CUtensorMap tmV, const Args<T> a) {
-  using C = Config<D>;
   extern __shared__ unsigned char smem_raw[];
-  const Smem<D> sm(smem_raw);
+  const Smem<C> sm(smem_raw);
   const Sequence s = locate(a, C::kBr, /*reverse_tiles=*/a.causal);
   const int wg = ws::warpgroup();
   const int64_t n_blocks = key_blocks(s, C::kBr, C::kBc, a.causal);  // what the tile's 128 rows need
@@ -201,7 +200,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
 
   sm90::setmaxnreg_inc<kConsumerRegs>();
-  Consumer<T, D> w(a, s, sm, wg - 1);
+  Consumer<T, C> w(a, s, sm, wg - 1);
   if (w.n_mine > 0) w.first();
   for (int64_t j = 1; j < w.n_mine; ++j) {
     w.prepare();  // P_{j-1}

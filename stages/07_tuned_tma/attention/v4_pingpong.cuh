@@ -15,8 +15,8 @@
 //   releasing in each the block it skips once that block has landed — the other consumer needs those
 //   stages refilled, so they cannot wait until after the loop as in v2 and v3.
 // Measured (H100, N = 8192, fp16, non-causal; stage07_attention.json, one run with v1–v3, stage 04's v5, SDPA):
-//   D = 128: <!-- value: [stage07/attention/v4/fp16/D:128/N:8192/causal:0] | .0f -->564<!-- /value --> TFLOPS, <!-- value: [stage07/attention/v4/fp16/D:128/N:8192/causal:0] / [stage07/attention/v3/fp16/D:128/N:8192/causal:0] | .2f -->0.99<!-- /value -->× v3, <!-- value: [stage07/attention/v4/fp16/D:128/N:8192/causal:0] / [stage07/attention/v2/fp16/D:128/N:8192/causal:0] | .2f -->1.04<!-- /value -->× v2, <!-- value: [stage07/attention/v4/fp16/D:128/N:8192/causal:0] / [sdpa_cudnn/fp16/D:128/N:8192/causal:0@stage07_attention.json] | .2f -->0.97<!-- /value -->× cuDNN
-//   D = 64:  <!-- value: [stage07/attention/v4/fp16/D:64/N:8192/causal:0] | .0f -->428<!-- /value --> TFLOPS, <!-- value: [stage07/attention/v4/fp16/D:64/N:8192/causal:0] / [stage07/attention/v3/fp16/D:64/N:8192/causal:0] | .2f -->1.05<!-- /value -->× v3, <!-- value: [stage07/attention/v4/fp16/D:64/N:8192/causal:0] / [stage07/attention/v2/fp16/D:64/N:8192/causal:0] | .2f -->1.01<!-- /value -->× v2, <!-- value: [stage07/attention/v4/fp16/D:64/N:8192/causal:0] / [sdpa_cudnn/fp16/D:64/N:8192/causal:0@stage07_attention.json] | .2f -->0.97<!-- /value -->× cuDNN
+//   D = 128: <!-- value: [stage07/attention/v4/fp16/D:128/N:8192/causal:0] | .0f -->587<!-- /value --> TFLOPS, <!-- value: [stage07/attention/v4/fp16/D:128/N:8192/causal:0] / [stage07/attention/v3/fp16/D:128/N:8192/causal:0] | .2f -->1.01<!-- /value -->× v3, <!-- value: [stage07/attention/v4/fp16/D:128/N:8192/causal:0] / [stage07/attention/v2/fp16/D:128/N:8192/causal:0] | .2f -->1.07<!-- /value -->× v2, <!-- value: [stage07/attention/v4/fp16/D:128/N:8192/causal:0] / [sdpa_cudnn/fp16/D:128/N:8192/causal:0@stage07_attention.json] | .2f -->1.00<!-- /value -->× cuDNN
+//   D = 64:  <!-- value: [stage07/attention/v4/fp16/D:64/N:8192/causal:0] | .0f -->433<!-- /value --> TFLOPS, <!-- value: [stage07/attention/v4/fp16/D:64/N:8192/causal:0] / [stage07/attention/v3/fp16/D:64/N:8192/causal:0] | .2f -->1.04<!-- /value -->× v3, <!-- value: [stage07/attention/v4/fp16/D:64/N:8192/causal:0] / [stage07/attention/v2/fp16/D:64/N:8192/causal:0] | .2f -->1.01<!-- /value -->× v2, <!-- value: [stage07/attention/v4/fp16/D:64/N:8192/causal:0] / [sdpa_cudnn/fp16/D:64/N:8192/causal:0@stage07_attention.json] | .2f -->0.97<!-- /value -->× cuDNN
 //
 // A consumer's round j (1 ≤ j < the tile's key blocks; c = 0, 1 the consumer, barrier 1 + c its turn):
 //   bar.sync(1 + c, 256)                                  the other consumer's round j − 1 (c = 0) or j (c = 1) is issued
@@ -57,13 +57,12 @@ using ws::Smem;
 
 // grid: B·H·ceil(Nq / Br) blocks of three warpgroups (attn::locate, Br = 128). tmQ: Q as [B·H][Nq][D]
 // with boxes of 64 columns × 128 rows; tmK, tmV: K and V as [B·KVH][Nk][D], boxes of 64 × Bc (launch.cuh).
-template <class T, int D>
+template <class T, class C>
 __global__ void __launch_bounds__(kThreads, 1)
     flash_tma_v4_kernel(const __grid_constant__ CUtensorMap tmQ, const __grid_constant__ CUtensorMap tmK,
                         const __grid_constant__ CUtensorMap tmV, const Args<T> a) {
-  using C = Config<D>;
   extern __shared__ unsigned char smem_raw[];
-  const Smem<D> sm(smem_raw);
+  const Smem<C> sm(smem_raw);
   const Sequence s = locate(a, C::kBr, /*reverse_tiles=*/a.causal);
   const int wg = ws::warpgroup();
   const int64_t n_blocks = key_blocks(s, C::kBr, C::kBc, a.causal);  // what the tile's 128 rows need
@@ -77,7 +76,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 
   sm90::setmaxnreg_inc<kConsumerRegs>();
   const int c = wg - 1;
-  Consumer<T, D> w(a, s, sm, c);
+  Consumer<T, C> w(a, s, sm, c);
   constexpr uint32_t kPair = 2 * kWarpgroup;           // the named barriers' count: both consumers
   const uint32_t my_turn = 1 + c, other_turn = 2 - c;  // named barriers 1 and 2 (0 is __syncthreads')
   if (w.n_mine > 0) w.first();

@@ -27,17 +27,17 @@ const KernelDesc kFlashTmaV1 = version(
 const KernelDesc kFlashTmaV2 = version(
     {"fs_flash_fwd_tma_v2", "stage07/attention", "v2",
      "v1 warp-specialized: a TMA producer warpgroup, two consumer warpgroups (Br = 128), full/empty mbarriers, setmaxnreg"},
-    flash_tma::max_smem_bytes<flash_tma::v2::Config>(), flash_tma::run_v2);
+    flash_tma::max_smem_bytes<flash_tma::ws::DefaultConfig>(), flash_tma::run_v2);
 
 const KernelDesc kFlashTmaV3 = version(
     {"fs_flash_fwd_tma_v3", "stage07/attention", "v3",
      "v2 with S_j = QK_j^T issued before P_{j-1}V_{j-1}, and block j's softmax run while that product runs"},
-    flash_tma::max_smem_bytes<flash_tma::v3::Config>(), flash_tma::run_v3);
+    flash_tma::max_smem_bytes<flash_tma::ws::DefaultConfig>(), flash_tma::run_v3);
 
 const KernelDesc kFlashTmaV4 = version(
     {"fs_flash_fwd_tma_v4", "stage07/attention", "v4",
      "v3 with the consumers taking turns at the tensor cores (pingpong): one's softmax under the other's products"},
-    flash_tma::max_smem_bytes<flash_tma::v4::Config>(), flash_tma::run_v4);
+    flash_tma::max_smem_bytes<flash_tma::ws::DefaultConfig>(), flash_tma::run_v4);
 
 KernelList stage07_attention_kernels() {
   static const KernelDesc* const versions[] = {&kFlashTmaV1, &kFlashTmaV2, &kFlashTmaV3, &kFlashTmaV4};
