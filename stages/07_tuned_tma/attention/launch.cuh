@@ -80,24 +80,23 @@ Status launch_version(const AttentionProblem& pr, cudaStream_t stream, KernelOf 
 }
 
 // The same for the warp-specialized versions (v2 to v4, tma_attention.cuh's ws::): kernel_of(DtypeTag<t>{},
-// Tag<C>{}) is the version's kernel for element type t and tile configuration C, which is ws::Config<D>,
-// or at D = 64 for Nk >= ws::kWideFromKeys ws::Config<64, ws::kWideBc> (192-key blocks pay on long
-// sequences and cost on short ones: tma_attention.cuh).
+// ConfigTag<C>{}) is the version's kernel for element type t and tile configuration C, which is
+// ws::Config<D>, or at D = 64 for Nk >= ws::kWideFromKeys ws::Config<64, ws::kWideBc> (192-key blocks pay
+// on long sequences and cost on short ones: tma_attention.cuh).
 template <class C>
 struct ConfigTag {
   using type = C;
 };
 template <class KernelOf>
 Status launch_ws_version(const AttentionProblem& pr, cudaStream_t stream, KernelOf kernel_of) {
-  return Elements::dispatch(pr.p.dtype, [&](auto t) {
-    return HeadDimList::dispatch(pr.p.head_dim, [&](auto d) {
-      constexpr int D = decltype(d)::value;
-      if constexpr (D == 64) {
-        using Wide = ws::Config<64, ws::kWideBc>;
-        if (pr.p.seq_k >= ws::kWideFromKeys) return launch_with_maps<Wide>(kernel_of(t, ConfigTag<Wide>{}), pr, stream);
-      }
-      return launch_with_maps<ws::Config<D>>(kernel_of(t, ConfigTag<ws::Config<D>>{}), pr, stream);
+  if (pr.p.head_dim == 64 && pr.p.seq_k >= ws::kWideFromKeys) {
+    using Wide = ws::Config<64, ws::kWideBc>;
+    return Elements::dispatch(pr.p.dtype, [&](auto t) {
+      return launch_with_maps<Wide>(kernel_of(t, ConfigTag<Wide>{}), pr, stream);
     });
+  }
+  return launch_version<ws::DefaultConfig>(pr, stream, [&](auto t, auto d) {
+    return kernel_of(t, ConfigTag<ws::Config<decltype(d)::value>>{});
   });
 }
 

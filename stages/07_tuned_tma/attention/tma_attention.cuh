@@ -102,8 +102,8 @@ struct Config {
   static_assert(D % 64 == 0, "whole 64-element panels");
   static_assert(kSmemBytes <= 227 * 1024, "what one block may have on an H100");
 };
-// The registry states each version's largest block (max_smem_bytes over the default tiles): the wide
-// tile must not exceed it.
+// The default tile of each head dim. The registry states each version's largest block as the largest of
+// these (max_smem_bytes): the wide tile must not exceed it.
 template <int D>
 using DefaultConfig = Config<D>;
 static_assert(Config<64, kWideBc>::kSmemBytes <= Config<128>::kSmemBytes, "the D = 128 block is the largest");
@@ -189,11 +189,10 @@ __device__ __forceinline__ void produce(const Smem<C>& sm, const CUtensorMap* tm
   load_tile<D>(sm.sQ, tmQ, C::kBr, s.q0, q_plane, sm.q_full);
   for (int64_t j = 0; j < n_blocks; ++j) {
     const int st = Smem<C>::stage_of(j);
-    const int64_t u = j / C::kStages;
-    // Use u of the stage needs use u − 1 released by all 8 consumer warps. The wait's acquire, after
-    // their wgmma_wait_group and arrivals, orders the tensor cores' reads of the stage before the TMA
-    // writes issued below.
-    if (u > 0) sm90::mbarrier_wait_parity(&sm.empty[st], uint32_t(u - 1) & 1);
+    // A stage's next use needs its last one (key block j − kStages) released by all 8 consumer warps:
+    // the phase of the opposite parity. The wait's acquire, after their wgmma_wait_group and arrivals,
+    // orders the tensor cores' reads of the stage before the TMA writes issued below.
+    if (j >= C::kStages) sm90::mbarrier_wait_parity(&sm.empty[st], Smem<C>::parity_of(j) ^ 1);
     unsigned char* sK = sm.k_tile(j);
     sm90::mbarrier_arrive_expect_tx(&sm.full_k[st], C::kKVBytes);
     load_tile<D>(sK, tmK, C::kBc, j * C::kBc, kv_plane, &sm.full_k[st]);
