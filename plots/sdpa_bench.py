@@ -6,6 +6,7 @@
     python3 plots/sdpa_bench.py --out results/h100-sxm/sdpa.json --shape-qk 1,16,512,16384,128
     python3 plots/sdpa_bench.py --out results/h100-sxm/sdpa.json --shape-gqa 1,32,8,1,16384,128
     python3 plots/sdpa_bench.py --out results/h100-sxm/sdpa_bwd.json --backward
+    python3 plots/sdpa_bench.py --out results/h100-sxm/sdpa_packed.json --packed-defaults --dtype fp16 --backend flash
 
 Backends: FLASH_ATTENTION → sdpa_flash, CUDNN_ATTENTION → sdpa_cudnn, EFFICIENT_ATTENTION →
 sdpa_efficient, each forced alone with torch.nn.attention.sdpa_kernel. Shapes follow the project's
@@ -31,6 +32,20 @@ FLOPs = 4·B·H·Nq·Nk·D; causal: halved when Nq = Nk (FlashAttention's conven
 4·B·H·D × the visible pairs, exactly as common/lib/flops.h counts them. Bytes = Q, K, V read once +
 O written once (K and V with their KVH heads).
 
+--packed ENTRIES,LO,HI,D (repeatable) times a packed batch instead of the default shapes (--packed-defaults:
+the four stage 07's attention benchmarks time, 2 × 8192 and 16 × 512–8192 rows at D = 64 and 128): ENTRIES
+sequences with as many keys as queries, their lengths drawn from [LO, HI] by the generator of
+common/tools/bench.cpp (packed_lengths: the same lengths as the stage's packed benchmarks), H = 2048/D,
+as PyTorch's jagged nested tensors ([total, H, D] values, offsets), passed as [B, H, j, D] views, causal
+by is_causal (one entry's queries and keys are as many: top-left and bottom-right agree). Named as the
+stages name theirs, sdpa_flash/fp16/D:128/H:16/packed:16x512-8192/causal:0 (x<LO> when LO = HI); FLOPs
+entry by entry, bytes over the packed tensors. Not every backend takes nested tensors (a refusal is
+skipped with a note). SDPA's jagged path does more than the attention kernel on each call (on the H100,
+PyTorch 2.11, it took 1.2–2.5× the kernel's time alone; not profiled further), so --packed also times
+the kernel it ends in on its own: series flash_varlen,
+torch.ops.aten._flash_attention_forward (FlashAttention-2's variable-length kernel) on the same
+[total, H, D] values with int32 offsets and the longest entry as max_q, max_k.
+
 --backward times the backward pass alone, as stage 05's benchmarks do (stages/05_flash_bwd/bench.cu):
 series sdpa_flash_bwd, sdpa_cudnn_bwd, sdpa_efficient_bwd, named like stage 05's rows
 (sdpa_flash_bwd/fp16/D:64/N:4096/causal:0), on its grid (N = 512 … 8192 at each --dim; no short-query
@@ -52,6 +67,7 @@ from __future__ import annotations
 import argparse
 import ctypes
 import datetime
+import itertools
 import json
 import os
 import socket
@@ -74,6 +90,8 @@ DEFAULT_QK_SIZES = ((1, 16, 512, 16384), (1, 32, 1024, 8192), (2, 8, 256, 32768)
 # multi-query decoding — timed at GQA_DIM when --dim has it.
 DEFAULT_GQA_SIZES = ((1, 32, 8, 1, 16384), (8, 32, 8, 1, 8192), (1, 32, 8, 512, 16384), (4, 32, 1, 1, 8192))
 GQA_DIM = 128
+# --packed-defaults: (ENTRIES, LO, HI, D), the packed batches stages/07_tuned_tma/attention/bench.cu times.
+DEFAULT_PACKED = ((2, 8192, 8192, 64), (16, 512, 8192, 64), (2, 8192, 8192, 128), (16, 512, 8192, 128))
 # --backward: stage 05's grid (its bench.cu, the tensor-core v2), and the suffix its peers' series take.
 BACKWARD_SEQS = (512, 1024, 2048, 4096, 8192)
 BACKWARD_SUFFIX = "_bwd"
@@ -84,6 +102,8 @@ BACKENDS = {"flash": ("sdpa_flash", "FLASH_ATTENTION"),
             "cudnn": ("sdpa_cudnn", "CUDNN_ATTENTION"),
             "efficient": ("sdpa_efficient", "EFFICIENT_ATTENTION")}
 DTYPE_NAMES = ("fp16", "bf16")
+# --packed: FlashAttention-2's variable-length kernel called alone (see above).
+FLASH_VARLEN_SERIES = "flash_varlen"
 
 
 def default_batch_heads(n: int, d: int) -> tuple[int, int]:
@@ -169,6 +189,37 @@ def parse_shape_gqa(text: str) -> tuple[int, int, int, int, int, int]:
     return b, h, kvh, nq, nk, d
 
 
+def parse_packed(text: str) -> tuple[int, int, int, int]:
+    try:
+        entries, lo, hi, d = (int(x) for x in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--packed wants ENTRIES,LO,HI,D (four integers), got {text!r}")
+    if min(entries, lo, d) < 1 or hi < lo:
+        raise argparse.ArgumentTypeError(f"--packed wants positive sizes and LO <= HI, got {text!r}")
+    return entries, lo, hi, d
+
+
+MASK64 = (1 << 64) - 1
+
+
+def packed_lengths(entries: int, lo: int, hi: int) -> list[int]:
+    """The lengths common/tools/bench.cpp's packed_lengths draws: splitmix64 from the same seed."""
+    state, lens = 0x5EED0F1A77E27, []
+    for _ in range(entries):
+        state = (state + 0x9E3779B97F4A7C15) & MASK64
+        z = state
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK64
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK64
+        z ^= z >> 31
+        lens.append(lo + z % (hi - lo + 1))
+    return lens
+
+
+def packed_name(series: str, dtype: str, entries: int, lo: int, hi: int, d: int, h: int, causal: bool) -> str:
+    lengths = f"{lo}-{hi}" if hi != lo else f"{lo}"
+    return f"{series}/{dtype}/D:{d}/H:{h}/packed:{entries}x{lengths}/causal:{int(causal)}"
+
+
 def planned_gqa_shapes(dims, extra_gqa=(), gqa_sizes=DEFAULT_GQA_SIZES) -> list[tuple[int, int, int, int, int, int]]:
     """(B, H, KVH, Nq, Nk, D): the grouped-query sizes at GQA_DIM (when it is among dims), each
     --shape-gqa; none twice."""
@@ -213,6 +264,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--shape-gqa", type=parse_shape_gqa, action="append", default=[], metavar="B,H,KVH,Nq,Nk,D",
                    help="an extra shape with K/V heads KVH < H (repeatable), e.g. 1,32,8,1,16384,128")
     p.add_argument("--no-gqa", action="store_true", help="skip the default grouped-query shapes")
+    p.add_argument("--packed", type=parse_packed, action="append", default=[], metavar="ENTRIES,LO,HI,D",
+                   help="time a packed batch of ENTRIES sequences of LO..HI rows at head_dim D instead of the "
+                        "default shapes (repeatable; see above)")
+    p.add_argument("--packed-defaults", action="store_true",
+                   help="time the packed batches stage 07's attention benchmarks time (see above)")
     p.add_argument("--backward", action="store_true",
                    help="time the backward pass alone (series *_bwd, stage 05's grid; see above)")
     p.add_argument("--warmup", type=int, default=10, help="untimed calls before timing (default 10)")
@@ -228,6 +284,8 @@ def backward_defaults(args: argparse.Namespace) -> None:
         args.seq = list(BACKWARD_SEQS if args.backward else DEFAULT_SEQS)
     if args.backward:
         args.no_qk = args.no_gqa = True
+    if args.packed_defaults:
+        args.packed = list(dict.fromkeys([*DEFAULT_PACKED, *args.packed]))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -436,6 +494,99 @@ def measure_backward_point(torch, sdpa, backend, q, k, v, causal: bool, args, fl
         return time_call(torch, call, args.warmup, args.runs, flush, before=clear)
 
 
+def measure_packed_point(torch, sdpa, backend, lens: list[int], h: int, d: int, dtype, causal: bool, args,
+                         flush) -> tuple[float, float]:
+    """Time one backend on one packed batch: Q, K, V as jagged nested tensors (random normal values
+    [total, H, D], the offsets of `lens`), seen as [B, H, j, D]; raises if the backend refuses them."""
+    from torch.nn.attention import sdpa_kernel
+
+    offsets = torch.tensor([0, *itertools.accumulate(lens)], device="cuda", dtype=torch.int64)
+
+    def jagged():
+        values = torch.randn(offsets[-1].item(), h, d, device="cuda", dtype=dtype)
+        try:  # the lengths' extremes given, so that no call reduces the offsets and waits for the result
+            nt = torch.nested.nested_tensor_from_jagged(values, offsets, min_seqlen=min(lens), max_seqlen=max(lens))
+        except TypeError:  # a PyTorch before 2.5 takes no min_seqlen / max_seqlen
+            nt = torch.nested.nested_tensor_from_jagged(values, offsets)
+        return nt.transpose(1, 2)
+
+    q, k, v = jagged(), jagged(), jagged()
+    mask = {"is_causal": True} if causal else {}
+
+    def call():
+        return sdpa(q, k, v, **mask)
+
+    with sdpa_kernel([backend]):
+        out = call()
+        if not bool(torch.isfinite(out.values()).all()):
+            raise RuntimeError("output has NaN or Inf")
+        del out
+        return time_call(torch, call, args.warmup, args.runs, flush)
+
+
+def measure_flash_varlen_point(torch, lens: list[int], h: int, d: int, dtype, causal: bool, args,
+                               flush) -> tuple[float, float]:
+    """Time FlashAttention-2's variable-length kernel alone (the aten op SDPA's flash backend calls
+    for jagged inputs): Q, K, V [total, H, D], int32 offsets; raises if this PyTorch lacks the op."""
+    offsets = torch.tensor([0, *itertools.accumulate(lens)], device="cuda", dtype=torch.int32)
+    q, k, v = (torch.randn(sum(lens), h, d, device="cuda", dtype=dtype) for _ in range(3))
+    op = torch.ops.aten._flash_attention_forward
+
+    def call():
+        return op(q, k, v, offsets, offsets, max(lens), max(lens), 0.0, causal, False)[0]
+
+    out = call()
+    if not bool(torch.isfinite(out).all()):
+        raise RuntimeError("output has NaN or Inf")
+    del out
+    return time_call(torch, call, args.warmup, args.runs, flush)
+
+
+def packed_rows(torch, args: argparse.Namespace, flush) -> list[dict]:
+    import torch.nn.functional as F
+    from torch.nn.attention import SDPBackend
+
+    dtypes = {"fp16": torch.float16, "bf16": torch.bfloat16}
+    rows = []
+    for dtype_name in args.dtype:
+        dtype = dtypes[dtype_name]
+        element_size = torch.tensor([], dtype=dtype).element_size()
+        for entries, lo, hi, d in args.packed:
+            h = max(1, DEFAULT_MODEL_DIM // d)
+            lens = packed_lengths(entries, lo, hi)
+            for causal in (bool(c) for c in args.causal):
+                for key in [*args.backend, "flash_varlen"]:
+                    if key == "flash_varlen":
+                        name = packed_name(FLASH_VARLEN_SERIES, dtype_name, entries, lo, hi, d, h, causal)
+
+                        def measure():
+                            return measure_flash_varlen_point(torch, lens, h, d, dtype, causal, args, flush)
+                    else:
+                        series, member = BACKENDS[key]
+                        name = packed_name(series, dtype_name, entries, lo, hi, d, h, causal)
+                        backend = getattr(SDPBackend, member, None)
+                        if backend is None:
+                            print(f"sdpa_bench: note: {name}: this PyTorch has no SDPBackend.{member}; skipped")
+                            continue
+
+                        def measure():
+                            return measure_packed_point(torch, F.scaled_dot_product_attention, backend, lens, h, d,
+                                                        dtype, causal, args, flush)
+                    try:
+                        t_us, cpu_us = measure()
+                    except (RuntimeError, ValueError, NotImplementedError, ImportError, TypeError, AttributeError) as err:
+                        print(f"sdpa_bench: note: {name}: backend refused or failed ({failure_reason(err)}); "
+                              "skipped")
+                        torch.cuda.empty_cache()
+                        continue
+                    flops = sum(attention_flops(1, h, n, n, d, causal) for n in lens)
+                    nbytes = attention_bytes(1, h, sum(lens), sum(lens), d, element_size)
+                    rows.append(median_row(name, args.runs, t_us, cpu_us, flops, nbytes))
+                    print(f"sdpa_bench: {name:64s} {t_us:10.1f} us {rows[-1]['TFLOPS']:7.1f} TFLOPS")
+                    torch.cuda.empty_cache()
+    return rows
+
+
 def benchmark_rows(torch, args: argparse.Namespace) -> list[dict]:
     import torch.nn.functional as F
     from torch.nn.attention import SDPBackend
@@ -443,6 +594,8 @@ def benchmark_rows(torch, args: argparse.Namespace) -> list[dict]:
     dtypes = {"fp16": torch.float16, "bf16": torch.bfloat16}
     flush = None if args.no_l2_flush else l2_flush_buffer(torch)
     torch.manual_seed(0)
+    if args.packed:
+        return packed_rows(torch, args, flush)
     rows = []
     for dtype_name in args.dtype:
         dtype = dtypes[dtype_name]
@@ -496,6 +649,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     if args.warmup < 0 or args.runs < 1:
         print("sdpa_bench: error: --warmup must be >= 0 and --runs >= 1", file=sys.stderr)
+        return 2
+    if args.packed and args.backward:
+        print("sdpa_bench: error: --packed times the forward only; leave out --backward", file=sys.stderr)
         return 2
     backward_defaults(args)
     torch = import_cuda_torch(SKIP_LINE)

@@ -316,6 +316,27 @@ class SdpaBenchShapesTest(unittest.TestCase):
         self.assertEqual(self.sb.attention_flops(2, 16, 8192, 8192, 128, True), 2.0 * 2 * 16 * 8192 * 8192 * 128)
         self.assertEqual(self.sb.attention_flops(1, 1, 512, 16384, 64, False), 4.0 * 512 * 16384 * 64)
 
+    def test_packed_batches_match_the_stage(self):
+        # The lengths stages/07_tuned_tma/attention/bench.cu times (common/tools/bench.cpp,
+        # packed_lengths): the same splitmix64 stream, so both name and count the same batch.
+        lens = self.sb.packed_lengths(16, 512, 8192)
+        self.assertEqual(lens[:4], [4650, 4496, 3867, 6049])
+        self.assertEqual((len(lens), sum(lens), min(lens), max(lens)), (16, 74555, 681, 7912))
+        self.assertEqual(self.sb.packed_lengths(2, 8192, 8192), [8192, 8192])
+        self.assertEqual(self.sb.packed_name("flash_varlen", "fp16", 16, 512, 8192, 128, 16, True),
+                         "flash_varlen/fp16/D:128/H:16/packed:16x512-8192/causal:1")
+        self.assertEqual(self.sb.packed_name("sdpa_flash", "fp16", 2, 8192, 8192, 64, 32, False),
+                         "sdpa_flash/fp16/D:64/H:32/packed:2x8192/causal:0")
+        self.assertEqual(self.sb.parse_packed("16,512,8192,128"), (16, 512, 8192, 128))
+        for bad in ("16,8192,512,128", "0,1,2,64", "16,512,8192"):
+            with self.assertRaises(self.sb.argparse.ArgumentTypeError):
+                self.sb.parse_packed(bad)
+        args = self.sb.parse_args(["--out", "x.json", "--packed-defaults", "--packed", "2,8192,8192,64"])
+        self.sb.backward_defaults(args)
+        self.assertEqual(args.packed, list(self.sb.DEFAULT_PACKED))  # the repeat of a default: once
+        # A packed row is not an attention grid point: no N, so the plots leave it to the tables.
+        self.assertEqual(pr.parse_name("sdpa_flash/fp16/D:128/H:16/packed:16x512-8192/causal:0").kind, "other")
+
     def test_backward_names_flops_and_grid(self):
         # The backward peers line up with stage 05's rows: the same name after the series.
         self.assertEqual(self.sb.bench_name("sdpa_flash" + self.sb.BACKWARD_SUFFIX, "fp16", 4, 32, 4096, 4096, 64,

@@ -243,6 +243,11 @@ if has bench; then
       PYTHONUNBUFFERED=1 python3 plots/sdpa_bench.py --backward --out "$out/sdpa_bwd.json" >"$logs/sdpa_bwd.log" 2>&1
       note "sdpa backward peers: rc=$?"
     fi
+    if [[ $name == stage07_attention ]]; then  # its packed batches through SDPA and FlashAttention-2's varlen kernel
+      PYTHONUNBUFFERED=1 python3 plots/sdpa_bench.py --packed-defaults --dtype fp16 --backend flash \
+        --out "$out/sdpa_packed.json" >"$logs/sdpa_packed.log" 2>&1
+      note "sdpa packed peers: rc=$?"
+    fi
   done
   if picked "${BENCHES:-}" sdpa; then
     PYTHONUNBUFFERED=1 python3 plots/sdpa_bench.py --out "$out/sdpa.json" --shape 2,16,8192,128 >"$logs/sdpa.log" 2>&1

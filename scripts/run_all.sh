@@ -101,6 +101,11 @@ for bench in "$build"/stages/*/stage0[0-9]_bench "$build"/stages/*/*/stage0[0-9]
     echo; echo "== PyTorch SDPA backward peers -> $out/sdpa_bwd.json"
     alive "SDPA backward peers" python3 plots/sdpa_bench.py --backward --out "$out/sdpa_bwd.json" || status=1
   fi
+  if [[ $name == stage07_attention ]]; then  # its packed batches through SDPA and FlashAttention-2's varlen kernel
+    echo; echo "== PyTorch SDPA packed peers -> $out/sdpa_packed.json"
+    alive "SDPA packed peers" python3 plots/sdpa_bench.py --packed-defaults --dtype fp16 --backend flash \
+      --out "$out/sdpa_packed.json" || status=1
+  fi
 done
 
 echo; echo "== PyTorch SDPA peers -> $out/sdpa.json"

@@ -66,7 +66,7 @@ typedef struct fs_attention_params {
   const void* v;     /* [B, KVH, Nk, D] */
   void* o;           /* [B, H, Nq, D] */
   float* lse;        /* [B, H, Nq] natural-log LSE of the scaled scores; may be null (not written) */
-  /* Variable lengths (stage 04): both null for dense batches, at most one set. Device arrays.
+  /* Variable lengths (stage 04, stage 07's attention): both null for dense batches, at most one set. Device arrays.
    * seq_lens [B]: padded batches; entry b uses its first seq_lens[b] query rows and key rows
    *   (<= seq_q and <= seq_k); its query rows past that get O = 0 and LSE = -inf.
    * cu_seqlens_q / cu_seqlens_k [B+1]: packed batches; entry b owns rows cu[b] .. cu[b+1]-1 of
@@ -245,8 +245,8 @@ FS_API int fs_gemm_tma_v9(const fs_gemm_params* params, void* stream); /* v8, C 
 
 /* Stage 07 attention: the FlashAttention forward on Hopper only (sm_90a; FS_ERR_UNSUPPORTED_DEVICE on any
  * other GPU), stage 04's arguments: fp16 or bf16, head_dim 64, 128 or 256 (FS_ERR_UNSUPPORTED_HEAD_DIM
- * otherwise), grouped-query K/V, the causal mask, any scale; Q, K, V, O 16-byte aligned (TMA; else
- * FS_ERR_MISALIGNED_POINTER); dense batches only (seq_lens or cu_seqlens: FS_ERR_INVALID_SEQLENS). */
+ * otherwise), grouped-query K/V, the causal mask, any scale, padded and packed batches; Q, K, V, O
+ * 16-byte aligned (TMA; else FS_ERR_MISALIGNED_POINTER). */
 FS_API int fs_flash_fwd_tma_v1(const fs_attention_params* params, void* stream); /* TMA + wgmma, one warpgroup */
 FS_API int fs_flash_fwd_tma_v2(const fs_attention_params* params, void* stream); /* v1, producer + 2 consumers */
 FS_API int fs_flash_fwd_tma_v3(const fs_attention_params* params, void* stream); /* v2, softmax under P.V */

@@ -98,6 +98,17 @@ AttentionParams attention_shape(int64_t batch, int64_t heads, int64_t seq_q, int
   return p;
 }
 
+AttentionParams attention_on(const AttentionParams& shape, const void* q, const void* k, const void* v, void* o,
+                             float* lse) {
+  AttentionParams p = shape;
+  p.q = q;
+  p.k = k;
+  p.v = v;
+  p.o = o;
+  p.lse = lse;
+  return p;
+}
+
 AttentionFixture::AttentionFixture(const AttentionParams& s, uint64_t seed, int max_heads)
     : shape_(s), impl_(std::make_unique<Impl>()) {
   const DType dtype = dtype_of(s);
@@ -134,13 +145,7 @@ AttentionFixture::AttentionFixture(const AttentionParams& s, uint64_t seed, int 
 AttentionFixture::~AttentionFixture() = default;
 
 AttentionParams AttentionFixture::params() const {
-  AttentionParams p = shape_;
-  p.q = impl_->q.get();
-  p.k = impl_->k.get();
-  p.v = impl_->v.get();
-  p.o = impl_->o.get();
-  p.lse = impl_->lse.get();
-  return p;
+  return attention_on(shape_, impl_->q.get(), impl_->k.get(), impl_->v.get(), impl_->o.get(), impl_->lse.get());
 }
 
 void AttentionFixture::poison_outputs() {
@@ -262,12 +267,7 @@ AttentionBwdFixture::~AttentionBwdFixture() = default;
 AttentionBwdParams AttentionBwdFixture::params() const {
   const Impl& m = *impl_;
   AttentionBwdParams p{};
-  p.fwd = shape_;
-  p.fwd.q = m.q.get();
-  p.fwd.k = m.k.get();
-  p.fwd.v = m.v.get();
-  p.fwd.o = m.o.get();
-  p.fwd.lse = m.lse.get();
+  p.fwd = attention_on(shape_, m.q.get(), m.k.get(), m.v.get(), m.o.get(), m.lse.get());
   p.d_o = m.d_o.get();
   p.dq = m.dq.get();
   p.dk = m.dk.get();

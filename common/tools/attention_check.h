@@ -16,6 +16,9 @@ namespace fs {
 // A problem's shape as the C params hold it (its pointers left null): B, H, Nq, Nk, D, dtype, mask, scale.
 AttentionParams attention_shape(int64_t batch, int64_t heads, int64_t seq_q, int64_t seq_k, int64_t head_dim,
                                 DType dtype, bool causal = false, float scale = 0.0f);
+// The shape, pointing at these tensors (lse may be null).
+AttentionParams attention_on(const AttentionParams& shape, const void* q, const void* k, const void* v, void* o,
+                             float* lse);
 
 struct AttentionCheck {
   Status status = Status::Success;

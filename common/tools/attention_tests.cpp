@@ -1,10 +1,17 @@
 #include "common/tools/attention_tests.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <string>
+#include <type_traits>
 
 #include "common/lib/cuda_check.h"
+#include "common/lib/numeric.h"
+#include "common/lib/random.h"
 #include "common/tools/check.h"
+#include "common/tools/device_buffer.h"
+#include "common/tools/reference.h"
 
 namespace fs::testing {
 
@@ -146,6 +153,206 @@ void check_reports_cuda_error(const KernelDesc& kernel, const AttentionParams& o
 }
 
 // ---- Backward ------------------------------------------------------------------------------------
+
+// ---- Variable-length batches --------------------------------------------------------------------
+
+namespace {
+
+// The batch's tensors on the device, with its length arrays, and the params that point at them.
+template <class T>
+struct VarlenBuffers {
+  std::vector<T> hq, hk, hv;
+  DeviceBuffer<T> q, k, v, o;
+  DeviceBuffer<float> lse;
+  DeviceBuffer<int32_t> lens, cu_q, cu_k;
+  AttentionParams p{};
+
+  VarlenBuffers(const Varlen& c, uint64_t seed)
+      : hq(random_uniform<T>(c.q_total() * c.d, seed)), hk(random_uniform<T>(c.k_total() * c.d, seed + 1)),
+        hv(random_uniform<T>(c.k_total() * c.d, seed + 2)) {
+    if (!c.packed()) poison_padding(c);
+    q = DeviceBuffer<T>(hq);
+    k = DeviceBuffer<T>(hk);
+    v = DeviceBuffer<T>(hv);
+    o = DeviceBuffer<T>(hq.size());
+    lse = DeviceBuffer<float>(c.q_total());
+    const DType dtype = std::is_same_v<T, __half> ? DType::FP16 : DType::BF16;
+    p = attention_on(attention_shape(c.batch, c.heads, c.seq_q, c.seq_k, c.d, dtype, c.causal), q.get(), k.get(),
+                     v.get(), o.get(), lse.get());
+    p.kv_heads = c.kv_heads;
+    if (c.packed()) {
+      cu_q = DeviceBuffer<int32_t>(c.cu_q);
+      cu_k = DeviceBuffer<int32_t>(c.cu_k);
+      p.cu_seqlens_q = cu_q.get();
+      p.cu_seqlens_k = cu_k.get();
+    } else {
+      lens = DeviceBuffer<int32_t>(c.lens);
+      p.seq_lens = lens.get();
+    }
+    o.poison();
+    lse.poison();
+  }
+
+  // NaN in every row past lens[b] of every head: the rows a padded batch does not use (none for a
+  // length past the padded size, which the kernels refuse on the device).
+  void poison_padding(const Varlen& c) {
+    const T nan = from_float<T>(std::numeric_limits<float>::quiet_NaN());
+    auto fill_rows = [&](std::vector<T>& x, int64_t row0, int64_t used, int64_t rows) {
+      std::fill(x.begin() + (row0 + std::min(used, rows)) * c.d, x.begin() + (row0 + rows) * c.d, nan);
+    };
+    for (int64_t b = 0; b < c.batch; ++b) {
+      for (int64_t h = 0; h < c.heads; ++h) fill_rows(hq, c.q_row0(b, h), c.nq(b), c.seq_q);
+      for (int64_t kv = 0; kv < c.kvh(); ++kv) {
+        const int64_t row0 = (b * c.kvh() + kv) * c.seq_k;
+        fill_rows(hk, row0, c.nk(b), c.seq_k);
+        fill_rows(hv, row0, c.nk(b), c.seq_k);
+      }
+    }
+  }
+};
+
+template <class T>
+void check_varlen_batch(const KernelDesc& kernel, const Varlen& c, uint64_t seed) {
+  VarlenBuffers<T> buf(c, seed);
+  INFO(name(kernel), std::string(c.packed() ? " packed " : " padded "), describe(buf.p), " seed=", seed);
+  for (bool tight : {false, true}) {
+    if (tight && !c.packed()) break;
+    AttentionParams p = buf.p;
+    if (tight) REQUIRE(fs::check_varlen(&p, nullptr) == Status::Success);
+    buf.o.poison();
+    buf.lse.poison();
+    const Status st = launch(kernel, p, nullptr);
+    REQUIRE_MESSAGE(st == Status::Success, std::string(status_name(st)));
+    FS_CUDA_CHECK(cudaDeviceSynchronize());
+    const auto out_o = buf.o.download();
+    const auto out_lse = buf.lse.download();
+
+    ErrorStats err_o, err_lse;
+    int64_t wrong_padding = 0;
+    const double scale = 1.0 / std::sqrt(double(c.d));
+    for (int64_t b = 0; b < c.batch; ++b)
+      for (int64_t h = 0; h < c.heads; ++h) {
+        const int64_t nq = c.nq(b), nk = c.nk(b), q0 = c.q_row0(b, h), k0 = c.k_row0(b, h);
+        std::vector<double> rq(nq * c.d), rk(nk * c.d), rv(nk * c.d), ro(nq * c.d), rl(nq);
+        for (int64_t i = 0; i < nq * c.d; ++i) rq[i] = to_double(buf.hq[q0 * c.d + i]);
+        for (int64_t i = 0; i < nk * c.d; ++i)
+          rk[i] = to_double(buf.hk[k0 * c.d + i]), rv[i] = to_double(buf.hv[k0 * c.d + i]);
+        const bool has_keys = nk > 0;
+        if (has_keys)
+          ref::attention_forward_head(rq.data(), rk.data(), rv.data(), nq, nk, c.d, scale, c.causal, ro.data(),
+                                      rl.data());
+        for (int64_t r = 0; r < c.rows(b); ++r) {
+          const float got_lse = out_lse[q0 + r];
+          if (r < nq && has_keys) {
+            for (int64_t e = 0; e < c.d; ++e) err_o.add(to_double(out_o[(q0 + r) * c.d + e]), ro[r * c.d + e]);
+            err_lse.add(got_lse, rl[r]);
+          } else {
+            for (int64_t e = 0; e < c.d; ++e) wrong_padding += to_double(out_o[(q0 + r) * c.d + e]) != 0.0;
+            wrong_padding += !(std::isinf(got_lse) && got_lse < 0);
+          }
+        }
+      }
+    INFO("max_seq_q=", p.max_seq_q, "  O: ", err_o.str(), "  LSE: ", err_lse.str(), "  wrong padding values: ",
+         wrong_padding);
+    CHECK(err_o.count > 0);
+    CHECK(err_o.nonfinite == 0);
+    CHECK(within(err_o, attention_tolerance(dtype_of(p))));
+    CHECK(within(err_lse, lse_tolerance(dtype_of(p))));
+    CHECK(wrong_padding == 0);
+  }
+}
+
+// The layouts check_varlen_layouts and check_varlen_grouped run.
+Varlen padded_layout(int64_t heads, int64_t d, bool causal) {
+  Varlen c{3, heads, d, causal, {200, 0, 77}};
+  c.seq_q = 200;
+  c.seq_k = 230;  // keys past seq_lens[b] exist (NaN) but must not be read
+  return c;
+}
+// Non-causal: entry 1 has queries but no keys (O = 0, LSE = -inf).
+Varlen packed_layout(int64_t heads, int64_t d) {
+  return Varlen{3, heads, d, false, {}, 330, 350, {0, 70, 100, 330}, {0, 100, 100, 350}};
+}
+// Causal: no entry has more queries than keys, and one has none at all.
+Varlen packed_causal_layout(int64_t heads, int64_t d) {
+  return Varlen{3, heads, d, true, {}, 300, 400, {0, 70, 70, 300}, {0, 100, 150, 400}};
+}
+
+}  // namespace
+
+void check_varlen_batch(const KernelDesc& kernel, const Varlen& batch, DType dtype, uint64_t seed) {
+  REQUIRE((dtype == DType::FP16 || dtype == DType::BF16));
+  if (dtype == DType::FP16)
+    check_varlen_batch<__half>(kernel, batch, seed);
+  else
+    check_varlen_batch<__nv_bfloat16>(kernel, batch, seed);
+}
+
+void check_varlen_layouts(const KernelDesc& kernel, int64_t d, uint64_t seed) {
+  for (bool causal : {false, true})
+    for (DType t : {DType::FP16, DType::BF16}) check_varlen_batch(kernel, padded_layout(2, d, causal), t, ++seed);
+  check_varlen_batch(kernel, packed_layout(2, d), DType::FP16, ++seed);
+  check_varlen_batch(kernel, packed_causal_layout(2, d), DType::BF16, ++seed);
+}
+
+void check_varlen_grouped(const KernelDesc& kernel, int64_t d, uint64_t seed) {
+  for (int64_t kv_heads : {2, 1}) {
+    Varlen padded = padded_layout(4, d, /*causal=*/true), packed = packed_layout(4, d);
+    padded.kv_heads = packed.kv_heads = kv_heads;
+    check_varlen_batch(kernel, padded, DType::FP16, ++seed);
+    check_varlen_batch(kernel, packed, DType::BF16, ++seed);
+  }
+}
+
+void check_bad_layouts(const KernelDesc& kernel) {
+  struct BadLayout {
+    const char* what;
+    Varlen layout;
+    int64_t max_seq_q;          // packed: as given to the launch
+    Status named;               // what fs_check_varlen returns
+    std::vector<bool> skipped;  // per entry: left unwritten
+  };
+  // Dense sizes Nq = 17, Nk = 40 for the padded case; totals for the packed ones.
+  const Varlen long_lens{2, 2, 64, false, {17, 18}, 17, 40};  // 18 > min(Nq, Nk) = 17
+  const Varlen short_total{2, 2, 64, false, {}, 17, 40, {0, 10, 16}, {0, 5, 40}};  // ends before Nq = 17
+  const Varlen decreasing{2, 2, 64, false, {}, 17, 40, {0, 20, 17}, {0, 5, 40}};   // 20 > the total, then down
+  const Varlen causal_more_q{2, 2, 64, true, {}, 17, 40, {0, 10, 17}, {0, 5, 40}}; // entry 0: 10 queries, 5 keys
+  const Varlen too_long{2, 2, 64, false, {}, 17, 40, {0, 10, 17}, {0, 5, 40}};      // entry 0 longer than max_seq_q
+  const BadLayout cases[] = {
+      {"padded, a length past min(Nq, Nk)", long_lens, 0, Status::InvalidSeqLens, {false, true}},
+      {"packed, offsets that end before the total", short_total, 0, Status::InvalidSeqLens, {false, false}},
+      {"packed, offsets past the total and decreasing", decreasing, 0, Status::InvalidSeqLens, {true, true}},
+      {"packed causal, an entry with more queries than keys", causal_more_q, 0, Status::UnsupportedMask,
+       {true, false}},
+      {"packed, an entry longer than max_seq_q", too_long, 8, Status::Success, {true, false}},
+  };
+  for (const BadLayout& bad : cases) {
+    INFO(name(kernel), " ", std::string(bad.what));
+    const Varlen& c = bad.layout;
+    VarlenBuffers<__half> buf(c, 9000);
+    AttentionParams p = buf.p;
+    p.max_seq_q = bad.max_seq_q;
+    AttentionParams checked = p;
+    CHECK(fs::check_varlen(&checked, nullptr) == bad.named);
+    REQUIRE(launch(kernel, p, nullptr) == Status::Success);
+    FS_CUDA_CHECK(cudaDeviceSynchronize());
+    const auto out = buf.o.download();
+    for (int64_t b = 0; b < c.batch; ++b) {
+      // The rows entry b owns, as far as they lie inside O.
+      const int64_t first = c.packed() ? std::clamp<int64_t>(c.cu_q[b], 0, c.seq_q) : b * c.heads * c.seq_q;
+      const int64_t last =
+          c.packed() ? std::clamp<int64_t>(c.cu_q[b + 1], first, c.seq_q) : first + c.heads * c.seq_q;
+      int64_t poisoned = 0, rows = 0;
+      for (int64_t h = 0; h < (c.packed() ? c.heads : 1); ++h)
+        for (int64_t r = first; r < last; ++r, ++rows) {
+          const int64_t row = c.packed() ? h * c.seq_q + r : r;
+          poisoned += std::isnan(to_float(out[row * c.d]));
+        }
+      INFO("entry ", b, ": ", poisoned, " of ", rows, " rows unwritten");
+      CHECK(poisoned == (bad.skipped[b] ? rows : 0));
+    }
+  }
+}
 
 namespace {
 

@@ -3,6 +3,7 @@
 // They use doctest's CHECK, so they report each failing shape and carry on with the next.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <vector>
 
@@ -41,6 +42,55 @@ void check_rejected(const KernelDesc& kernel, const AttentionParams& ok,
 // captured in global mode (an implicit dependency the runtime refuses); the launcher must report it,
 // not crash.
 void check_reports_cuda_error(const KernelDesc& kernel, const AttentionParams& ok);
+
+// ---- Variable-length batches --------------------------------------------------------------------
+
+// A batch of variable-length sequences. Padded: [B, H, seq_q, D] with lens[b] rows used of each;
+// packed: [H, total, D] with entry b at rows cu[b] .. cu[b+1]-1. K and V the same with KVH heads
+// (kv_heads, 0: H).
+struct Varlen {
+  int64_t batch, heads, d;
+  bool causal;
+  std::vector<int32_t> lens;        // padded: [B]
+  int64_t seq_q = 0, seq_k = 0;     // padded: the padded lengths; packed: the totals
+  std::vector<int32_t> cu_q, cu_k;  // packed: [B+1]
+  int64_t kv_heads = 0;             // grouped-query attention: K/V heads, each read by H / KVH query heads
+
+  bool packed() const { return !cu_q.empty(); }
+  int64_t kvh() const { return kv_heads ? kv_heads : heads; }
+  // Where (b, h) starts in Q/O (and LSE) and in K/V (its K/V head is h / G), and its lengths.
+  int64_t q_row0(int64_t b, int64_t h) const { return packed() ? h * seq_q + cu_q[b] : (b * heads + h) * seq_q; }
+  int64_t k_row0(int64_t b, int64_t h) const {
+    const int64_t kv = h / (heads / kvh());
+    return packed() ? kv * seq_k + cu_k[b] : (b * kvh() + kv) * seq_k;
+  }
+  int64_t nq(int64_t b) const { return packed() ? cu_q[b + 1] - cu_q[b] : lens[b]; }
+  int64_t nk(int64_t b) const { return packed() ? cu_k[b + 1] - cu_k[b] : lens[b]; }
+  int64_t rows(int64_t b) const { return packed() ? nq(b) : seq_q; }  // rows of O written
+  int64_t q_total() const { return (packed() ? 1 : batch) * heads * seq_q; }
+  int64_t k_total() const { return (packed() ? 1 : batch) * kvh() * seq_k; }
+};
+
+// Runs `kernel` on the batch in `dtype` (fp16 or bf16) and checks every row of O and LSE against
+// fp64, entry by entry: rows that take part within the dtype's tolerance, the others (padding, or no
+// key at all) exactly O = 0 and LSE = -inf. Inputs are random in [-1, 1] and the padding of a padded
+// batch (rows past lens[b] of Q, K and V) is NaN: a kernel that lets a row past a sequence's end
+// into a product writes NaN somewhere. Packed batches run twice: with max_seq_q = 0 ("unknown") and
+// with the value fs_check_varlen computes.
+void check_varlen_batch(const KernelDesc& kernel, const Varlen& batch, DType dtype, uint64_t seed);
+
+// Padded and packed batches at head_dim d, causal and not, fp16 and bf16: entries of 200, 0 and 77
+// rows padded to 200 queries and 230 keys; packed entries with no query or no key, Nq ≠ Nk.
+void check_varlen_layouts(const KernelDesc& kernel, int64_t d, uint64_t seed);
+
+// The same layouts at head_dim d with 4 query heads over 2 K/V heads, and over 1.
+void check_varlen_grouped(const KernelDesc& kernel, int64_t d, uint64_t seed);
+
+// Layouts whose lengths break a rule (a padded length past min(Nq, Nk); packed offsets that end before
+// the total, pass it or decrease; a causal entry with more queries than keys; an entry longer than
+// max_seq_q): fs_check_varlen names each, and a launch writes nothing for the entries that break it
+// (checked on the device) while it computes the others.
+void check_bad_layouts(const KernelDesc& kernel);
 
 // ---- Backward ------------------------------------------------------------------------------------
 

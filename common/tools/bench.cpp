@@ -92,12 +92,7 @@ void time_forward(benchmark::State& state, const DeviceInfo& dev, const KernelDe
   FS_CHECK_STATUS(fill_random_device(q.get(), q_elems(shape), t, 1));
   FS_CHECK_STATUS(fill_random_device(kb.get(), kv_elems(shape), t, 2));
   FS_CHECK_STATUS(fill_random_device(v.get(), kv_elems(shape), t, 3));
-  AttentionParams p = shape;
-  p.q = q.get();
-  p.k = kb.get();
-  p.v = v.get();
-  p.o = o.get();
-  p.lse = lse.get();
+  const AttentionParams p = attention_on(shape, q.get(), kb.get(), v.get(), o.get(), lse.get());
   if (const Status st = launch(k, p, nullptr); st != Status::Success) {
     state.SkipWithError(status_name(st));
     return;
@@ -126,12 +121,7 @@ void time_backward(benchmark::State& state, const DeviceInfo& dev, const KernelD
   const float lse_value = float(standin_lse(shape));
   FS_CHECK_STATUS(fill_random_device(lse.get(), lse_elems(shape), DType::FP32, 6, lse_value, lse_value));
   AttentionBwdParams p{};
-  p.fwd = shape;
-  p.fwd.q = q.get();
-  p.fwd.k = kb.get();
-  p.fwd.v = v.get();
-  p.fwd.o = o.get();
-  p.fwd.lse = lse.get();
+  p.fwd = attention_on(shape, q.get(), kb.get(), v.get(), o.get(), lse.get());
   p.d_o = d_o.get();
   p.dq = dq.get();
   p.dk = dk.get();
@@ -209,6 +199,73 @@ void register_attention_shapes(const DeviceInfo& dev, const KernelDesc& kernel,
                                  "/Nq:" + std::to_string(p.seq_q) + "/Nk:" + std::to_string(p.seq_k) +
                                  "/causal:" + std::to_string(int(p.causal != 0)),
                              p, false);
+  }
+}
+
+std::vector<int32_t> packed_lengths(const PackedBatch& batch) {
+  // splitmix64 from a fixed seed: std::uniform_int_distribution's output differs between standard
+  // libraries, and these lengths name a benchmark.
+  uint64_t state = 0x5eed0f1a77e27ULL;
+  std::vector<int32_t> lens;
+  for (int64_t i = 0; i < batch.entries; ++i) {
+    uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    z ^= z >> 31;
+    lens.push_back(int32_t(batch.lo + int64_t(z % uint64_t(batch.hi - batch.lo + 1))));
+  }
+  return lens;
+}
+
+namespace {
+
+// The forward of one packed batch on random inputs (Q, K, V uniform in [-1, 1]), max_seq_q computed by
+// check_varlen once, outside the timing.
+void time_packed(benchmark::State& state, const DeviceInfo& dev, const KernelDesc& k, const PackedBatch& batch) {
+  const std::vector<int32_t> lens = packed_lengths(batch);
+  std::vector<int32_t> cu{0};
+  double flops = 0.0;
+  for (int32_t n : lens) {
+    cu.push_back(cu.back() + n);
+    flops += attention_fwd_flops(1, batch.heads, n, n, batch.d, batch.causal);
+  }
+  // The packed tensors are [H, total, D]: a dense problem of one entry of `total` rows has their sizes.
+  AttentionParams one = attention_shape(1, batch.heads, cu.back(), cu.back(), batch.d, batch.dtype, batch.causal);
+  const std::size_t e = dtype_size(batch.dtype);
+  DeviceBuffer<unsigned char> q(q_elems(one) * e), kb(kv_elems(one) * e), v(kv_elems(one) * e), o(q_elems(one) * e);
+  DeviceBuffer<float> lse(lse_elems(one));
+  DeviceBuffer<int32_t> cu_q(cu), cu_k(cu);
+  FS_CHECK_STATUS(fill_random_device(q.get(), q_elems(one), batch.dtype, 1));
+  FS_CHECK_STATUS(fill_random_device(kb.get(), kv_elems(one), batch.dtype, 2));
+  FS_CHECK_STATUS(fill_random_device(v.get(), kv_elems(one), batch.dtype, 3));
+  AttentionParams p = attention_on(one, q.get(), kb.get(), v.get(), o.get(), lse.get());
+  p.batch = batch.entries;
+  p.cu_seqlens_q = cu_q.get();
+  p.cu_seqlens_k = cu_k.get();
+  FS_CHECK_STATUS(check_varlen(&p, nullptr));
+  if (const Status st = launch(k, p, nullptr); st != Status::Success) {
+    state.SkipWithError(status_name(st));
+    return;
+  }
+  timed_loop(state, dev, flops, attention_fwd_min_bytes(one), [&] { launch(k, p, nullptr); });
+}
+
+}  // namespace
+
+void register_attention_packed(const DeviceInfo& dev, const KernelDesc& kernel,
+                               const std::vector<PackedBatch>& batches) {
+  if (!runs_on(kernel, dev)) return;
+  for (const PackedBatch& batch : batches) {
+    if (!in_set(kernel.attention.dtypes, int32_t(batch.dtype)) || !kernel.attention.varlen) continue;
+    const std::string lengths =
+        std::to_string(batch.lo) + (batch.hi != batch.lo ? "-" + std::to_string(batch.hi) : std::string());
+    const std::string name = kernel.qualified() + "/" + dtype_name(batch.dtype) + "/D:" + std::to_string(batch.d) +
+                             "/H:" + std::to_string(batch.heads) + "/packed:" + std::to_string(batch.entries) + "x" +
+                             lengths + "/causal:" + std::to_string(int(batch.causal));
+    const KernelDesc* k = &kernel;
+    configure(benchmark::RegisterBenchmark(name.c_str(), [&dev, k, batch](benchmark::State& state) {
+      time_packed(state, dev, *k, batch);
+    }));
   }
 }
 

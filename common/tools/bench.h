@@ -59,6 +59,20 @@ void register_attention_stage(const DeviceInfo& dev, const char* stage, const At
 void register_attention_shapes(const DeviceInfo& dev, const KernelDesc& kernel,
                                const std::vector<AttentionParams>& shapes);
 
+// A packed batch (cu_seqlens) of `entries` sequences with as many keys as queries, their lengths drawn
+// from [lo, hi] by a fixed generator (the same lengths on every machine and run; lo = hi: all alike),
+// as a training step packs sequences of different lengths. Named
+// <series>/<dtype>/D:<d>/H:<h>/packed:<entries>x<lo>-<hi>/causal:<0|1> (x<lo> when lo = hi). FLOPs are
+// counted entry by entry (attention_fwd_flops of each), bytes over the packed tensors.
+struct PackedBatch {
+  DType dtype;
+  int64_t d, heads;
+  int64_t entries, lo, hi;
+  bool causal;
+};
+std::vector<int32_t> packed_lengths(const PackedBatch& batch);
+void register_attention_packed(const DeviceInfo& dev, const KernelDesc& kernel, const std::vector<PackedBatch>& batches);
+
 // One timed GEMM-like run for peers and GEMM stages: `launch` is called once per iteration.
 struct TimedWork {
   double flops;

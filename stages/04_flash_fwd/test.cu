@@ -11,11 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "common/lib/random.h"
+#include "common/lib/numeric.h"
 #include "common/tools/attention_tests.h"
-#include "common/tools/check.h"
 #include "common/tools/device_buffer.h"
-#include "common/tools/reference.h"
 #include "flash_fwd.h"
 
 using namespace fs;
@@ -60,175 +58,6 @@ KernelDesc forced_plan_kernel(AttentionRun run) {
   return k;
 }
 
-// A batch of variable-length sequences. Padded: [B, H, seq_q, D] with lens[b] rows used of each;
-// packed: [H, total, D] with entry b at rows cu[b] .. cu[b+1]-1. K and V the same with KVH heads
-// (kv_heads, 0: H). Inputs random in [-1, 1].
-struct Varlen {
-  int64_t batch, heads, d;
-  bool causal;
-  std::vector<int32_t> lens;        // padded: [B]
-  int64_t seq_q = 0, seq_k = 0;     // padded: the padded lengths; packed: the totals
-  std::vector<int32_t> cu_q, cu_k;  // packed: [B+1]
-  int64_t kv_heads = 0;             // grouped-query attention: K/V heads, each read by H / KVH query heads
-
-  bool packed() const { return !cu_q.empty(); }
-  int64_t kvh() const { return kv_heads ? kv_heads : heads; }
-  // Where (b, h) starts in Q/O (and LSE) and in K/V (its K/V head is h / G), and its lengths.
-  int64_t q_row0(int64_t b, int64_t h) const { return packed() ? h * seq_q + cu_q[b] : (b * heads + h) * seq_q; }
-  int64_t k_row0(int64_t b, int64_t h) const {
-    const int64_t kv = h / (heads / kvh());
-    return packed() ? kv * seq_k + cu_k[b] : (b * kvh() + kv) * seq_k;
-  }
-  int64_t nq(int64_t b) const { return packed() ? cu_q[b + 1] - cu_q[b] : lens[b]; }
-  int64_t nk(int64_t b) const { return packed() ? cu_k[b + 1] - cu_k[b] : lens[b]; }
-  int64_t rows(int64_t b) const { return packed() ? nq(b) : seq_q; }  // rows of O written
-  int64_t q_total() const { return (packed() ? 1 : batch) * heads * seq_q; }
-  int64_t k_total() const { return (packed() ? 1 : batch) * kvh() * seq_k; }
-};
-
-// The batch's tensors on the device, with its length arrays, and the params that point at them.
-template <class T>
-struct VarlenBuffers {
-  std::vector<T> hq, hk, hv;
-  DeviceBuffer<T> q, k, v, o;
-  DeviceBuffer<float> lse;
-  DeviceBuffer<int32_t> lens, cu_q, cu_k;
-  AttentionParams p{};
-
-  VarlenBuffers(const Varlen& c, uint64_t seed)
-      : hq(random_uniform<T>(c.q_total() * c.d, seed)), hk(random_uniform<T>(c.k_total() * c.d, seed + 1)),
-        hv(random_uniform<T>(c.k_total() * c.d, seed + 2)), q(hq), k(hk), v(hv), o(hq.size()), lse(c.q_total()) {
-    const DType dtype = std::is_same_v<T, __half> ? DType::FP16 : DType::BF16;
-    p = attention_shape(c.batch, c.heads, c.seq_q, c.seq_k, c.d, dtype, c.causal);
-    p.kv_heads = c.kv_heads;
-    p.q = q.get();
-    p.k = k.get();
-    p.v = v.get();
-    p.o = o.get();
-    p.lse = lse.get();
-    if (c.packed()) {
-      cu_q = DeviceBuffer<int32_t>(c.cu_q);
-      cu_k = DeviceBuffer<int32_t>(c.cu_k);
-      p.cu_seqlens_q = cu_q.get();
-      p.cu_seqlens_k = cu_k.get();
-    } else {
-      lens = DeviceBuffer<int32_t>(c.lens);
-      p.seq_lens = lens.get();
-    }
-    o.poison();
-    lse.poison();
-  }
-};
-
-// Runs `kernel` on the batch and checks every row of O and LSE against fp64, entry by entry: rows
-// that take part within the dtype's tolerance, the others (padding, or no key at all) exactly O = 0 and
-// LSE = -inf. Packed batches run twice: with max_seq_q = 0 ("unknown") and with the value
-// fs_check_varlen computes.
-template <class T>
-void check_varlen_batch(const KernelDesc& kernel, const Varlen& c, uint64_t seed) {
-  VarlenBuffers<T> buf(c, seed);
-  // doctest prints a char* as a pointer: the message is built as a std::string.
-  INFO(kernel.qualified(), std::string(c.packed() ? " packed " : " padded "), describe(buf.p), " seed=", seed);
-  for (bool tight : {false, true}) {
-    if (tight && !c.packed()) break;
-    AttentionParams p = buf.p;
-    if (tight) REQUIRE(fs::check_varlen(&p, nullptr) == Status::Success);
-    buf.o.poison();
-    buf.lse.poison();
-    const Status st = launch(kernel, p, nullptr);
-    REQUIRE_MESSAGE(st == Status::Success, std::string(status_name(st)));
-    FS_CUDA_CHECK(cudaDeviceSynchronize());
-    const auto out_o = buf.o.download();
-    const auto out_lse = buf.lse.download();
-
-    ErrorStats err_o, err_lse;
-    int64_t wrong_padding = 0;
-    const double scale = 1.0 / std::sqrt(double(c.d));
-    for (int64_t b = 0; b < c.batch; ++b)
-      for (int64_t h = 0; h < c.heads; ++h) {
-        const int64_t nq = c.nq(b), nk = c.nk(b), q0 = c.q_row0(b, h), k0 = c.k_row0(b, h);
-        std::vector<double> rq(nq * c.d), rk(nk * c.d), rv(nk * c.d), ro(nq * c.d), rl(nq);
-        for (int64_t i = 0; i < nq * c.d; ++i) rq[i] = to_double(buf.hq[q0 * c.d + i]);
-        for (int64_t i = 0; i < nk * c.d; ++i)
-          rk[i] = to_double(buf.hk[k0 * c.d + i]), rv[i] = to_double(buf.hv[k0 * c.d + i]);
-        const bool has_keys = nk > 0;
-        if (has_keys)
-          ref::attention_forward_head(rq.data(), rk.data(), rv.data(), nq, nk, c.d, scale, c.causal, ro.data(),
-                                      rl.data());
-        for (int64_t r = 0; r < c.rows(b); ++r) {
-          const float got_lse = out_lse[q0 + r];
-          if (r < nq && has_keys) {
-            for (int64_t e = 0; e < c.d; ++e) err_o.add(to_double(out_o[(q0 + r) * c.d + e]), ro[r * c.d + e]);
-            err_lse.add(got_lse, rl[r]);
-          } else {
-            for (int64_t e = 0; e < c.d; ++e) wrong_padding += to_double(out_o[(q0 + r) * c.d + e]) != 0.0;
-            wrong_padding += !(std::isinf(got_lse) && got_lse < 0);
-          }
-        }
-      }
-    INFO("max_seq_q=", p.max_seq_q, "  O: ", err_o.str(), "  LSE: ", err_lse.str(), "  wrong padding values: ",
-         wrong_padding);
-    CHECK(err_o.count > 0);
-    CHECK(within(err_o, attention_tolerance(dtype_of(p))));
-    CHECK(within(err_lse, lse_tolerance(dtype_of(p))));
-    CHECK(wrong_padding == 0);
-  }
-}
-
-// Padded and packed batches, with and without the causal mask, at head_dim d, in both dtypes.
-void check_varlen_layouts(const KernelDesc& kernel, int64_t d, uint64_t seed) {
-  Varlen padded{3, 2, d, false, {200, 0, 77}};
-  padded.seq_q = 200;
-  padded.seq_k = 230;  // keys past seq_lens[b] exist but must not be read
-  // Non-causal: entry 1 has queries but no keys (O = 0, LSE = -inf); causal: no entry has more
-  // queries than keys, and one has none at all.
-  Varlen packed{3, 2, d, false, {}, 330, 350, {0, 70, 100, 330}, {0, 100, 100, 350}};
-  Varlen packed_causal{3, 2, d, true, {}, 300, 400, {0, 70, 70, 300}, {0, 100, 150, 400}};
-  for (bool causal : {false, true}) {
-    padded.causal = causal;
-    check_varlen_batch<__half>(kernel, padded, ++seed);
-    check_varlen_batch<__nv_bfloat16>(kernel, padded, ++seed);
-  }
-  check_varlen_batch<__half>(kernel, packed, ++seed);
-  check_varlen_batch<__nv_bfloat16>(kernel, packed_causal, ++seed);
-}
-
-// A layout whose lengths break a rule: fs_check_varlen names it, and a launch writes nothing for the
-// entries that break it (checked on the device) while it computes the others.
-struct BadLayout {
-  const char* what;
-  Varlen layout;
-  int64_t max_seq_q;            // packed: as given to the launch
-  Status named;                 // what fs_check_varlen returns
-  std::vector<bool> skipped;    // per entry: left unwritten
-};
-
-void check_bad_layout(const KernelDesc& kernel, const BadLayout& bad) {
-  INFO(kernel.qualified(), " ", std::string(bad.what));
-  const Varlen& c = bad.layout;
-  VarlenBuffers<__half> buf(c, 9000);
-  AttentionParams p = buf.p;
-  p.max_seq_q = bad.max_seq_q;
-  AttentionParams checked = p;
-  CHECK(fs::check_varlen(&checked, nullptr) == bad.named);
-  REQUIRE(launch(kernel, p, nullptr) == Status::Success);
-  FS_CUDA_CHECK(cudaDeviceSynchronize());
-  const auto out = buf.o.download();
-  for (int64_t b = 0; b < c.batch; ++b) {
-    // The rows entry b owns, as far as they lie inside O.
-    const int64_t first = c.packed() ? std::clamp<int64_t>(c.cu_q[b], 0, c.seq_q) : b * c.heads * c.seq_q;
-    const int64_t last = c.packed() ? std::clamp<int64_t>(c.cu_q[b + 1], first, c.seq_q) : first + c.heads * c.seq_q;
-    int64_t poisoned = 0, rows = 0;
-    for (int64_t h = 0; h < (c.packed() ? c.heads : 1); ++h)
-      for (int64_t r = first; r < last; ++r, ++rows) {
-        const int64_t row = c.packed() ? h * c.seq_q + r : r;
-        poisoned += std::isnan(to_float(out[row * c.d]));
-      }
-    INFO("entry ", b, ": ", poisoned, " of ", rows, " rows unwritten");
-    CHECK(poisoned == (bad.skipped[b] ? rows : 0));
-  }
-}
-
 }  // namespace
 
 FS_GPU_TEST_CASE("stage04 every version matches fp64 at odd sizes in every head_dim it takes") {
@@ -253,13 +82,8 @@ FS_GPU_TEST_CASE("stage04 every version: grouped-query and multi-query K/V — a
         for (const auto& shape : testing::gqa_shapes(t, {d}))
           testing::check_against_reference(*k, shape, ++seed, &naive());
     // Padded and packed batches with 4 query heads over 2 K/V heads, and over 1.
-    for (int64_t kv_heads : {2, 1}) {
-      Varlen padded{3, 4, 64, true, {200, 0, 77}, 200, 230};
-      Varlen packed{3, 4, 64, false, {}, 330, 350, {0, 70, 100, 330}, {0, 100, 100, 350}};
-      padded.kv_heads = packed.kv_heads = kv_heads;
-      check_varlen_batch<__half>(*k, padded, ++seed);
-      check_varlen_batch<__nv_bfloat16>(*k, packed, ++seed);
-    }
+    testing::check_varlen_grouped(*k, 64, seed);
+    seed += 10;
   }
 }
 
@@ -281,7 +105,7 @@ FS_GPU_TEST_CASE("stage04 every version handles padded and packed variable lengt
   for (const KernelDesc* k : find_kernels("stage04")) {
     if (!testing::runs_here(*k)) continue;
     for (int64_t d : head_dims(*k)) {
-      check_varlen_layouts(*k, d, seed);
+      testing::check_varlen_layouts(*k, d, seed);
       seed += 10;
     }
   }
@@ -289,23 +113,9 @@ FS_GPU_TEST_CASE("stage04 every version handles padded and packed variable lengt
 
 FS_GPU_TEST_CASE("stage04 lengths that break the rules: fs_check_varlen names them — the kernels skip those entries") {
   FS_SKIP_WITHOUT_GPU();
-  // Dense sizes Nq = 17, Nk = 40 for the padded cases; totals for the packed ones.
-  Varlen long_lens{2, 2, 64, false, {17, 18}, 17, 40};  // 18 > min(Nq, Nk) = 17
-  Varlen short_total{2, 2, 64, false, {}, 17, 40, {0, 10, 16}, {0, 5, 40}};  // ends before Nq = 17
-  Varlen decreasing{2, 2, 64, false, {}, 17, 40, {0, 20, 17}, {0, 5, 40}};   // 20 > the total, then down
-  Varlen causal_more_q{2, 2, 64, true, {}, 17, 40, {0, 10, 17}, {0, 5, 40}}; // entry 0: 10 queries, 5 keys
-  Varlen too_long{2, 2, 64, false, {}, 17, 40, {0, 10, 17}, {0, 5, 40}};      // entry 0 longer than max_seq_q
-  const BadLayout cases[] = {
-      {"padded, a length past min(Nq, Nk)", long_lens, 0, Status::InvalidSeqLens, {false, true}},
-      {"packed, offsets that end before the total", short_total, 0, Status::InvalidSeqLens, {false, false}},
-      {"packed, offsets past the total and decreasing", decreasing, 0, Status::InvalidSeqLens, {true, true}},
-      {"packed causal, an entry with more queries than keys", causal_more_q, 0, Status::UnsupportedMask,
-       {true, false}},
-      {"packed, an entry longer than max_seq_q", too_long, 8, Status::Success, {true, false}},
-  };
   for (const KernelDesc* k : find_kernels("stage04")) {
     if (!testing::runs_here(*k)) continue;
-    for (const BadLayout& bad : cases) check_bad_layout(*k, bad);
+    testing::check_bad_layouts(*k);
   }
 }
 
@@ -322,7 +132,7 @@ FS_GPU_TEST_CASE("stage04 v5 every candidate tile shape matches fp64") {
         continue;
       }
       check_odd_shapes(kCandidates[i], d, 7000 + 100 * i + d);
-      check_varlen_layouts(kCandidates[i], d, 8000 + 100 * i + d);
+      testing::check_varlen_layouts(kCandidates[i], d, 8000 + 100 * i + d);
     }
   }
 }
@@ -362,7 +172,7 @@ void check_forced_plan(const KernelDesc& k, uint64_t seed) {
                                        &naive());
     }
     testing::check_against_reference(k, attention_shape(1, 2, 1000, 300, d, DType::BF16, false), ++seed, &naive());
-    check_varlen_layouts(k, d, seed += 10);
+    testing::check_varlen_layouts(k, d, seed += 10);
     // Decoding with grouped-query and multi-query K/V: every split of a head reads its group's K/V head.
     for (const auto& shape : testing::gqa_shapes(DType::FP16, {d}))
       if (shape.seq_q == 1) testing::check_against_reference(k, shape, ++seed, &naive());
@@ -396,16 +206,7 @@ FS_GPU_TEST_CASE("stage04 v6 forced to 1 split of Br = 128 tiles matches fp64") 
 
 FS_GPU_TEST_CASE("stage04 v6 with forced split counts skips entries whose lengths break the rules") {
   FS_SKIP_WITHOUT_GPU();
-  Varlen long_lens{2, 2, 64, false, {17, 18}, 17, 40};
-  Varlen decreasing{2, 2, 64, false, {}, 17, 40, {0, 20, 17}, {0, 5, 40}};
-  Varlen causal_more_q{2, 2, 64, true, {}, 17, 40, {0, 10, 17}, {0, 5, 40}};
-  const BadLayout cases[] = {
-      {"padded, a length past min(Nq, Nk)", long_lens, 0, Status::InvalidSeqLens, {false, true}},
-      {"packed, offsets past the total and decreasing", decreasing, 0, Status::InvalidSeqLens, {true, true}},
-      {"packed causal, an entry with more queries than keys", causal_more_q, 0, Status::UnsupportedMask,
-       {true, false}},
-  };
-  for (const BadLayout& bad : cases) check_bad_layout(forced_plan_kernel(run_forced_plan<0, 3>), bad);
+  testing::check_bad_layouts(forced_plan_kernel(run_forced_plan<0, 3>));
 }
 
 FS_GPU_TEST_CASE("stage04 v6 refuses a plan it does not have — before any launch") {

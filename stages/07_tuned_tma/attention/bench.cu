@@ -4,7 +4,10 @@
 // version; stage 04's v5 (FlashAttention-2 on mma.sync, the speed to beat from below) at N = 8192 in
 // the same run (its whole grid is stage04.json's). SDPA's flash and cuDNN backends are timed by
 // plots/sdpa_bench.py (sdpa.json; a same-call run at N = 8192 is folded into stage07_attention.json);
-// the plot script sets them beside these. 2 × 48 + 8 benchmarks of 5 repetitions.
+// the plot script sets them beside these. Then packed batches (cu_seqlens), fp16, at D = 64 and 128
+// with the grid's H, causal and not, for every version and stage 04's v5: 2 entries of 8192 (the
+// headline's work, packed: what the layout itself costs) and 16 entries of 512 to 8192 (sequence ends
+// inside tiles and key blocks everywhere). 2 × 48 + 8 + 40 benchmarks of 5 repetitions.
 #include "common/tools/attention_check.h"
 #include "common/tools/bench.h"
 
@@ -15,4 +18,13 @@ void fs::bench::register_benchmarks(const DeviceInfo& dev) {
   AttentionGrid headline = grid;
   headline.seqs = {8192};
   for (const KernelDesc* k : find_kernels("stage04/v5")) register_attention(dev, *k, headline);
+
+  std::vector<PackedBatch> packed;
+  for (int64_t d : {64, 128})
+    for (bool causal : {false, true}) {
+      packed.push_back({DType::FP16, d, 2048 / d, 2, 8192, 8192, causal});
+      packed.push_back({DType::FP16, d, 2048 / d, 16, 512, 8192, causal});
+    }
+  for (const char* stage : {"stage07/attention", "stage04/v5"})
+    for (const KernelDesc* k : find_kernels(stage)) register_attention_packed(dev, *k, packed);
 }

@@ -23,12 +23,13 @@ using Elements = Dtypes<DType::FP16, DType::BF16>;
 using HeadDimList = HeadDims<64, 128, 256>;
 
 // 16-byte aligned tensors (TMA's rule for a tensor's base; every row, D·2 bytes, is a multiple of 16).
-// Dense batches only: TMA zero-fills at a tensor's bounds, not at a sequence's end inside a packed or
-// padded batch; the variable-length layouts are a later version's.
-constexpr AttentionSupport kSupport = attention_support<Elements, HeadDimList>(16, /*varlen=*/false);
+// Dense, padded and packed batches (TMA zero-fills only at a plane's end, so the kernels zero what a
+// tile brings past a sequence's end themselves: tma_attention.cuh, first_foreign_row).
+constexpr AttentionSupport kSupport = attention_support<Elements, HeadDimList>(16, /*varlen=*/true);
 
-// One tensor of the problem as TMA sees it: `planes` heads of [rows][D], each plane its rows after
-// the last (dense [B, H, N, D]), boxes of 64 columns (one swizzle row) × box_rows rows.
+// One tensor of the problem as TMA sees it: `planes` planes of [rows][D], each plane its rows after
+// the last (dense and padded [B, H, N, D]: a plane per (batch entry, head); packed [H, total, D]: a
+// plane per head), boxes of 64 columns (one swizzle row) × box_rows rows.
 inline TensorMap3d head_map(const void* base, DType dtype, int64_t planes, int64_t rows, int64_t d, int box_rows) {
   TensorMap3d m;
   m.plane.base = base;
@@ -52,13 +53,14 @@ Status launch_with_maps(void (*kernel)(CUtensorMap, CUtensorMap, CUtensorMap, at
                         const AttentionProblem& pr, cudaStream_t stream) {
   const AttentionParams& p = pr.p;
   const DType t = dtype_of(p);
-  const int64_t q_planes = p.batch * p.heads, kv_planes = p.batch * kv_head_count(p);
+  const int64_t entries = p.cu_seqlens_q ? 1 : p.batch;  // packed: every entry in the same planes
+  const int64_t q_planes = entries * p.heads, kv_planes = entries * kv_head_count(p);
   CUtensorMap tq, tk, tv;
   FS_RETURN_IF_ERROR(encode_tensor_map(head_map(p.q, t, q_planes, p.seq_q, p.head_dim, C::kBr), &tq));
   FS_RETURN_IF_ERROR(encode_tensor_map(head_map(p.k, t, kv_planes, p.seq_k, p.head_dim, C::kBc), &tk));
   FS_RETURN_IF_ERROR(encode_tensor_map(head_map(p.v, t, kv_planes, p.seq_k, p.head_dim, C::kBc), &tv));
   const attn::Args<T> a = attn::make_args<T>(pr, C::kBr);
-  const int64_t blocks = q_planes * a.q_tiles;
+  const int64_t blocks = p.batch * p.heads * a.q_tiles;  // attn::locate: B·H·q_tiles, whatever the layout
   if (blocks > INT_MAX) return Status::InvalidSize;  // gridDim.x limit: about 2^31 · 64 query rows
   // Above 48 KB a kernel must opt in to the larger dynamic shared memory carve-out.
   FS_RETURN_IF_CUDA_ERROR(
@@ -82,14 +84,15 @@ Status launch_version(const AttentionProblem& pr, cudaStream_t stream, KernelOf 
 // The same for the warp-specialized versions (v2 to v4, tma_attention.cuh's ws::): kernel_of(DtypeTag<t>{},
 // ConfigTag<C>{}) is the version's kernel for element type t and tile configuration C, which is
 // ws::Config<D>, or at D = 64 for Nk >= ws::kWideFromKeys ws::Config<64, ws::kWideBc> (192-key blocks pay
-// on long sequences and cost on short ones: tma_attention.cuh).
+// on long sequences and cost on short ones: tma_attention.cuh). Packed batches take the default: their
+// seq_k is the total of every entry's keys, and the entries' own lengths are on the device.
 template <class C>
 struct ConfigTag {
   using type = C;
 };
 template <class KernelOf>
 Status launch_ws_version(const AttentionProblem& pr, cudaStream_t stream, KernelOf kernel_of) {
-  if (pr.p.head_dim == 64 && pr.p.seq_k >= ws::kWideFromKeys) {
+  if (pr.p.head_dim == 64 && pr.p.seq_k >= ws::kWideFromKeys && !pr.p.cu_seqlens_q) {
     using Wide = ws::Config<64, ws::kWideBc>;
     return Elements::dispatch(pr.p.dtype, [&](auto t) {
       return launch_with_maps<Wide>(kernel_of(t, ConfigTag<Wide>{}), pr, stream);

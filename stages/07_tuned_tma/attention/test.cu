@@ -2,10 +2,11 @@
 // sizes (tails in both tile directions, Nq ≠ Nk both ways, causal aligned bottom-right) with the error
 // at most 2× the naive stage's in the same precision, LSE included; grouped-query and multi-query K/V
 // and decoding (Nq = 1 against up to 16384 keys); custom scales over many key blocks; long key
-// sequences at D = 64 (the 192-key blocks v2 to v4 take there); tensors of more
-// than 2^31 elements (the last head checked lies past element 2^31); error paths:
-// bad inputs, what the Hopper versions do not take (D = 32, the variable-length layouts) named before
-// any launch, FS_ERR_UNSUPPORTED_DEVICE off sm_90. The versions and the naive baseline come from the
+// sequences at D = 64 (the 192-key blocks v2 to v4 take there); padded (seq_lens, the padding NaN)
+// and packed (cu_seqlens) batches against a per-entry reference, at every head_dim, with grouped K/V
+// and with 192-key blocks, and entries that break the rules left unwritten; tensors of more than 2^31
+// elements (the last head checked lies past element 2^31); error paths: bad inputs, what the Hopper
+// versions do not take (D = 32) named before any launch, FS_ERR_UNSUPPORTED_DEVICE off sm_90. The versions and the naive baseline come from the
 // library's registry.
 #include <cuda_runtime.h>
 
@@ -44,7 +45,7 @@ FS_CPU_TEST_CASE("stage07 attention lists its versions, in order, with what they
     INFO(k->qualified());
     CHECK(k->is_attention());
     CHECK(head_dims(*k) == std::vector<int64_t>{64, 128, 256});
-    CHECK(!k->attention.varlen);
+    CHECK(k->attention.varlen);
     CHECK(k->attention.alignment == 16);
   }
 }
@@ -88,12 +89,16 @@ FS_CPU_TEST_CASE("stage07 attention through the C interface: named codes before 
     CHECK(with(launch, [](auto& b) { b.kv_heads = 2; }) == FS_ERR_INVALID_KV_HEADS);  // more than heads = 1
     // TMA reads 16-byte aligned tensors.
     CHECK(with(launch, [](auto& b) { b.q = reinterpret_cast<const void*>(0x10008); }) == FS_ERR_MISALIGNED_POINTER);
-    // No variable-length layout: refused by name, before any device call.
-    CHECK(with(launch, [](auto& b) { b.seq_lens = reinterpret_cast<const int32_t*>(0x30000); }) ==
-          FS_ERR_INVALID_SEQLENS);
+    // Variable-length fields that cannot describe a layout: refused by name, before any device call.
+    CHECK(with(launch, [](auto& b) {
+            b.seq_lens = b.cu_seqlens_q = b.cu_seqlens_k = reinterpret_cast<const int32_t*>(0x30000);
+          }) == FS_ERR_INVALID_SEQLENS);  // padded and packed at once
+    CHECK(with(launch, [](auto& b) { b.cu_seqlens_q = reinterpret_cast<const int32_t*>(0x30000); }) ==
+          FS_ERR_INVALID_SEQLENS);  // packed queries without packed keys
     CHECK(with(launch, [](auto& b) {
             b.cu_seqlens_q = b.cu_seqlens_k = reinterpret_cast<const int32_t*>(0x30000);
-          }) == FS_ERR_INVALID_SEQLENS);
+            b.max_seq_q = 2;
+          }) == FS_ERR_INVALID_SEQLENS);  // an entry longer than the total
   }
   if (testing::missing_gpu()) {
     // Valid arguments reach the runtime, which has no device to give: a named error, not a crash.
@@ -155,6 +160,34 @@ FS_GPU_TEST_CASE("stage07 attention every version: long key sequences at D = 64 
   }
 }
 
+FS_GPU_TEST_CASE("stage07 attention every version handles padded and packed variable lengths") {
+  FS_SKIP_WITHOUT_GPU();
+  // TMA brings whole boxes: a tile that runs past a sequence's end holds the padding (NaN here) or the
+  // next entry's rows, which the kernels must mask (keys) or zero (queries, values).
+  for (const KernelDesc* k : kAll) {
+    if (!testing::runs_here(*k)) continue;
+    uint64_t seed = 8000;
+    for (int64_t d : head_dims(*k)) testing::check_varlen_layouts(*k, d, seed += 10);
+    testing::check_varlen_grouped(*k, 128, seed += 10);
+    // Padded to 4500 keys at D = 64: v2 to v4 take 192-key blocks (the launch sees seq_k), whose last
+    // block ends inside the padding (4100 = 21 · 192 + 68); an entry of 1000 ends inside another block.
+    testing::Varlen wide{2, 2, 64, true, {4100, 1000}, 4100, 4500};
+    testing::check_varlen_batch(*k, wide, DType::FP16, ++seed);
+    // Packed entries of 1 .. 700 rows: many sequence ends inside one 128-row tile and one key block.
+    testing::Varlen many{6, 2, 128, false, {}, 1118, 1243, {0, 1, 18, 35, 400, 418, 1118},
+                         {0, 1, 100, 117, 500, 543, 1243}};
+    testing::check_varlen_batch(*k, many, DType::BF16, ++seed);
+  }
+}
+
+FS_GPU_TEST_CASE("stage07 attention lengths that break the rules: fs_check_varlen names them — the kernels skip those entries") {
+  FS_SKIP_WITHOUT_GPU();
+  for (const KernelDesc* k : kAll) {
+    if (!testing::runs_here(*k)) continue;
+    testing::check_bad_layouts(*k);
+  }
+}
+
 FS_GPU_TEST_CASE("stage07 attention every version: Q, K, V and O of more than 2^31 elements") {
   FS_SKIP_WITHOUT_GPU();
   if (testing::sanitizer_sizes()) {
@@ -187,6 +220,7 @@ FS_GPU_TEST_CASE("stage07 attention every version rejects bad inputs and writes 
   DeviceBuffer<int32_t> lens(std::vector<int32_t>{17, 5});
   DeviceBuffer<int32_t> cu_q(std::vector<int32_t>{0, 10, 17});
   DeviceBuffer<int32_t> cu_k(std::vector<int32_t>{0, 5, 40});
+  const std::vector<int32_t> host_lens{17, 5};
   for (const KernelDesc* k : kAll) {
     testing::check_rejects_bad_inputs(*k, ok);
     auto rejected = [&](const std::function<void(AttentionParams&)>& bad, Status expected) {
@@ -198,10 +232,12 @@ FS_GPU_TEST_CASE("stage07 attention every version rejects bad inputs and writes 
     // 8-byte aligned is not enough: a TMA tensor's base must be 16-byte aligned.
     rejected([](AttentionParams& p) { p.k = static_cast<const char*>(p.k) + 8; }, Status::MisalignedPointer);
     rejected([](AttentionParams& p) { p.o = static_cast<char*>(p.o) + 2; }, Status::MisalignedPointer);
-    // The variable-length layouts are not taken: named, nothing written.
-    rejected([&](AttentionParams& p) { p.seq_lens = lens.get(); }, Status::InvalidSeqLens);
-    rejected([&](AttentionParams& p) { p.cu_seqlens_q = cu_q.get(), p.cu_seqlens_k = cu_k.get(); },
+    // Variable-length fields that do not describe one layout: named, nothing written.
+    rejected([&](AttentionParams& p) { p.seq_lens = lens.get(), p.cu_seqlens_q = cu_q.get(), p.cu_seqlens_k = cu_k.get(); },
              Status::InvalidSeqLens);
+    rejected([&](AttentionParams& p) { p.cu_seqlens_k = cu_k.get(); }, Status::InvalidSeqLens);
+    // Lengths in host memory: the kernels read them on the device.
+    rejected([&](AttentionParams& p) { p.seq_lens = host_lens.data(); }, Status::InvalidSeqLens);
   }
 }
 

@@ -30,6 +30,46 @@ __device__ __forceinline__ void load_tile(unsigned char* tile, const CUtensorMap
     sm90::tma_load_3d(tile + p * rows * 128, map, 64 * p, int32_t(first), int32_t(plane), bar);
 }
 
+// ---- Sequences inside the maps' planes ---------------------------------------------------------
+// The tensor maps see Q, K and V as planes of rows (launch.cuh): one plane per (batch entry, head) of
+// Nq or Nk rows for dense and padded batches, one per head of all the entries' rows for packed ones.
+// A Sequence's q_row0 / k_row0 count rows from the start of the tensor, so the plane is their quotient
+// by the plane's rows and the sequence's first row within it the remainder.
+struct PlaneRow {
+  int64_t plane;  // the map's third coordinate
+  int64_t row;    // the sequence's first row within the plane
+};
+__device__ __forceinline__ PlaneRow plane_row(int64_t row0, int64_t plane_rows) {
+  return {row0 / plane_rows, row0 % plane_rows};
+}
+
+// TMA stops a box only at the plane's end, not at a sequence's: a tile that runs past the last row of
+// its sequence brings the padding (padded batches) or the next entry's rows (packed ones). The keys
+// among them are masked in S (-inf by a select, whatever they hold), but P = 0 times a NaN or an
+// infinity in V is NaN, and so is a query row's NaN times the zero it is to be written as; so those
+// rows of Q's tile and of the last V tile are zeroed in shared memory before any product reads them,
+// as stage 04's loads zero-fill them. For a tile of `rows` rows that starts `first` rows into a
+// sequence of n rows (n > first) whose first row is row `begin` of a plane of `plane_rows`: the first
+// such row, or `rows` when none lies inside the plane (dense batches: past the sequence's end is past
+// the plane's, and TMA writes zeros there itself).
+__device__ __forceinline__ int first_foreign_row(int64_t first, int rows, int64_t n, int64_t begin,
+                                                 int64_t plane_rows) {
+  const int64_t keep = n - first;
+  return keep < rows && begin + n < plane_rows ? int(keep) : rows;
+}
+
+// Rows `from` .. rows − 1 of a landed [rows][D] tile set to zero, 16 bytes per store, by `count`
+// threads of which this is number `index`: in each panel they are one run of bytes (the swizzle moves
+// 16-byte chunks only within a row). Each thread then makes its stores visible to the async proxy,
+// through which wgmma reads shared memory; a barrier after it publishes them.
+template <int D>
+__device__ __forceinline__ void zero_rows(unsigned char* tile, int rows, int from, int index, int count) {
+  const int chunks = (rows - from) * 8;  // per panel
+  for (int e = index; e < D / 64 * chunks; e += count)
+    *reinterpret_cast<uint4*>(tile + e / chunks * rows * 128 + from * 128 + e % chunks * 16) = make_uint4(0, 0, 0, 0);
+  sm90::fence_proxy_async();
+}
+
 // The descriptor of the 16-column (k) slice ks of rows first .. first + 63 (A) or of all rows (B) of a
 // K-major tile whose panels are `rows` rows high (Q as A, K_j as B of S = Q·K_jᵀ, k = the head
 // dimension): panel ks / 4, 32 bytes per 16 columns inside its 128-byte rows, 128 bytes per row of
@@ -96,9 +136,10 @@ struct Config {
   static constexpr int kQBytes = kBr * D * 2;       // sQ: [Br][D]
   static constexpr int kKVBytes = kBc * D * 2;      // sK or sV: [Bc][D]
   static constexpr int kStageBytes = 2 * kKVBytes;  // K_j then V_j
-  // 1024-byte alignment slack, sQ, the stages, then q_full and full_k, full_v, empty [kStages].
+  // 1024-byte alignment slack, sQ, the stages, then q_full, full_k, full_v, empty [kStages], q_landed and
+  // v_landed.
   static constexpr std::size_t kSmemBytes =
-      1024 + std::size_t(kQBytes) + std::size_t(kStages) * kStageBytes + (1 + 3 * kStages) * sizeof(uint64_t);
+      1024 + std::size_t(kQBytes) + std::size_t(kStages) * kStageBytes + (3 + 3 * kStages) * sizeof(uint64_t);
   static_assert(D % 64 == 0, "whole 64-element panels");
   static_assert(kSmemBytes <= 227 * 1024, "what one block may have on an H100");
 };
@@ -113,8 +154,12 @@ static_assert(Config<64, kWideBc>::kSmemBytes <= Config<128>::kSmemBytes, "the D
 // then the barriers.
 //   q_full        Q has landed: the producer's expect_tx arrival and the bytes; used once (phase 0)
 //   full_k[st]    K_j, V_j of the block in stage st have landed (a consumer can start S = Q·K_jᵀ
-//   full_v[st]    before V_j is in)
+//   full_v[st]    before V_j is in); for a tile with rows past the sequence's end, the one arrival of
+//                 the producer warp once it has zeroed them (q_full and the last block's full_v)
 //   empty[st]     the block in stage st is no longer read: one arrival per consumer warp
+//   q_landed      Q's tile or the last V tile has landed, when it holds rows past the sequence's end
+//   v_landed      (first_foreign_row): the producer warp zeroes them, then arrives on q_full or full_v;
+//                 each used at most once (phase 0)
 // Each stage's barriers count its uses, one phase per use u (key block j = kStages·u + st), so phase u
 // has parity u & 1. A parity names its phase only while the barrier cannot run two phases ahead of its
 // waiter, and it cannot: full_*[st] phase u + 1 needs the refill that waits for empty[st] phase u, which
@@ -128,6 +173,8 @@ struct Smem {
   uint64_t* full_k;
   uint64_t* full_v;
   uint64_t* empty;
+  uint64_t* q_landed;
+  uint64_t* v_landed;
 
   __device__ explicit Smem(unsigned char* raw) {
     sQ = reinterpret_cast<unsigned char*>((reinterpret_cast<uintptr_t>(raw) + 1023) & ~uintptr_t(1023));
@@ -136,6 +183,8 @@ struct Smem {
     full_k = q_full + 1;
     full_v = full_k + C::kStages;
     empty = full_v + C::kStages;
+    q_landed = empty + C::kStages;
+    v_landed = q_landed + 1;
   }
 
   // In 32 bits: a key block index is below Nk / 64, and Nk < 2^31 (encode_tensor_map refuses longer
@@ -153,6 +202,8 @@ struct Smem {
       sm90::mbarrier_init(&full_v[st], 1);
       sm90::mbarrier_init(&empty[st], kConsumerWarps);  // one arrival per consumer warp
     }
+    sm90::mbarrier_init(q_landed, 1);
+    sm90::mbarrier_init(v_landed, 1);
     sm90::fence_mbarrier_init();  // the inits are seen by the TMA unit that completes them
   }
 
@@ -172,33 +223,66 @@ struct Smem {
   }
 };
 
+// The producer warp's part for a tile that holds rows past its sequence's end (first_foreign_row): wait
+// for it to land on `landed`, zero those rows, and hand it to the consumers with the one arrival that
+// completes `publish` (q_full or full_v[st], which then waits for no bytes).
+template <int D>
+__device__ __forceinline__ void zero_and_publish(unsigned char* tile, int rows, int from, uint64_t* landed,
+                                                 uint64_t* publish) {
+  sm90::mbarrier_wait_parity(landed, 0);
+  zero_rows<D>(tile, rows, from, threadIdx.x % 32, 32);
+  __syncwarp();  // every lane's zeros, and its fence, before the arrival that publishes them
+  if (threadIdx.x % 32 == 0) sm90::mbarrier_arrive(publish);
+}
+
 // The producer warpgroup's whole work: give its registers back (a warpgroup instruction), then one
 // thread loads Q once and K_j, V_j for the tile's n_blocks key blocks, up to kStages blocks ahead of
-// the consumers. No producer thread touches shared memory or a barrier afterwards: its warps may leave,
-// the loads in flight complete on their barriers whether or not the issuing thread still runs, and the
-// consumers wait for every one of them before they leave.
+// the consumers; its warp zeroes what Q's tile and the last V tile hold past the sequence's end. No
+// producer thread touches shared memory or a barrier afterwards: its warps may leave, the loads in
+// flight complete on their barriers whether or not the issuing thread still runs, and the consumers
+// wait for every one of them before they leave.
 template <class C, class T>
 __device__ __forceinline__ void produce(const Smem<C>& sm, const CUtensorMap* tmQ, const CUtensorMap* tmK,
                                         const CUtensorMap* tmV, const attn::Args<T>& a, const attn::Sequence& s,
                                         int64_t n_blocks) {
   constexpr int D = C::kD;
   sm90::setmaxnreg_dec<kProducerRegs>();
-  if (threadIdx.x != 0 || n_blocks == 0) return;
-  const int64_t q_plane = blockIdx.x / a.q_tiles, kv_plane = q_plane / a.group;
-  sm90::mbarrier_arrive_expect_tx(sm.q_full, C::kQBytes);
-  load_tile<D>(sm.sQ, tmQ, C::kBr, s.q0, q_plane, sm.q_full);
-  for (int64_t j = 0; j < n_blocks; ++j) {
+  if (threadIdx.x >= 32 || n_blocks == 0) return;
+  const bool issuer = threadIdx.x == 0;
+  const PlaneRow q = plane_row(s.q_row0, a.seq_q), kv = plane_row(s.k_row0, a.seq_k);
+  const int64_t last = n_blocks - 1;
+  const int q_from = first_foreign_row(s.q0, C::kBr, s.nq, q.row, a.seq_q);
+  const int v_from = first_foreign_row(last * C::kBc, C::kBc, s.nk, kv.row, a.seq_k);
+  auto load_kv = [&](int64_t j) {
     const int st = Smem<C>::stage_of(j);
-    // A stage's next use needs its last one (key block j − kStages) released by all 8 consumer warps:
-    // the phase of the opposite parity. The wait's acquire, after their wgmma_wait_group and arrivals,
-    // orders the tensor cores' reads of the stage before the TMA writes issued below.
-    if (j >= C::kStages) sm90::mbarrier_wait_parity(&sm.empty[st], Smem<C>::parity_of(j) ^ 1);
     unsigned char* sK = sm.k_tile(j);
+    uint64_t* v_bar = j == last && v_from < C::kBc ? sm.v_landed : &sm.full_v[st];
     sm90::mbarrier_arrive_expect_tx(&sm.full_k[st], C::kKVBytes);
-    load_tile<D>(sK, tmK, C::kBc, j * C::kBc, kv_plane, &sm.full_k[st]);
-    sm90::mbarrier_arrive_expect_tx(&sm.full_v[st], C::kKVBytes);
-    load_tile<D>(sK + C::kKVBytes, tmV, C::kBc, j * C::kBc, kv_plane, &sm.full_v[st]);
+    load_tile<D>(sK, tmK, C::kBc, kv.row + j * C::kBc, kv.plane, &sm.full_k[st]);
+    sm90::mbarrier_arrive_expect_tx(v_bar, C::kKVBytes);
+    load_tile<D>(sK + C::kKVBytes, tmV, C::kBc, kv.row + j * C::kBc, kv.plane, v_bar);
+  };
+  const int64_t prologue = n_blocks < C::kStages ? n_blocks : C::kStages;  // stages free from the start
+  if (issuer) {
+    uint64_t* q_bar = q_from < C::kBr ? sm.q_landed : sm.q_full;
+    sm90::mbarrier_arrive_expect_tx(q_bar, C::kQBytes);
+    load_tile<D>(sm.sQ, tmQ, C::kBr, q.row + s.q0, q.plane, q_bar);
+    for (int64_t j = 0; j < prologue; ++j) load_kv(j);
   }
+  // Q's zeros go in while the first blocks are on their way: the consumers need Q before they can free
+  // a stage for the blocks after them.
+  if (q_from < C::kBr) zero_and_publish<D>(sm.sQ, C::kBr, q_from, sm.q_landed, sm.q_full);
+  if (issuer)
+    for (int64_t j = prologue; j < n_blocks; ++j) {
+      // A stage's next use needs its last one (key block j − kStages) released by all 8 consumer warps:
+      // the phase of the opposite parity. The wait's acquire, after their wgmma_wait_group and arrivals,
+      // orders the tensor cores' reads of the stage before the TMA writes issued below.
+      sm90::mbarrier_wait_parity(&sm.empty[Smem<C>::stage_of(j)], Smem<C>::parity_of(j) ^ 1);
+      load_kv(j);
+    }
+  if (v_from < C::kBc)
+    zero_and_publish<D>(sm.k_tile(last) + C::kKVBytes, C::kBc, v_from, sm.v_landed,
+                        &sm.full_v[Smem<C>::stage_of(last)]);
 }
 
 }  // namespace ws

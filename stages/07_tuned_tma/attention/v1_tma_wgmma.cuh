@@ -9,6 +9,9 @@
 //     rows, writes the 128-byte swizzle and zero-fills what lies past a head's last row (the tensor
 //     maps are 3D, [heads][rows][D], so a key tile that runs past Nk reads zeros, not the next head's
 //     keys). Stage 04 had 128 threads compute addresses and predicates for 16-byte cp.async each.
+//     Where a sequence ends inside its plane (padded and packed batches) TMA cannot stop there: the
+//     warpgroup zeroes those rows of Q's tile and of the last V tile once they land (first_foreign_row
+//     in tma_attention.cuh; the stage README, "Variable lengths").
 //  2. An mbarrier per K/V stage says when a tile has landed (thread 0 announces the bytes with
 //     arrive.expect_tx, TMA counts them down, everyone waits for the phase to flip): no cp.async groups
 //     and no __syncthreads to publish the copies.
@@ -98,20 +101,25 @@ __global__ void __launch_bounds__(Config<D>::kThreads, 1)
   uint64_t* kv_full = q_full + 1;           // [kStages]
 
   const Sequence s = locate(a, kBr, /*reverse_tiles=*/a.causal);
-  const int64_t q_plane = blockIdx.x / a.q_tiles;  // flat query head b·H + h: Q's plane
-  const int64_t kv_plane = q_plane / a.group;      // its K/V head (grouped-query attention)
+  // The sequence's planes in the maps and its first rows there (its K/V head's under grouped-query
+  // attention; packed batches: the entry's offset in its head's rows).
+  const PlaneRow q = plane_row(s.q_row0, a.seq_q), kv = plane_row(s.k_row0, a.seq_k);
   const int tid = threadIdx.x, warp = tid / 32;
   const int64_t row0 = s.q0 + warp * 16;  // this warp's first query row
   const int64_t n_blocks = key_blocks(s, kBr, kBc, a.causal);
   const int64_t n_unmasked = unmasked_blocks(s, kBc, a.causal);
+  // Rows of Q's tile and of the last V tile past the sequence's end, to be zeroed once they land
+  // (variable-length batches only: tma_attention.cuh, first_foreign_row); kBr / kBc for none.
+  const int q_from = n_blocks > 0 ? first_foreign_row(s.q0, kBr, s.nq, q.row, a.seq_q) : kBr;
+  const int v_from = n_blocks > 0 ? first_foreign_row((n_blocks - 1) * kBc, kBc, s.nk, kv.row, a.seq_k) : kBc;
 
   // Thread 0 fills stage j % kStages with K_j and V_j: announce their bytes, then issue the boxes.
   auto load_kv = [&](int64_t j) {
     const int st = int(j % kStages);
     unsigned char* sK = sKV + st * C::kStageBytes;
     sm90::mbarrier_arrive_expect_tx(&kv_full[st], C::kStageBytes);
-    load_tile<D>(sK, &tmK, kBc, j * kBc, kv_plane, &kv_full[st]);
-    load_tile<D>(sK + C::kKVBytes, &tmV, kBc, j * kBc, kv_plane, &kv_full[st]);
+    load_tile<D>(sK, &tmK, kBc, kv.row + j * kBc, kv.plane, &kv_full[st]);
+    load_tile<D>(sK + C::kKVBytes, &tmV, kBc, kv.row + j * kBc, kv.plane, &kv_full[st]);
   };
 
   if (tid == 0) {
@@ -122,7 +130,7 @@ __global__ void __launch_bounds__(Config<D>::kThreads, 1)
   __syncthreads();  // every thread sees initialized barriers before it waits on one
   if (tid == 0 && n_blocks > 0) {
     sm90::mbarrier_arrive_expect_tx(q_full, C::kQBytes);
-    load_tile<D>(sQ, &tmQ, kBr, s.q0, q_plane, q_full);
+    load_tile<D>(sQ, &tmQ, kBr, q.row + s.q0, q.plane, q_full);
     for (int64_t j = 0; j < kStages && j < n_blocks; ++j) load_kv(j);
   }
 
@@ -131,11 +139,19 @@ __global__ void __launch_bounds__(Config<D>::kThreads, 1)
   auto& acc_o = reinterpret_cast<float(&)[D / 2]>(rO);  // the same registers as wgmma sees them
   const uint32_t q_addr = sm90::smem_address(sQ), kv_addr = sm90::smem_address(sKV);
   if (n_blocks > 0) sm90::mbarrier_wait_parity(q_full, 0);  // sQ has landed (used once: phase 0)
+  if (q_from < kBr) {
+    zero_rows<D>(sQ, kBr, q_from, tid, C::kThreads);
+    __syncthreads();  // every thread's zeros, fenced for the async proxy, before any wgmma reads sQ
+  }
 
   for (int64_t j = 0; j < n_blocks; ++j) {
     const int st = int(j % kStages);
     sm90::mbarrier_wait_parity(&kv_full[st], uint32_t(j / kStages) & 1);  // K_j, V_j have landed
     const uint32_t k_addr = kv_addr + st * C::kStageBytes, v_addr = k_addr + C::kKVBytes;
+    if (j == n_blocks - 1 && v_from < kBc) {
+      zero_rows<D>(sKV + st * C::kStageBytes + C::kKVBytes, kBc, v_from, tid, C::kThreads);
+      __syncthreads();  // the same for V_j's rows past the end, before P·V_j reads them
+    }
 
     float rS[1][kNT][4];  // S′ = Q·K_jᵀ, raw scores: 64 × Bc over the warpgroup, 16 × Bc per warp
     auto& acc_s = reinterpret_cast<float(&)[kBc / 2]>(rS);

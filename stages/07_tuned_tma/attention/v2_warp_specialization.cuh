@@ -36,6 +36,9 @@
 //                        wait full_v[st], parity u & 1; O += P·V_j (wgmma, A from registers); wait
 //                        lane 0 of each warp: arrive empty[st]
 //   after     consumers: O / l and LSE to global memory, from registers
+// Variable lengths: Q's tile and the last V tile, where they hold rows past the sequence's end inside
+// the plane, land on q_landed / v_landed instead; warp 0 of the producer zeroes those rows and then
+// completes q_full / full_v[st] with one plain arrival (ws::produce), so the consumers do not change.
 // A consumer whose 64 rows need fewer key blocks than the tile's other half (causal: the first half
 // stops one block earlier; a half with no real row needs none) skips the products of the blocks past
 // its own, and still releases each of them once it has landed, so the producer can refill its stage.
