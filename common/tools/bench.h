@@ -2,7 +2,8 @@
 //
 // Names: <stage>/<version>/<dtype>/D:<d>/N:<n>/causal:<0|1> for attention on the grid,
 // <stage>/<version>/<dtype>/D:<d>/B:<b>/H:<h>/Nq:<nq>/Nk:<nk>/causal:<0|1> for other attention shapes
-// (.../H:<h>/KVH:<kvh>/Nq:... when K/V have fewer heads than Q), and
+// (.../H:<h>/KVH:<kvh>/Nq:... when K/V have fewer heads than Q),
+// <stage>/<version>/<dtype>/D:<d>/H:<h>/packed:<entries>x<lo>-<hi>/causal:<0|1> for packed batches, and
 // <stage>/<version>/<dtype>/M:<m>/N:<n>/K:<k> for GEMM; peers use their own first part (cublas/…).
 // Time is manual (CUDA events around each launch, L2 flushed before it); counters are TFLOPS, GB/s and,
 // for attention, extra_bytes. Each benchmark runs 5 repetitions and reports their median (plus mean,
