@@ -202,6 +202,29 @@ void register_attention_shapes(const DeviceInfo& dev, const KernelDesc& kernel,
   }
 }
 
+std::vector<AttentionParams> underfilled_attention_shapes() {
+  struct Size {
+    int64_t b, h, nq, nk;
+  };
+  const Size sizes[] = {{1, 16, 512, 16384}, {1, 32, 1024, 8192}, {2, 8, 256, 32768}, {4, 32, 1, 8192}};
+  std::vector<AttentionParams> shapes;
+  for (int64_t d : {128, 64})
+    for (const Size& s : sizes)
+      for (bool causal : {false, true}) shapes.push_back(attention_shape(s.b, s.h, s.nq, s.nk, d, DType::FP16, causal));
+  for (bool causal : {false, true}) shapes.push_back(attention_shape(1, 16, 512, 16384, 128, DType::BF16, causal));
+  struct GqaSize {
+    int64_t b, h, kv_heads, nq, nk;
+  };
+  const GqaSize gqa_sizes[] = {{1, 32, 8, 1, 16384}, {8, 32, 8, 1, 8192}, {1, 32, 8, 512, 16384}, {4, 32, 1, 1, 8192}};
+  for (const GqaSize& s : gqa_sizes)
+    for (bool causal : {false, true}) {
+      AttentionParams p = attention_shape(s.b, s.h, s.nq, s.nk, 128, DType::FP16, causal);
+      p.kv_heads = s.kv_heads;
+      shapes.push_back(p);
+    }
+  return shapes;
+}
+
 std::vector<int32_t> packed_lengths(const PackedBatch& batch) {
   // splitmix64 from a fixed seed: std::uniform_int_distribution's output differs between standard
   // libraries, and these lengths name a benchmark.

@@ -60,6 +60,16 @@ void register_attention_stage(const DeviceInfo& dev, const char* stage, const At
 void register_attention_shapes(const DeviceInfo& dev, const KernelDesc& kernel,
                                const std::vector<AttentionParams>& shapes);
 
+// The shapes on which one query tile per (batch entry, head) leaves SMs idle (issue 10): short query
+// blocks against long keys (a prefill chunk against a long context, and decoding, Nq = 1) at
+// (B, H, Nq, Nk) = (1, 16, 512, 16384), (1, 32, 1024, 8192), (2, 8, 256, 32768), (4, 32, 1, 8192),
+// D = 128 and 64, fp16, causal 0 and 1, and bf16 at the first one, D = 128; then grouped-query K/V at
+// (B, H, KVH, Nq, Nk) = (1, 32, 8, 1, 16384), (8, 32, 8, 1, 8192) (decoding a 32-head layer with 8 K/V
+// heads, one sequence and eight), (1, 32, 8, 512, 16384) (a prefill chunk) and (4, 32, 1, 1, 8192)
+// (multi-query decoding), D = 128, fp16, causal 0 and 1. 26 shapes; plots/sdpa_bench.py times SDPA on
+// the same ones (its DEFAULT_QK_SIZES, DEFAULT_GQA_SIZES).
+std::vector<AttentionParams> underfilled_attention_shapes();
+
 // A packed batch (cu_seqlens) of `entries` sequences with as many keys as queries, their lengths drawn
 // from [lo, hi] by a fixed generator (the same lengths on every machine and run; lo = hi: all alike),
 // as a training step packs sequences of different lengths. Named

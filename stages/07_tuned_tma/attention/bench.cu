@@ -7,7 +7,10 @@
 // the plot script sets them beside these. Then packed batches (cu_seqlens), fp16, at D = 64 and 128
 // with the grid's H, causal and not, for every version and stage 04's v5: 2 entries of 8192 (the
 // headline's work, packed: what the layout itself costs) and 16 entries of 512 to 8192 (sequence ends
-// inside tiles and key blocks everywhere). 2 × 48 + 8 + 40 benchmarks of 5 repetitions.
+// inside tiles and key blocks everywhere). Then where one query tile per (batch entry, head) leaves
+// SMs idle (bench::underfilled_attention_shapes: short queries against long keys, decoding, grouped
+// K/V), every version and stage 04's v6 (split-KV). 2 × 48 + 8 + 40 + 5 × 26 benchmarks of 5
+// repetitions.
 #include "common/tools/attention_check.h"
 #include "common/tools/bench.h"
 
@@ -27,4 +30,8 @@ void fs::bench::register_benchmarks(const DeviceInfo& dev) {
     }
   for (const char* stage : {"stage07/attention", "stage04/v5"})
     for (const KernelDesc* k : find_kernels(stage)) register_attention_packed(dev, *k, packed);
+
+  const std::vector<AttentionParams> underfilled = underfilled_attention_shapes();
+  for (const char* stage : {"stage07/attention", "stage04/v6"})
+    for (const KernelDesc* k : find_kernels(stage)) register_attention_shapes(dev, *k, underfilled);
 }
