@@ -4,8 +4,8 @@
 // (AttentionParams).
 //
 // Every version takes fp16 or bf16 Q, K, V, O, fp32 LSE (optional), head_dim 64, 128 or 256, grouped-query
-// K/V, 16-byte aligned tensors (what TMA reads), dense batches; Hopper only (sm_90a), any other GPU
-// gets FS_ERR_UNSUPPORTED_DEVICE.
+// K/V, 16-byte aligned tensors (what TMA reads), dense, padded and packed batches; Hopper only (sm_90a),
+// any other GPU gets FS_ERR_UNSUPPORTED_DEVICE.
 #pragma once
 
 #include "common/lib/kernel.h"
