@@ -31,13 +31,11 @@ Status launch_flash_fwd_v5_candidate(const AttentionParams& params, int index, c
 int flash_fwd_v5_choice(int64_t head_dim, DType dtype, bool causal, cudaStream_t stream);
 
 // v6: the LSE, plus the split workspace of the plan it runs for these params on the current GPU (the
-// remembered one; before the first call, the largest it could choose); the split count that fills
-// the GPU's `slots` (SMs × blocks per SM) best with `tiles` query tiles whose rows see `key_blocks`
-// key blocks (1 when tiles >= slots); and one launch with a forced plan: v5's tile shape `tile`
-// (tile_shapes.cuh's order, flash_fwd_v5_candidate_name) and `splits` splits (1: no workspace, no
-// merge), validated like every launch.
+// remembered one; before the first call, the largest it could choose); and one launch with a forced
+// plan: v5's tile shape `tile` (tile_shapes.cuh's order, flash_fwd_v5_candidate_name) and `splits`
+// splits (1: no workspace, no merge), validated like every launch. Its split count's heuristic is
+// common/lib/split_kv.h's split_kv_heuristic.
 std::size_t flash_fwd_v6_extra_bytes(const AttentionParams& params);
-int flash_fwd_v6_split_heuristic(int64_t tiles, int64_t key_blocks, int64_t slots);
 Status launch_flash_fwd_v6_plan(const AttentionParams& params, int tile, int splits, cudaStream_t stream);
 
 }  // namespace fs

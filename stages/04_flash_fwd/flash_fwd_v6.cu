@@ -6,7 +6,7 @@
 //      tiles = B·H·ceil(Nq / Br) blocks against slots = SMs × the blocks of that kernel an SM holds.
 //   2. tiles >= slots: the grid fills the GPU; one split, v5's launch, nothing more.
 //   3. tiles < slots: the candidates are every tile shape of tile_shapes.cuh with split counts around
-//      the wave count's choice (flash_fwd_v6_split_heuristic); the tuner times them once on a dense
+//      the wave count's choice (split_kv_heuristic, common/lib/split_kv.h); the tuner times them once on a dense
 //      problem of the call's shape (B·H query heads over B·KVH K/V heads, Nq, Nk) and remembers the
 //      fastest for that shape. Decoding (Nq = 1, one query tile per head) is the extreme case: B·H
 //      tiles, each split as far as the waves and the 4-block slices allow (16 at most).
@@ -24,6 +24,7 @@
 
 #include "common/lib/device.h"
 #include "common/lib/flops.h"
+#include "common/lib/split_kv.h"
 #include "common/lib/tuner.h"
 #include "common/lib/workspace.h"
 #include "flash_fwd.h"
@@ -36,28 +37,18 @@ namespace fs::flash::v6 {
 
 namespace {
 
-constexpr int kMaxSplits = 16;      // the workspace grows with the splits; 16 slices fill 132 SMs from 9 tiles
-constexpr int kMinSliceBlocks = 4;  // no slice shorter than this many key blocks (256 keys at Bc = 64)
-
-// Rows of O (and of each split's partials): [B, H, Nq] dense or padded, [H, total] packed.
-int64_t partial_rows(const AttentionParams& p) { return (p.cu_seqlens_q ? 1 : p.batch) * p.heads * p.seq_q; }
-
-std::size_t workspace_bytes(const AttentionParams& p, int splits) {
-  return splits <= 1 ? 0 : std::size_t(splits) * std::size_t(partial_rows(p)) * std::size_t(p.head_dim + 1) * 4;
-}
-
 // The split kernel for tile shape C, then the merge, around one workspace allocation.
 template <class C>
 Status launch_split(const AttentionProblem& pr, int splits, cudaStream_t stream) {
   return Elements::dispatch(pr.p.dtype, [&](auto t) {
     using T = typename decltype(t)::type;
     constexpr int D = C::kHeadDim;
-    SplitArgs<T> sa{make_args<T>(pr, C::kBr), nullptr, nullptr, partial_rows(pr.p)};
+    SplitArgs<T> sa{make_args<T>(pr, C::kBr), nullptr, nullptr, split_partial_rows(pr.p)};
     const Args<T> merge_args = make_args<T>(pr, kMergeRows<D>);
     const int64_t blocks = pr.p.batch * pr.p.heads * sa.a.q_tiles;
     const int64_t merge_blocks = pr.p.batch * pr.p.heads * merge_args.q_tiles;
     if (blocks > INT_MAX || merge_blocks > INT_MAX) return Status::InvalidSize;  // gridDim.x limit
-    return with_workspace(workspace_bytes(pr.p, splits), stream, [&](void* ws) {
+    return with_workspace(split_workspace_bytes(pr.p, splits), stream, [&](void* ws) {
       sa.o_part = static_cast<float*>(ws);
       sa.lse_part = sa.o_part + int64_t(splits) * sa.rows * D;
       auto* split_kernel = flash_fwd_v6_kernel<T, D, C>;
@@ -67,7 +58,7 @@ Status launch_split(const AttentionProblem& pr, int splits, cudaStream_t stream)
       split_kernel<<<dim3(unsigned(blocks), unsigned(splits)), C::kThreads, C::kSmemBytes, stream>>>(sa);
       FS_RETURN_IF_CUDA_ERROR(cudaGetLastError());
       // Same stream: the merge starts after every split block has written its partials.
-      flash_fwd_v6_merge_kernel<T, D>
+      merge_splits_kernel<T, D>
           <<<unsigned(merge_blocks), kMergeThreads, 0, stream>>>(merge_args, sa.o_part, sa.lse_part, sa.rows, splits);
       FS_RETURN_IF_CUDA_ERROR(cudaGetLastError());
       return Status::Success;
@@ -168,7 +159,7 @@ Status candidates(const AttentionProblem& pr, int first, std::vector<Plan>* out)
   for (int i : order) {
     Grid g;
     FS_RETURN_IF_ERROR(grid_of(pr, i, &g));
-    const int h = flash_fwd_v6_split_heuristic(g.tiles, g.key_blocks, g.slots);
+    const int h = split_kv_heuristic(g.tiles, g.key_blocks, g.slots);
     out->push_back({i, h});
     if (h > 1) out->push_back({i, 1});
     if (h > 1 && 2 * h <= kMaxSplits && g.key_blocks >= 2 * h * kMinSliceBlocks) out->push_back({i, 2 * h});
@@ -287,23 +278,6 @@ fs::Status fs::flash::run_v6(const AttentionProblem& pr, cudaStream_t stream) {
 
 namespace fs {
 
-int flash_fwd_v6_split_heuristic(int64_t tiles, int64_t key_blocks, int64_t slots) {
-  using flash::v6::kMaxSplits, flash::v6::kMinSliceBlocks;
-  if (tiles <= 0 || slots <= 0 || tiles >= slots) return 1;
-  const int most = int(std::clamp<int64_t>(key_blocks / kMinSliceBlocks, 1, kMaxSplits));
-  // Wave efficiency of s splits: the blocks launched over the slots their waves occupy.
-  auto efficiency = [&](int s) {
-    const int64_t blocks = tiles * s, waves = (blocks + slots - 1) / slots;
-    return double(blocks) / double(waves * slots);
-  };
-  double best = 0.0;
-  for (int s = 1; s <= most; ++s) best = std::max(best, efficiency(s));
-  // The fewest splits within 5% of the best: each split adds partials to write and merge.
-  for (int s = 1; s <= most; ++s)
-    if (efficiency(s) >= 0.95 * best) return s;
-  return 1;
-}
-
 std::size_t flash_fwd_v6_extra_bytes(const AttentionParams& p) {
   std::size_t bytes = lse_extra_bytes(p);
   // Called on shapes without tensors (the benchmarks size their buffers with it): no validate().
@@ -312,7 +286,7 @@ std::size_t flash_fwd_v6_extra_bytes(const AttentionParams& p) {
     return bytes;
   flash::v6::Plan c{};
   if (flash::v6::plan(prepare(p), nullptr, /*tune=*/false, &c) == Status::Success)
-    bytes += flash::v6::workspace_bytes(p, c.splits);
+    bytes += split_workspace_bytes(p, c.splits);
   return bytes;
 }
 

@@ -301,30 +301,3 @@ FS_CPU_TEST_CASE("stage04 through the C interface: named codes before any launch
     MESSAGE("SKIPPED the no-device path: this machine has a GPU (the GPU cases cover FS_ERR_CUDA)");
   }
 }
-
-FS_CPU_TEST_CASE("stage04 v6 split heuristic: fill whole waves / never split a full grid / keep slices long") {
-  // A full grid is never split.
-  CHECK(flash_fwd_v6_split_heuristic(132, 256, 132) == 1);
-  CHECK(flash_fwd_v6_split_heuristic(2048, 128, 264) == 1);
-  // B = 1, H = 16, Nq = 512 at Br = 128: 64 tiles; two blocks per SM on 132 SMs: 4 splits fill 256 of
-  // 264 slots (97%), the fewest that do.
-  CHECK(flash_fwd_v6_split_heuristic(64, 256, 264) == 4);
-  // One block per SM: 2 splits already fill 128 of 132.
-  CHECK(flash_fwd_v6_split_heuristic(64, 256, 132) == 2);
-  // 100 tiles on 132 slots: 1 split fills 76%; 5 splits 500 of 528 (95%) within 5% of the best
-  // (13 splits, 1300 of 1320).
-  CHECK(flash_fwd_v6_split_heuristic(100, 1000, 132) == 5);
-  // Slices of at least 4 key blocks: 8 key blocks allow at most 2 splits; 3 allow none.
-  CHECK(flash_fwd_v6_split_heuristic(16, 8, 132) == 2);
-  CHECK(flash_fwd_v6_split_heuristic(16, 3, 132) == 1);
-  // Decoding, Nq = 1: one query tile per head. B = 1, H = 32 against Nk = 16384 (256 key blocks of 64):
-  // 8 splits fill 256 of 264 slots, 4 fill 128 of 132; with 8 query heads 16 splits, the cap, fill
-  // 128 of 264. (The grid has a tile per query head, whether or not heads share K/V: GQA changes
-  // nothing here.)
-  CHECK(flash_fwd_v6_split_heuristic(32, 256, 264) == 8);
-  CHECK(flash_fwd_v6_split_heuristic(32, 256, 132) == 4);
-  CHECK(flash_fwd_v6_split_heuristic(8, 256, 264) == 16);
-  // At most 16 splits, however empty the GPU.
-  CHECK(flash_fwd_v6_split_heuristic(1, 100000, 1000) == 16);
-  CHECK(flash_fwd_v6_split_heuristic(0, 100, 132) == 1);
-}

@@ -12,6 +12,10 @@
 
 namespace fs {
 
-extern const KernelDesc kFlashTmaV1, kFlashTmaV2, kFlashTmaV3, kFlashTmaV4;
+extern const KernelDesc kFlashTmaV1, kFlashTmaV2, kFlashTmaV3, kFlashTmaV4, kFlashTmaV5;
+
+// v5 with a forced split count (1: v4's launch, no workspace), validated like every launch: the tests
+// run the split path on shapes where the heuristic would not split.
+Status launch_flash_tma_v5_splits(const AttentionParams& params, int splits, cudaStream_t stream);
 
 }  // namespace fs

@@ -44,23 +44,28 @@ inline TensorMap3d head_map(const void* base, DType dtype, int64_t planes, int64
   return m;
 }
 
-// The launch of a version whose kernel takes (tmQ, tmK, tmV, Args<T>), built for tile configuration C
-// (kBr, kBc, kThreads, kSmemBytes): Q's map with boxes of Br rows, K's and V's of Bc rows, then
-// B·H·ceil(max Nq / Br) blocks on `stream`. The maps are encoded first: a size TMA cannot take
-// returns its code before anything is launched.
-template <class C, class T>
-Status launch_with_maps(void (*kernel)(CUtensorMap, CUtensorMap, CUtensorMap, attn::Args<T>),
-                        const AttentionProblem& pr, cudaStream_t stream) {
+// The problem's tensor maps for tile configuration C (kBr, kBc): Q's with boxes of Br rows, K's and
+// V's of Bc rows. A size TMA cannot take returns its code here, before anything is launched.
+template <class C>
+Status encode_maps(const AttentionProblem& pr, CUtensorMap* tq, CUtensorMap* tk, CUtensorMap* tv) {
   const AttentionParams& p = pr.p;
   const DType t = dtype_of(p);
   const int64_t entries = p.cu_seqlens_q ? 1 : p.batch;  // packed: every entry in the same planes
   const int64_t q_planes = entries * p.heads, kv_planes = entries * kv_head_count(p);
+  FS_RETURN_IF_ERROR(encode_tensor_map(head_map(p.q, t, q_planes, p.seq_q, p.head_dim, C::kBr), tq));
+  FS_RETURN_IF_ERROR(encode_tensor_map(head_map(p.k, t, kv_planes, p.seq_k, p.head_dim, C::kBc), tk));
+  return encode_tensor_map(head_map(p.v, t, kv_planes, p.seq_k, p.head_dim, C::kBc), tv);
+}
+
+// The launch of a version whose kernel takes (tmQ, tmK, tmV, Args<T>), built for tile configuration C
+// (kBr, kBc, kThreads, kSmemBytes): the maps, then B·H·ceil(max Nq / Br) blocks on `stream`.
+template <class C, class T>
+Status launch_with_maps(void (*kernel)(CUtensorMap, CUtensorMap, CUtensorMap, attn::Args<T>),
+                        const AttentionProblem& pr, cudaStream_t stream) {
   CUtensorMap tq, tk, tv;
-  FS_RETURN_IF_ERROR(encode_tensor_map(head_map(p.q, t, q_planes, p.seq_q, p.head_dim, C::kBr), &tq));
-  FS_RETURN_IF_ERROR(encode_tensor_map(head_map(p.k, t, kv_planes, p.seq_k, p.head_dim, C::kBc), &tk));
-  FS_RETURN_IF_ERROR(encode_tensor_map(head_map(p.v, t, kv_planes, p.seq_k, p.head_dim, C::kBc), &tv));
+  FS_RETURN_IF_ERROR(encode_maps<C>(pr, &tq, &tk, &tv));
   const attn::Args<T> a = attn::make_args<T>(pr, C::kBr);
-  const int64_t blocks = p.batch * p.heads * a.q_tiles;  // attn::locate: B·H·q_tiles, whatever the layout
+  const int64_t blocks = pr.p.batch * pr.p.heads * a.q_tiles;  // attn::locate: B·H·q_tiles, whatever the layout
   if (blocks > INT_MAX) return Status::InvalidSize;  // gridDim.x limit: about 2^31 · 64 query rows
   // Above 48 KB a kernel must opt in to the larger dynamic shared memory carve-out.
   FS_RETURN_IF_CUDA_ERROR(
@@ -81,25 +86,31 @@ Status launch_version(const AttentionProblem& pr, cudaStream_t stream, KernelOf 
   });
 }
 
-// The same for the warp-specialized versions (v2 to v4, tma_attention.cuh's ws::): kernel_of(DtypeTag<t>{},
-// ConfigTag<C>{}) is the version's kernel for element type t and tile configuration C, which is
-// ws::Config<D>, or at D = 64 for Nk >= ws::kWideFromKeys ws::Config<64, ws::kWideBc> (192-key blocks pay
-// on long sequences and cost on short ones: tma_attention.cuh). Packed batches take the default: their
-// seq_k is the total of every entry's keys, and the entries' own lengths are on the device.
+// A tile configuration as a value: what with_ws_config hands its callee.
 template <class C>
 struct ConfigTag {
   using type = C;
 };
+// Calls f(DtypeTag<t>{}, ConfigTag<C>{}) with the problem's element type and the warp-specialized tile
+// configuration it takes: ws::Config<D>, or at D = 64 for Nk >= ws::kWideFromKeys ws::Config<64,
+// ws::kWideBc> (192-key blocks pay on long sequences and cost on short ones: tma_attention.cuh). Packed
+// batches take the default: their seq_k is the total of every entry's keys, and the entries' own
+// lengths are on the device.
+template <class F>
+Status with_ws_config(const AttentionProblem& pr, F f) {
+  if (pr.p.head_dim == 64 && pr.p.seq_k >= ws::kWideFromKeys && !pr.p.cu_seqlens_q)
+    return Elements::dispatch(pr.p.dtype, [&](auto t) { return f(t, ConfigTag<ws::Config<64, ws::kWideBc>>{}); });
+  return Elements::dispatch(pr.p.dtype, [&](auto t) {
+    return HeadDimList::dispatch(pr.p.head_dim, [&](auto d) { return f(t, ConfigTag<ws::Config<decltype(d)::value>>{}); });
+  });
+}
+
+// The launch of a warp-specialized version (v2 to v4, tma_attention.cuh's ws::): kernel_of(DtypeTag<t>{},
+// ConfigTag<C>{}) is the version's kernel for element type t and tile configuration C (with_ws_config).
 template <class KernelOf>
 Status launch_ws_version(const AttentionProblem& pr, cudaStream_t stream, KernelOf kernel_of) {
-  if (pr.p.head_dim == 64 && pr.p.seq_k >= ws::kWideFromKeys && !pr.p.cu_seqlens_q) {
-    using Wide = ws::Config<64, ws::kWideBc>;
-    return Elements::dispatch(pr.p.dtype, [&](auto t) {
-      return launch_with_maps<Wide>(kernel_of(t, ConfigTag<Wide>{}), pr, stream);
-    });
-  }
-  return launch_version<ws::DefaultConfig>(pr, stream, [&](auto t, auto d) {
-    return kernel_of(t, ConfigTag<ws::Config<decltype(d)::value>>{});
+  return with_ws_config(pr, [&](auto t, auto c) {
+    return launch_with_maps<typename decltype(c)::type>(kernel_of(t, c), pr, stream);
   });
 }
 
@@ -114,5 +125,10 @@ Status run_v1(const AttentionProblem& pr, cudaStream_t stream);
 Status run_v2(const AttentionProblem& pr, cudaStream_t stream);
 Status run_v3(const AttentionProblem& pr, cudaStream_t stream);
 Status run_v4(const AttentionProblem& pr, cudaStream_t stream);
+Status run_v5(const AttentionProblem& pr, cudaStream_t stream);
+// v5 with a forced split count (1: v4's launch), for the tests.
+Status run_v5_splits(const AttentionProblem& pr, int splits, cudaStream_t stream);
+// The split count v5 takes for a problem on a GPU with `sms` SMs (split_kv_heuristic).
+int v5_splits(const AttentionParams& p, int sms);
 
 }  // namespace fs::flash_tma

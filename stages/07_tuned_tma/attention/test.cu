@@ -2,7 +2,8 @@
 // sizes (tails in both tile directions, Nq ≠ Nk both ways, causal aligned bottom-right) with the error
 // at most 2× the naive stage's in the same precision, LSE included; grouped-query and multi-query K/V
 // and decoding (Nq = 1 against up to 16384 keys); custom scales over many key blocks; long key
-// sequences at D = 64 (the 192-key blocks v2 to v4 take there); padded (seq_lens, the padding NaN)
+// sequences at D = 64 (the 192-key blocks v2 to v5 take there); v5 with forced split counts (2, 7, 16:
+// uneven and empty slices) over odd sizes, decoding, long keys and variable lengths; padded (seq_lens, the padding NaN)
 // and packed (cu_seqlens) batches against a per-entry reference, at every head_dim, with grouped K/V
 // and with 192-key blocks, and entries that break the rules left unwritten; tensors of more than 2^31
 // elements (the last head checked lies past element 2^31); error paths: bad inputs, what the Hopper
@@ -33,14 +34,43 @@ std::vector<int64_t> head_dims(const KernelDesc& k) {
   return std::vector<int64_t>(k.info.head_dims, k.info.head_dims + k.info.num_head_dims);
 }
 
+// v5 with a forced split count, as a kernel of its own: the split path on shapes where the heuristic
+// would take one split (or another count).
+template <int kSplits>
+Status run_forced_splits(const AttentionProblem& pr, cudaStream_t stream) {
+  return launch_flash_tma_v5_splits(pr.p, kSplits, stream);
+}
+KernelDesc forced_splits_kernel(AttentionRun run) {
+  KernelDesc k = kFlashTmaV5;
+  k.run_attention = run;
+  return k;
+}
+
+// Odd sizes, long keys, decoding with grouped K/V, variable lengths and bad layouts through v5 with a
+// forced split count.
+void check_forced_splits(const KernelDesc& kernel, uint64_t seed) {
+  if (!testing::runs_here(kernel)) return;
+  for (int64_t d : head_dims(kernel))
+    for (const auto& shape : testing::odd_shapes(DType::FP16, {d}))
+      testing::check_against_reference(kernel, shape, ++seed, &naive());
+  for (const auto& shape : testing::gqa_shapes(DType::BF16, {128}))
+    if (shape.seq_q == 1) testing::check_against_reference(kernel, shape, ++seed, &naive());
+  testing::check_against_reference(kernel, attention_shape(1, 2, 1000, 4100, 64, DType::FP16, true), ++seed, &naive());
+  testing::check_against_reference(kernel, attention_shape(1, 2, 300, 1500, 64, DType::BF16, true, 2.0f), ++seed,
+                                   &naive());
+  testing::check_varlen_layouts(kernel, 128, seed += 10);
+  testing::check_bad_layouts(kernel);
+}
+
 }  // namespace
 
-FS_CPU_TEST_CASE("stage07 attention lists its versions, in order, with what they take") {
-  REQUIRE(kAll.size() == 4);
+FS_CPU_TEST_CASE("stage07 attention lists its versions in order with what they take") {
+  REQUIRE(kAll.size() == 5);
   CHECK(kAll[0]->qualified() == "stage07/attention/v1");
   CHECK(kAll[1]->qualified() == "stage07/attention/v2");
   CHECK(kAll[2]->qualified() == "stage07/attention/v3");
   CHECK(kAll[3]->qualified() == "stage07/attention/v4");
+  CHECK(kAll[4]->qualified() == "stage07/attention/v5");
   for (const KernelDesc* k : kAll) {
     INFO(k->qualified());
     CHECK(k->is_attention());
@@ -68,7 +98,7 @@ FS_CPU_TEST_CASE("stage07 attention runs on sm_90 alone: FS_ERR_UNSUPPORTED_DEVI
 FS_CPU_TEST_CASE("stage07 attention through the C interface: named codes before any launch") {
   using Launcher = int (*)(const fs_attention_params*, void*);
   const Launcher launchers[] = {fs_flash_fwd_tma_v1, fs_flash_fwd_tma_v2, fs_flash_fwd_tma_v3,
-                                fs_flash_fwd_tma_v4};
+                                fs_flash_fwd_tma_v4, fs_flash_fwd_tma_v5};
   fs_attention_params p{};
   p.batch = p.heads = p.seq_q = p.seq_k = 1;
   p.head_dim = 64;
@@ -188,7 +218,24 @@ FS_GPU_TEST_CASE("stage07 attention lengths that break the rules: fs_check_varle
   }
 }
 
-FS_GPU_TEST_CASE("stage07 attention every version: Q, K, V and O of more than 2^31 elements") {
+// 2 splits: the common case; 7: slices of uneven length, and causal tiles with fewer key blocks than
+// splits (empty slices); 16: the most the heuristic takes.
+FS_GPU_TEST_CASE("stage07 attention v5 forced to 2 splits matches fp64") {
+  FS_SKIP_WITHOUT_GPU();
+  check_forced_splits(forced_splits_kernel(run_forced_splits<2>), 8500);
+}
+
+FS_GPU_TEST_CASE("stage07 attention v5 forced to 7 splits matches fp64: uneven and empty slices") {
+  FS_SKIP_WITHOUT_GPU();
+  check_forced_splits(forced_splits_kernel(run_forced_splits<7>), 8600);
+}
+
+FS_GPU_TEST_CASE("stage07 attention v5 forced to 16 splits matches fp64") {
+  FS_SKIP_WITHOUT_GPU();
+  check_forced_splits(forced_splits_kernel(run_forced_splits<16>), 8700);
+}
+
+FS_GPU_TEST_CASE("stage07 attention every version: Q K V and O of more than 2^31 elements") {
   FS_SKIP_WITHOUT_GPU();
   if (testing::sanitizer_sizes()) {
     // 4.3 GB per tensor: minutes under a sanitizer, and the 64-bit offsets it exercises are the same
@@ -238,6 +285,17 @@ FS_GPU_TEST_CASE("stage07 attention every version rejects bad inputs and writes 
     rejected([&](AttentionParams& p) { p.cu_seqlens_k = cu_k.get(); }, Status::InvalidSeqLens);
     // Lengths in host memory: the kernels read them on the device.
     rejected([&](AttentionParams& p) { p.seq_lens = host_lens.data(); }, Status::InvalidSeqLens);
+  }
+}
+
+FS_GPU_TEST_CASE("stage07 attention v5 refuses a split count it cannot launch and writes nothing") {
+  FS_SKIP_WITHOUT_GPU();
+  AttentionFixture problem(attention_shape(2, 2, 17, 40, 64, DType::FP16), 1, /*max_heads=*/-1);
+  // No split at all, a negative count, more than gridDim.y takes.
+  for (AttentionRun run : {run_forced_splits<0>, run_forced_splits<-3>, run_forced_splits<65536>}) {
+    Status returned = Status::Success;
+    CHECK(problem.untouched_after(forced_splits_kernel(run), problem.params(), &returned));
+    CHECK(returned == Status::InvalidSize);
   }
 }
 

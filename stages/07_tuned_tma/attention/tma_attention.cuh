@@ -236,31 +236,34 @@ __device__ __forceinline__ void zero_and_publish(unsigned char* tile, int rows, 
 }
 
 // The producer warpgroup's whole work: give its registers back (a warpgroup instruction), then one
-// thread loads Q once and K_j, V_j for the tile's n_blocks key blocks, up to kStages blocks ahead of
-// the consumers; its warp zeroes what Q's tile and the last V tile hold past the sequence's end. No
+// thread loads Q once and K_j, V_j for n_blocks key blocks of the tile from block `first` on (0; a
+// split-KV block's slice starts later: the stages count from the slice's first block), up to kStages
+// blocks ahead of the consumers; its warp zeroes what Q's tile and the last V tile hold past the
+// sequence's end. No
 // producer thread touches shared memory or a barrier afterwards: its warps may leave, the loads in
 // flight complete on their barriers whether or not the issuing thread still runs, and the consumers
 // wait for every one of them before they leave.
 template <class C, class T>
 __device__ __forceinline__ void produce(const Smem<C>& sm, const CUtensorMap* tmQ, const CUtensorMap* tmK,
                                         const CUtensorMap* tmV, const attn::Args<T>& a, const attn::Sequence& s,
-                                        int64_t n_blocks) {
+                                        int64_t n_blocks, int64_t first = 0) {
   constexpr int D = C::kD;
   sm90::setmaxnreg_dec<kProducerRegs>();
   if (threadIdx.x >= 32 || n_blocks == 0) return;
   const bool issuer = threadIdx.x == 0;
   const PlaneRow q = plane_row(s.q_row0, a.seq_q), kv = plane_row(s.k_row0, a.seq_k);
-  const int64_t last = n_blocks - 1;
+  const int64_t last = n_blocks - 1;  // stages count from `first`; rows of K and V from block 0
   const int q_from = first_foreign_row(s.q0, C::kBr, s.nq, q.row, a.seq_q);
-  const int v_from = first_foreign_row(last * C::kBc, C::kBc, s.nk, kv.row, a.seq_k);
+  const int v_from = first_foreign_row((first + last) * C::kBc, C::kBc, s.nk, kv.row, a.seq_k);
   auto load_kv = [&](int64_t j) {
     const int st = Smem<C>::stage_of(j);
     unsigned char* sK = sm.k_tile(j);
     uint64_t* v_bar = j == last && v_from < C::kBc ? sm.v_landed : &sm.full_v[st];
     sm90::mbarrier_arrive_expect_tx(&sm.full_k[st], C::kKVBytes);
-    load_tile<D>(sK, tmK, C::kBc, kv.row + j * C::kBc, kv.plane, &sm.full_k[st]);
+    const int64_t row = kv.row + (first + j) * C::kBc;
+    load_tile<D>(sK, tmK, C::kBc, row, kv.plane, &sm.full_k[st]);
     sm90::mbarrier_arrive_expect_tx(v_bar, C::kKVBytes);
-    load_tile<D>(sK + C::kKVBytes, tmV, C::kBc, kv.row + j * C::kBc, kv.plane, v_bar);
+    load_tile<D>(sK + C::kKVBytes, tmV, C::kBc, row, kv.plane, v_bar);
   };
   const int64_t prologue = n_blocks < C::kStages ? n_blocks : C::kStages;  // stages free from the start
   if (issuer) {

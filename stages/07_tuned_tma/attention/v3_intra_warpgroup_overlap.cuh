@@ -68,8 +68,10 @@ using ws::Smem;
 //   last()       the last block's P·V; release it
 //   store()      O / l and LSE to global memory, from registers
 // for j = 1 .. n_mine − 1 between first() and last(). Every member is in registers: the kernel inlines
-// every call, and every array is indexed by compile-time constants.
-template <class T, class C>
+// every call, and every array is indexed by compile-time constants. With kSlice (v5, split-KV) the
+// blocks are the tile's key blocks [first, end), a slice: j counts from the slice's first block for the
+// stages, and the mask takes first + j; without it (v3, v4) they are all of the tile's, from 0.
+template <class T, class C, bool kSlice = false>
 struct Consumer {
   static constexpr int D = C::kD;
   static constexpr int kBc = C::kBc, kNT = kBc / 8, kDT = D / 8;  // 8-column tiles of S and of O
@@ -79,7 +81,8 @@ struct Consumer {
   const Smem<C>& sm;
   const int c;          // rows 64c .. 64c + 63 of the tile
   int64_t row0;         // this warp's first query row
-  int64_t n_mine;       // key blocks this warpgroup's rows need: the tile's first ones
+  int64_t j0;           // kSlice: the slice's first key block, counted in the tile
+  int64_t n_mine;       // key blocks (of the slice) this warpgroup's rows need: the first ones
   int64_t n_unmasked;   // of those, the ones no row of it needs masked
   uint32_t q_addr;
   float rO[1][kDT][4] = {};  // O, unnormalized: the m64nD accumulator, as stage 04's [row tile][8 columns][4]
@@ -89,12 +92,14 @@ struct Consumer {
   float alpha[1][2];         // block j's factors exp2(m_old − m_new), applied to O once P_{j-1}·V_{j-1} is done
   bool moved;                // whether any of them is not 1
 
-  __device__ __forceinline__ Consumer(const Args<T>& args, const Sequence& seq, const Smem<C>& smem, int consumer)
-      : a(args), s(seq), sm(smem), c(consumer) {
+  __device__ __forceinline__ Consumer(const Args<T>& args, const Sequence& seq, const Smem<C>& smem, int consumer,
+                                      int64_t first = 0, int64_t end = INT64_MAX)
+      : a(args), s(seq), sm(smem), c(consumer), j0(first) {
     Sequence mine = s;  // this warpgroup's 64 rows as a tile of their own: its key blocks and masks
     mine.q0 = s.q0 + 64 * c;
     row0 = mine.q0 + threadIdx.x / 32 % 4 * 16;
     n_mine = key_blocks(mine, 64, kBc, a.causal);
+    if constexpr (kSlice) n_mine = max(int64_t(0), min(n_mine, end) - first);
     n_unmasked = unmasked_blocks(mine, kBc, a.causal);
     q_addr = sm90::smem_address(sm.sQ);
   }
@@ -122,10 +127,11 @@ struct Consumer {
   // Mask S_j (diagonal and tail blocks only) and run the first part of the online softmax on it: P_j in
   // rS, m and l updated, each row's factor in alpha, `moved` set.
   __device__ __forceinline__ void softmax(int64_t j) {
-    if (j < n_unmasked)
-      mask_scores</*kMasked=*/false>(rS, a.scale_log2 < 0, s, row0, j * kBc, a.causal);
+    const int64_t jt = kSlice ? j0 + j : j;  // the block in the tile
+    if (jt < n_unmasked)
+      mask_scores</*kMasked=*/false>(rS, a.scale_log2 < 0, s, row0, jt * kBc, a.causal);
     else
-      mask_scores</*kMasked=*/true>(rS, a.scale_log2 < 0, s, row0, j * kBc, a.causal);
+      mask_scores</*kMasked=*/true>(rS, a.scale_log2 < 0, s, row0, jt * kBc, a.causal);
     moved = softmax_scores(rS, m, l, alpha, fabsf(a.scale_log2));
   }
   // pa and O hold still until the wgmma that read and wrote them has completed (the caller's wait).

@@ -1,13 +1,16 @@
 // Stage 07 attention: its versions as the registry lists them — each one's descriptor (what it takes,
 // the GPUs it runs on, the shared memory its largest instance asks for) and C entry. Each version's
 // launch is in flash_tma_vN.cu.
+#include "common/lib/device.h"
 #include "common/lib/flops.h"
+#include "common/lib/split_kv.h"
 #include "stages/07_tuned_tma/attention/attention.h"
 #include "stages/07_tuned_tma/attention/launch.cuh"
 #include "stages/07_tuned_tma/attention/v1_tma_wgmma.cuh"
 #include "stages/07_tuned_tma/attention/v2_warp_specialization.cuh"
 #include "stages/07_tuned_tma/attention/v3_intra_warpgroup_overlap.cuh"
 #include "stages/07_tuned_tma/attention/v4_pingpong.cuh"
+#include "stages/07_tuned_tma/attention/v5_split_kv.cuh"
 
 namespace fs {
 
@@ -39,8 +42,32 @@ const KernelDesc kFlashTmaV4 = version(
      "v3 with the consumers taking turns at the tensor cores (pingpong): one's softmax under the other's products"},
     flash_tma::max_smem_bytes<flash_tma::ws::DefaultConfig>(), flash_tma::run_v4);
 
+// v5: the LSE, plus the split workspace of the split count it takes for these params on the current
+// GPU (none where it cannot tell: no device, or sizes no launch would take).
+std::size_t flash_tma_v5_extra_bytes(const AttentionParams& p) {
+  std::size_t bytes = lse_extra_bytes(p);
+  DeviceProps dev;
+  if (validate(p, flash_tma::kSupport) == Status::Success && current_device(&dev) == Status::Success)
+    bytes += split_workspace_bytes(p, flash_tma::v5_splits(p, dev.sms));
+  return bytes;
+}
+
+const KernelDesc kFlashTmaV5 = attention_kernel(
+    {"fs_flash_fwd_tma_v5", "stage07/attention", "v5",
+     "v4 with a query tile's keys split over several blocks where the grid underfills the GPU, the slices merged by their LSE"},
+    flash_tma::kSupport, kStageArchs, flash_tma::max_smem_bytes<flash_tma::ws::DefaultConfig>(), flash_tma::run_v5,
+    flash_tma_v5_extra_bytes);
+
+Status launch_flash_tma_v5_splits(const AttentionParams& p, int splits, cudaStream_t stream) {
+  FS_RETURN_IF_ERROR(validate(p, kFlashTmaV5.attention));
+  FS_RETURN_IF_ERROR(check_current_device(kFlashTmaV5.info, largest_tensor_bytes(p)));
+  if (splits < 1) return Status::InvalidSize;
+  return flash_tma::run_v5_splits(prepare(p), splits, stream);
+}
+
 KernelList stage07_attention_kernels() {
-  static const KernelDesc* const versions[] = {&kFlashTmaV1, &kFlashTmaV2, &kFlashTmaV3, &kFlashTmaV4};
+  static const KernelDesc* const versions[] = {&kFlashTmaV1, &kFlashTmaV2, &kFlashTmaV3, &kFlashTmaV4,
+                                               &kFlashTmaV5};
   return kernel_list(versions);
 }
 
@@ -50,3 +77,4 @@ FS_EXPORT_ATTENTION(fs_flash_fwd_tma_v1, fs::kFlashTmaV1)
 FS_EXPORT_ATTENTION(fs_flash_fwd_tma_v2, fs::kFlashTmaV2)
 FS_EXPORT_ATTENTION(fs_flash_fwd_tma_v3, fs::kFlashTmaV3)
 FS_EXPORT_ATTENTION(fs_flash_fwd_tma_v4, fs::kFlashTmaV4)
+FS_EXPORT_ATTENTION(fs_flash_fwd_tma_v5, fs::kFlashTmaV5)

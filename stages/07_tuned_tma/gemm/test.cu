@@ -305,7 +305,7 @@ FS_GPU_TEST_CASE("stage07 gemm is exact at every M from 1 to 129 and with an odd
   }
 }
 
-FS_GPU_TEST_CASE("stage07 gemm is exact with 16-bit C in 16-byte rows at every size, across tiles and past M") {
+FS_GPU_TEST_CASE("stage07 gemm is exact with 16-bit C in 16-byte rows at every size: across tiles and past M") {
   FS_SKIP_WITHOUT_GPU();
   // The C a TMA store can write: fp16 or bf16, beta = 0, base and rows 16-byte multiples. v7, v8 and v9
   // write it through shared memory and TMA stores clipped at M and N where N is a multiple of 8 (the

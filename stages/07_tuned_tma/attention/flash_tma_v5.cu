@@ -1,0 +1,72 @@
+// Stage 07 attention v5: the launch of v5_split_kv.cuh's kernels — the split count, the workspace, the
+// split kernel and the merge; one split is v4's launch. (Its descriptor and C entry are in versions.cu.)
+#include <cuda_runtime.h>
+
+#include <climits>
+
+#include "common/device/split_kv.cuh"
+#include "common/lib/device.h"
+#include "common/lib/split_kv.h"
+#include "common/lib/workspace.h"
+#include "stages/07_tuned_tma/attention/launch.cuh"
+#include "stages/07_tuned_tma/attention/v5_split_kv.cuh"
+
+namespace fs::flash_tma {
+
+namespace {
+
+// The split kernel for element type T and tile configuration C over `splits` slices, then the merge,
+// around one workspace allocation. Both on `stream`: the merge starts after every slice is written.
+template <class T, class C>
+Status launch_split(const AttentionProblem& pr, int splits, cudaStream_t stream) {
+  constexpr int D = C::kD;
+  CUtensorMap tq, tk, tv;
+  FS_RETURN_IF_ERROR(encode_maps<C>(pr, &tq, &tk, &tv));
+  attn::SplitArgs<T> sa{attn::make_args<T>(pr, C::kBr), nullptr, nullptr, split_partial_rows(pr.p)};
+  const attn::Args<T> merge_args = attn::make_args<T>(pr, attn::kMergeRows<D>);
+  const int64_t blocks = pr.p.batch * pr.p.heads * sa.a.q_tiles;
+  const int64_t merge_blocks = pr.p.batch * pr.p.heads * merge_args.q_tiles;
+  if (blocks > INT_MAX || merge_blocks > INT_MAX) return Status::InvalidSize;  // gridDim.x limit
+  return with_workspace(split_workspace_bytes(pr.p, splits), stream, [&](void* ws) {
+    sa.o_part = static_cast<float*>(ws);
+    sa.lse_part = sa.o_part + int64_t(splits) * sa.rows * D;
+    auto* kernel = v5::flash_tma_v5_kernel<T, C>;
+    // Above 48 KB a kernel must opt in to the larger dynamic shared memory carve-out.
+    FS_RETURN_IF_CUDA_ERROR(
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(C::kSmemBytes)));
+    kernel<<<dim3(unsigned(blocks), unsigned(splits)), C::kThreads, C::kSmemBytes, stream>>>(tq, tk, tv, sa);
+    FS_RETURN_IF_CUDA_ERROR(cudaGetLastError());
+    attn::merge_splits_kernel<T, D>
+        <<<unsigned(merge_blocks), attn::kMergeThreads, 0, stream>>>(merge_args, sa.o_part, sa.lse_part, sa.rows, splits);
+    FS_RETURN_IF_CUDA_ERROR(cudaGetLastError());
+    return Status::Success;
+  });
+}
+
+}  // namespace
+
+// Tiles of 128 query rows against one block per SM (a block takes up to 225 KiB of shared memory);
+// the key blocks at the default width (ws::default_bc; the slices' 4-block floor is what they bound).
+int v5_splits(const AttentionParams& p, int sms) {
+  const AttentionProblem pr = prepare(p);
+  constexpr int64_t kBr = ws::Config<64>::kBr;  // every configuration's: 64 rows per consumer
+  const int64_t tiles = p.batch * p.heads * ((pr.max_seq_q + kBr - 1) / kBr);
+  const int64_t bc = ws::default_bc(int(p.head_dim));
+  return split_kv_heuristic(tiles, (p.seq_k + bc - 1) / bc, sms);
+}
+
+Status run_v5_splits(const AttentionProblem& pr, int splits, cudaStream_t stream) {
+  if (splits <= 1) return run_v4(pr, stream);
+  if (splits > 65535) return Status::InvalidSize;  // gridDim.y limit
+  return with_ws_config(pr, [&](auto t, auto c) {
+    return launch_split<typename decltype(t)::type, typename decltype(c)::type>(pr, splits, stream);
+  });
+}
+
+Status run_v5(const AttentionProblem& pr, cudaStream_t stream) {
+  DeviceProps dev;
+  FS_RETURN_IF_ERROR(current_device(&dev));
+  return run_v5_splits(pr, v5_splits(pr.p, dev.sms), stream);
+}
+
+}  // namespace fs::flash_tma

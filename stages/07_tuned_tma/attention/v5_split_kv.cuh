@@ -1,0 +1,97 @@
+// flashstages · stage 07 attention · v5 — split-KV: v4's block over one slice of the keys of its query
+// tile, and a second kernel that merges the slices by their log-sum-exps (fp16, bf16; D = 64, 128, 256).
+//
+// What changes from v4: the grid, where it would leave SMs idle. v4 launches one block per (batch entry,
+// head, 128 query rows), each walking every key block of its tile. With few query rows and heads that
+// is fewer blocks than the H100 has SMs (B = 2, H = 8, Nq = 256: 32 blocks for 132 SMs, each walking
+// 256 key blocks of 128 at Nk = 32768), and v4 ran there at 0.52–0.76× SDPA flash (the stage README,
+// "Short queries against long keys"). v5 gives such a tile `splits` blocks (blockIdx.y = split): block
+// (tile, s) runs v4's producer and pingpong consumers over the s-th slice of the tile's key blocks
+// (attn::key_slice), and stores the slice's own attention result, O_s and LSE_s, in fp32 to a workspace
+// (attn::write_partial) instead of O; attn::merge_splits_kernel then combines the slices of each row.
+// The slice, the partial store and the merge are stage 04's v6's, shared: common/device/split_kv.cuh
+// derives the merge.
+// How many splits is host code (flash_tma_v5.cu): split_kv_heuristic (common/lib/split_kv.h) from the
+// tiles, the key blocks and one block per SM; one split is v4's launch, with no workspace and no merge.
+// Extra memory: splits · rows · (D + 1) · 4 bytes.
+//
+// The slice's blocks are counted from its first: the producer's stages and the consumers' turns are
+// v4's over n = end − begin blocks, and only the loads (rows of K and V) and the mask (columns of S)
+// add the slice's first block (ws::produce's `first`, v3::Consumer<T, C, /*kSlice=*/true>'s j0).
+//
+// Run: build/h100/stages/07_tuned_tma/attention/stage07_attention --dtype fp16 --batch 2 --heads 8 --seq 256 --seq-k 32768 --dim 128 --version v5
+#pragma once
+
+#include <cuda.h>
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "common/device/attention.cuh"
+#include "common/device/sm90.cuh"
+#include "common/device/split_kv.cuh"
+#include "tma_attention.cuh"
+#include "v3_intra_warpgroup_overlap.cuh"
+
+namespace fs::flash_tma::v5 {
+
+using namespace fs::attn;
+// v2's block, v3's consumer steps, v4's turns; v5 adds the slice and the partial store.
+using v3::Consumer;
+using ws::Config;
+using ws::kConsumerRegs;
+using ws::kThreads;
+using ws::kWarpgroup;
+using ws::Smem;
+
+// grid: (B·H·ceil(Nq / Br), splits) blocks of three warpgroups (attn::locate on blockIdx.x, Br = 128;
+// the slice from blockIdx.y). Maps as v4's (launch.cuh).
+template <class T, class C>
+__global__ void __launch_bounds__(kThreads, 1)
+    flash_tma_v5_kernel(const __grid_constant__ CUtensorMap tmQ, const __grid_constant__ CUtensorMap tmK,
+                        const __grid_constant__ CUtensorMap tmV, const SplitArgs<T> sa) {
+  extern __shared__ unsigned char smem_raw[];
+  const Args<T>& a = sa.a;
+  const Smem<C> sm(smem_raw);
+  const Sequence s = locate(a, C::kBr, /*reverse_tiles=*/a.causal);
+  const int wg = ws::warpgroup();
+  const KeySlice slice = key_slice(key_blocks(s, C::kBr, C::kBc, a.causal), blockIdx.y, gridDim.y);
+  const int64_t n_blocks = slice.end - slice.begin;  // what the tile's 128 rows need of this slice
+
+  if (threadIdx.x == 0) sm.init_barriers();
+  __syncthreads();  // the barriers are initialized; from here on the warpgroups meet only through them
+  if (wg == 0) {
+    ws::produce(sm, &tmQ, &tmK, &tmV, a, s, n_blocks, slice.begin);
+    return;
+  }
+
+  sm90::setmaxnreg_inc<kConsumerRegs>();
+  const int c = wg - 1;
+  Consumer<T, C, /*kSlice=*/true> w(a, s, sm, c, slice.begin, slice.end);
+  constexpr uint32_t kPair = 2 * kWarpgroup;           // the named barriers' count: both consumers
+  const uint32_t my_turn = 1 + c, other_turn = 2 - c;  // named barriers 1 and 2 (0 is __syncthreads')
+  // v4's rounds and turns over the slice's blocks (v4_pingpong.cuh explains them).
+  if (w.n_mine > 0) w.first();
+  if (w.n_mine == 0 && n_blocks > 0) sm.release_skipped(0);
+  if (c == 1 && n_blocks > 1) sm90::bar_arrive(1, kPair);
+  for (int64_t j = 1; j < w.n_mine; ++j) {
+    w.prepare();
+    sm90::bar_sync(my_turn, kPair);
+    w.issue(j);
+    sm90::bar_arrive(other_turn, kPair);
+    w.finish(j);
+  }
+  for (int64_t j = w.n_mine > 1 ? w.n_mine : 1; j < n_blocks; ++j) {
+    sm90::bar_sync(my_turn, kPair);
+    sm90::bar_arrive(other_turn, kPair);
+    sm.release_skipped(j);
+  }
+  if (c == 0 && n_blocks > 1) sm90::bar_sync(my_turn, kPair);
+  if (w.n_mine > 0) w.last();
+  // The slice's result, normalized over its keys alone: O_s and LSE_s of split blockIdx.y.
+  write_partial(sa.o_part + blockIdx.y * sa.rows * C::kD, sa.lse_part + blockIdx.y * sa.rows, s, w.row0, w.rO, w.m,
+                w.l);
+}
+
+}  // namespace fs::flash_tma::v5
