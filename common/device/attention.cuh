@@ -75,11 +75,8 @@ struct Sequence {
   int64_t offset;   // nk - nq: query i sees keys j <= i + offset under the causal mask
 };
 
-// Block x of the grid → its sequence and query tile. Blocks of one (b, h) are consecutive so that they
-// run together and share that head's K and V in L2 (and so are the heads of one group under
-// grouped-query attention, which read the same K and V). With reverse_tiles the last query tile comes
-// first: under a causal mask it has the most keys, and starting the longest blocks first keeps the end
-// of the grid from waiting on one of them.
+// The rows of query head h of batch entry b (flat index bh = b·H + h, its K/V head h / G): where they
+// start in Q, O, LSE and in K, V, and how many take part; the block's tile starts at row q0 of them.
 //
 // The variable lengths are checked here, on the device, entry by entry (the launch never reads them
 // on the host, so that it can be captured into a CUDA graph): padded, 0 <= seq_lens[b] <= min(Nq, Nk);
@@ -89,12 +86,9 @@ struct Sequence {
 // (Only those three fields are cleared: clearing the row offsets too cost v1 at D = 64 a fifth of its
 // speed, through a different register allocation, measured on the H100.)
 template <class T>
-__device__ __forceinline__ Sequence locate(const Args<T>& a, int Br, bool reverse_tiles) {
-  const int64_t x = blockIdx.x;
-  const int64_t bh = x / a.q_tiles, b = bh / a.heads, h = bh % a.heads;
-  const int64_t tile = reverse_tiles ? a.q_tiles - 1 - x % a.q_tiles : x % a.q_tiles;
+__device__ __forceinline__ Sequence sequence_of(const Args<T>& a, int64_t bh, int64_t b, int64_t h, int64_t q0) {
   Sequence s{};
-  s.q0 = tile * Br;
+  s.q0 = q0;
   bool valid = true;
   if (a.cu_seqlens_q) {
     const int64_t q_begin = a.cu_seqlens_q[b], q_end = a.cu_seqlens_q[b + 1];
@@ -117,6 +111,19 @@ __device__ __forceinline__ Sequence locate(const Args<T>& a, int Br, bool revers
   if (!valid) s.nq = s.nk = s.nq_rows = 0;  // no row to read or write: the row offsets go unused
   s.offset = s.nk - s.nq;
   return s;
+}
+
+// Block x of the grid → its sequence and query tile. Blocks of one (b, h) are consecutive so that they
+// run together and share that head's K and V in L2 (and so are the heads of one group under
+// grouped-query attention, which read the same K and V). With reverse_tiles the last query tile comes
+// first: under a causal mask it has the most keys, and starting the longest blocks first keeps the end
+// of the grid from waiting on one of them.
+template <class T>
+__device__ __forceinline__ Sequence locate(const Args<T>& a, int Br, bool reverse_tiles) {
+  const int64_t x = blockIdx.x;
+  const int64_t bh = x / a.q_tiles, b = bh / a.heads, h = bh % a.heads;
+  const int64_t tile = reverse_tiles ? a.q_tiles - 1 - x % a.q_tiles : x % a.q_tiles;
+  return sequence_of(a, bh, b, h, tile * Br);
 }
 
 // How many key blocks of Bc the tile's rows see: all of them, or under the causal mask up to the

@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <cstring>
 #include <cmath>
 #include <cstdio>
 #include <exception>
@@ -641,14 +642,16 @@ int run_stage(int argc, char** argv, const StageRun& stage) {
     }
 
     const double peak = problem->peak(*dev);
-    std::printf("\n%-16s %10s %9s %8s %10s  %s\n", "implementation", "ms", problem->unit(), "%peak",
+    int width = int(std::strlen("implementation"));  // the name column fits the longest name ("stage07/attention/v6")
+    for (const Row& r : rows) width = std::max(width, int(r.name.size()));
+    std::printf("\n%-*s %10s %9s %8s %10s  %s\n", width, "implementation", "ms", problem->unit(), "%peak",
                 attention ? "extra MiB" : "vs peer", "check");
     for (const Row& r : rows) {
       char extra[32] = "-";
       if (attention && r.extra_mib >= 0) std::snprintf(extra, sizeof extra, "%.1f", r.extra_mib);
       if (!attention && peer_ms > 0) std::snprintf(extra, sizeof extra, "%.2fx", peer_ms / r.ms);
-      std::printf("%-16s %10.3f %9.2f %7.1f%% %10s  %s\n", r.name.c_str(), r.ms, r.rate, 100.0 * r.rate / peak, extra,
-                  r.verdict.c_str());
+      std::printf("%-*s %10.3f %9.2f %7.1f%% %10s  %s\n", width, r.name.c_str(), r.ms, r.rate, 100.0 * r.rate / peak,
+                  extra, r.verdict.c_str());
     }
     if (failures) std::printf("%d implementation(s) FAILED\n", failures);
     return failures ? 1 : 0;

@@ -12,10 +12,11 @@
 
 namespace fs {
 
-extern const KernelDesc kFlashTmaV1, kFlashTmaV2, kFlashTmaV3, kFlashTmaV4, kFlashTmaV5;
+extern const KernelDesc kFlashTmaV1, kFlashTmaV2, kFlashTmaV3, kFlashTmaV4, kFlashTmaV5, kFlashTmaV6;
 
-// v5 with a forced split count (1: v4's launch, no workspace), validated like every launch: the tests
-// run the split path on shapes where the heuristic would not split.
+// v5 and v6 with a forced split count (v5: 1 is v4's launch, no workspace; v6: 1 writes O directly),
+// validated like every launch: the tests run the split path on shapes where the heuristic would not split.
 Status launch_flash_tma_v5_splits(const AttentionParams& params, int splits, cudaStream_t stream);
+Status launch_flash_tma_v6_splits(const AttentionParams& params, int splits, cudaStream_t stream);
 
 }  // namespace fs

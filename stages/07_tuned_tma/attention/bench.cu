@@ -10,8 +10,9 @@
 // headline's work, packed: what the layout itself costs) and 16 entries of 512 to 8192 (sequence ends
 // inside tiles and key blocks everywhere). Then where one query tile per (batch entry, head) leaves
 // SMs idle (bench::underfilled_attention_shapes: short queries against long keys, decoding, grouped
-// K/V), every version and stage 04's v6 (split-KV). 4 × 96 + 8 + 8 + 5 × 8 + 6 × 26 benchmarks of 5
-// repetitions.
+// K/V), every version and stage 04's v6 (split-KV); v6 (a K/V group's query heads packed into one
+// tile) only there, where some shapes have grouped K/V. 4 × 96 + 8 + 8 + 5 × 8 + 7 × 26 benchmarks
+// of 5 repetitions.
 #include <string>
 #include <vector>
 
@@ -24,9 +25,12 @@ void fs::bench::register_benchmarks(const DeviceInfo& dev) {
   AttentionGrid headline = grid;
   headline.seqs = {8192};
   // v5 only at N = 8192 on the grid: every grid point has B·H·N/128 = 2048 query tiles, far more than
-  // the H100's 132 SMs, so v5 runs one split there and is v4.
-  for (const KernelDesc* k : find_kernels("stage07/attention"))
-    register_attention(dev, *k, std::string(k->info.version) == "v5" ? headline : grid);
+  // the H100's 132 SMs, so v5 runs one split there and is v4. v6 not at all: the grid has one query
+  // head per K/V head, where v6 is v5 (and so are the packed batches below).
+  for (const KernelDesc* k : find_kernels("stage07/attention")) {
+    const std::string version = k->info.version;
+    if (version != "v6") register_attention(dev, *k, version == "v5" ? headline : grid);
+  }
   for (const KernelDesc* k : find_kernels("stage04/v5")) register_attention(dev, *k, headline);
 
   std::vector<PackedBatch> packed;
@@ -36,7 +40,8 @@ void fs::bench::register_benchmarks(const DeviceInfo& dev) {
       packed.push_back({DType::FP16, d, 2048 / d, 16, 512, 8192, causal});
     }
   for (const char* stage : {"stage07/attention", "stage04/v5"})
-    for (const KernelDesc* k : find_kernels(stage)) register_attention_packed(dev, *k, packed);
+    for (const KernelDesc* k : find_kernels(stage))
+      if (std::string(k->info.version) != "v6") register_attention_packed(dev, *k, packed);
 
   const std::vector<AttentionParams> underfilled = underfilled_attention_shapes();
   for (const char* stage : {"stage07/attention", "stage04/v6"})

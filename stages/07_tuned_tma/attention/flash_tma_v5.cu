@@ -4,10 +4,7 @@
 
 #include <climits>
 
-#include "common/device/split_kv.cuh"
 #include "common/lib/device.h"
-#include "common/lib/split_kv.h"
-#include "common/lib/workspace.h"
 #include "stages/07_tuned_tma/attention/launch.cuh"
 #include "stages/07_tuned_tma/attention/v5_split_kv.cuh"
 
@@ -23,23 +20,11 @@ Status launch_split(const AttentionProblem& pr, int splits, cudaStream_t stream)
   CUtensorMap tq, tk, tv;
   FS_RETURN_IF_ERROR(encode_maps<C>(pr, &tq, &tk, &tv));
   attn::SplitArgs<T> sa{attn::make_args<T>(pr, C::kBr), nullptr, nullptr, split_partial_rows(pr.p)};
-  const attn::Args<T> merge_args = attn::make_args<T>(pr, attn::kMergeRows<D>);
   const int64_t blocks = pr.p.batch * pr.p.heads * sa.a.q_tiles;
-  const int64_t merge_blocks = pr.p.batch * pr.p.heads * merge_args.q_tiles;
-  if (blocks > INT_MAX || merge_blocks > INT_MAX) return Status::InvalidSize;  // gridDim.x limit
-  return with_workspace(split_workspace_bytes(pr.p, splits), stream, [&](void* ws) {
-    sa.o_part = static_cast<float*>(ws);
-    sa.lse_part = sa.o_part + int64_t(splits) * sa.rows * D;
-    auto* kernel = v5::flash_tma_v5_kernel<T, C>;
-    // Above 48 KB a kernel must opt in to the larger dynamic shared memory carve-out.
-    FS_RETURN_IF_CUDA_ERROR(
-        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(C::kSmemBytes)));
-    kernel<<<dim3(unsigned(blocks), unsigned(splits)), C::kThreads, C::kSmemBytes, stream>>>(tq, tk, tv, sa);
-    FS_RETURN_IF_CUDA_ERROR(cudaGetLastError());
-    attn::merge_splits_kernel<T, D>
-        <<<unsigned(merge_blocks), attn::kMergeThreads, 0, stream>>>(merge_args, sa.o_part, sa.lse_part, sa.rows, splits);
-    FS_RETURN_IF_CUDA_ERROR(cudaGetLastError());
-    return Status::Success;
+  if (blocks > INT_MAX) return Status::InvalidSize;  // gridDim.x limit
+  return split_and_merge<D>(pr, splits, sa, stream, [&](const attn::SplitArgs<T>& filled) {
+    return launch_config<C>(v5::flash_tma_v5_kernel<T, C>, dim3(unsigned(blocks), unsigned(splits)), stream, tq, tk,
+                            tv, filled);
   });
 }
 

@@ -10,9 +10,12 @@
 #include <cstddef>
 
 #include "common/device/attention.cuh"
+#include "common/device/split_kv.cuh"
 #include "common/lib/attention.h"
 #include "common/lib/dispatch.h"
+#include "common/lib/split_kv.h"
 #include "common/lib/tensor_map.h"
+#include "common/lib/workspace.h"
 #include "stages/07_tuned_tma/attention/tma_attention.cuh"
 
 namespace fs::flash_tma {
@@ -44,17 +47,58 @@ inline TensorMap3d head_map(const void* base, DType dtype, int64_t planes, int64
   return m;
 }
 
+// Planes of the maps: one per (batch entry, head), or per head for packed batches, whose entries share them.
+inline int64_t map_entries(const AttentionParams& p) { return p.cu_seqlens_q ? 1 : p.batch; }
+
+// K's and V's tensor maps for tile configuration C: boxes of Bc rows. A size TMA cannot take returns
+// its code here, before anything is launched.
+template <class C>
+Status encode_kv_maps(const AttentionProblem& pr, CUtensorMap* tk, CUtensorMap* tv) {
+  const AttentionParams& p = pr.p;
+  const int64_t kv_planes = map_entries(p) * kv_head_count(p);
+  FS_RETURN_IF_ERROR(encode_tensor_map(head_map(p.k, dtype_of(p), kv_planes, p.seq_k, p.head_dim, C::kBc), tk));
+  return encode_tensor_map(head_map(p.v, dtype_of(p), kv_planes, p.seq_k, p.head_dim, C::kBc), tv);
+}
+
 // The problem's tensor maps for tile configuration C (kBr, kBc): Q's with boxes of Br rows, K's and
-// V's of Bc rows. A size TMA cannot take returns its code here, before anything is launched.
+// V's of Bc rows.
 template <class C>
 Status encode_maps(const AttentionProblem& pr, CUtensorMap* tq, CUtensorMap* tk, CUtensorMap* tv) {
   const AttentionParams& p = pr.p;
-  const DType t = dtype_of(p);
-  const int64_t entries = p.cu_seqlens_q ? 1 : p.batch;  // packed: every entry in the same planes
-  const int64_t q_planes = entries * p.heads, kv_planes = entries * kv_head_count(p);
-  FS_RETURN_IF_ERROR(encode_tensor_map(head_map(p.q, t, q_planes, p.seq_q, p.head_dim, C::kBr), tq));
-  FS_RETURN_IF_ERROR(encode_tensor_map(head_map(p.k, t, kv_planes, p.seq_k, p.head_dim, C::kBc), tk));
-  return encode_tensor_map(head_map(p.v, t, kv_planes, p.seq_k, p.head_dim, C::kBc), tv);
+  FS_RETURN_IF_ERROR(
+      encode_tensor_map(head_map(p.q, dtype_of(p), map_entries(p) * p.heads, p.seq_q, p.head_dim, C::kBr), tq));
+  return encode_kv_maps<C>(pr, tk, tv);
+}
+
+// kernel<<<grid, C::kThreads, C::kSmemBytes, stream>>>(args...), after opting the kernel in to more than
+// 48 KB of dynamic shared memory (a kernel must, above that).
+template <class C, class... Params, class... Arguments>
+Status launch_config(void (*kernel)(Params...), dim3 grid, cudaStream_t stream, const Arguments&... args) {
+  FS_RETURN_IF_CUDA_ERROR(
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(C::kSmemBytes)));
+  kernel<<<grid, C::kThreads, C::kSmemBytes, stream>>>(args...);
+  FS_RETURN_IF_CUDA_ERROR(cudaGetLastError());
+  return Status::Success;
+}
+
+// The split path of v5 and v6: one workspace for `splits` slices (sa's o_part, lse_part), launch(sa)
+// to fill it, then the merge of the slices into O and LSE, all on `stream`, so the merge starts after
+// every slice is written. A merge grid too large for gridDim.x returns its code before anything runs.
+template <int D, class T, class Launch>
+Status split_and_merge(const AttentionProblem& pr, int splits, attn::SplitArgs<T> sa, cudaStream_t stream,
+                       Launch launch) {
+  const attn::Args<T> merge_args = attn::make_args<T>(pr, attn::kMergeRows<D>);  // the merge's tile: its rows
+  const int64_t merge_blocks = pr.p.batch * pr.p.heads * merge_args.q_tiles;
+  if (merge_blocks > INT_MAX) return Status::InvalidSize;
+  return with_workspace(split_workspace_bytes(pr.p, splits), stream, [&](void* ws) {
+    sa.o_part = static_cast<float*>(ws);
+    sa.lse_part = sa.o_part + int64_t(splits) * sa.rows * D;
+    FS_RETURN_IF_ERROR(launch(sa));
+    attn::merge_splits_kernel<T, D>
+        <<<unsigned(merge_blocks), attn::kMergeThreads, 0, stream>>>(merge_args, sa.o_part, sa.lse_part, sa.rows, splits);
+    FS_RETURN_IF_CUDA_ERROR(cudaGetLastError());
+    return Status::Success;
+  });
 }
 
 // The launch of a version whose kernel takes (tmQ, tmK, tmV, Args<T>), built for tile configuration C
@@ -67,12 +111,7 @@ Status launch_with_maps(void (*kernel)(CUtensorMap, CUtensorMap, CUtensorMap, at
   const attn::Args<T> a = attn::make_args<T>(pr, C::kBr);
   const int64_t blocks = pr.p.batch * pr.p.heads * a.q_tiles;  // attn::locate: B·H·q_tiles, whatever the layout
   if (blocks > INT_MAX) return Status::InvalidSize;  // gridDim.x limit: about 2^31 · 64 query rows
-  // Above 48 KB a kernel must opt in to the larger dynamic shared memory carve-out.
-  FS_RETURN_IF_CUDA_ERROR(
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(C::kSmemBytes)));
-  kernel<<<unsigned(blocks), C::kThreads, C::kSmemBytes, stream>>>(tq, tk, tv, a);
-  FS_RETURN_IF_CUDA_ERROR(cudaGetLastError());
-  return Status::Success;
+  return launch_config<C>(kernel, dim3(unsigned(blocks)), stream, tq, tk, tv, a);
 }
 
 // Launches kernel_of(DtypeTag<t>{}, std::integral_constant<int, D>{}), the version's kernel for the
@@ -126,9 +165,12 @@ Status run_v2(const AttentionProblem& pr, cudaStream_t stream);
 Status run_v3(const AttentionProblem& pr, cudaStream_t stream);
 Status run_v4(const AttentionProblem& pr, cudaStream_t stream);
 Status run_v5(const AttentionProblem& pr, cudaStream_t stream);
-// v5 with a forced split count (1: v4's launch), for the tests.
+Status run_v6(const AttentionProblem& pr, cudaStream_t stream);
+// v5 and v6 with a forced split count (v5: 1 is v4's launch; v6: 1 writes O directly), for the tests.
 Status run_v5_splits(const AttentionProblem& pr, int splits, cudaStream_t stream);
-// The split count v5 takes for a problem on a GPU with `sms` SMs (split_kv_heuristic).
+Status run_v6_splits(const AttentionProblem& pr, int splits, cudaStream_t stream);
+// The split count v5 and v6 take for a problem on a GPU with `sms` SMs (split_kv_heuristic).
 int v5_splits(const AttentionParams& p, int sms);
+int v6_splits(const AttentionParams& p, int sms);
 
 }  // namespace fs::flash_tma

@@ -3,7 +3,8 @@
 // at most 2× the naive stage's in the same precision, LSE included; grouped-query and multi-query K/V
 // and decoding (Nq = 1 against up to 16384 keys); custom scales over many key blocks; long key
 // sequences at D = 64 (the 192-key blocks v2 to v5 take there); v5 with forced split counts (2, 7, 16:
-// uneven and empty slices) over odd sizes, decoding, long keys and variable lengths; padded (seq_lens, the padding NaN)
+// uneven and empty slices) over odd sizes, decoding, long keys and variable lengths; v6's packed
+// groups of 7, 8 and 32 query heads, and v6 with forced split counts (1, 2, 7) on grouped K/V; padded (seq_lens, the padding NaN)
 // and packed (cu_seqlens) batches against a per-entry reference, at every head_dim, with grouped K/V
 // and with 192-key blocks, and entries that break the rules left unwritten; tensors of more than 2^31
 // elements (the last head checked lies past element 2^31); error paths: bad inputs, what the Hopper
@@ -40,10 +41,40 @@ template <int kSplits>
 Status run_forced_splits(const AttentionProblem& pr, cudaStream_t stream) {
   return launch_flash_tma_v5_splits(pr.p, kSplits, stream);
 }
-KernelDesc forced_splits_kernel(AttentionRun run) {
-  KernelDesc k = kFlashTmaV5;
-  k.run_attention = run;
-  return k;
+KernelDesc forced_splits_kernel(AttentionRun run) { return testing::kernel_with_run(kFlashTmaV5, run); }
+template <int kSplits>
+Status run_v6_forced_splits(const AttentionProblem& pr, cudaStream_t stream) {
+  return launch_flash_tma_v6_splits(pr.p, kSplits, stream);
+}
+KernelDesc v6_forced_splits_kernel(AttentionRun run) { return testing::kernel_with_run(kFlashTmaV6, run); }
+
+// Groups v6 packs beyond gqa_shapes' (G = 2, 4, 6): G = 7 (H = 28 over 4 K/V heads), 8 and 32 — more
+// packed rows than one 128-row tile, tile boundaries inside one query's heads, several queries'
+// causal diagonals in one tile, decoding against many key blocks — at each head_dim.
+std::vector<AttentionParams> large_group_shapes(DType dtype) {
+  struct Sizes {
+    int64_t b, h, kv_heads, nq, nk, d;
+    bool causal;
+  };
+  const Sizes sizes[] = {{2, 28, 4, 19, 300, 128, true},  {1, 32, 1, 5, 2000, 64, false},
+                         {2, 24, 3, 33, 700, 256, true},  {1, 64, 8, 1, testing::size_for_run(9000, 1100), 128, false},
+                         {1, 16, 2, 127, 127, 64, true}};
+  std::vector<AttentionParams> out;
+  for (const Sizes& s : sizes) {
+    AttentionParams p = attention_shape(s.b, s.h, s.nq, s.nk, s.d, dtype, s.causal);
+    p.kv_heads = s.kv_heads;
+    out.push_back(p);
+  }
+  return out;
+}
+
+// Grouped K/V through v6 with a forced split count: gqa_shapes, the large groups, grouped variable lengths.
+void check_v6_forced_splits(const KernelDesc& kernel, uint64_t seed) {
+  if (!testing::runs_here(kernel)) return;
+  for (const auto& shape : testing::gqa_shapes(DType::FP16, {128}))
+    testing::check_against_reference(kernel, shape, ++seed, &naive());
+  for (const auto& shape : large_group_shapes(DType::BF16)) testing::check_against_reference(kernel, shape, ++seed, &naive());
+  testing::check_varlen_grouped(kernel, 64, seed += 10);
 }
 
 // Odd sizes, long keys, decoding with grouped K/V, variable lengths and bad layouts through v5 with a
@@ -65,12 +96,13 @@ void check_forced_splits(const KernelDesc& kernel, uint64_t seed) {
 }  // namespace
 
 FS_CPU_TEST_CASE("stage07 attention lists its versions in order with what they take") {
-  REQUIRE(kAll.size() == 5);
+  REQUIRE(kAll.size() == 6);
   CHECK(kAll[0]->qualified() == "stage07/attention/v1");
   CHECK(kAll[1]->qualified() == "stage07/attention/v2");
   CHECK(kAll[2]->qualified() == "stage07/attention/v3");
   CHECK(kAll[3]->qualified() == "stage07/attention/v4");
   CHECK(kAll[4]->qualified() == "stage07/attention/v5");
+  CHECK(kAll[5]->qualified() == "stage07/attention/v6");
   for (const KernelDesc* k : kAll) {
     INFO(k->qualified());
     CHECK(k->is_attention());
@@ -98,7 +130,7 @@ FS_CPU_TEST_CASE("stage07 attention runs on sm_90 alone: FS_ERR_UNSUPPORTED_DEVI
 FS_CPU_TEST_CASE("stage07 attention through the C interface: named codes before any launch") {
   using Launcher = int (*)(const fs_attention_params*, void*);
   const Launcher launchers[] = {fs_flash_fwd_tma_v1, fs_flash_fwd_tma_v2, fs_flash_fwd_tma_v3,
-                                fs_flash_fwd_tma_v4, fs_flash_fwd_tma_v5};
+                                fs_flash_fwd_tma_v4, fs_flash_fwd_tma_v5, fs_flash_fwd_tma_v6};
   fs_attention_params p{};
   p.batch = p.heads = p.seq_q = p.seq_k = 1;
   p.head_dim = 64;
@@ -235,6 +267,23 @@ FS_GPU_TEST_CASE("stage07 attention v5 forced to 16 splits matches fp64") {
   check_forced_splits(forced_splits_kernel(run_forced_splits<16>), 8700);
 }
 
+FS_GPU_TEST_CASE("stage07 attention v6 packs groups of 7 8 and 32 query heads into its tiles") {
+  FS_SKIP_WITHOUT_GPU();
+  const KernelDesc& v6 = kFlashTmaV6;
+  if (!testing::runs_here(v6)) return;
+  uint64_t seed = 8800;
+  for (DType t : {DType::FP16, DType::BF16})
+    for (const auto& shape : large_group_shapes(t)) testing::check_against_reference(v6, shape, ++seed, &naive());
+}
+
+// v6's split path (and its one-split path, which writes O itself) on grouped K/V: 1, 2 and 7 splits.
+FS_GPU_TEST_CASE("stage07 attention v6 forced to 1 2 and 7 splits matches fp64 on grouped K/V") {
+  FS_SKIP_WITHOUT_GPU();
+  check_v6_forced_splits(v6_forced_splits_kernel(run_v6_forced_splits<1>), 8900);
+  check_v6_forced_splits(v6_forced_splits_kernel(run_v6_forced_splits<2>), 8950);
+  check_v6_forced_splits(v6_forced_splits_kernel(run_v6_forced_splits<7>), 9000);
+}
+
 FS_GPU_TEST_CASE("stage07 attention every version: Q K V and O of more than 2^31 elements") {
   FS_SKIP_WITHOUT_GPU();
   if (testing::sanitizer_sizes()) {
@@ -288,13 +337,21 @@ FS_GPU_TEST_CASE("stage07 attention every version rejects bad inputs and writes 
   }
 }
 
-FS_GPU_TEST_CASE("stage07 attention v5 refuses a split count it cannot launch and writes nothing") {
+FS_GPU_TEST_CASE("stage07 attention v5 and v6 refuse a split count they cannot launch and write nothing") {
   FS_SKIP_WITHOUT_GPU();
   AttentionFixture problem(attention_shape(2, 2, 17, 40, 64, DType::FP16), 1, /*max_heads=*/-1);
   // No split at all, a negative count, more than gridDim.y takes.
   for (AttentionRun run : {run_forced_splits<0>, run_forced_splits<-3>, run_forced_splits<65536>}) {
     Status returned = Status::Success;
     CHECK(problem.untouched_after(forced_splits_kernel(run), problem.params(), &returned));
+    CHECK(returned == Status::InvalidSize);
+  }
+  AttentionParams grouped = attention_shape(2, 4, 17, 40, 64, DType::FP16);
+  grouped.kv_heads = 2;
+  AttentionFixture group_problem(grouped, 2, /*max_heads=*/-1);
+  for (AttentionRun run : {run_v6_forced_splits<0>, run_v6_forced_splits<-3>, run_v6_forced_splits<65536>}) {
+    Status returned = Status::Success;
+    CHECK(group_problem.untouched_after(v6_forced_splits_kernel(run), group_problem.params(), &returned));
     CHECK(returned == Status::InvalidSize);
   }
 }

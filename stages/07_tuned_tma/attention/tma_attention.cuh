@@ -239,11 +239,12 @@ __device__ __forceinline__ void zero_and_publish(unsigned char* tile, int rows, 
 // thread loads Q once and K_j, V_j for n_blocks key blocks of the tile from block `first` on (0; a
 // split-KV block's slice starts later: the stages count from the slice's first block), up to kStages
 // blocks ahead of the consumers; its warp zeroes what Q's tile and the last V tile hold past the
-// sequence's end. No
+// sequence's end. Without kLoadQ it loads no Q (tmQ unused): v6's consumers fill sQ themselves, from
+// several heads' rows, which no TMA box is, and q_full goes unused. No
 // producer thread touches shared memory or a barrier afterwards: its warps may leave, the loads in
 // flight complete on their barriers whether or not the issuing thread still runs, and the consumers
 // wait for every one of them before they leave.
-template <class C, class T>
+template <class C, class T, bool kLoadQ = true>
 __device__ __forceinline__ void produce(const Smem<C>& sm, const CUtensorMap* tmQ, const CUtensorMap* tmK,
                                         const CUtensorMap* tmV, const attn::Args<T>& a, const attn::Sequence& s,
                                         int64_t n_blocks, int64_t first = 0) {
@@ -253,7 +254,7 @@ __device__ __forceinline__ void produce(const Smem<C>& sm, const CUtensorMap* tm
   const bool issuer = threadIdx.x == 0;
   const PlaneRow q = plane_row(s.q_row0, a.seq_q), kv = plane_row(s.k_row0, a.seq_k);
   const int64_t last = n_blocks - 1;  // stages count from `first`; rows of K and V from block 0
-  const int q_from = first_foreign_row(s.q0, C::kBr, s.nq, q.row, a.seq_q);
+  const int q_from = kLoadQ ? first_foreign_row(s.q0, C::kBr, s.nq, q.row, a.seq_q) : C::kBr;
   const int v_from = first_foreign_row((first + last) * C::kBc, C::kBc, s.nk, kv.row, a.seq_k);
   auto load_kv = [&](int64_t j) {
     const int st = Smem<C>::stage_of(j);
@@ -267,9 +268,11 @@ __device__ __forceinline__ void produce(const Smem<C>& sm, const CUtensorMap* tm
   };
   const int64_t prologue = n_blocks < C::kStages ? n_blocks : C::kStages;  // stages free from the start
   if (issuer) {
-    uint64_t* q_bar = q_from < C::kBr ? sm.q_landed : sm.q_full;
-    sm90::mbarrier_arrive_expect_tx(q_bar, C::kQBytes);
-    load_tile<D>(sm.sQ, tmQ, C::kBr, q.row + s.q0, q.plane, q_bar);
+    if constexpr (kLoadQ) {
+      uint64_t* q_bar = q_from < C::kBr ? sm.q_landed : sm.q_full;
+      sm90::mbarrier_arrive_expect_tx(q_bar, C::kQBytes);
+      load_tile<D>(sm.sQ, tmQ, C::kBr, q.row + s.q0, q.plane, q_bar);
+    }
     for (int64_t j = 0; j < prologue; ++j) load_kv(j);
   }
   // Q's zeros go in while the first blocks are on their way: the consumers need Q before they can free

@@ -11,6 +11,7 @@
 #include "stages/07_tuned_tma/attention/v3_intra_warpgroup_overlap.cuh"
 #include "stages/07_tuned_tma/attention/v4_pingpong.cuh"
 #include "stages/07_tuned_tma/attention/v5_split_kv.cuh"
+#include "stages/07_tuned_tma/attention/v6_packed_gqa.cuh"
 
 namespace fs {
 
@@ -42,13 +43,14 @@ const KernelDesc kFlashTmaV4 = version(
      "v3 with the consumers taking turns at the tensor cores (pingpong): one's softmax under the other's products"},
     flash_tma::max_smem_bytes<flash_tma::ws::DefaultConfig>(), flash_tma::run_v4);
 
-// v5: the LSE, plus the split workspace of the split count it takes for these params on the current
-// GPU (none where it cannot tell: no device, or sizes no launch would take).
-std::size_t flash_tma_v5_extra_bytes(const AttentionParams& p) {
+// v5 and v6: the LSE, plus the split workspace of the split count the version takes for these params on
+// the current GPU (none where it cannot tell: no device, or sizes no launch would take).
+template <int (*kSplits)(const AttentionParams&, int)>
+std::size_t split_extra_bytes(const AttentionParams& p) {
   std::size_t bytes = lse_extra_bytes(p);
   DeviceProps dev;
   if (validate(p, flash_tma::kSupport) == Status::Success && current_device(&dev) == Status::Success)
-    bytes += split_workspace_bytes(p, flash_tma::v5_splits(p, dev.sms));
+    bytes += split_workspace_bytes(p, kSplits(p, dev.sms));
   return bytes;
 }
 
@@ -56,18 +58,38 @@ const KernelDesc kFlashTmaV5 = attention_kernel(
     {"fs_flash_fwd_tma_v5", "stage07/attention", "v5",
      "v4 with a query tile's keys split over several blocks where the grid underfills the GPU, the slices merged by their LSE"},
     flash_tma::kSupport, kStageArchs, flash_tma::max_smem_bytes<flash_tma::ws::DefaultConfig>(), flash_tma::run_v5,
-    flash_tma_v5_extra_bytes);
+    split_extra_bytes<flash_tma::v5_splits>);
+
+const KernelDesc kFlashTmaV6 = attention_kernel(
+    {"fs_flash_fwd_tma_v6", "stage07/attention", "v6",
+     "v5 with the query heads of a K/V group packed into one tile (query-major), so K and V are read once per group"},
+    flash_tma::kSupport, kStageArchs, flash_tma::max_smem_bytes<flash_tma::ws::DefaultConfig>(), flash_tma::run_v6,
+    split_extra_bytes<flash_tma::v6_splits>);
+
+namespace {
+
+// A split version's launch with a forced split count, validated as its C entry validates.
+Status launch_forced_splits(const KernelDesc& k, Status (*run)(const AttentionProblem&, int, cudaStream_t),
+                            const AttentionParams& p, int splits, cudaStream_t stream) {
+  FS_RETURN_IF_ERROR(validate(p, k.attention));
+  FS_RETURN_IF_ERROR(check_current_device(k.info, largest_tensor_bytes(p)));
+  if (splits < 1) return Status::InvalidSize;
+  return run(prepare(p), splits, stream);
+}
+
+}  // namespace
 
 Status launch_flash_tma_v5_splits(const AttentionParams& p, int splits, cudaStream_t stream) {
-  FS_RETURN_IF_ERROR(validate(p, kFlashTmaV5.attention));
-  FS_RETURN_IF_ERROR(check_current_device(kFlashTmaV5.info, largest_tensor_bytes(p)));
-  if (splits < 1) return Status::InvalidSize;
-  return flash_tma::run_v5_splits(prepare(p), splits, stream);
+  return launch_forced_splits(kFlashTmaV5, flash_tma::run_v5_splits, p, splits, stream);
+}
+
+Status launch_flash_tma_v6_splits(const AttentionParams& p, int splits, cudaStream_t stream) {
+  return launch_forced_splits(kFlashTmaV6, flash_tma::run_v6_splits, p, splits, stream);
 }
 
 KernelList stage07_attention_kernels() {
-  static const KernelDesc* const versions[] = {&kFlashTmaV1, &kFlashTmaV2, &kFlashTmaV3, &kFlashTmaV4,
-                                               &kFlashTmaV5};
+  static const KernelDesc* const versions[] = {&kFlashTmaV1, &kFlashTmaV2, &kFlashTmaV3,
+                                               &kFlashTmaV4, &kFlashTmaV5, &kFlashTmaV6};
   return kernel_list(versions);
 }
 
@@ -78,3 +100,4 @@ FS_EXPORT_ATTENTION(fs_flash_fwd_tma_v2, fs::kFlashTmaV2)
 FS_EXPORT_ATTENTION(fs_flash_fwd_tma_v3, fs::kFlashTmaV3)
 FS_EXPORT_ATTENTION(fs_flash_fwd_tma_v4, fs::kFlashTmaV4)
 FS_EXPORT_ATTENTION(fs_flash_fwd_tma_v5, fs::kFlashTmaV5)
+FS_EXPORT_ATTENTION(fs_flash_fwd_tma_v6, fs::kFlashTmaV6)
