@@ -16,8 +16,9 @@ rows this script
       ladder.png                             fastest version of every stage at the headline shape, with peers
       roofline.png                           the headline points against the compute and DRAM roofs
   * rewrites the tables between ``<!-- results:NAME:begin -->`` / ``<!-- results:NAME:end -->``
-    (NAME: attention, gemm, memory, each optionally ``:<prefix>`` or ``:<prefix>+<prefix>``;
-    ladder, roofline, ceilings)
+    (NAME: attention, gemm, memory, cliff, tuner, each optionally ``:<prefix>`` or
+    ``:<prefix>+<prefix>``; ladder, roofline, ceilings). tuner: a tuner's candidates, benchmarks named
+    ``…/tile:<i>`` with a ``picked`` counter, the chosen one's rate over the fastest's at each point.
   * rewrites the inline numbers ``<!-- value: EXPR | FORMAT -->RENDERED<!-- /value -->``
     (EXPR: + - * / ( ), numbers, ``[NAME]``, ``[NAME].FIELD``, ``{CONTEXT_KEY}``; ``[NAME@FILE]``
     takes FILE's row where several files measured NAME, else the first file read is taken)
@@ -115,11 +116,13 @@ class BenchName:
 
     @property
     def kind(self) -> str:
-        """"ceiling" (ceiling/<instruction>/<dtype>), "gemm" (M, N, K given), "attention" (N, D
-        given), else "other"; sizes must be integers."""
+        """"ceiling" (ceiling/<instruction>/<dtype>), "candidate" (a tuner's candidate: tile given),
+        "gemm" (M, N, K given), "attention" (N, D given), else "other"; sizes must be integers."""
         if self.series.split("/")[0] == CEILING_PREFIX:
             return "ceiling"
         sizes = {k for k, v in self.params if isinstance(v, int)}
+        if TUNER_TILE in sizes:  # one of a tuner's candidates: only the "tuner" table reads it
+            return "candidate"
         if {"M", "N", "K"} <= sizes:
             return "gemm"
         if {"N", "D"} <= sizes:
@@ -199,6 +202,7 @@ class Run:
     plain: str = ""  # the name without run options, e.g. "stage03/v1/fp32/D:64/N:4096/causal:1"
     per_sm_clk: float | None = None  # ceilings: ops, FLOPs or bytes per SM per clock
     gops: float | None = None  # ceilings: the Gop/s counter (ex2)
+    chosen: float | None = None  # a tuner's candidate: its `picked` counter, 1 where the tuner chose it
 
 
 @dataclass
@@ -251,6 +255,7 @@ def _to_run(row: dict, name: BenchName, source: str, picked: str) -> Run:
         plain=plain_name(row.get("run_name") or row.get("name") or "", row.get("aggregate_name")),
         per_sm_clk=_counter(row, "per_sm_clk"),
         gops=_counter(row, "Gop/s"),
+        chosen=_counter(row, "picked"),
     )
 
 
@@ -1345,6 +1350,10 @@ def gemm_tables(results: Results, prefix: tuple[str, ...] | None) -> tuple[list[
 # The no-cliff rule (issue 10): a GEMM shape whose sizes are not multiples of the tile reaches at least
 # this share of the rate of its nearest aligned neighbour, each size rounded to a multiple of ALIGN_TO.
 CLIFF_MIN_RATIO = 0.7
+# A tuner's candidates carry their index in this name field; the rule the tuner table checks: the chosen
+# candidate within 3% of the fastest (issue 10).
+TUNER_TILE = "tile"
+TUNER_MIN_RATIO = 0.97
 ALIGN_TO = 128
 
 
@@ -1530,16 +1539,55 @@ def ceilings_tables(results: Results, prefix: tuple[str, ...] | None) -> tuple[l
     return [text, ""] + markdown_grid(header, rows, 2) + [""], runs
 
 
+def tuner_tables(results: Results, prefix: tuple[str, ...] | None) -> tuple[list[str], list[Run]]:
+    """Per series, dtype, D and mask: at each N, the rate of the candidate the tuner chose (counter
+    `picked` = 1) over the fastest candidate's, measured in the same run."""
+    runs = [r for r in results.of_kind("candidate") if r.tflops]
+    if prefix is not None:
+        runs = [r for r in runs if r.name.series.startswith(prefix)]
+    points: dict[tuple, list[Run]] = {}
+    for r in runs:
+        key = (r.name.series, r.name.dtype, r.name.get("D"), r.name.get("causal"), r.name.get("N"))
+        points.setdefault(key, []).append(r)
+    rows: dict[tuple, dict[int, str]] = {}
+    worst: dict[tuple, float] = {}
+    used: list[Run] = []
+    for (series, dtype, d, causal, n), cands in points.items():
+        chosen = [r for r in cands if r.chosen == 1]
+        if len(chosen) != 1:
+            continue
+        best = max(cands, key=lambda r: r.tflops)
+        ratio = chosen[0].tflops / best.tflops
+        cell = f"{ratio:.3f} ({TUNER_TILE} {chosen[0].name.get(TUNER_TILE)}"
+        cell += ")" if best is chosen[0] else f"; best {best.name.get(TUNER_TILE)})"
+        row = (series, dtype, d, causal)
+        rows.setdefault(row, {})[n] = f"**{cell}**" if ratio < TUNER_MIN_RATIO else cell
+        worst[row] = min(worst.get(row, 1.0), ratio)
+        used += cands
+    if not rows:
+        return [], []
+    seqs = sorted({n for cells in rows.values() for n in cells})
+    text = (f"**Tuner check** — at each point, the TFLOPS of the candidate the tuner chose over the fastest "
+            f"candidate's, both timed in the same run ({TUNER_TILE} = the candidate's index; bold: below "
+            f"{TUNER_MIN_RATIO}, more than {round(100 * (1 - TUNER_MIN_RATIO))}% from the best)")
+    header = ["series", "dtype", "D", "causal"] + [f"N = {n}" for n in seqs] + ["worst"]
+    body = []
+    for row in sorted(rows, key=lambda k: (series_order(k[0]), dtype_order(k[1]), k[2], k[3])):
+        body.append([row[0], row[1], str(row[2]), str(row[3])] + [rows[row].get(n, "—") for n in seqs]
+                    + [f"{worst[row]:.3f}"])
+    return [text, ""] + markdown_grid(header, body, 4) + [""], used
+
+
 BLOCK_KINDS = {"attention": attention_tables, "gemm": gemm_tables, "memory": memory_tables,
                "ladder": ladder_tables, "roofline": roofline_tables, "ceilings": ceilings_tables,
-               "cliff": cliff_tables}
+               "cliff": cliff_tables, "tuner": tuner_tables}
 
 
 def render_block(block_name: str, results: Results) -> str:
     """The text that goes between one marker pair (no leading/trailing newline)."""
     kind, colon, prefix = block_name.partition(":")
     if kind not in BLOCK_KINDS or (colon and not prefix):
-        known = ", ".join(f"{k}, {k}:<series-prefix>" for k in ("attention", "gemm", "memory", "cliff"))
+        known = ", ".join(f"{k}, {k}:<series-prefix>" for k in ("attention", "gemm", "memory", "cliff", "tuner"))
         known += ", ladder, roofline, ceilings"
         raise ResultsError(f"unknown results block {block_name!r}; known: {known}")
     # "stage02+stage03" selects several series prefixes (str.startswith takes the tuple).

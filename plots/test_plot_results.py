@@ -647,6 +647,35 @@ class CliffTest(unittest.TestCase):
         self.assertIn("No unaligned shape has its aligned neighbour measured", text)
 
 
+class TunerTest(unittest.TestCase):
+    @staticmethod
+    def results(rates: dict[str, tuple[float, int]]):
+        rows = [{"name": name, "real_time": 1.0, "time_unit": "ms", "TFLOPS": tflops, "picked": picked}
+                for name, (tflops, picked) in rates.items()]
+        return pr.Results(contexts={"stage04.json": {}}, runs=pr.select_runs(rows, "stage04.json"))
+
+    def test_candidates_are_their_own_kind(self):
+        name = pr.parse_name("stage04/v5/fp16/D:128/N:8192/causal:0/tile:2")
+        self.assertEqual(name.kind, "candidate")
+        self.assertEqual(pr.parse_name("stage04/v5/fp16/D:128/N:8192/causal:0").kind, "attention")
+
+    def test_chosen_against_the_fastest(self):
+        text = pr.render_block("tuner:stage04/v5", self.results({
+            "stage04/v5/fp16/D:64/N:512/causal:1/tile:0": (100.0, 0),
+            "stage04/v5/fp16/D:64/N:512/causal:1/tile:3": (90.0, 1),  # chosen, 10% behind: bold
+            "stage04/v5/fp16/D:64/N:8192/causal:1/tile:0": (250.0, 0),
+            "stage04/v5/fp16/D:64/N:8192/causal:1/tile:3": (260.0, 1),  # chosen and fastest
+            "stage04/v5/fp16/D:64/N:8192/causal:1": (259.0, 0)}))  # v5 itself: not a candidate
+        self.assertIn("| series | dtype | D | causal | N = 512 | N = 8192 | worst |", text)
+        self.assertIn("| stage04/v5 | fp16 | 64 | 1 | **0.900 (tile 3; best 0)** | 1.000 (tile 3) | 0.900 |", text)
+
+    def test_a_point_without_one_choice_is_left_out(self):
+        text = pr.render_block("tuner", self.results({
+            "stage04/v5/bf16/D:128/N:1024/causal:0/tile:0": (100.0, 0),
+            "stage04/v5/bf16/D:128/N:1024/causal:0/tile:1": (110.0, 0)}))
+        self.assertIn("No matching results", text)
+
+
 class RooflineTest(unittest.TestCase):
     def test_bound_is_the_lower_roof(self):
         compute = pr.Roof("fp32 FFMA peak", 66.9, "`peak_fp32_tflops`", False, "fp32")

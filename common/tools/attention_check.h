@@ -13,6 +13,15 @@
 
 namespace fs {
 
+// `kernel` with another run: a hook into a tuned version (a forced tile shape, split count or plan)
+// checked or timed as a version of its own, with the version's descriptor (what it takes, where it
+// runs) unchanged.
+inline KernelDesc kernel_with_run(const KernelDesc& kernel, AttentionRun run) {
+  KernelDesc k = kernel;
+  k.run_attention = run;
+  return k;
+}
+
 // A problem's shape as the C params hold it (its pointers left null): B, H, Nq, Nk, D, dtype, mask, scale.
 AttentionParams attention_shape(int64_t batch, int64_t heads, int64_t seq_q, int64_t seq_k, int64_t head_dim,
                                 DType dtype, bool causal = false, float scale = 0.0f);

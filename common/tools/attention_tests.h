@@ -12,14 +12,6 @@
 
 namespace fs::testing {
 
-// `kernel` with another run: a test hook (a forced split count, tile shape or plan) checked as a
-// version of its own, with the version's descriptor (what it takes, where it runs) unchanged.
-inline KernelDesc kernel_with_run(const KernelDesc& kernel, AttentionRun run) {
-  KernelDesc k = kernel;
-  k.run_attention = run;
-  return k;
-}
-
 // N = 1, 17, 1000 and Nq ≠ Nk (both ways), with B·H > 1, for each head_dim; causal and not (causal
 // only where Nq <= Nk). Under the sanitizer (sanitizer_sizes()) 1000 becomes 200 and 1023 becomes
 // 223: still several tiles with tails. Every case draws fresh inputs from its own seed.

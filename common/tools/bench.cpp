@@ -177,6 +177,30 @@ void register_grid(const DeviceInfo& dev, const KernelDesc& kernel, const Attent
 
 }  // namespace
 
+void register_attention_candidates(const DeviceInfo& dev, const std::vector<KernelDesc>& candidates,
+                                   std::function<bool(int)> usable, const AttentionGrid& grid,
+                                   const std::string& series, std::function<int(const AttentionParams&)> picked) {
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    const KernelDesc* k = &candidates[i];
+    if (!runs_on(*k, dev) || !usable(int(i))) continue;
+    for (DType dtype : grid.dtypes)
+      for (int64_t d : grid.dims)
+        for (int64_t n : grid.seqs)
+          for (bool causal : grid.causal) {
+            const AttentionParams shape = grid_params(dtype, d, n, causal);
+            if (!in_set(k->attention.dtypes, int32_t(dtype)) || !fits(dev, *k, shape)) continue;
+            const std::string name = series + "/" + dtype_name(dtype) + "/D:" + std::to_string(d) + "/N:" +
+                                     std::to_string(n) + "/causal:" + std::to_string(int(causal)) +
+                                     "/tile:" + std::to_string(i);
+            auto* b = benchmark::RegisterBenchmark(name.c_str(), [&dev, k, shape, i, picked](benchmark::State& state) {
+              time_forward(state, dev, *k, shape);
+              state.counters["picked"] = picked(shape) == int(i) ? 1.0 : 0.0;
+            });
+            configure(b);
+          }
+  }
+}
+
 void register_attention(const DeviceInfo& dev, const KernelDesc& kernel, const AttentionGrid& grid) {
   register_grid(dev, kernel, grid, kernel.qualified(), false);
 }

@@ -50,6 +50,15 @@ AttentionParams grid_params(DType dtype, int64_t d, int64_t n, bool causal);
 // kernel is timed on the backward of the point (attention_bwd_flops: 2.5× the forward's), as a
 // training step calls it: no delta asked for, dQ by whatever the version does by default.
 void register_attention(const DeviceInfo& dev, const KernelDesc& kernel, const AttentionGrid& grid);
+// The candidates a tuner chooses among, each at every grid point it takes: candidates[i] launches
+// candidate i (kernel_with_run), timed where usable(i) (its shared memory fits this GPU), named
+// <series>/<dtype>/D:<d>/N:<n>/causal:<0|1>/tile:<i>, with a counter `picked`, 1 where picked(point) == i
+// (the tuner's choice, asked after the timing). The vector must outlive the benchmarks.
+// plots/plot_results.py sets the picked candidate's rate against the fastest candidate's at each point
+// (its "tuner" table).
+void register_attention_candidates(const DeviceInfo& dev, const std::vector<KernelDesc>& candidates,
+                                   std::function<bool(int)> usable, const AttentionGrid& grid,
+                                   const std::string& series, std::function<int(const AttentionParams&)> picked);
 // A backward kernel with `deterministic` set, under the series <stage>/<version>_deterministic: the
 // cost of a bitwise-reproducible dQ, beside the same version's default.
 void register_attention_bwd_deterministic(const DeviceInfo& dev, const KernelDesc& kernel, const AttentionGrid& grid);

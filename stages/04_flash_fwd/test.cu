@@ -38,7 +38,7 @@ template <int I>
 Status run_candidate(const AttentionProblem& pr, cudaStream_t stream) {
   return launch_flash_fwd_v5_candidate(pr.p, I, stream);
 }
-KernelDesc candidate_kernel(AttentionRun run) { return testing::kernel_with_run(kFlashFwdV5, run); }
+KernelDesc candidate_kernel(AttentionRun run) { return kernel_with_run(kFlashFwdV5, run); }
 const KernelDesc kCandidates[] = {candidate_kernel(run_candidate<0>), candidate_kernel(run_candidate<1>),
                                   candidate_kernel(run_candidate<2>), candidate_kernel(run_candidate<3>),
                                   candidate_kernel(run_candidate<4>), candidate_kernel(run_candidate<5>)};
@@ -48,7 +48,7 @@ template <int kTile, int kSplits>
 Status run_forced_plan(const AttentionProblem& pr, cudaStream_t stream) {
   return launch_flash_fwd_v6_plan(pr.p, kTile, kSplits, stream);
 }
-KernelDesc forced_plan_kernel(AttentionRun run) { return testing::kernel_with_run(kFlashFwdV6, run); }
+KernelDesc forced_plan_kernel(AttentionRun run) { return kernel_with_run(kFlashFwdV6, run); }
 
 }  // namespace
 

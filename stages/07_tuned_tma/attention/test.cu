@@ -41,12 +41,12 @@ template <int kSplits>
 Status run_forced_splits(const AttentionProblem& pr, cudaStream_t stream) {
   return launch_flash_tma_v5_splits(pr.p, kSplits, stream);
 }
-KernelDesc forced_splits_kernel(AttentionRun run) { return testing::kernel_with_run(kFlashTmaV5, run); }
+KernelDesc forced_splits_kernel(AttentionRun run) { return kernel_with_run(kFlashTmaV5, run); }
 template <int kSplits>
 Status run_v6_forced_splits(const AttentionProblem& pr, cudaStream_t stream) {
   return launch_flash_tma_v6_splits(pr.p, kSplits, stream);
 }
-KernelDesc v6_forced_splits_kernel(AttentionRun run) { return testing::kernel_with_run(kFlashTmaV6, run); }
+KernelDesc v6_forced_splits_kernel(AttentionRun run) { return kernel_with_run(kFlashTmaV6, run); }
 
 // Groups v6 packs beyond gqa_shapes' (G = 2, 4, 6): G = 7 (H = 28 over 4 K/V heads), 8 and 32 — more
 // packed rows than one 128-row tile, tile boundaries inside one query's heads, several queries'
