@@ -1353,6 +1353,7 @@ CLIFF_MIN_RATIO = 0.7
 # A tuner's candidates carry their index in this name field; the rule the tuner table checks: the chosen
 # candidate within 3% of the fastest (issue 10).
 TUNER_TILE = "tile"
+TUNER_KEYS = (TUNER_TILE, "splits")  # the fields that name a candidate rather than the point
 TUNER_MIN_RATIO = 0.97
 ALIGN_TO = 128
 
@@ -1539,43 +1540,62 @@ def ceilings_tables(results: Results, prefix: tuple[str, ...] | None) -> tuple[l
     return [text, ""] + markdown_grid(header, rows, 2) + [""], runs
 
 
+def _candidate_label(name: BenchName) -> str:
+    return ", ".join(f"{k} {name.get(k)}" for k in TUNER_KEYS if name.get(k) is not None)
+
+
 def tuner_tables(results: Results, prefix: tuple[str, ...] | None) -> tuple[list[str], list[Run]]:
-    """Per series, dtype, D and mask: at each N, the rate of the candidate the tuner chose (counter
-    `picked` = 1) over the fastest candidate's, measured in the same run."""
+    """At each point a tuner's candidates were timed: the rate of the candidate it chose (counter
+    `picked` = 1) over the fastest candidate's, measured in the same run. Grid points (N given) as one
+    row per series, dtype, D and mask with a column per N; other shapes one row each."""
     runs = [r for r in results.of_kind("candidate") if r.tflops]
     if prefix is not None:
         runs = [r for r in runs if r.name.series.startswith(prefix)]
     points: dict[tuple, list[Run]] = {}
     for r in runs:
-        key = (r.name.series, r.name.dtype, r.name.get("D"), r.name.get("causal"), r.name.get("N"))
-        points.setdefault(key, []).append(r)
-    rows: dict[tuple, dict[int, str]] = {}
+        shape = tuple((k, v) for k, v in r.name.params if k not in TUNER_KEYS)
+        points.setdefault((r.name.series, r.name.dtype, shape), []).append(r)
+    grid: dict[tuple, dict[int, str]] = {}
     worst: dict[tuple, float] = {}
+    others: list[list[str]] = []
     used: list[Run] = []
-    for (series, dtype, d, causal, n), cands in points.items():
+    for (series, dtype, shape), cands in points.items():
         chosen = [r for r in cands if r.chosen == 1]
         if len(chosen) != 1:
             continue
         best = max(cands, key=lambda r: r.tflops)
         ratio = chosen[0].tflops / best.tflops
-        cell = f"{ratio:.3f} ({TUNER_TILE} {chosen[0].name.get(TUNER_TILE)}"
-        cell += ")" if best is chosen[0] else f"; best {best.name.get(TUNER_TILE)})"
-        row = (series, dtype, d, causal)
-        rows.setdefault(row, {})[n] = f"**{cell}**" if ratio < TUNER_MIN_RATIO else cell
-        worst[row] = min(worst.get(row, 1.0), ratio)
+        mark = (lambda text: f"**{text}**") if ratio < TUNER_MIN_RATIO else (lambda text: text)
         used += cands
-    if not rows:
+        params = dict(shape)
+        if "N" in params:
+            cell = f"{ratio:.3f} ({_candidate_label(chosen[0].name)}"
+            cell += ")" if best is chosen[0] else f"; best {best.name.get(TUNER_TILE)})"
+            row = (series, dtype, params.get("D"), params.get("causal"))
+            grid.setdefault(row, {})[params["N"]] = mark(cell)
+            worst[row] = min(worst.get(row, 1.0), ratio)
+        else:
+            order = {k: i for i, k in enumerate(("D", "B", "H", "KVH", "Nq", "Nk", "causal"))}
+            described = ", ".join(f"{k} {v}" for k, v in sorted(shape, key=lambda kv: order.get(kv[0], len(order))))
+            others.append([series, dtype, described, _candidate_label(chosen[0].name),
+                           _candidate_label(best.name), str(len(cands)), mark(f"{ratio:.3f}")])
+    if not grid and not others:
         return [], []
-    seqs = sorted({n for cells in rows.values() for n in cells})
-    text = (f"**Tuner check** — at each point, the TFLOPS of the candidate the tuner chose over the fastest "
-            f"candidate's, both timed in the same run ({TUNER_TILE} = the candidate's index; bold: below "
-            f"{TUNER_MIN_RATIO}, more than {round(100 * (1 - TUNER_MIN_RATIO))}% from the best)")
-    header = ["series", "dtype", "D", "causal"] + [f"N = {n}" for n in seqs] + ["worst"]
-    body = []
-    for row in sorted(rows, key=lambda k: (series_order(k[0]), dtype_order(k[1]), k[2], k[3])):
-        body.append([row[0], row[1], str(row[2]), str(row[3])] + [rows[row].get(n, "—") for n in seqs]
-                    + [f"{worst[row]:.3f}"])
-    return [text, ""] + markdown_grid(header, body, 4) + [""], used
+    out = [f"**Tuner check** — at each point, the TFLOPS of the candidate the tuner chose over the fastest "
+           f"candidate's, both timed in the same run (bold: below {TUNER_MIN_RATIO}, more than "
+           f"{round(100 * (1 - TUNER_MIN_RATIO))}% from the best)", ""]
+    if grid:
+        seqs = sorted({n for cells in grid.values() for n in cells})
+        header = ["series", "dtype", "D", "causal"] + [f"N = {n}" for n in seqs] + ["worst"]
+        body = [[row[0], row[1], str(row[2]), str(row[3])] + [grid[row].get(n, "—") for n in seqs]
+                + [f"{worst[row]:.3f}"]
+                for row in sorted(grid, key=lambda k: (series_order(k[0]), dtype_order(k[1]), k[2], k[3]))]
+        out += markdown_grid(header, body, 4) + [""]
+    if others:
+        header = ["series", "dtype", "shape", "chosen", "fastest", "candidates", "chosen / fastest"]
+        out += markdown_grid(header, sorted(others, key=lambda r: (series_order(r[0]), dtype_order(r[1]), r[2])),
+                             5) + [""]
+    return out, used
 
 
 BLOCK_KINDS = {"attention": attention_tables, "gemm": gemm_tables, "memory": memory_tables,

@@ -669,6 +669,14 @@ class TunerTest(unittest.TestCase):
         self.assertIn("| series | dtype | D | causal | N = 512 | N = 8192 | worst |", text)
         self.assertIn("| stage04/v5 | fp16 | 64 | 1 | **0.900 (tile 3; best 0)** | 1.000 (tile 3) | 0.900 |", text)
 
+    def test_shapes_off_the_grid_one_row_each(self):
+        text = pr.render_block("tuner:stage04/v6", self.results({
+            "stage04/v6/fp16/D:128/B:1/H:16/Nq:512/Nk:16384/causal:0/tile:1/splits:2": (330.0, 1),
+            "stage04/v6/fp16/D:128/B:1/H:16/Nq:512/Nk:16384/causal:0/tile:1/splits:4": (345.0, 0)}))
+        self.assertIn("| series | dtype | shape | chosen | fastest | candidates | chosen / fastest |", text)
+        self.assertIn("| stage04/v6 | fp16 | D 128, B 1, H 16, Nq 512, Nk 16384, causal 0 | tile 1, splits 2 | "
+                      "tile 1, splits 4 | 2 | **0.957** |", text)
+
     def test_a_point_without_one_choice_is_left_out(self):
         text = pr.render_block("tuner", self.results({
             "stage04/v5/bf16/D:128/N:1024/causal:0/tile:0": (100.0, 0),

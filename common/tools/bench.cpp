@@ -82,8 +82,13 @@ AttentionParams grid_params(DType dtype, int64_t d, int64_t n, bool causal) {
 
 namespace {
 
-// The forward of `shape` on random inputs: Q, K, V uniform in [-1, 1].
-void time_forward(benchmark::State& state, const DeviceInfo& dev, const KernelDesc& k, const AttentionParams& shape) {
+// The forward of `shape` on random inputs (Q, K, V uniform in [-1, 1]) by run(p), p pointing at them;
+// traffic(p): the bytes its GB/s counter counts; counters(p) adds its own once the timing is done. A
+// run that fails skips the benchmark with its code.
+void time_forward_by(benchmark::State& state, const DeviceInfo& dev, const AttentionParams& shape,
+                     const std::function<Status(const AttentionParams&)>& run,
+                     const std::function<double(const AttentionParams&)>& traffic,
+                     const std::function<void(const AttentionParams&)>& counters) {
   const DType t = dtype_of(shape);
   const std::size_t e = dtype_size(t);
   DeviceBuffer<unsigned char> q(q_elems(shape) * e), kb(kv_elems(shape) * e), v(kv_elems(shape) * e),
@@ -93,13 +98,20 @@ void time_forward(benchmark::State& state, const DeviceInfo& dev, const KernelDe
   FS_CHECK_STATUS(fill_random_device(kb.get(), kv_elems(shape), t, 2));
   FS_CHECK_STATUS(fill_random_device(v.get(), kv_elems(shape), t, 3));
   const AttentionParams p = attention_on(shape, q.get(), kb.get(), v.get(), o.get(), lse.get());
-  if (const Status st = launch(k, p, nullptr); st != Status::Success) {
+  if (const Status st = run(p); st != Status::Success) {
     state.SkipWithError(status_name(st));
     return;
   }
-  const double traffic = k.traffic_bytes ? k.traffic_bytes(p) : attention_fwd_min_bytes(p);
-  timed_loop(state, dev, attention_fwd_flops(p), traffic, [&] { launch(k, p, nullptr); });
-  state.counters["extra_bytes"] = double(k.extra_bytes(p));
+  timed_loop(state, dev, attention_fwd_flops(p), traffic(p), [&] { run(p); });
+  counters(p);
+}
+
+// The forward of `shape` by kernel k, with its extra device memory as a counter.
+void time_forward(benchmark::State& state, const DeviceInfo& dev, const KernelDesc& k, const AttentionParams& shape) {
+  time_forward_by(
+      state, dev, shape, [&](const AttentionParams& p) { return launch(k, p, nullptr); },
+      [&](const AttentionParams& p) { return k.traffic_bytes ? k.traffic_bytes(p) : attention_fwd_min_bytes(p); },
+      [&](const AttentionParams& p) { state.counters["extra_bytes"] = double(k.extra_bytes(p)); });
 }
 
 // The backward of `shape`, as a training step calls it (no delta asked for): Q, K, V, O, dO uniform in
@@ -177,28 +189,41 @@ void register_grid(const DeviceInfo& dev, const KernelDesc& kernel, const Attent
 
 }  // namespace
 
-void register_attention_candidates(const DeviceInfo& dev, const std::vector<KernelDesc>& candidates,
-                                   std::function<bool(int)> usable, const AttentionGrid& grid,
-                                   const std::string& series, std::function<int(const AttentionParams&)> picked) {
-  for (std::size_t i = 0; i < candidates.size(); ++i) {
-    const KernelDesc* k = &candidates[i];
-    if (!runs_on(*k, dev) || !usable(int(i))) continue;
-    for (DType dtype : grid.dtypes)
-      for (int64_t d : grid.dims)
-        for (int64_t n : grid.seqs)
-          for (bool causal : grid.causal) {
-            const AttentionParams shape = grid_params(dtype, d, n, causal);
-            if (!in_set(k->attention.dtypes, int32_t(dtype)) || !fits(dev, *k, shape)) continue;
-            const std::string name = series + "/" + dtype_name(dtype) + "/D:" + std::to_string(d) + "/N:" +
-                                     std::to_string(n) + "/causal:" + std::to_string(int(causal)) +
-                                     "/tile:" + std::to_string(i);
-            auto* b = benchmark::RegisterBenchmark(name.c_str(), [&dev, k, shape, i, picked](benchmark::State& state) {
-              time_forward(state, dev, *k, shape);
-              state.counters["picked"] = picked(shape) == int(i) ? 1.0 : 0.0;
-            });
-            configure(b);
-          }
-  }
+std::vector<AttentionParams> grid_points(const AttentionGrid& grid) {
+  std::vector<AttentionParams> points;
+  for (DType dtype : grid.dtypes)
+    for (int64_t d : grid.dims)
+      for (int64_t n : grid.seqs)
+        for (bool causal : grid.causal) points.push_back(grid_params(dtype, d, n, causal));
+  return points;
+}
+
+std::string point_name(const AttentionParams& p) {
+  const std::string causal = "/causal:" + std::to_string(int(p.causal != 0));
+  const AttentionParams on_grid = grid_params(dtype_of(p), p.head_dim, p.seq_q, p.causal != 0);
+  if (p.seq_k == p.seq_q && p.batch == on_grid.batch && p.heads == on_grid.heads && kv_head_count(p) == p.heads)
+    return std::string(dtype_name(dtype_of(p))) + "/D:" + std::to_string(p.head_dim) + "/N:" + std::to_string(p.seq_q) + causal;
+  // KVH only where K/V have fewer heads than Q: multi-head names stay as they were.
+  const std::string kv_heads = kv_head_count(p) != p.heads ? "/KVH:" + std::to_string(kv_head_count(p)) : "";
+  return std::string(dtype_name(dtype_of(p))) + "/D:" + std::to_string(p.head_dim) + "/B:" + std::to_string(p.batch) + "/H:" +
+         std::to_string(p.heads) + kv_heads + "/Nq:" + std::to_string(p.seq_q) + "/Nk:" + std::to_string(p.seq_k) +
+         causal;
+}
+
+void register_attention_candidates(const DeviceInfo& dev, const std::string& series,
+                                   const std::vector<AttentionParams>& points,
+                                   const std::function<std::vector<AttentionCandidate>(const AttentionParams&)>& candidates,
+                                   std::function<std::string(const AttentionParams&)> picked) {
+  for (const AttentionParams& shape : points)
+    for (AttentionCandidate& c : candidates(shape)) {
+      const std::string name = series + "/" + point_name(shape) + "/" + c.label;
+      auto* b = benchmark::RegisterBenchmark(name.c_str(), [&dev, shape, c, picked](benchmark::State& state) {
+        time_forward_by(state, dev, shape, c.launch, attention_fwd_min_bytes, [&](const AttentionParams&) {
+          state.counters["picked"] = picked(shape) == c.label ? 1.0 : 0.0;
+        });
+      });
+      configure(b);
+    }
 }
 
 void register_attention(const DeviceInfo& dev, const KernelDesc& kernel, const AttentionGrid& grid) {
@@ -215,14 +240,7 @@ void register_attention_shapes(const DeviceInfo& dev, const KernelDesc& kernel,
   if (!runs_on(kernel, dev)) return;
   for (const AttentionParams& p : shapes) {
     if (!in_set(kernel.attention.dtypes, p.dtype) || !fits(dev, kernel, p)) continue;
-    // KVH only where K/V have fewer heads than Q: multi-head names stay as they were.
-    const std::string kv_heads = kv_head_count(p) != p.heads ? "/KVH:" + std::to_string(kv_head_count(p)) : "";
-    register_attention_point(dev, kernel,
-                             kernel.qualified() + "/" + dtype_name(dtype_of(p)) + "/D:" + std::to_string(p.head_dim) +
-                                 "/B:" + std::to_string(p.batch) + "/H:" + std::to_string(p.heads) + kv_heads +
-                                 "/Nq:" + std::to_string(p.seq_q) + "/Nk:" + std::to_string(p.seq_k) +
-                                 "/causal:" + std::to_string(int(p.causal != 0)),
-                             p, false);
+    register_attention_point(dev, kernel, kernel.qualified() + "/" + point_name(p), p, false);
   }
 }
 

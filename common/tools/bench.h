@@ -50,15 +50,26 @@ AttentionParams grid_params(DType dtype, int64_t d, int64_t n, bool causal);
 // kernel is timed on the backward of the point (attention_bwd_flops: 2.5× the forward's), as a
 // training step calls it: no delta asked for, dQ by whatever the version does by default.
 void register_attention(const DeviceInfo& dev, const KernelDesc& kernel, const AttentionGrid& grid);
-// The candidates a tuner chooses among, each at every grid point it takes: candidates[i] launches
-// candidate i (kernel_with_run), timed where usable(i) (its shared memory fits this GPU), named
-// <series>/<dtype>/D:<d>/N:<n>/causal:<0|1>/tile:<i>, with a counter `picked`, 1 where picked(point) == i
-// (the tuner's choice, asked after the timing). The vector must outlive the benchmarks.
-// plots/plot_results.py sets the picked candidate's rate against the fastest candidate's at each point
-// (its "tuner" table).
-void register_attention_candidates(const DeviceInfo& dev, const std::vector<KernelDesc>& candidates,
-                                   std::function<bool(int)> usable, const AttentionGrid& grid,
-                                   const std::string& series, std::function<int(const AttentionParams&)> picked);
+// The grid's points, in registration order (dtype, D, N, mask).
+std::vector<AttentionParams> grid_points(const AttentionGrid& grid);
+// A point's name after the series: <dtype>/D:<d>/N:<n>/causal:<0|1> on the grid, else
+// <dtype>/D:<d>/B:<b>/H:<h>[/KVH:<kvh>]/Nq:<nq>/Nk:<nk>/causal:<0|1>.
+std::string point_name(const AttentionParams& p);
+
+// One of a tuner's candidates at a point: what its name carries after the point ("tile:1",
+// "tile:2/splits:8") and its launch on the default stream.
+struct AttentionCandidate {
+  std::string label;
+  std::function<Status(const AttentionParams&)> launch;
+};
+// Every candidate a tuner considers at each point, named <series>/<point>/<label>, with a counter
+// `picked`: 1 where picked(point) is its label (the tuner's choice, asked once the candidate is timed).
+// plots/plot_results.py sets the chosen candidate's rate against the fastest's at each point (its
+// "tuner" table).
+void register_attention_candidates(const DeviceInfo& dev, const std::string& series,
+                                   const std::vector<AttentionParams>& points,
+                                   const std::function<std::vector<AttentionCandidate>(const AttentionParams&)>& candidates,
+                                   std::function<std::string(const AttentionParams&)> picked);
 // A backward kernel with `deterministic` set, under the series <stage>/<version>_deterministic: the
 // cost of a bitwise-reproducible dQ, beside the same version's default.
 void register_attention_bwd_deterministic(const DeviceInfo& dev, const KernelDesc& kernel, const AttentionGrid& grid);

@@ -9,6 +9,8 @@
 
 #include <cstddef>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "common/lib/kernel.h"
 
@@ -37,5 +39,10 @@ int flash_fwd_v5_choice(int64_t head_dim, DType dtype, bool causal, cudaStream_t
 // common/lib/split_kv.h's split_kv_heuristic.
 std::size_t flash_fwd_v6_extra_bytes(const AttentionParams& params);
 Status launch_flash_fwd_v6_plan(const AttentionParams& params, int tile, int splits, cudaStream_t stream);
+// v6's plans for a call, (tile, splits) in the order its tuner times them (one, v5's launch, where the
+// grid fills the GPU), and the plan it runs — tuning the first time, as the call would; an empty list
+// and false where it cannot tell (no GPU, v5's tuning failed).
+std::vector<std::pair<int, int>> flash_fwd_v6_plans(const AttentionParams& params);
+bool flash_fwd_v6_choice(const AttentionParams& params, cudaStream_t stream, int* tile, int* splits);
 
 }  // namespace fs

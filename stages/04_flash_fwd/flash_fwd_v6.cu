@@ -201,6 +201,18 @@ std::string key_of(const AttentionProblem& pr, int device) {
          " Nq=" + std::to_string(pr.max_seq_q) + " Nk=" + std::to_string(p.seq_k);
 }
 
+// The plans the tuner would time for a call (one where the grid fills the GPU: v5's launch), v5's tile
+// `first` from its tuner.
+Status plans_of(const AttentionProblem& pr, int first, std::vector<Plan>* out) {
+  Grid g;
+  FS_RETURN_IF_ERROR(grid_of(pr, first, &g));
+  if (g.tiles >= g.slots) {
+    out->push_back({first, 1});
+    return Status::Success;
+  }
+  return candidates(pr, first, out);
+}
+
 // The plan for a call (see the top of this file). With `tune` false nothing is timed: the remembered
 // choice, or else the candidate with the most splits (what extra_bytes reports before the first call:
 // an upper bound).
@@ -288,6 +300,23 @@ std::size_t flash_fwd_v6_extra_bytes(const AttentionParams& p) {
   if (flash::v6::plan(prepare(p), nullptr, /*tune=*/false, &c) == Status::Success)
     bytes += split_workspace_bytes(p, c.splits);
   return bytes;
+}
+
+std::vector<std::pair<int, int>> flash_fwd_v6_plans(const AttentionParams& p) {
+  std::vector<std::pair<int, int>> out;
+  const int first = flash_fwd_v5_choice(p.head_dim, dtype_of(p), p.causal != 0, nullptr);
+  std::vector<flash::v6::Plan> list;
+  if (first < 0 || flash::v6::plans_of(prepare(p), first, &list) != Status::Success) return out;
+  for (const auto& c : list) out.emplace_back(c.tile, c.splits);
+  return out;
+}
+
+bool flash_fwd_v6_choice(const AttentionParams& p, cudaStream_t stream, int* tile, int* splits) {
+  flash::v6::Plan c{};
+  if (flash::v6::plan(prepare(p), stream, /*tune=*/true, &c) != Status::Success) return false;
+  *tile = c.tile;
+  *splits = c.splits;
+  return true;
 }
 
 Status launch_flash_fwd_v6_plan(const AttentionParams& p, int tile, int splits, cudaStream_t stream) {
