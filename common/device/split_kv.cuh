@@ -16,10 +16,13 @@
 
 #include <cuda_runtime.h>
 
+#include <climits>
 #include <cstdint>
 
 #include "common/device/attention.cuh"
 #include "common/device/online_softmax.cuh"
+#include "common/lib/split_kv.h"
+#include "common/lib/workspace.h"
 
 namespace fs::attn {
 
@@ -116,6 +119,27 @@ __global__ void __launch_bounds__(kMergeThreads) merge_splits_kernel(const Args<
   *reinterpret_cast<uint2*>(a.o + r * D + c) =
       make_uint2(sm80::pack2<T>(acc.x * inv, acc.y * inv), sm80::pack2<T>(acc.z * inv, acc.w * inv));
   if (a.lse && c == 0) a.lse[r] = sum > 0.0f ? lse_max + logf(sum) : -INFINITY;
+}
+
+// ---- The split path's launch (host) ---------------------------------------------------------------
+
+// One workspace for `splits` slices (sa's o_part, lse_part), launch(sa) to fill it with the split
+// kernel, then the merge of the slices into O and LSE, all on `stream`, so the merge starts after every
+// slice is written. A merge grid too large for gridDim.x returns its code before anything runs.
+template <int D, class T, class Launch>
+Status split_and_merge(const AttentionProblem& pr, int splits, SplitArgs<T> sa, cudaStream_t stream, Launch launch) {
+  const Args<T> merge_args = make_args<T>(pr, kMergeRows<D>);  // the merge's tile: its rows
+  const int64_t merge_blocks = pr.p.batch * pr.p.heads * merge_args.q_tiles;
+  if (merge_blocks > INT_MAX) return Status::InvalidSize;
+  return with_workspace(split_workspace_bytes(pr.p, splits), stream, [&](void* ws) {
+    sa.o_part = static_cast<float*>(ws);
+    sa.lse_part = sa.o_part + int64_t(splits) * sa.rows * D;
+    FS_RETURN_IF_ERROR(launch(sa));
+    merge_splits_kernel<T, D>
+        <<<unsigned(merge_blocks), kMergeThreads, 0, stream>>>(merge_args, sa.o_part, sa.lse_part, sa.rows, splits);
+    FS_RETURN_IF_CUDA_ERROR(cudaGetLastError());
+    return Status::Success;
+  });
 }
 
 }  // namespace fs::attn

@@ -26,7 +26,6 @@
 #include "common/lib/flops.h"
 #include "common/lib/split_kv.h"
 #include "common/lib/tuner.h"
-#include "common/lib/workspace.h"
 #include "flash_fwd.h"
 #include "launch.cuh"
 #include "tile_shapes.cuh"
@@ -44,22 +43,14 @@ Status launch_split(const AttentionProblem& pr, int splits, cudaStream_t stream)
     using T = typename decltype(t)::type;
     constexpr int D = C::kHeadDim;
     SplitArgs<T> sa{make_args<T>(pr, C::kBr), nullptr, nullptr, split_partial_rows(pr.p)};
-    const Args<T> merge_args = make_args<T>(pr, kMergeRows<D>);
     const int64_t blocks = pr.p.batch * pr.p.heads * sa.a.q_tiles;
-    const int64_t merge_blocks = pr.p.batch * pr.p.heads * merge_args.q_tiles;
-    if (blocks > INT_MAX || merge_blocks > INT_MAX) return Status::InvalidSize;  // gridDim.x limit
-    return with_workspace(split_workspace_bytes(pr.p, splits), stream, [&](void* ws) {
-      sa.o_part = static_cast<float*>(ws);
-      sa.lse_part = sa.o_part + int64_t(splits) * sa.rows * D;
+    if (blocks > INT_MAX) return Status::InvalidSize;  // gridDim.x limit
+    return split_and_merge<D>(pr, splits, sa, stream, [&](const SplitArgs<T>& filled) {
       auto* split_kernel = flash_fwd_v6_kernel<T, D, C>;
       // Above 48 KB a kernel must opt in to the larger dynamic shared memory carve-out.
       FS_RETURN_IF_CUDA_ERROR(
           cudaFuncSetAttribute(split_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(C::kSmemBytes)));
-      split_kernel<<<dim3(unsigned(blocks), unsigned(splits)), C::kThreads, C::kSmemBytes, stream>>>(sa);
-      FS_RETURN_IF_CUDA_ERROR(cudaGetLastError());
-      // Same stream: the merge starts after every split block has written its partials.
-      merge_splits_kernel<T, D>
-          <<<unsigned(merge_blocks), kMergeThreads, 0, stream>>>(merge_args, sa.o_part, sa.lse_part, sa.rows, splits);
+      split_kernel<<<dim3(unsigned(blocks), unsigned(splits)), C::kThreads, C::kSmemBytes, stream>>>(filled);
       FS_RETURN_IF_CUDA_ERROR(cudaGetLastError());
       return Status::Success;
     });

@@ -22,7 +22,7 @@ Status launch_split(const AttentionProblem& pr, int splits, cudaStream_t stream)
   attn::SplitArgs<T> sa{attn::make_args<T>(pr, C::kBr), nullptr, nullptr, split_partial_rows(pr.p)};
   const int64_t blocks = pr.p.batch * pr.p.heads * sa.a.q_tiles;
   if (blocks > INT_MAX) return Status::InvalidSize;  // gridDim.x limit
-  return split_and_merge<D>(pr, splits, sa, stream, [&](const attn::SplitArgs<T>& filled) {
+  return attn::split_and_merge<D>(pr, splits, sa, stream, [&](const attn::SplitArgs<T>& filled) {
     return launch_config<C>(v5::flash_tma_v5_kernel<T, C>, dim3(unsigned(blocks), unsigned(splits)), stream, tq, tk,
                             tv, filled);
   });

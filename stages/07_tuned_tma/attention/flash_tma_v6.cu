@@ -38,7 +38,7 @@ Status launch_group(const AttentionProblem& pr, int splits, cudaStream_t stream)
   if (blocks > INT_MAX) return Status::InvalidSize;  // gridDim.x limit
   const dim3 grid{unsigned(blocks), unsigned(splits)};
   if (splits == 1) return launch_config<C>(v6::flash_tma_v6_kernel<T, C, /*kSplit=*/false>, grid, stream, tk, tv, sa);
-  return split_and_merge<D>(pr, splits, sa, stream, [&](const attn::SplitArgs<T>& filled) {
+  return attn::split_and_merge<D>(pr, splits, sa, stream, [&](const attn::SplitArgs<T>& filled) {
     return launch_config<C>(v6::flash_tma_v6_kernel<T, C, /*kSplit=*/true>, grid, stream, tk, tv, filled);
   });
 }

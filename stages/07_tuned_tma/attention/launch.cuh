@@ -13,9 +13,7 @@
 #include "common/device/split_kv.cuh"
 #include "common/lib/attention.h"
 #include "common/lib/dispatch.h"
-#include "common/lib/split_kv.h"
 #include "common/lib/tensor_map.h"
-#include "common/lib/workspace.h"
 #include "stages/07_tuned_tma/attention/tma_attention.cuh"
 
 namespace fs::flash_tma {
@@ -79,26 +77,6 @@ Status launch_config(void (*kernel)(Params...), dim3 grid, cudaStream_t stream, 
   kernel<<<grid, C::kThreads, C::kSmemBytes, stream>>>(args...);
   FS_RETURN_IF_CUDA_ERROR(cudaGetLastError());
   return Status::Success;
-}
-
-// The split path of v5 and v6: one workspace for `splits` slices (sa's o_part, lse_part), launch(sa)
-// to fill it, then the merge of the slices into O and LSE, all on `stream`, so the merge starts after
-// every slice is written. A merge grid too large for gridDim.x returns its code before anything runs.
-template <int D, class T, class Launch>
-Status split_and_merge(const AttentionProblem& pr, int splits, attn::SplitArgs<T> sa, cudaStream_t stream,
-                       Launch launch) {
-  const attn::Args<T> merge_args = attn::make_args<T>(pr, attn::kMergeRows<D>);  // the merge's tile: its rows
-  const int64_t merge_blocks = pr.p.batch * pr.p.heads * merge_args.q_tiles;
-  if (merge_blocks > INT_MAX) return Status::InvalidSize;
-  return with_workspace(split_workspace_bytes(pr.p, splits), stream, [&](void* ws) {
-    sa.o_part = static_cast<float*>(ws);
-    sa.lse_part = sa.o_part + int64_t(splits) * sa.rows * D;
-    FS_RETURN_IF_ERROR(launch(sa));
-    attn::merge_splits_kernel<T, D>
-        <<<unsigned(merge_blocks), attn::kMergeThreads, 0, stream>>>(merge_args, sa.o_part, sa.lse_part, sa.rows, splits);
-    FS_RETURN_IF_CUDA_ERROR(cudaGetLastError());
-    return Status::Success;
-  });
 }
 
 // The launch of a version whose kernel takes (tmQ, tmK, tmV, Args<T>), built for tile configuration C
