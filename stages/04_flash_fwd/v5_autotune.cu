@@ -88,7 +88,7 @@ bool runs_here(const Candidate& c) {
 // The tuning problem: the benchmark grid's point at N = 8192 for the head_dim, dtype and mask being
 // tuned — B·N = 16384 tokens (B = 2), H = 2048 / D heads, so B·H·D is the same at every head_dim. With
 // B = 1, H = 16 (this problem before), a quarter of that at D = 64, the causal tiles' tail weighed
-// more and the tuner kept Br = 64 at 3 blocks per SM, 4–9% slower than Br = 128 at every grid point
+// more and the tuner kept Br = 64 at 3 blocks per SM, 3–9% slower than Br = 128 at every grid point
 // from N = 1024 on (the stage README, "The tuner, checked").
 constexpr int64_t kTuneTokens = 16384, kTuneModelDim = 2048, kTuneSeq = 8192;
 AttentionParams tuning_shape(int64_t head_dim, DType dtype, bool causal) {

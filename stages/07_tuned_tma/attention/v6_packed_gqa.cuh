@@ -107,7 +107,7 @@ struct GroupConsumer : Consumer<T, C, /*kSlice=*/true> {
     }
   }
 
-  // v3's mask_scores with each row's own diagonal: key col is hidden from row h when col >= nk or,
+  // attn::mask_scores with each row's own diagonal: key col is hidden from row h when col >= nk or,
   // under the causal mask, col > query[h] + offset; in block coordinates c >= nk − col0 and
   // c > diagonal[h].
   template <bool kMasked>
