@@ -168,23 +168,13 @@ bool fits(const DeviceInfo& dev, const KernelDesc& kernel, const AttentionParams
   return tensors + double(kernel.extra_bytes(shape)) <= 0.9 * double(dev.global_mem);
 }
 
-// Every grid point the kernel takes and that fits, named <series>/<dtype>/D:<d>/N:<n>/causal:<0|1>.
+// Every grid point the kernel takes and that fits, named <series>/<point_name>.
 void register_grid(const DeviceInfo& dev, const KernelDesc& kernel, const AttentionGrid& grid,
                    const std::string& series, bool deterministic) {
   if (!runs_on(kernel, dev)) return;
-  for (DType dtype : grid.dtypes) {
-    if (!in_set(kernel.attention.dtypes, int32_t(dtype))) continue;
-    for (int64_t d : grid.dims)
-      for (int64_t n : grid.seqs)
-        for (bool causal : grid.causal) {
-          const AttentionParams shape = grid_params(dtype, d, n, causal);
-          if (!fits(dev, kernel, shape)) continue;
-          register_attention_point(dev, kernel,
-                                   series + "/" + dtype_name(dtype) + "/D:" + std::to_string(d) + "/N:" +
-                                       std::to_string(n) + "/causal:" + std::to_string(int(causal)),
-                                   shape, deterministic);
-        }
-  }
+  for (const AttentionParams& shape : grid_points(grid))
+    if (in_set(kernel.attention.dtypes, shape.dtype) && fits(dev, kernel, shape))
+      register_attention_point(dev, kernel, series + "/" + point_name(shape), shape, deterministic);
 }
 
 }  // namespace

@@ -55,28 +55,12 @@ using ws::kThreads;
 using ws::kWarpgroup;
 using ws::Smem;
 
-// grid: B·H·ceil(Nq / Br) blocks of three warpgroups (attn::locate, Br = 128). tmQ: Q as [B·H][Nq][D]
-// with boxes of 64 columns × 128 rows; tmK, tmV: K and V as [B·KVH][Nk][D], boxes of 64 × Bc (launch.cuh).
-template <class T, class C>
-__global__ void __launch_bounds__(kThreads, 1)
-    flash_tma_v4_kernel(const __grid_constant__ CUtensorMap tmQ, const __grid_constant__ CUtensorMap tmK,
-                        const __grid_constant__ CUtensorMap tmV, const Args<T> a) {
-  extern __shared__ unsigned char smem_raw[];
-  const Smem<C> sm(smem_raw);
-  const Sequence s = locate(a, C::kBr, /*reverse_tiles=*/a.causal);
-  const int wg = ws::warpgroup();
-  const int64_t n_blocks = key_blocks(s, C::kBr, C::kBc, a.causal);  // what the tile's 128 rows need
-
-  if (threadIdx.x == 0) sm.init_barriers();
-  __syncthreads();  // the barriers are initialized; from here on the warpgroups meet only through them
-  if (wg == 0) {
-    ws::produce(sm, &tmQ, &tmK, &tmV, a, s, n_blocks);
-    return;
-  }
-
-  sm90::setmaxnreg_inc<kConsumerRegs>();
-  const int c = wg - 1;
-  Consumer<T, C> w(a, s, sm, c);
+// Consumer c's rounds over the tile's n_blocks key blocks (its own w.n_mine first, then turns it takes
+// empty), in turns with the other consumer, from block 0's products to the last block's. W is a
+// consumer with v3's steps (first, prepare, issue, finish, last): v3::Consumer here; v5 and v6 run
+// these same turns with their consumers.
+template <class W, class S>
+__device__ __forceinline__ void take_turns(W& w, const S& sm, int c, int64_t n_blocks) {
   constexpr uint32_t kPair = 2 * kWarpgroup;           // the named barriers' count: both consumers
   const uint32_t my_turn = 1 + c, other_turn = 2 - c;  // named barriers 1 and 2 (0 is __syncthreads')
   if (w.n_mine > 0) w.first();
@@ -102,6 +86,31 @@ __global__ void __launch_bounds__(kThreads, 1)
   // here, so that both named barriers end their last phase complete.
   if (c == 0 && n_blocks > 1) sm90::bar_sync(my_turn, kPair);
   if (w.n_mine > 0) w.last();
+}
+
+// grid: B·H·ceil(Nq / Br) blocks of three warpgroups (attn::locate, Br = 128). tmQ: Q as [B·H][Nq][D]
+// with boxes of 64 columns × 128 rows; tmK, tmV: K and V as [B·KVH][Nk][D], boxes of 64 × Bc (launch.cuh).
+template <class T, class C>
+__global__ void __launch_bounds__(kThreads, 1)
+    flash_tma_v4_kernel(const __grid_constant__ CUtensorMap tmQ, const __grid_constant__ CUtensorMap tmK,
+                        const __grid_constant__ CUtensorMap tmV, const Args<T> a) {
+  extern __shared__ unsigned char smem_raw[];
+  const Smem<C> sm(smem_raw);
+  const Sequence s = locate(a, C::kBr, /*reverse_tiles=*/a.causal);
+  const int wg = ws::warpgroup();
+  const int64_t n_blocks = key_blocks(s, C::kBr, C::kBc, a.causal);  // what the tile's 128 rows need
+
+  if (threadIdx.x == 0) sm.init_barriers();
+  __syncthreads();  // the barriers are initialized; from here on the warpgroups meet only through them
+  if (wg == 0) {
+    ws::produce(sm, &tmQ, &tmK, &tmV, a, s, n_blocks);
+    return;
+  }
+
+  sm90::setmaxnreg_inc<kConsumerRegs>();
+  const int c = wg - 1;
+  Consumer<T, C> w(a, s, sm, c);
+  take_turns(w, sm, c, n_blocks);
   w.store();
 }
 

@@ -39,6 +39,7 @@
 #include "common/device/split_kv.cuh"
 #include "tma_attention.cuh"
 #include "v3_intra_warpgroup_overlap.cuh"
+#include "v4_pingpong.cuh"
 
 namespace fs::flash_tma::v6 {
 
@@ -248,26 +249,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   sm90::setmaxnreg_inc<kConsumerRegs>();
   const int c = wg - 1;
   GroupConsumer<T, C> w(a, s, sm, c, slice.begin, slice.end);
-  constexpr uint32_t kPair = 2 * kWarpgroup;           // the named barriers' count: both consumers
-  const uint32_t my_turn = 1 + c, other_turn = 2 - c;  // named barriers 1 and 2 (0 is __syncthreads')
-  // v4's rounds and turns over the slice's blocks (v4_pingpong.cuh explains them).
-  if (w.n_mine > 0) w.first();
-  if (w.n_mine == 0 && n_blocks > 0) sm.release_skipped(0);
-  if (c == 1 && n_blocks > 1) sm90::bar_arrive(1, kPair);
-  for (int64_t j = 1; j < w.n_mine; ++j) {
-    w.prepare();
-    sm90::bar_sync(my_turn, kPair);
-    w.issue(j);
-    sm90::bar_arrive(other_turn, kPair);
-    w.finish(j);
-  }
-  for (int64_t j = w.n_mine > 1 ? w.n_mine : 1; j < n_blocks; ++j) {
-    sm90::bar_sync(my_turn, kPair);
-    sm90::bar_arrive(other_turn, kPair);
-    sm.release_skipped(j);
-  }
-  if (c == 0 && n_blocks > 1) sm90::bar_sync(my_turn, kPair);
-  if (w.n_mine > 0) w.last();
+  v4::take_turns(w, sm, c, n_blocks);  // v4's rounds and turns over the slice's blocks
   store_rows<kSplit>(sa, w);
 }
 
