@@ -283,6 +283,28 @@ FS_CPU_TEST_CASE("validation: each bad input gets its own code / in a fixed orde
   CHECK(fs::validate(p, listed) == fs::Status::Success);
 }
 
+FS_CPU_TEST_CASE("validation: a packed batch's longest entry outside 0 .. the total is refused before any device call") {
+  // A kernel that takes variable lengths; the offsets are fake device pointers: the bounds on max_seq_q
+  // and max_seq_k (the backward's, which sizes its grid of key blocks) are checked before the runtime is
+  // asked about the arrays, so no GPU is needed.
+  fs::AttentionSupport support;
+  support.dtypes = fs::dtype_bit(fs::DType::FP32);
+  support.max_head_dim = 256;
+  support.alignment = 16;
+  support.varlen = true;
+  auto packed = [&](auto change) {
+    fs::AttentionParams p = valid_params();
+    p.cu_seqlens_q = p.cu_seqlens_k = reinterpret_cast<const int32_t*>(0x60000);
+    change(p);
+    return fs::validate(p, support);
+  };
+  CHECK(packed([](auto& p) { p.max_seq_k = -1; }) == fs::Status::InvalidSeqLens);
+  CHECK(packed([](auto& p) { p.max_seq_k = p.seq_k + 1; }) == fs::Status::InvalidSeqLens);
+  CHECK(packed([](auto& p) { p.max_seq_k = std::numeric_limits<int64_t>::min(); }) == fs::Status::InvalidSeqLens);
+  CHECK(packed([](auto& p) { p.max_seq_q = -1; }) == fs::Status::InvalidSeqLens);
+  CHECK(packed([](auto& p) { p.max_seq_q = p.seq_q + 1; }) == fs::Status::InvalidSeqLens);
+}
+
 FS_CPU_TEST_CASE("reference backward of a group: dK and dV sum over the query heads that share K and V") {
   // Two query heads on one K/V head; L = Σ over both heads of dO ∘ O. Its gradient with respect to K and
   // V, by finite differences, is what attention_backward_group returns; dQ and delta are each head's own.

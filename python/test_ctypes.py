@@ -146,7 +146,10 @@ class CInterface(unittest.TestCase):
                 self.assertEqual(self.code(launcher, bwd_params(info, causal=1, seq_q=20)), "FS_ERR_UNSUPPORTED_MASK")
                 self.assertEqual(self.code(launcher, bwd_params(info, dq=0x70001)), "FS_ERR_MISALIGNED_POINTER")
                 self.assertEqual(self.code(launcher, bwd_params(info, delta=0xA0002)), "FS_ERR_MISALIGNED_POINTER")
-                self.assertEqual(self.code(launcher, bwd_params(info, seq_lens=0xB0000)), "FS_ERR_INVALID_SEQLENS")
+                # Both variable-length layouts at once: refused before any device query, by the versions
+                # that take no variable lengths and by those that take one layout at a time alike.
+                both = dict(seq_lens=0xB0000, cu_seqlens_q=0xB0000, cu_seqlens_k=0xB0000)
+                self.assertEqual(self.code(launcher, bwd_params(info, **both)), "FS_ERR_INVALID_SEQLENS")
                 # kv_heads: the forward's rule (heads = 3: negative, more, not a divisor), as for the forward.
                 for kv_heads in (-1, 4, 2):
                     self.assertEqual(self.code(launcher, bwd_params(info, kv_heads=kv_heads)), "FS_ERR_INVALID_KV_HEADS")

@@ -1,7 +1,8 @@
 // flashstages — the attention problem as a tiled kernel sees it, shared by the tensor-core attention
 // stages (04 forward, and the backward and Hopper stages built on it): the launch arguments, where a
 // block's rows live in dense, padded and packed batches (with the variable lengths checked here, on
-// the device), which key blocks a query tile visits and which need a mask, the mask itself on
+// the device) — a query tile's for the forward, a key block's for the backward — which key blocks a
+// query tile visits and which need a mask, the mask itself on
 // m16n8k16 C fragments, the plain 16-byte loader into padded shared tiles and the 32-bit fragment
 // gathers from them, C fragments turned into A fragments, and one kernel launch.
 #pragma once
@@ -85,8 +86,12 @@ struct Sequence {
 // (nq = nk = nq_rows = 0): its blocks read nothing and write nothing. fs_check_varlen names the fault.
 // (Only those three fields are cleared: clearing the row offsets too cost v1 at D = 64 a fifth of its
 // speed, through a different register allocation, measured on the H100.)
-template <class T>
-__device__ __forceinline__ Sequence sequence_of(const Args<T>& a, int64_t bh, int64_t b, int64_t h, int64_t q0) {
+// A: Args or the backward's arguments (stage 05's bwd::Args), which hold the same fields. The backward
+// passes max_seq_k, the bound its key-block grid was sized by: a packed entry with more keys breaks its
+// rules too. The forward passes none, and the test folds away.
+template <class A>
+__device__ __forceinline__ Sequence sequence_of(const A& a, int64_t bh, int64_t b, int64_t h, int64_t q0,
+                                                int64_t max_seq_k = INT64_MAX) {
   Sequence s{};
   s.q0 = q0;
   bool valid = true;
@@ -96,7 +101,7 @@ __device__ __forceinline__ Sequence sequence_of(const Args<T>& a, int64_t bh, in
     s.nq = q_end - q_begin;
     s.nk = k_end - k_begin;
     valid = q_begin >= 0 && s.nq >= 0 && q_end <= a.seq_q && k_begin >= 0 && s.nk >= 0 && k_end <= a.seq_k &&
-            s.nq <= a.max_seq_q && !(a.causal && s.nq > s.nk);
+            s.nq <= a.max_seq_q && s.nk <= max_seq_k && !(a.causal && s.nq > s.nk);
     s.nq_rows = s.nq;
     s.q_row0 = h * a.seq_q + q_begin;
     s.k_row0 = h / a.group * a.seq_k + k_begin;  // K/V: [KVH, total, D]
@@ -124,6 +129,57 @@ __device__ __forceinline__ Sequence locate(const Args<T>& a, int Br, bool revers
   const int64_t bh = x / a.q_tiles, b = bh / a.heads, h = bh % a.heads;
   const int64_t tile = reverse_tiles ? a.q_tiles - 1 - x % a.q_tiles : x % a.q_tiles;
   return sequence_of(a, bh, b, h, tile * Br);
+}
+
+// The mirror of locate for the backward's K/V-outer kernels: key rows [k0, k0 + Bc) of one (batch
+// entry, K/V head), and the G query heads of its group, which the block streams past them.
+struct KeyBlock {
+  int64_t k_row0;   // row of K, V, dK, dV where this (b, K/V head) starts ([*, D] row index)
+  int64_t q_head0;  // the group's first query head, as the row index counts heads: b·H + h, or h (packed)
+  int64_t q_shift;  // rows before the entry within each head: cu_seqlens_q[b] (packed), else 0
+  int64_t nq, nk;   // query and key rows that take part (nq 0 for a block past the last key: it meets none)
+  int64_t nk_rows;  // key rows to write: nk, or Nk for padded batches (rows past nk get zeros)
+  int64_t k0;       // this block's first key row, within the sequence
+  int64_t offset;   // nk - nq: query i sees keys j <= i + offset under the causal mask
+  // The first row of Q, dO, dQ (and entry of LSE, delta) of query head bh, q_head0 <= bh < q_head0 + G;
+  // seq_q: Nq, or the packed total, the rows of one head.
+  __device__ int64_t q_base(int64_t bh, int64_t seq_q) const { return bh * seq_q + q_shift; }
+};
+
+// Block x of a grid of B·KVH·ceil(max_seq_k / Bc) blocks → its key block. Its entry is checked as
+// sequence_of checks it, with max_seq_k (packed batches: an entry with more keys has no block for
+// some of them), and one that breaks the rules gets nq = nk = nk_rows = 0: nothing read, nothing
+// written. A padded entry's key blocks at or past nk still write their rows' zeros.
+// kVarlen false: a dense batch, every field from the sizes alone. The kernels are built both ways
+// because the variable-length fields, live in registers across the whole key loop, pushed the tuned
+// kernels into spilling (v9 at D = 64: 28 bytes where the dense build has none; ptxas -v, sm_90).
+template <bool kVarlen, class A>
+__device__ __forceinline__ KeyBlock key_block_of(const A& a, int Bc) {
+  KeyBlock kb;
+  if constexpr (!kVarlen) {
+    const int64_t kv_tiles = (a.seq_k + Bc - 1) / Bc, bkv = blockIdx.x / kv_tiles;  // bkv: b·KVH + kvh
+    kb.k_row0 = bkv * a.seq_k;
+    kb.q_head0 = bkv * a.group;  // b·H + kvh·G
+    kb.q_shift = 0;
+    kb.nq = a.seq_q;
+    kb.nk = kb.nk_rows = a.seq_k;
+    kb.k0 = blockIdx.x % kv_tiles * Bc;
+    kb.offset = a.seq_k - a.seq_q;
+  } else {
+    const int64_t kv_tiles = (a.max_seq_k + Bc - 1) / Bc, x = blockIdx.x;
+    const int64_t bkv = x / kv_tiles, kv_heads = a.heads / a.group;
+    const int64_t b = bkv / kv_heads, h = bkv % kv_heads * a.group;  // h: the group's first query head
+    const Sequence s = sequence_of(a, bkv * a.group, b, h, 0, a.max_seq_k);
+    kb.k_row0 = s.k_row0;
+    kb.q_head0 = a.cu_seqlens_q ? h : bkv * a.group;
+    kb.q_shift = s.q_row0 - kb.q_head0 * a.seq_q;
+    kb.k0 = x % kv_tiles * Bc;
+    kb.nq = kb.k0 < s.nk ? s.nq : 0;
+    kb.nk = s.nk;
+    kb.nk_rows = a.seq_lens && s.nq_rows > 0 ? a.seq_k : s.nk;  // an entry that breaks the rules has nq_rows 0
+    kb.offset = s.offset;
+  }
+  return kb;
 }
 
 // How many key blocks of Bc the tile's rows see: all of them, or under the causal mask up to the

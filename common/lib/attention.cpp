@@ -57,7 +57,7 @@ Status read_lengths(const int32_t* device, int64_t count, cudaStream_t stream, s
 // then), or a [B, H, rows] one with d = 1 and `element` = 4; `heads` is H for Q, O, LSE, KVH for K, V.
 // For validated sizes: the product fits.
 uint64_t span(const AttentionParams& p, int64_t heads, int64_t rows, int64_t d, std::size_t element) {
-  const uint64_t entries = p.cu_seqlens_q ? 1 : uint64_t(p.batch);
+  const uint64_t entries = uint64_t(stored_entries(p));
   return entries * uint64_t(heads) * uint64_t(rows) * uint64_t(d) * element;
 }
 
@@ -100,7 +100,8 @@ Status validate(const AttentionParams& p, const AttentionSupport& support) {
   if (!support.varlen) return Status::InvalidSeqLens;
   if (padded && packed) return Status::InvalidSeqLens;                  // one layout at a time
   if (!p.cu_seqlens_q != !p.cu_seqlens_k) return Status::InvalidSeqLens;  // packed needs both
-  if (packed && (p.max_seq_q < 0 || p.max_seq_q > p.seq_q)) return Status::InvalidSeqLens;
+  if (packed && (p.max_seq_q < 0 || p.max_seq_q > p.seq_q || p.max_seq_k < 0 || p.max_seq_k > p.seq_k))
+    return Status::InvalidSeqLens;
   for (const int32_t* array : {p.seq_lens, p.cu_seqlens_q, p.cu_seqlens_k})
     if (array) FS_RETURN_IF_ERROR(device_array(array));
   return Status::Success;
@@ -141,14 +142,15 @@ Status check_outputs_apart(const AttentionBwdParams& p) {
 }
 
 double largest_tensor_bytes(const AttentionParams& p) {
-  const double entries = p.cu_seqlens_q ? 1.0 : double(p.batch);  // packed: [H, total, D]
+  const double entries = double(stored_entries(p));  // packed: [H, total, D]
   const double rows = std::max(double(p.heads) * double(p.seq_q), double(kv_head_count(p)) * double(p.seq_k));
   return entries * rows * double(p.head_dim) * double(dtype_size(dtype_of(p)));
 }
 
 AttentionProblem prepare(const AttentionParams& p) {
   const bool packed = p.cu_seqlens_q != nullptr;
-  return {p, softmax_scale(p), packed && p.max_seq_q > 0 ? p.max_seq_q : p.seq_q};
+  return {p, softmax_scale(p), packed && p.max_seq_q > 0 ? p.max_seq_q : p.seq_q,
+          packed && p.max_seq_k > 0 ? p.max_seq_k : p.seq_k};
 }
 
 AttentionBwdProblem prepare(const AttentionBwdParams& p) { return {prepare(p.fwd), p}; }
@@ -171,13 +173,15 @@ Status check_varlen(AttentionParams* p, cudaStream_t stream) {
   FS_RETURN_IF_ERROR(read_lengths(p->cu_seqlens_q, p->batch + 1, stream, &cu_q));
   FS_RETURN_IF_ERROR(read_lengths(p->cu_seqlens_k, p->batch + 1, stream, &cu_k));
   if (!valid_offsets(cu_q, p->seq_q) || !valid_offsets(cu_k, p->seq_k)) return Status::InvalidSeqLens;
-  int64_t longest = 0;
+  int64_t longest_q = 0, longest_k = 0;
   for (int64_t b = 0; b < p->batch; ++b) {
     const int64_t nq = cu_q[b + 1] - cu_q[b], nk = cu_k[b + 1] - cu_k[b];
     if (p->causal && nq > nk) return Status::UnsupportedMask;  // the dense rule, per entry
-    longest = std::max(longest, nq);
+    longest_q = std::max(longest_q, nq);
+    longest_k = std::max(longest_k, nk);
   }
-  p->max_seq_q = longest;
+  p->max_seq_q = longest_q;
+  p->max_seq_k = longest_k;
   return Status::Success;
 }
 

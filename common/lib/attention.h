@@ -31,10 +31,14 @@ float softmax_scale(const AttentionParams& p);
 inline int64_t kv_head_count(const AttentionParams& p) { return p.kv_heads ? p.kv_heads : p.heads; }
 inline int64_t group_size(const AttentionParams& p) { return p.heads / kv_head_count(p); }
 
-// Element counts, in 64 bits (B·H·N·D passes 2^31 at realistic sizes). Only for validated params.
-inline int64_t q_elems(const AttentionParams& p) { return p.batch * p.heads * p.seq_q * p.head_dim; }
-inline int64_t kv_elems(const AttentionParams& p) { return p.batch * kv_head_count(p) * p.seq_k * p.head_dim; }
-inline int64_t lse_elems(const AttentionParams& p) { return p.batch * p.heads * p.seq_q; }
+// Element counts, in 64 bits (B·H·N·D passes 2^31 at realistic sizes). Only for validated params. A
+// packed batch is one [H, total, D] tensor (seq_q, seq_k the totals), so it counts one entry's worth.
+inline int64_t stored_entries(const AttentionParams& p) { return p.cu_seqlens_q ? 1 : p.batch; }
+inline int64_t q_elems(const AttentionParams& p) { return stored_entries(p) * p.heads * p.seq_q * p.head_dim; }
+inline int64_t kv_elems(const AttentionParams& p) {
+  return stored_entries(p) * kv_head_count(p) * p.seq_k * p.head_dim;
+}
+inline int64_t lse_elems(const AttentionParams& p) { return stored_entries(p) * p.heads * p.seq_q; }
 
 // What one attention kernel takes. Built from the kernel's instance lists (attention_support), so the
 // validation and the kernel's dispatch cannot disagree.
@@ -62,8 +66,9 @@ constexpr AttentionSupport attention_support(std::size_t alignment, bool varlen)
 
 // Checks, in this order: null pointers, sizes, kv_heads, scale, dtype, head_dim, mask, alignment; then the
 // variable-length fields: none for a kernel that takes none, seq_lens and cu_seqlens not both,
-// cu_seqlens_q and cu_seqlens_k together, 0 <= max_seq_q <= seq_q, device-accessible arrays. Their
-// values are checked on the device by the kernels (and on the host by check_varlen).
+// cu_seqlens_q and cu_seqlens_k together, 0 <= max_seq_q <= seq_q and 0 <= max_seq_k <= seq_k,
+// device-accessible arrays. Their values are checked on the device by the kernels (and on the host by
+// check_varlen).
 Status validate(const AttentionParams& p, const AttentionSupport& support);
 
 // The backward: everything validate() checks of p.fwd (grouped K/V heads included: every backward sums
@@ -81,6 +86,7 @@ struct AttentionProblem {
   AttentionParams p;
   float scale;        // softmax_scale(p)
   int64_t max_seq_q;  // the most query rows of one entry: sizes the grid (seq_q unless packed)
+  int64_t max_seq_k;  // the most key rows of one entry: sizes the backward's grid (seq_k unless packed)
 };
 AttentionProblem prepare(const AttentionParams& p);  // for validated params
 
@@ -139,7 +145,7 @@ Status for_each_head_slice(const AttentionParams& p, F&& f) {
 double largest_tensor_bytes(const AttentionParams& p);
 
 // The host-side check behind fs_check_varlen: reads the arrays (one copy and a synchronization of
-// `stream`), names what is wrong, and for packed batches sets p->max_seq_q.
+// `stream`), names what is wrong, and for packed batches sets p->max_seq_q and p->max_seq_k.
 Status check_varlen(AttentionParams* p, cudaStream_t stream);
 
 // "B=2 H=16 Nq=4096 Nk=4096 D=64 causal fp16 scale=0.125"; "B=1 H=32 KVH=8 Nq=1 ..." when K/V have

@@ -87,6 +87,11 @@ typedef struct fs_attention_params {
    * kv_heads heads, and query head h reads K/V head h / (heads / kv_heads), so each K/V head serves a
    * group of heads / kv_heads consecutive query heads. kv_heads = 1 is multi-query attention. */
   int64_t kv_heads;
+  /* Packed batches, the backward (stage 05): the most key rows of any entry, or 0 for "unknown" (then
+   * seq_k, the total). It sizes the backward's grid of key blocks as max_seq_q sizes the forward's
+   * grid of query tiles; an entry with more keys breaks the backward's rules (its gradients are written
+   * nowhere). fs_check_varlen computes it. The forward kernels do not read it. */
+  int64_t max_seq_k;
 } fs_attention_params;
 
 /* One GEMM: C = alpha · op(A) · op(B) + beta · C, row-major. op(A) is M×K: A is stored M×K (lda >= K),
@@ -161,7 +166,8 @@ FS_API int fs_flash_fwd_v6(const fs_attention_params* params, void* stream);
  * cu_seqlens_q/k to the host, synchronizes `stream`, and returns FS_ERR_INVALID_SEQLENS (values that
  * do not fit the sizes: a length outside 0 .. min(seq_q, seq_k); offsets that do not start at 0,
  * decrease, or do not end at the totals) or FS_ERR_UNSUPPORTED_MASK (causal, an entry with more
- * queries than keys). For packed batches it sets params->max_seq_q. Dense params return FS_SUCCESS. */
+ * queries than keys). For packed batches it sets params->max_seq_q and params->max_seq_k. Dense params
+ * return FS_SUCCESS. */
 FS_API int fs_check_varlen(fs_attention_params* params, void* stream);
 
 /* ---- Attention backward ---------------------------------------------------------------------- */

@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <type_traits>
+#include <utility>
 
 #include "common/lib/cuda_check.h"
 #include "common/lib/numeric.h"
@@ -152,11 +154,20 @@ void check_reports_cuda_error(const KernelDesc& kernel, const AttentionParams& o
   FS_CUDA_CHECK(cudaDeviceSynchronize());  // the refusal left no sticky error behind
 }
 
-// ---- Backward ------------------------------------------------------------------------------------
-
 // ---- Variable-length batches --------------------------------------------------------------------
 
 namespace {
+
+// NaN in every row past lens[b] of a padded [B, heads, rows, width] tensor, in each of its heads: the rows
+// the batch does not use (none for a length past the padded size, which the kernels refuse on the device).
+template <class X>
+void poison_padding(const Varlen& c, std::vector<X>& x, int64_t heads, int64_t rows, int64_t width) {
+  const X nan = from_float<X>(std::numeric_limits<float>::quiet_NaN());
+  for (int64_t bh = 0; bh < c.batch * heads; ++bh) {
+    const int64_t row0 = bh * rows, used = std::min<int64_t>(c.lens[bh / heads], rows);
+    std::fill(x.begin() + (row0 + used) * width, x.begin() + (row0 + rows) * width, nan);
+  }
+}
 
 // The batch's tensors on the device, with its length arrays, and the params that point at them.
 template <class T>
@@ -170,7 +181,11 @@ struct VarlenBuffers {
   VarlenBuffers(const Varlen& c, uint64_t seed)
       : hq(random_uniform<T>(c.q_total() * c.d, seed)), hk(random_uniform<T>(c.k_total() * c.d, seed + 1)),
         hv(random_uniform<T>(c.k_total() * c.d, seed + 2)) {
-    if (!c.packed()) poison_padding(c);
+    if (!c.packed()) {
+      poison_padding(c, hq, c.heads, c.seq_q, c.d);
+      poison_padding(c, hk, c.kvh(), c.seq_k, c.d);
+      poison_padding(c, hv, c.kvh(), c.seq_k, c.d);
+    }
     q = DeviceBuffer<T>(hq);
     k = DeviceBuffer<T>(hk);
     v = DeviceBuffer<T>(hv);
@@ -191,23 +206,6 @@ struct VarlenBuffers {
     }
     o.poison();
     lse.poison();
-  }
-
-  // NaN in every row past lens[b] of every head: the rows a padded batch does not use (none for a
-  // length past the padded size, which the kernels refuse on the device).
-  void poison_padding(const Varlen& c) {
-    const T nan = from_float<T>(std::numeric_limits<float>::quiet_NaN());
-    auto fill_rows = [&](std::vector<T>& x, int64_t row0, int64_t used, int64_t rows) {
-      std::fill(x.begin() + (row0 + std::min(used, rows)) * c.d, x.begin() + (row0 + rows) * c.d, nan);
-    };
-    for (int64_t b = 0; b < c.batch; ++b) {
-      for (int64_t h = 0; h < c.heads; ++h) fill_rows(hq, c.q_row0(b, h), c.nq(b), c.seq_q);
-      for (int64_t kv = 0; kv < c.kvh(); ++kv) {
-        const int64_t row0 = (b * c.kvh() + kv) * c.seq_k;
-        fill_rows(hk, row0, c.nk(b), c.seq_k);
-        fill_rows(hv, row0, c.nk(b), c.seq_k);
-      }
-    }
   }
 };
 
@@ -278,6 +276,85 @@ Varlen packed_causal_layout(int64_t heads, int64_t d) {
   return Varlen{3, heads, d, true, {}, 300, 400, {0, 70, 70, 300}, {0, 100, 150, 400}};
 }
 
+using LayoutCheck = std::function<void(const Varlen&, DType)>;
+
+// Padded batches causal and not, in fp16 and bf16; packed in fp16, packed causal in bf16: what
+// check_varlen_layouts and check_bwd_varlen_layouts run, in this order.
+void each_layout(int64_t d, const LayoutCheck& check) {
+  for (bool causal : {false, true})
+    for (DType t : {DType::FP16, DType::BF16}) check(padded_layout(2, d, causal), t);
+  check(packed_layout(2, d), DType::FP16);
+  check(packed_causal_layout(2, d), DType::BF16);
+}
+
+// 4 query heads over 2 K/V heads, then over 1: padded causal in fp16, packed in bf16.
+void each_grouped_layout(int64_t d, const LayoutCheck& check) {
+  for (int64_t kv_heads : {2, 1}) {
+    Varlen padded = padded_layout(4, d, /*causal=*/true), packed = packed_layout(4, d);
+    padded.kv_heads = packed.kv_heads = kv_heads;
+    check(padded, DType::FP16);
+    check(packed, DType::BF16);
+  }
+}
+
+// A layout whose lengths break a rule, and what a launch does with each entry.
+struct BadLayout {
+  const char* what;
+  Varlen layout;
+  int64_t max_seq_q, max_seq_k;  // packed: as given to the launch
+  Status named;                  // what fs_check_varlen returns
+  std::vector<bool> skipped;     // per entry: left unwritten
+};
+
+// The rules forward and backward share. Dense sizes Nq = 17, Nk = 40 for the padded case; totals for
+// the packed ones.
+std::vector<BadLayout> bad_layouts() {
+  const Varlen long_lens{2, 2, 64, false, {17, 18}, 17, 40};  // 18 > min(Nq, Nk) = 17
+  const Varlen short_total{2, 2, 64, false, {}, 17, 40, {0, 10, 16}, {0, 5, 40}};  // ends before Nq = 17
+  const Varlen decreasing{2, 2, 64, false, {}, 17, 40, {0, 20, 17}, {0, 5, 40}};   // 20 > the total, then down
+  const Varlen causal_more_q{2, 2, 64, true, {}, 17, 40, {0, 10, 17}, {0, 5, 40}}; // entry 0: 10 queries, 5 keys
+  const Varlen too_long{2, 2, 64, false, {}, 17, 40, {0, 10, 17}, {0, 5, 40}};      // entry 0 longer than max_seq_q
+  return {
+      {"padded, a length past min(Nq, Nk)", long_lens, 0, 0, Status::InvalidSeqLens, {false, true}},
+      {"packed, offsets that end before the total", short_total, 0, 0, Status::InvalidSeqLens, {false, false}},
+      {"packed, offsets past the total and decreasing", decreasing, 0, 0, Status::InvalidSeqLens, {true, true}},
+      {"packed causal, an entry with more queries than keys", causal_more_q, 0, 0, Status::UnsupportedMask,
+       {true, false}},
+      {"packed, an entry longer than max_seq_q", too_long, 8, 0, Status::Success, {true, false}},
+  };
+}
+
+// The rows entry b owns of a query-side tensor (Q, O, dQ: [B, H, Nq, ·] padded, [H, total, ·] packed) or,
+// with `keys`, of a key-side one (K, V, dK, dV, with KVH heads), as far as they lie inside it: every
+// head's, as flat row indices. A padded entry owns its padding rows too, which a launch zeroes unless it
+// skips the entry.
+std::vector<int64_t> owned_rows(const Varlen& c, int64_t b, bool keys) {
+  const int64_t heads = keys ? c.kvh() : c.heads, n = keys ? c.seq_k : c.seq_q;
+  std::vector<int64_t> rows;
+  if (!c.packed()) {
+    for (int64_t r = b * heads * n; r < (b + 1) * heads * n; ++r) rows.push_back(r);
+    return rows;
+  }
+  const std::vector<int32_t>& cu = keys ? c.cu_k : c.cu_q;
+  const int64_t first = std::clamp<int64_t>(cu[b], 0, n), last = std::clamp<int64_t>(cu[b + 1], first, n);
+  for (int64_t h = 0; h < heads; ++h)
+    for (int64_t r = first; r < last; ++r) rows.push_back(h * n + r);
+  return rows;
+}
+
+// Entry b's rows of `out` (rows of c.d elements; key-side with `keys`) all keep their poison (NaN in
+// the first element) if the launch skipped the entry, and none does if it computed it.
+template <class T>
+void check_entry_written(const Varlen& c, int64_t b, bool skipped, const std::vector<T>& out, bool keys,
+                         const char* tensor) {
+  const std::vector<int64_t> rows = owned_rows(c, b, keys);
+  const auto poisoned = std::count_if(rows.begin(), rows.end(), [&](int64_t r) {
+    return std::isnan(to_float(out[r * c.d]));
+  });
+  INFO("entry ", b, ", ", std::string(tensor), ": ", poisoned, " of ", rows.size(), " rows unwritten");
+  CHECK(poisoned == (skipped ? std::ptrdiff_t(rows.size()) : 0));
+}
+
 }  // namespace
 
 void check_varlen_batch(const KernelDesc& kernel, const Varlen& batch, DType dtype, uint64_t seed) {
@@ -289,70 +366,31 @@ void check_varlen_batch(const KernelDesc& kernel, const Varlen& batch, DType dty
 }
 
 void check_varlen_layouts(const KernelDesc& kernel, int64_t d, uint64_t seed) {
-  for (bool causal : {false, true})
-    for (DType t : {DType::FP16, DType::BF16}) check_varlen_batch(kernel, padded_layout(2, d, causal), t, ++seed);
-  check_varlen_batch(kernel, packed_layout(2, d), DType::FP16, ++seed);
-  check_varlen_batch(kernel, packed_causal_layout(2, d), DType::BF16, ++seed);
+  each_layout(d, [&](const Varlen& c, DType t) { check_varlen_batch(kernel, c, t, ++seed); });
 }
 
 void check_varlen_grouped(const KernelDesc& kernel, int64_t d, uint64_t seed) {
-  for (int64_t kv_heads : {2, 1}) {
-    Varlen padded = padded_layout(4, d, /*causal=*/true), packed = packed_layout(4, d);
-    padded.kv_heads = packed.kv_heads = kv_heads;
-    check_varlen_batch(kernel, padded, DType::FP16, ++seed);
-    check_varlen_batch(kernel, packed, DType::BF16, ++seed);
-  }
+  each_grouped_layout(d, [&](const Varlen& c, DType t) { check_varlen_batch(kernel, c, t, ++seed); });
 }
 
 void check_bad_layouts(const KernelDesc& kernel) {
-  struct BadLayout {
-    const char* what;
-    Varlen layout;
-    int64_t max_seq_q;          // packed: as given to the launch
-    Status named;               // what fs_check_varlen returns
-    std::vector<bool> skipped;  // per entry: left unwritten
-  };
-  // Dense sizes Nq = 17, Nk = 40 for the padded case; totals for the packed ones.
-  const Varlen long_lens{2, 2, 64, false, {17, 18}, 17, 40};  // 18 > min(Nq, Nk) = 17
-  const Varlen short_total{2, 2, 64, false, {}, 17, 40, {0, 10, 16}, {0, 5, 40}};  // ends before Nq = 17
-  const Varlen decreasing{2, 2, 64, false, {}, 17, 40, {0, 20, 17}, {0, 5, 40}};   // 20 > the total, then down
-  const Varlen causal_more_q{2, 2, 64, true, {}, 17, 40, {0, 10, 17}, {0, 5, 40}}; // entry 0: 10 queries, 5 keys
-  const Varlen too_long{2, 2, 64, false, {}, 17, 40, {0, 10, 17}, {0, 5, 40}};      // entry 0 longer than max_seq_q
-  const BadLayout cases[] = {
-      {"padded, a length past min(Nq, Nk)", long_lens, 0, Status::InvalidSeqLens, {false, true}},
-      {"packed, offsets that end before the total", short_total, 0, Status::InvalidSeqLens, {false, false}},
-      {"packed, offsets past the total and decreasing", decreasing, 0, Status::InvalidSeqLens, {true, true}},
-      {"packed causal, an entry with more queries than keys", causal_more_q, 0, Status::UnsupportedMask,
-       {true, false}},
-      {"packed, an entry longer than max_seq_q", too_long, 8, Status::Success, {true, false}},
-  };
-  for (const BadLayout& bad : cases) {
+  for (const BadLayout& bad : bad_layouts()) {
     INFO(name(kernel), " ", std::string(bad.what));
     const Varlen& c = bad.layout;
     VarlenBuffers<__half> buf(c, 9000);
     AttentionParams p = buf.p;
     p.max_seq_q = bad.max_seq_q;
+    p.max_seq_k = bad.max_seq_k;
     AttentionParams checked = p;
     CHECK(fs::check_varlen(&checked, nullptr) == bad.named);
     REQUIRE(launch(kernel, p, nullptr) == Status::Success);
     FS_CUDA_CHECK(cudaDeviceSynchronize());
     const auto out = buf.o.download();
-    for (int64_t b = 0; b < c.batch; ++b) {
-      // The rows entry b owns, as far as they lie inside O.
-      const int64_t first = c.packed() ? std::clamp<int64_t>(c.cu_q[b], 0, c.seq_q) : b * c.heads * c.seq_q;
-      const int64_t last =
-          c.packed() ? std::clamp<int64_t>(c.cu_q[b + 1], first, c.seq_q) : first + c.heads * c.seq_q;
-      int64_t poisoned = 0, rows = 0;
-      for (int64_t h = 0; h < (c.packed() ? c.heads : 1); ++h)
-        for (int64_t r = first; r < last; ++r, ++rows) {
-          const int64_t row = c.packed() ? h * c.seq_q + r : r;
-          poisoned += std::isnan(to_float(out[row * c.d]));
-        }
-      INFO("entry ", b, ": ", poisoned, " of ", rows, " rows unwritten");
-      CHECK(poisoned == (bad.skipped[b] ? rows : 0));
-    }
+    for (int64_t b = 0; b < c.batch; ++b) check_entry_written(c, b, bad.skipped[b], out, /*keys=*/false, "O");
   }
 }
+
+// ---- Backward ------------------------------------------------------------------------------------
 
 namespace {
 
@@ -464,13 +502,23 @@ void check_bwd_rejects_bad_inputs(const KernelDesc& kernel, const AttentionParam
   rejected([](P& p) { p.dk = const_cast<void*>(p.fwd.v); }, Status::MisalignedPointer);
   rejected([](P& p) { p.delta = p.fwd.lse; }, Status::MisalignedPointer);
   rejected([](P& p) { p.dv = p.fwd.o; }, Status::MisalignedPointer);
+  // Length arrays in device memory (dO's, never read: every launch below is refused first).
+  auto device_ints = [](const P& p) { return static_cast<const int32_t*>(p.d_o); };
   if (!kernel.attention.varlen) {
     // Device arrays that would be valid: refused because this version takes no variable lengths.
-    rejected([](P& p) { p.fwd.seq_lens = static_cast<const int32_t*>(const_cast<void*>(p.d_o)); },
+    rejected([&](P& p) { p.fwd.seq_lens = device_ints(p); }, Status::InvalidSeqLens);
+    rejected([&](P& p) { p.fwd.cu_seqlens_q = p.fwd.cu_seqlens_k = device_ints(p); }, Status::InvalidSeqLens);
+  } else {
+    // Fields that cannot describe a layout, whatever the arrays hold: padded and packed at once, packed
+    // queries without packed keys, a longest entry outside 0 .. the total (for max_seq_k that is the
+    // backward's own field: it sizes the grid of key blocks).
+    rejected([&](P& p) { p.fwd.seq_lens = p.fwd.cu_seqlens_q = p.fwd.cu_seqlens_k = device_ints(p); },
              Status::InvalidSeqLens);
-    rejected([](P& p) {
-      p.fwd.cu_seqlens_q = p.fwd.cu_seqlens_k = static_cast<const int32_t*>(const_cast<void*>(p.d_o));
-    }, Status::InvalidSeqLens);
+    rejected([&](P& p) { p.fwd.cu_seqlens_q = device_ints(p); }, Status::InvalidSeqLens);
+    rejected([&](P& p) { p.fwd.cu_seqlens_q = p.fwd.cu_seqlens_k = device_ints(p), p.fwd.max_seq_k = p.fwd.seq_k + 1; },
+             Status::InvalidSeqLens);
+    rejected([&](P& p) { p.fwd.cu_seqlens_q = p.fwd.cu_seqlens_k = device_ints(p), p.fwd.max_seq_q = -1; },
+             Status::InvalidSeqLens);
   }
 }
 
@@ -480,6 +528,248 @@ void check_bwd_reports_cuda_error(const KernelDesc& kernel, const AttentionParam
   INFO(name(kernel), " returned ", std::string(status_name(st)), ": ", std::string(last_cuda_error()));
   CHECK(st == Status::CudaError);
   FS_CUDA_CHECK(cudaDeviceSynchronize());  // the refusal left no sticky error behind
+}
+
+// ---- Variable-length backward --------------------------------------------------------------------
+
+namespace {
+
+// A batch's backward problem on the device: Q, K, V and the length arrays as the forward's check holds
+// them, dO, and the forward's O and LSE as inputs. Until varlen_bwd_reference() replaces them, O and LSE
+// are stand-ins, as AttentionBwdFixture gives the heads it does not check: O random, LSE =
+// standin_lse(). Padded batches: every input NaN past lens[b].
+template <class T>
+struct VarlenBwdBuffers {
+  VarlenBuffers<T> in;  // its O and LSE are read here, never written
+  std::vector<T> h_do, ho;
+  std::vector<float> h_lse;
+  DeviceBuffer<T> d_o, dq, dk, dv;
+  DeviceBuffer<float> delta;
+  AttentionBwdParams p{};
+
+  VarlenBwdBuffers(const Varlen& c, uint64_t seed)
+      : in(c, seed), h_do(random_uniform<T>(c.q_total() * c.d, seed + 3)),
+        ho(random_uniform<T>(c.q_total() * c.d, seed + 4)), h_lse(c.q_total(), float(standin_lse(in.p))) {
+    if (!c.packed()) {
+      poison_padding(c, h_do, c.heads, c.seq_q, c.d);
+      poison_padding(c, ho, c.heads, c.seq_q, c.d);
+      poison_padding(c, h_lse, c.heads, c.seq_q, 1);
+    }
+    d_o = DeviceBuffer<T>(h_do);
+    upload_forward();
+    dq = DeviceBuffer<T>(h_do.size());
+    dk = DeviceBuffer<T>(c.k_total() * c.d);
+    dv = DeviceBuffer<T>(c.k_total() * c.d);
+    delta = DeviceBuffer<float>(c.q_total());
+    p.fwd = in.p;
+    p.d_o = d_o.get();
+    p.dq = dq.get();
+    p.dk = dk.get();
+    p.dv = dv.get();
+    p.delta = delta.get();
+  }
+
+  void upload_forward() {
+    in.o.upload(ho);
+    in.lse.upload(h_lse);
+  }
+  void poison_outputs() {
+    dq.poison();
+    dk.poison();
+    dv.poison();
+    delta.poison();
+  }
+};
+
+// The fp64 backward of every entry b and K/V head kv, at [b·KVH + kv]: dQ [G, nq, D] and delta [G, nq] of
+// the group's G query heads, dK and dV [nk, D] summed over them.
+struct VarlenBwdReference {
+  std::vector<std::vector<double>> dq, dk, dv, delta;
+};
+
+// Computes it, and puts the forward that the backward starts from in place of the stand-ins: for every
+// row that takes part, the fp64 forward's O (rounded to T) and LSE (fp32); for the rows of an entry with
+// no key, O = 0 and LSE = -inf, as the forward writes them. Padding keeps its NaN.
+template <class T>
+VarlenBwdReference varlen_bwd_reference(const Varlen& c, VarlenBwdBuffers<T>& buf) {
+  const int64_t d = c.d, group = c.heads / c.kvh();
+  const double scale = softmax_scale(buf.p.fwd);
+  VarlenBwdReference ref;
+  for (int64_t b = 0; b < c.batch; ++b)
+    for (int64_t kv = 0; kv < c.kvh(); ++kv) {
+      const int64_t nq = c.nq(b), nk = c.nk(b), h0 = kv * group, k0 = c.k_row0(b, h0);
+      std::vector<double> q(group * nq * d), d_o(group * nq * d), k(nk * d), v(nk * d);
+      for (int64_t i = 0; i < nk * d; ++i)
+        k[i] = to_double(buf.in.hk[k0 * d + i]), v[i] = to_double(buf.in.hv[k0 * d + i]);
+      for (int64_t g = 0; g < group; ++g) {
+        const int64_t q0 = c.q_row0(b, h0 + g);
+        double* qg = q.data() + g * nq * d;
+        for (int64_t i = 0; i < nq * d; ++i)
+          qg[i] = to_double(buf.in.hq[q0 * d + i]), d_o[g * nq * d + i] = to_double(buf.h_do[q0 * d + i]);
+        std::vector<double> o(nq * d, 0.0), lse(nq, -std::numeric_limits<double>::infinity());
+        if (nk > 0)
+          ref::attention_forward_head(qg, k.data(), v.data(), nq, nk, d, scale, c.causal, o.data(), lse.data());
+        for (int64_t i = 0; i < nq * d; ++i) buf.ho[q0 * d + i] = from_float<T>(float(o[i]));
+        for (int64_t r = 0; r < nq; ++r) buf.h_lse[q0 + r] = float(lse[r]);
+      }
+      std::vector<double> dq(group * nq * d), dk(nk * d), dv(nk * d), delta(group * nq);
+      ref::attention_backward_group(q.data(), k.data(), v.data(), d_o.data(), group, nq, nk, d, scale, c.causal,
+                                    dq.data(), dk.data(), dv.data(), delta.data());
+      ref.dq.push_back(std::move(dq));
+      ref.dk.push_back(std::move(dk));
+      ref.dv.push_back(std::move(dv));
+      ref.delta.push_back(std::move(delta));
+    }
+  buf.upload_forward();
+  return ref;
+}
+
+// A launch's outputs against the reference, every row of every entry: the rows that take part into the
+// error statistics; the others (padding, dQ and delta of an entry with no key, dK and dV of an entry
+// with no query) counted in wrong_zeros unless exactly 0. Delta only when the launch asked for it, and
+// otherwise its buffer must still hold the poison.
+struct VarlenBwdResult {
+  AttentionBwdCheck check;
+  int64_t wrong_zeros = 0;
+};
+
+template <class T>
+VarlenBwdResult compare_varlen_bwd(const Varlen& c, const VarlenBwdBuffers<T>& buf, const VarlenBwdReference& ref,
+                                   bool with_delta) {
+  const auto dq = buf.dq.download(), dk = buf.dk.download(), dv = buf.dv.download();
+  const auto delta = buf.delta.download();
+  const int64_t d = c.d, group = c.heads / c.kvh();
+  VarlenBwdResult out;
+  AttentionBwdCheck& r = out.check;
+  // Row `row` of `x` against ref_row, or, with no reference row, exactly 0.
+  auto row_of = [&](ErrorStats& err, const std::vector<T>& x, int64_t row, const double* ref_row) {
+    for (int64_t e = 0; e < d; ++e) {
+      const double got = to_double(x[row * d + e]);
+      if (ref_row)
+        err.add(got, ref_row[e]);
+      else
+        out.wrong_zeros += got != 0.0;
+    }
+  };
+  for (int64_t b = 0; b < c.batch; ++b)
+    for (int64_t kv = 0; kv < c.kvh(); ++kv) {
+      const std::size_t i = b * c.kvh() + kv;
+      const int64_t nq = c.nq(b), nk = c.nk(b), h0 = kv * group, k0 = c.k_row0(b, h0);
+      for (int64_t g = 0; g < group; ++g) {
+        const int64_t q0 = c.q_row0(b, h0 + g);
+        for (int64_t row = 0; row < c.rows(b); ++row) {
+          const bool real = row < nq && nk > 0;
+          const int64_t at = g * nq + row;  // in the reference's [G, nq] rows
+          row_of(r.dq, dq, q0 + row, real ? ref.dq[i].data() + at * d : nullptr);
+          if (!with_delta) continue;
+          if (real)
+            r.delta.add(delta[q0 + row], ref.delta[i][at]);
+          else
+            out.wrong_zeros += delta[q0 + row] != 0.0f;
+        }
+      }
+      for (int64_t row = 0; row < c.k_rows(b); ++row) {
+        const bool real = row < nk && nq > 0;
+        row_of(r.dk, dk, k0 + row, real ? ref.dk[i].data() + row * d : nullptr);
+        row_of(r.dv, dv, k0 + row, real ? ref.dv[i].data() + row * d : nullptr);
+      }
+    }
+  if (!with_delta) {
+    const auto* bytes = reinterpret_cast<const unsigned char*>(delta.data());
+    r.delta_written =
+        std::any_of(bytes, bytes + delta.size() * sizeof(float), [](unsigned char x) { return x != 0xFF; });
+  }
+  return out;
+}
+
+template <class T>
+void check_bwd_varlen_batch(const KernelDesc& kernel, const Varlen& c, uint64_t seed) {
+  VarlenBwdBuffers<T> buf(c, seed);
+  const VarlenBwdReference ref = varlen_bwd_reference(c, buf);
+  const DType t = dtype_of(buf.p.fwd);
+  INFO(name(kernel), std::string(c.packed() ? " packed " : " padded "), describe(buf.p.fwd), " seed=", seed);
+  // Poisons, launches, compares every row.
+  auto run = [&](const AttentionBwdParams& p) {
+    buf.poison_outputs();
+    const Status st = launch(kernel, p, nullptr);
+    REQUIRE_MESSAGE(st == Status::Success, std::string(status_name(st)));
+    FS_CUDA_CHECK(cudaDeviceSynchronize());
+    const VarlenBwdResult r = compare_varlen_bwd(c, buf, ref, p.delta != nullptr);
+    INFO("values that should be exactly 0 and are not: ", r.wrong_zeros);
+    check_gradients(r.check, t);
+    CHECK(r.wrong_zeros == 0);
+  };
+  for (bool tight : {false, true}) {
+    if (tight && !c.packed()) break;
+    AttentionBwdParams p = buf.p;
+    if (tight) {
+      REQUIRE(fs::check_varlen(&p.fwd, nullptr) == Status::Success);
+      int64_t longest_q = 0, longest_k = 0;
+      for (int64_t b = 0; b < c.batch; ++b)
+        longest_q = std::max(longest_q, c.nq(b)), longest_k = std::max(longest_k, c.nk(b));
+      CHECK(p.fwd.max_seq_q == longest_q);
+      CHECK(p.fwd.max_seq_k == longest_k);
+    }
+    INFO("max_seq_q=", p.fwd.max_seq_q, " max_seq_k=", p.fwd.max_seq_k);
+    run(p);
+    {
+      INFO("without delta");
+      AttentionBwdParams without = p;
+      without.delta = nullptr;
+      run(without);
+    }
+    {
+      INFO("deterministic");
+      AttentionBwdParams deterministic = p;
+      deterministic.deterministic = 1;
+      run(deterministic);
+      const std::vector<T> first = buf.dq.download();
+      run(deterministic);
+      const std::vector<T> second = buf.dq.download();
+      CHECK(std::memcmp(first.data(), second.data(), first.size() * sizeof(T)) == 0);
+    }
+  }
+}
+
+}  // namespace
+
+void check_bwd_varlen_batch(const KernelDesc& kernel, const Varlen& batch, DType dtype, uint64_t seed) {
+  REQUIRE((dtype == DType::FP16 || dtype == DType::BF16));
+  if (dtype == DType::FP16)
+    check_bwd_varlen_batch<__half>(kernel, batch, seed);
+  else
+    check_bwd_varlen_batch<__nv_bfloat16>(kernel, batch, seed);
+}
+
+void check_bwd_varlen_layouts(const KernelDesc& kernel, int64_t d, uint64_t seed) {
+  each_layout(d, [&](const Varlen& c, DType t) { check_bwd_varlen_batch(kernel, c, t, ++seed); });
+}
+
+void check_bwd_varlen_grouped(const KernelDesc& kernel, int64_t d, uint64_t seed) {
+  each_grouped_layout(d, [&](const Varlen& c, DType t) { check_bwd_varlen_batch(kernel, c, t, ++seed); });
+}
+
+void check_bwd_bad_layouts(const KernelDesc& kernel) {
+  std::vector<BadLayout> cases = bad_layouts();
+  // The backward's own rule: max_seq_k sizes its grid of key blocks, so entry 1's 35 keys do not fit in 8.
+  const Varlen too_many_keys{2, 2, 64, false, {}, 17, 40, {0, 10, 17}, {0, 5, 40}};
+  cases.push_back({"packed, an entry longer than max_seq_k", too_many_keys, 0, 8, Status::Success, {false, true}});
+  for (const BadLayout& bad : cases) {
+    INFO(name(kernel), " ", std::string(bad.what));
+    const Varlen& c = bad.layout;
+    VarlenBwdBuffers<__half> buf(c, 9000);
+    AttentionBwdParams p = buf.p;
+    p.fwd.max_seq_q = bad.max_seq_q;
+    p.fwd.max_seq_k = bad.max_seq_k;
+    buf.poison_outputs();
+    REQUIRE(launch(kernel, p, nullptr) == Status::Success);
+    FS_CUDA_CHECK(cudaDeviceSynchronize());
+    const auto dq = buf.dq.download(), dk = buf.dk.download();
+    for (int64_t b = 0; b < c.batch; ++b) {
+      check_entry_written(c, b, bad.skipped[b], dq, /*keys=*/false, "dQ");
+      check_entry_written(c, b, bad.skipped[b], dk, /*keys=*/true, "dK");
+    }
+  }
 }
 
 }  // namespace fs::testing

@@ -67,6 +67,7 @@ struct Varlen {
   int64_t nq(int64_t b) const { return packed() ? cu_q[b + 1] - cu_q[b] : lens[b]; }
   int64_t nk(int64_t b) const { return packed() ? cu_k[b + 1] - cu_k[b] : lens[b]; }
   int64_t rows(int64_t b) const { return packed() ? nq(b) : seq_q; }  // rows of O written
+  int64_t k_rows(int64_t b) const { return packed() ? nk(b) : seq_k; }  // rows of dK, dV written
   int64_t q_total() const { return (packed() ? 1 : batch) * heads * seq_q; }
   int64_t k_total() const { return (packed() ? 1 : batch) * kvh() * seq_k; }
 };
@@ -113,10 +114,40 @@ void check_bwd_rejected(const KernelDesc& kernel, const AttentionParams& ok,
 // Everything check_rejects_bad_inputs() tries on the forward problem, and the backward's own: a null
 // lse, d_o, dq, dk or dv; d_o, dq, delta misaligned (by one byte: no kernel takes that); an output on top
 // of an input or of another output, wholly or in part; seq_lens or cu_seqlens to a version that takes
-// none. `ok` must be a shape the kernel accepts.
+// none, and to one that takes them, fields that cannot describe a layout (padded and packed at once,
+// cu_seqlens_q without cu_seqlens_k, max_seq_k past seq_k, max_seq_q negative). `ok` must be a shape the
+// kernel accepts.
 void check_bwd_rejects_bad_inputs(const KernelDesc& kernel, const AttentionParams& ok);
 
 // FS_ERR_CUDA, provoked as check_reports_cuda_error() provokes it.
 void check_bwd_reports_cuda_error(const KernelDesc& kernel, const AttentionParams& ok);
+
+// ---- Variable-length backward --------------------------------------------------------------------
+
+// Runs the backward of `kernel` on the batch in `dtype` (fp16 or bf16) and checks every row against the
+// fp64 backward, entry by entry. Inputs: Q, K, V and dO random in [-1, 1]; O and LSE the fp64 forward's
+// (O rounded to the dtype, LSE to fp32), O = 0 and LSE = -inf for the rows of an entry with no key, as
+// the forward writes them; the padding of a padded batch (rows past lens[b] of Q, K, V, dO, O and LSE)
+// NaN, so that a kernel that reads it writes NaN somewhere. dQ and delta of the rows that take part, and
+// dK and dV (sums over each group's query heads), within the dtype's backward tolerance; every other
+// row exactly 0: padding, dQ and delta of an entry with no key, dK and dV of an entry with no query.
+// Three launches as in check_bwd_against_reference, outputs poisoned before each: with delta, without
+// (its buffer untouched), deterministic twice (dQ bitwise the same). Packed batches run each with
+// max_seq_q = max_seq_k = 0 ("unknown") and with the values fs_check_varlen computes (checked: the
+// longest entry's query and key counts).
+void check_bwd_varlen_batch(const KernelDesc& kernel, const Varlen& batch, DType dtype, uint64_t seed);
+
+// check_varlen_layouts' batches through the backward: padded with entries of 200, 0 and 77 rows (200
+// queries, 230 keys) causal and not, in fp16 and bf16; packed with an entry that has no key (fp16) and,
+// causal, one that has no query (bf16).
+void check_bwd_varlen_layouts(const KernelDesc& kernel, int64_t d, uint64_t seed);
+
+// check_varlen_grouped's batches through the backward: 4 query heads over 2 K/V heads, and over 1.
+void check_bwd_varlen_grouped(const KernelDesc& kernel, int64_t d, uint64_t seed);
+
+// check_bad_layouts' layouts through the backward, and its own rule: a packed entry with more keys than
+// max_seq_k. For every entry, its rows of dQ and of dK are all left unwritten if it breaks a rule (checked
+// on the device) and all written if not; the launch returns Success either way.
+void check_bwd_bad_layouts(const KernelDesc& kernel);
 
 }  // namespace fs::testing

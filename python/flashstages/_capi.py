@@ -34,6 +34,7 @@ class AttentionParams(ctypes.Structure):
         ("cu_seqlens_k", ctypes.c_void_p),
         ("max_seq_q", ctypes.c_int64),
         ("kv_heads", ctypes.c_int64),  # 0: heads (multi-head); else K, V have kv_heads heads (GQA)
+        ("max_seq_k", ctypes.c_int64),  # packed batches, the backward: the most key rows of one entry (0: seq_k)
     ]
 
 

@@ -9,9 +9,12 @@
 
 namespace fs::bwd {
 
-// Tensors are dense: Q, dO, dQ [B·H, Nq, D], K, V, dK, dV [B·KVH, Nk, D], LSE and delta [B·H, Nq].
-// Grouped-query attention: flat query head bh reads K/V head bh / group (common/lib/attention.h), so
-// K/V head kvh serves query heads kvh·group .. kvh·group + group - 1, and dK, dV of kvh sum theirs.
+// Tensors: Q, dO, dQ [B·H, Nq, D], K, V, dK, dV [B·KVH, Nk, D], LSE and delta [B·H, Nq] for dense and
+// padded batches; [H, total, D] and [KVH, total, D] for packed ones (seq_q, seq_k the totals), as the
+// forward takes them (fs_attention_params). Grouped-query attention: flat query head bh reads K/V head
+// bh / group (common/lib/attention.h), so K/V head kvh serves query heads kvh·group .. kvh·group +
+// group - 1, and dK, dV of kvh sum theirs. The fields from `heads` on are the ones attn::sequence_of
+// and attn::key_block_of read (common/device/attention.cuh): where an entry's rows are, and its lengths.
 template <class T>
 struct Args {
   const T* __restrict__ q;
@@ -29,7 +32,12 @@ struct Args {
   int64_t group;     // G = H / KVH query heads per K/V head (1: multi-head attention)
   float scale;       // dQ = scale · dS K, dK = scale · dSᵀ Q; may be negative
   float scale_log2;  // scale · log2(e): P = exp2(scale_log2 · S - LSE · log2(e))
-  bool causal;       // query i sees keys j <= i + (Nk - Nq)
+  bool causal;       // query i sees keys j <= i + (Nk - Nq), per entry
+  int64_t heads;
+  int64_t max_seq_q, max_seq_k;  // the most query and key rows of one entry: they size the grids
+  const int32_t* __restrict__ seq_lens;      // [B] or null
+  const int32_t* __restrict__ cu_seqlens_q;  // [B+1] or null (then cu_seqlens_k is null too)
+  const int32_t* __restrict__ cu_seqlens_k;
 };
 
 // The arguments of a validated problem, delta where the launch keeps it, no dQ workspace yet.
@@ -54,6 +62,12 @@ Args<T> make_args(const AttentionBwdProblem& pr, const float* delta) {
   a.scale = pr.fwd.scale;
   a.scale_log2 = pr.fwd.scale * attn::kLog2e;
   a.causal = p.causal != 0;
+  a.heads = p.heads;
+  a.max_seq_q = pr.fwd.max_seq_q;
+  a.max_seq_k = pr.fwd.max_seq_k;
+  a.seq_lens = p.seq_lens;
+  a.cu_seqlens_q = p.cu_seqlens_q;
+  a.cu_seqlens_k = p.cu_seqlens_k;
   return a;
 }
 

@@ -11,7 +11,8 @@
 //   v7  what v6 takes; 128 keys and 8 warps per block
 //   v8  what v7 takes; FlashAttention-2's warp tiles, P and dS through shared memory
 //   v9  what v8 takes; 128-row query tiles at D = 64
-// All take dense batches only: seq_lens and cu_seqlens are refused (FS_ERR_INVALID_SEQLENS).
+// v2 to v9 take padded (seq_lens) and packed (cu_seqlens) batches as stage 04's forward does; v0 and v1
+// take dense batches only (FS_ERR_INVALID_SEQLENS).
 #pragma once
 
 #include <cstddef>
@@ -34,8 +35,8 @@ std::size_t flash_bwd_v0_extra_bytes(const AttentionParams& params);
 // read twice.
 double flash_bwd_v0_traffic_bytes(const AttentionParams& params);
 
-// v2 to v9: dQ / scale in fp32, B·H·Nq·D floats (the atomic path; the deterministic one allocates none
-// of it), and delta when the caller gives no buffer for it.
+// v2 to v9: dQ / scale in fp32, B·H·Nq·D floats (packed: H·total·D; the atomic path, the deterministic
+// one allocates none of it), and delta when the caller gives no buffer for it.
 std::size_t flash_bwd_v2_extra_bytes(const AttentionParams& params);
 // The ablation, atomic path: the dQ workspace alone (its kernel keeps delta in shared memory).
 std::size_t flash_bwd_v9_delta_in_loop_extra_bytes(const AttentionParams& params);

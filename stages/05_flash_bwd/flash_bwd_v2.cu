@@ -8,8 +8,8 @@
 namespace fs::bwd {
 
 Status run_v2(const AttentionBwdProblem& pr, cudaStream_t stream) {
-  return run_mma(pr, stream, [](auto type, auto d) {
-    return v2::flash_bwd_v2_dkv_kernel<typename decltype(type)::type, decltype(d)::value, true>;
+  return run_mma(pr, stream, [](auto type, auto d, auto varlen) {
+    return v2::flash_bwd_v2_dkv_kernel<typename decltype(type)::type, decltype(d)::value, decltype(varlen)::value, true>;
   });
 }
 

@@ -8,8 +8,8 @@
 namespace fs::bwd {
 
 Status run_v3(const AttentionBwdProblem& pr, cudaStream_t stream) {
-  return run_mma(pr, stream, [](auto type, auto d) {
-    return v3::flash_bwd_v3_dkv_kernel<typename decltype(type)::type, decltype(d)::value>;
+  return run_mma(pr, stream, [](auto type, auto d, auto varlen) {
+    return v3::flash_bwd_v3_dkv_kernel<typename decltype(type)::type, decltype(d)::value, decltype(varlen)::value>;
   });
 }
 

@@ -8,8 +8,8 @@
 namespace fs::bwd {
 
 Status run_v4(const AttentionBwdProblem& pr, cudaStream_t stream) {
-  return run_mma<v4::Config>(pr, stream, [](auto type, auto d) {
-    return v4::flash_bwd_v4_dkv_kernel<typename decltype(type)::type, decltype(d)::value>;
+  return run_mma<v4::Config>(pr, stream, [](auto type, auto d, auto varlen) {
+    return v4::flash_bwd_v4_dkv_kernel<typename decltype(type)::type, decltype(d)::value, decltype(varlen)::value>;
   });
 }
 

@@ -8,8 +8,8 @@
 namespace fs::bwd {
 
 Status run_v5(const AttentionBwdProblem& pr, cudaStream_t stream) {
-  return run_mma<v5::Config>(pr, stream, [](auto type, auto d) {
-    return v5::flash_bwd_v5_dkv_kernel<typename decltype(type)::type, decltype(d)::value>;
+  return run_mma<v5::Config>(pr, stream, [](auto type, auto d, auto varlen) {
+    return v5::flash_bwd_v5_dkv_kernel<typename decltype(type)::type, decltype(d)::value, decltype(varlen)::value>;
   });
 }
 

@@ -8,8 +8,8 @@
 namespace fs::bwd {
 
 Status run_v6(const AttentionBwdProblem& pr, cudaStream_t stream) {
-  return run_mma<v6::Config>(pr, stream, [](auto type, auto d) {
-    return v6::flash_bwd_v6_dkv_kernel<typename decltype(type)::type, decltype(d)::value>;
+  return run_mma<v6::Config>(pr, stream, [](auto type, auto d, auto varlen) {
+    return v6::flash_bwd_v6_dkv_kernel<typename decltype(type)::type, decltype(d)::value, decltype(varlen)::value>;
   });
 }
 

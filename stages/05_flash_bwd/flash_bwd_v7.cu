@@ -8,8 +8,8 @@
 namespace fs::bwd {
 
 Status run_v7(const AttentionBwdProblem& pr, cudaStream_t stream) {
-  return run_mma<v7::Config>(pr, stream, [](auto type, auto d) {
-    return v7::flash_bwd_v7_dkv_kernel<typename decltype(type)::type, decltype(d)::value>;
+  return run_mma<v7::Config>(pr, stream, [](auto type, auto d, auto varlen) {
+    return v7::flash_bwd_v7_dkv_kernel<typename decltype(type)::type, decltype(d)::value, decltype(varlen)::value>;
   });
 }
 

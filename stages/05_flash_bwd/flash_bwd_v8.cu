@@ -8,8 +8,8 @@
 namespace fs::bwd {
 
 Status run_v8(const AttentionBwdProblem& pr, cudaStream_t stream) {
-  return run_mma<v8::Config>(pr, stream, [](auto type, auto d) {
-    return v8::flash_bwd_v8_dkv_kernel<typename decltype(type)::type, decltype(d)::value>;
+  return run_mma<v8::Config>(pr, stream, [](auto type, auto d, auto varlen) {
+    return v8::flash_bwd_v8_dkv_kernel<typename decltype(type)::type, decltype(d)::value, decltype(varlen)::value>;
   });
 }
 

@@ -8,16 +8,16 @@
 namespace fs::bwd {
 
 Status run_v9(const AttentionBwdProblem& pr, cudaStream_t stream) {
-  return run_mma<v9::Config>(pr, stream, [](auto type, auto d) {
-    return v9::flash_bwd_v9_dkv_kernel<typename decltype(type)::type, decltype(d)::value>;
+  return run_mma<v9::Config>(pr, stream, [](auto type, auto d, auto varlen) {
+    return v9::flash_bwd_v9_dkv_kernel<typename decltype(type)::type, decltype(d)::value, decltype(varlen)::value>;
   });
 }
 
 Status run_v9_delta_in_loop(const AttentionBwdProblem& pr, cudaStream_t stream) {
   return run_mma<v9::ConfigDeltaInLoop>(
       pr, stream,
-      [](auto type, auto d) {
-        return v9::flash_bwd_v9_dkv_kernel<typename decltype(type)::type, decltype(d)::value, true>;
+      [](auto type, auto d, auto varlen) {
+        return v9::flash_bwd_v9_dkv_kernel<typename decltype(type)::type, decltype(d)::value, decltype(varlen)::value, true>;
       },
       /*kernel_delta=*/true);
 }

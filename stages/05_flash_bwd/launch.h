@@ -30,10 +30,11 @@ constexpr AttentionSupport kSupport = attention_support<Elements, HeadDimList>(1
 
 namespace v2 {
 // fp16 and bf16 (mma.sync m16n8k16); one instance per head_dim; 16-byte aligned tensors (16-byte tile
-// loads: every row, D·2 bytes, is a multiple of 16). Grouped K/V heads; dense batches only.
+// loads: every row, D·2 bytes, is a multiple of 16). Grouped K/V heads; dense, padded and packed
+// batches (attn::key_block_of and attn::sequence_of place every block's rows).
 using Elements = Dtypes<DType::FP16, DType::BF16>;
 using HeadDimList = HeadDims<64, 128>;
-constexpr AttentionSupport kSupport = attention_support<Elements, HeadDimList>(16, /*varlen=*/false);
+constexpr AttentionSupport kSupport = attention_support<Elements, HeadDimList>(16, /*varlen=*/true);
 }  // namespace v2
 
 // v3 to v9 take v2's instances (v2::kSupport): they change only the K/V kernel of the atomic path,

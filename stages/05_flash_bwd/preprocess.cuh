@@ -18,6 +18,8 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "args.cuh"
+#include "common/device/attention.cuh"
 #include "common/lib/attention.h"
 #include "common/lib/cuda_check.h"
 #include "common/lib/numeric.h"
@@ -25,42 +27,64 @@
 
 namespace fs::bwd {
 
-constexpr int kDeltaThreads = 256;            // 8 warps
-constexpr int kDeltaRowsPerBlock = kDeltaThreads / 32;
+constexpr int kRowThreads = 256;  // the row kernels (delta here, v2's dQ conversion): 8 warps, one row each
+constexpr int kRowsPerBlock = kRowThreads / 32;
 
-// delta[r] = Σ_c dO[r][c] · O[r][c] for the rows of [rows, D] tensors, summed in fp32. One warp per row:
-// the lanes read 32 neighbouring elements at a time (coalesced), then five shuffles add up their
-// partial sums. grid: up to 2^20 blocks of 256 threads, each warp striding over the rows.
+// Query slots number every (entry, query head, row) a query row can sit in: B·H·max_seq_q of them.
+// Dense and padded batches have max_seq_q = Nq, so slot r is simply row r of [B·H·Nq, D]. Returns the
+// row of slot r, or -1 where there is no row to write: past a packed entry's rows, or in an entry that
+// breaks the rules (attn::sequence_of checks it, as the main kernels do). *real: the row is one of the
+// entry's nq rows; the others, a padded entry's rows past its length, get zeros.
 template <class T>
-__global__ void __launch_bounds__(kDeltaThreads)
-    delta_kernel(const T* __restrict__ d_o /* [rows, D] */, const T* __restrict__ o /* [rows, D] */,
-                 float* __restrict__ delta /* [rows] */, int64_t rows, int64_t d) {
+__device__ __forceinline__ int64_t query_row(const Args<T>& a, int64_t r, bool* real) {
+  *real = true;
+  if (!a.seq_lens && !a.cu_seqlens_q) return r;
+  const int64_t bh = r / a.max_seq_q, i = r % a.max_seq_q;
+  const attn::Sequence s = attn::sequence_of(a, bh, bh / a.heads, bh % a.heads, 0, a.max_seq_k);
+  *real = i < s.nq;
+  return i < s.nq_rows ? s.q_row0 + i : -1;
+}
+
+// The query slots of a problem: B·H·max_seq_q (the rows of Q for dense and padded batches).
+inline int64_t query_slots(const AttentionBwdProblem& pr) { return pr.fwd.p.batch * pr.fwd.p.heads * pr.fwd.max_seq_q; }
+
+// Blocks for a grid of warps striding over `slots` rows: one warp per row, at most 2^20 blocks.
+inline int64_t row_blocks(int64_t slots) { return std::min<int64_t>((slots + kRowsPerBlock - 1) / kRowsPerBlock, int64_t(1) << 20); }
+
+// delta[row] = Σ_c dO[row][c] · O[row][c] for the row of every query slot, summed in fp32; 0 in a
+// padded entry's rows past its length (their dO and O are never read). One warp per row: the lanes
+// read 32 neighbouring elements at a time (coalesced), then five shuffles add up their partial sums.
+// grid: row_blocks(slots) blocks of 256 threads, each warp striding over the slots.
+template <class T>
+__global__ void __launch_bounds__(kRowThreads)
+    delta_kernel(const Args<T> a, float* __restrict__ delta /* [B·H, Nq] or [H, total] */, int64_t slots, int64_t d) {
   const int lane = threadIdx.x % 32;
-  const int64_t stride = int64_t(gridDim.x) * kDeltaRowsPerBlock;
+  const int64_t stride = int64_t(gridDim.x) * kRowsPerBlock;
   // r is the same for the 32 lanes of a warp, so the whole warp takes part in every shuffle.
-  for (int64_t r = int64_t(blockIdx.x) * kDeltaRowsPerBlock + threadIdx.x / 32; r < rows; r += stride) {
+  for (int64_t r = int64_t(blockIdx.x) * kRowsPerBlock + threadIdx.x / 32; r < slots; r += stride) {
+    bool real;
+    const int64_t row = query_row(a, r, &real);
+    if (row < 0) continue;
     float acc = 0.0f;
-    for (int64_t c = lane; c < d; c += 32) acc += to_float(d_o[r * d + c]) * to_float(o[r * d + c]);
+    if (real)
+      for (int64_t c = lane; c < d; c += 32) acc += to_float(a.d_o[row * d + c]) * to_float(a.o[row * d + c]);
     for (int offset = 16; offset > 0; offset /= 2) acc += __shfl_xor_sync(0xffffffffu, acc, offset);
-    if (lane == 0) delta[r] = acc;
+    if (lane == 0) delta[row] = acc;
   }
 }
 
-// Launches delta_kernel over every query row of the problem (B·H·Nq rows of D).
+// Launches delta_kernel over every query slot of the problem.
 template <class T>
 Status launch_delta(const AttentionBwdProblem& pr, float* delta, cudaStream_t stream) {
-  const AttentionParams& p = pr.fwd.p;
-  const int64_t rows = lse_elems(p);
-  const int64_t blocks = std::min<int64_t>((rows + kDeltaRowsPerBlock - 1) / kDeltaRowsPerBlock, int64_t(1) << 20);
-  delta_kernel<T><<<unsigned(blocks), kDeltaThreads, 0, stream>>>(static_cast<const T*>(pr.p.d_o),
-                                                                    static_cast<const T*>(p.o), delta, rows,
-                                                                    p.head_dim);
+  const int64_t slots = query_slots(pr);
+  delta_kernel<T><<<unsigned(row_blocks(slots)), kRowThreads, 0, stream>>>(make_args<T>(pr, nullptr), delta,
+                                                                           slots, pr.fwd.p.head_dim);
   FS_RETURN_IF_CUDA_ERROR(cudaGetLastError());
   return Status::Success;
 }
 
 // Calls f(delta), delta being where the backward keeps delta: the caller's buffer when it asked for
-// one, otherwise a [B, H, Nq] fp32 workspace allocated on the stream for this launch
+// one, otherwise a [B, H, Nq] (packed: [H, total]) fp32 workspace allocated on the stream for this launch
 // (delta_extra_bytes in common/lib/flops.h) and freed after the work f enqueues.
 template <class F>
 Status with_delta(const AttentionBwdProblem& pr, cudaStream_t stream, F&& f) {

@@ -3,9 +3,12 @@
 // bottom-right): dQ, dK, dV and delta, outputs poisoned first, with delta asked for and not, and in
 // deterministic mode twice (dQ bitwise the same); grouped K/V heads (GQA, MQA: dK and dV the sums over
 // each group, as the fp64 reference sums them); custom and negative scales; logits up to about 1e4
-// (no NaN); every error code the backward can return, with nothing written. The versions, their
-// head_dims and the naive baseline come from the library's registry, and the delta ablation (which it
-// does not list) goes through every case beside them.
+// (no NaN); padded and packed batches for the versions that take them (v2 to v9 and the ablation:
+// entries with no query or no key, the padding NaN in every input, exact zeros in every output row
+// that takes no part, grouped K/V heads) and lengths that break the rules (those entries written
+// nowhere, the others computed); every error code the backward can return, with nothing written. The
+// versions, their head_dims and the naive baseline come from the library's registry, and the delta
+// ablation (which it does not list) goes through every case beside them.
 #include <algorithm>
 #include <limits>
 #include <string>
@@ -109,6 +112,29 @@ FS_GPU_TEST_CASE("stage05 every version gives finite gradients for logits up to 
   }
 }
 
+FS_GPU_TEST_CASE("stage05 every version that takes variable lengths matches fp64 on padded and packed batches") {
+  FS_SKIP_WITHOUT_GPU();
+  // The forward's layouts, now with dO, O and LSE as inputs: padded entries of 200, 0 and 77 rows (every
+  // input NaN past each length), packed entries with no key (dQ = 0) or, causal, no query (dK = dV = 0), at
+  // every head_dim; grouped K/V heads (dK, dV the sums over each group) at the smallest. Each with delta
+  // and without, and deterministic twice; packed ones with max_seq_q, max_seq_k unknown and computed.
+  for (const KernelDesc* k : versions()) {
+    if (!k->attention.varlen || !testing::runs_here(*k)) continue;
+    uint64_t seed = 250000 + 10000 * uint64_t(k->info.version[1] - '0');
+    const std::vector<int64_t> dims = head_dims(*k);
+    for (int64_t d : dims) testing::check_bwd_varlen_layouts(*k, d, seed += 10);
+    testing::check_bwd_varlen_grouped(*k, dims.front(), seed += 10);
+  }
+}
+
+FS_GPU_TEST_CASE("stage05 lengths that break the rules: the backward skips those entries") {
+  FS_SKIP_WITHOUT_GPU();
+  // The forward's bad layouts and the backward's own (an entry with more keys than max_seq_k): no row of
+  // dQ or dK written for an entry that breaks a rule, every row for the others.
+  for (const KernelDesc* k : versions())
+    if (k->attention.varlen && testing::runs_here(*k)) testing::check_bwd_bad_layouts(*k);
+}
+
 FS_GPU_TEST_CASE("stage05 every version rejects bad inputs and writes nothing") {
   FS_SKIP_WITHOUT_GPU();
   using P = AttentionBwdParams;
@@ -173,13 +199,17 @@ FS_CPU_TEST_CASE("stage05 through the C interface: named codes before any launch
   using Launcher = int (*)(const fs_attention_bwd_params*, void*);
   struct Entry {
     Launcher launch;
+    const KernelDesc* desc;  // what the entry takes: variable lengths or none
     int32_t dtype;
   };
-  const Entry entries[] = {{fs_flash_bwd_v0, FS_FP16}, {fs_flash_bwd_v1, FS_FP32}, {fs_flash_bwd_v2, FS_BF16},
-                           {fs_flash_bwd_v3, FS_FP16}, {fs_flash_bwd_v4, FS_BF16}, {fs_flash_bwd_v5, FS_FP16},
-                           {fs_flash_bwd_v6, FS_BF16}, {fs_flash_bwd_v7, FS_FP16},
-                           {fs_flash_bwd_v8, FS_BF16}, {fs_flash_bwd_v9, FS_FP16}};
+  const Entry entries[] = {
+      {fs_flash_bwd_v0, &kFlashBwdV0, FS_FP16}, {fs_flash_bwd_v1, &kFlashBwdV1, FS_FP32},
+      {fs_flash_bwd_v2, &kFlashBwdV2, FS_BF16}, {fs_flash_bwd_v3, &kFlashBwdV3, FS_FP16},
+      {fs_flash_bwd_v4, &kFlashBwdV4, FS_BF16}, {fs_flash_bwd_v5, &kFlashBwdV5, FS_FP16},
+      {fs_flash_bwd_v6, &kFlashBwdV6, FS_BF16}, {fs_flash_bwd_v7, &kFlashBwdV7, FS_FP16},
+      {fs_flash_bwd_v8, &kFlashBwdV8, FS_BF16}, {fs_flash_bwd_v9, &kFlashBwdV9, FS_FP16}};
   for (const Entry& e : entries) {
+    INFO(e.desc->qualified());
     fs_attention_bwd_params p{};
     p.fwd.batch = p.fwd.heads = p.fwd.seq_q = p.fwd.seq_k = 1;
     p.fwd.head_dim = 64;
@@ -208,8 +238,18 @@ FS_CPU_TEST_CASE("stage05 through the C interface: named codes before any launch
     CHECK(with([](auto& b) { b.fwd.causal = 1, b.fwd.seq_q = 2; }) == FS_ERR_UNSUPPORTED_MASK);
     CHECK(with([](auto& b) { b.dq = reinterpret_cast<void*>(0x70001); }) == FS_ERR_MISALIGNED_POINTER);
     CHECK(with([](auto& b) { b.delta = reinterpret_cast<float*>(0xA0002); }) == FS_ERR_MISALIGNED_POINTER);
-    CHECK(with([](auto& b) { b.fwd.seq_lens = reinterpret_cast<const int32_t*>(0xB0000); }) ==
-          FS_ERR_INVALID_SEQLENS);
+    const int32_t* lens = reinterpret_cast<const int32_t*>(0xB0000);
+    if (e.desc->attention.varlen) {
+      // Fields that cannot describe a layout: refused by name before any device call (the arrays are
+      // never read).
+      CHECK(with([&](auto& b) { b.fwd.seq_lens = b.fwd.cu_seqlens_q = b.fwd.cu_seqlens_k = lens; }) ==
+            FS_ERR_INVALID_SEQLENS);  // padded and packed at once
+      CHECK(with([&](auto& b) { b.fwd.cu_seqlens_q = lens; }) == FS_ERR_INVALID_SEQLENS);  // no packed keys
+      CHECK(with([&](auto& b) { b.fwd.cu_seqlens_q = b.fwd.cu_seqlens_k = lens, b.fwd.max_seq_k = b.fwd.seq_k + 1; }) ==
+            FS_ERR_INVALID_SEQLENS);  // an entry with more keys than the total
+    } else {
+      CHECK(with([&](auto& b) { b.fwd.seq_lens = lens; }) == FS_ERR_INVALID_SEQLENS);  // takes none
+    }
     CHECK(with([](auto& b) { b.fwd.kv_heads = 2; }) == FS_ERR_INVALID_KV_HEADS);  // more K/V heads than heads
     CHECK(with([](auto& b) { b.fwd.heads = 3, b.fwd.kv_heads = 2; }) == FS_ERR_INVALID_KV_HEADS);
     if (testing::missing_gpu()) {

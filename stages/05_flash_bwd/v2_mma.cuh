@@ -39,10 +39,11 @@
 //                     loop; the dQ share 32 (after Sᵀ, dPᵀ die)
 //   D = 128, Br = 32: dK_j, dV_j 2 × 64, Sᵀ, dPᵀ 2 × 16 → 160; the dQ share 32
 //   dq kernel (Br = Bc = 64): dQ_i 16 rows × D per warp (32 or 64), S, dP 2 × 32
-// ptxas -v (CUDA 13.0, sm_90), no spills, since the loop over a group's heads: K/V kernel with the atomic
-// dQ 235 registers at D = 64, 254 at D = 128; without it 168 and 254; dq kernel 165 and 236 (before: 252
-// and 255 either way, 164 and 236). 2 blocks of 4 warps per SM, 3 for the K/V kernel without dQ at
-// D = 64 (earlier, capping it at 168 spilled 124 bytes; ptxas now gets there unasked).
+// ptxas -v (CUDA 13.0, sm_90), dense build, since the variable-length layouts: K/V kernel with the atomic
+// dQ 237 registers at D = 64, 254 at D = 128; without it 168 (8 bytes spilled) and 254; dq kernel 165 and
+// 238 (before them: 235, 254; 168 and 254 with no spill; 165 and 236; before the loop over a group's
+// heads: 252 and 255 either way, 164 and 236). 2 blocks of 4 warps per SM, 3 for the K/V kernel without
+// dQ at D = 64 (earlier, capping it at 168 spilled 124 bytes; ptxas now gets there unasked).
 // Why it should be faster than v1: the tensor cores (an H100 runs fp16 mma at many times the fp32 FMA
 // rate), half the bytes per element loaded, 16 multiply-adds per 32-bit fragment register loaded. What
 // it still lacks: loads that stall the block until they land (cp.async next), 32-bit fragment gathers
@@ -66,6 +67,7 @@
 #include "common/device/attention.cuh"
 #include "common/device/sm80.cuh"
 #include "common/lib/numeric.h"
+#include "preprocess.cuh"
 
 namespace fs::bwd::v2 {
 
@@ -179,25 +181,29 @@ struct DqScalarRed {
 // the diagonal crosses (masked), [full_begin, full_end) every key visible (no mask), [full_end, count)
 // the Nq tail tile, or every tile when the block holds the Nk tail (masked). Under the causal mask query
 // row i sees key k0 from i = k0 - offset on, and every key of the block from i = k0 + Bc - 1 - offset
-// on. v4 to v9 walk the same runs.
+// on. A block with no key (past a padded entry's length, or in an entry that breaks the rules) meets
+// none: nq and so count are 0 (first may lie past it; no loop from first to count runs). v4 to v9 walk
+// the same runs.
 struct QueryTileRuns {
   int64_t first, full_begin, full_end, count;
 };
-template <int kBr, int kBc, class T>
-__device__ __forceinline__ QueryTileRuns query_tile_runs(const Args<T>& a, int64_t k0, int64_t offset) {
-  const int64_t count = (a.seq_q + kBr - 1) / kBr;
-  const int64_t first = a.causal ? max(k0 - offset, int64_t(0)) / kBr : 0;
-  const int64_t full_begin = a.causal ? min((max(k0 + kBc - 1 - offset, int64_t(0)) + kBr - 1) / kBr, count) : 0;
-  const int64_t full_end = k0 + kBc > a.seq_k ? full_begin : max(a.seq_q / kBr, full_begin);
+template <int kBr, int kBc>
+__device__ __forceinline__ QueryTileRuns query_tile_runs(const attn::KeyBlock& kb, bool causal) {
+  const int64_t k0 = kb.k0, offset = kb.offset;
+  const int64_t count = (kb.nq + kBr - 1) / kBr;
+  const int64_t first = causal ? max(k0 - offset, int64_t(0)) / kBr : 0;
+  const int64_t full_begin = causal ? min((max(k0 + kBc - 1 - offset, int64_t(0)) + kBr - 1) / kBr, count) : 0;
+  const int64_t full_end = k0 + kBc > kb.nk ? full_begin : max(kb.nq / kBr, full_begin);
   return {first, full_begin, full_end, count};
 }
 
 // The K/V kernel's body (flash_bwd_v2_dkv_kernel; v3's kernel runs it too). Block x owns key block
-// x % ceil(Nk/Bc) of K/V head x / ceil(Nk/Bc), warp w its keys 16w .. 16w + 15, and streams the query
-// tiles of each query head of the K/V head's group past it, one head after the other. Writes dK_j and
+// x % ceil(max Nk/Bc) of K/V head x / ceil(max Nk/Bc) (attn::key_block_of: max Nk is Nk but for packed
+// batches), warp w its keys 16w .. 16w + 15, and streams the query tiles of each query head of the K/V
+// head's group past it, one head after the other. Writes dK_j and
 // dV_j, summed over the group; unless DqAdd is void (the deterministic path), also adds its share of
 // each query head's dQ (before the scale) to dq_accum through DqAdd (DqScalarRed above).
-template <class T, int D, class DqAdd>
+template <class T, int D, bool kVarlen, class DqAdd>
 __device__ __forceinline__ void dkv_block(const Args<T>& a) {
   constexpr bool kAtomicDQ = !std::is_void_v<DqAdd>;
   using C = Config<D>;
@@ -212,28 +218,27 @@ __device__ __forceinline__ void dkv_block(const Args<T>& a) {
   float* sLse = reinterpret_cast<float*>(sdS + kBr * kSS);  // [Br]       LSE_i · log2(e)
   float* sDelta = sLse + kBr;                               // [Br]       delta_i
 
-  const int64_t kv_blocks = (a.seq_k + kBc - 1) / kBc;
-  const int64_t kvh = blockIdx.x / kv_blocks, k0 = blockIdx.x % kv_blocks * kBc;
-  const int64_t k_base = kvh * a.seq_k;  // the K/V head's first row of [B·KVH·Nk, D]
+  const attn::KeyBlock kb = attn::key_block_of<kVarlen>(a, kBc);  // the entry, K/V head, keys k0 .., their lengths
+  const int64_t k0 = kb.k0, k_base = kb.k_row0;            // k_base: the K/V head's first row of K, V
   const int warp = threadIdx.x / 32, g = threadIdx.x % 32 / 4, t = threadIdx.x % 4;
   const int wk = 16 * warp;  // the warp's first key, as a row of sK and sV
 
-  load_tile<T, D, C::kThreads>(sK, a.k + k_base * D, k0, kBc, a.seq_k);
-  load_tile<T, D, C::kThreads>(sV, a.v + k_base * D, k0, kBc, a.seq_k);
+  load_tile<T, D, C::kThreads>(sK, a.k + k_base * D, k0, kBc, kb.nk);
+  load_tile<T, D, C::kThreads>(sV, a.v + k_base * D, k0, kBc, kb.nk);
 
   // dK_j / scale and dV_j: the warp's 16 keys × D, C fragments, summed over the group's query heads.
   float rdK[kDT][4] = {}, rdV[kDT][4] = {};
-  const int64_t offset = a.seq_k - a.seq_q;
-  const int keys = int(min(a.seq_k - k0, int64_t(kBc)));
+  const int64_t offset = kb.offset;
+  const int keys = int(min(kb.nk - k0, int64_t(kBc)));
 
-  // Query tile q0 of the query head whose first row of [B·H·Nq, D] is q_base; kMasked (a
-  // std::bool_constant) says whether any of its pairs can be hidden.
+  // Query tile q0 of the query head whose first row of Q, dO is q_base; kMasked (a std::bool_constant)
+  // says whether any of its pairs can be hidden.
   auto step = [&](int64_t q_base, int64_t q0, auto kMasked) {
     __syncthreads();  // every warp is done with the previous tile's sQ, sdO, sLse, sDelta and sdS
-    load_tile<T, D, C::kThreads>(sQ, a.q + q_base * D, q0, kBr, a.seq_q);
-    load_tile<T, D, C::kThreads>(sdO, a.d_o + q_base * D, q0, kBr, a.seq_q);
+    load_tile<T, D, C::kThreads>(sQ, a.q + q_base * D, q0, kBr, kb.nq);
+    load_tile<T, D, C::kThreads>(sdO, a.d_o + q_base * D, q0, kBr, kb.nq);
     for (int r = threadIdx.x; r < kBr; r += C::kThreads) {
-      const bool real = q0 + r < a.seq_q;
+      const bool real = q0 + r < kb.nq;
       sLse[r] = real ? a.lse[q_base + q0 + r] * attn::kLog2e : 0.0f;
       sDelta[r] = real ? a.delta[q_base + q0 + r] : 0.0f;
     }
@@ -243,7 +248,7 @@ __device__ __forceinline__ void dkv_block(const Args<T>& a) {
     two_products<T, D, kBr>(rS, rdP, sK, sV, wk, sQ, sdO);
     // Block coordinates of the mask: keys < `keys`, queries < `queries`, key - query <= diagonal. Any
     // key - query lies in (-Br, Bc), so clamping the diagonal to ±256 changes no test.
-    const int queries = int(min(a.seq_q - q0, int64_t(kBr)));
+    const int queries = int(min(kb.nq - q0, int64_t(kBr)));
     const int diagonal = a.causal ? int(max(min(q0 + offset - k0, int64_t(256)), int64_t(-256))) : 256;
     p_and_ds_t<decltype(kMasked)::value>(rS, rdP, sLse, sDelta, a.scale_log2, wk, keys, queries, diagonal);
 
@@ -294,28 +299,29 @@ __device__ __forceinline__ void dkv_block(const Args<T>& a) {
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int64_t row = q0 + rt * 16 + g + 8 * h;
-        if (row < a.seq_q) DqAdd::add(a.dq_accum + (q_base + row) * D + c0, rdQ, h);
+        if (row < kb.nq) DqAdd::add(a.dq_accum + (q_base + row) * D + c0, rdQ, h);
       }
     }
   };
 
-  const QueryTileRuns runs = query_tile_runs<kBr, kBc>(a, k0, offset);
+  const QueryTileRuns runs = query_tile_runs<kBr, kBc>(kb, a.causal);
   // Grouped-query attention: the same tiles of each query head of the group, dK_j and dV_j summing on in
   // registers. No atomics on dK, dV and no per-query-head buffers of them to reduce afterwards (what a
   // grid over query heads would need, FlashAttention-2's way): G times fewer blocks, G times longer.
-  for (int64_t bh = kvh * a.group; bh < (kvh + 1) * a.group; ++bh) {
-    const int64_t q_base = bh * a.seq_q;
+  for (int64_t bh = kb.q_head0; bh < kb.q_head0 + a.group; ++bh) {
+    const int64_t q_base = kb.q_base(bh, a.seq_q);
     int64_t i = runs.first;
     for (; i < runs.full_begin; ++i) step(q_base, i * kBr, std::true_type{});
     for (; i < runs.full_end; ++i) step(q_base, i * kBr, std::false_type{});
     for (; i < runs.count; ++i) step(q_base, i * kBr, std::true_type{});
   }
 
-  // dK_j = scale · dSᵀ Q and dV_j, rounded to T: rows wk + g + 8h, columns 8·dt + 2t, 2t+1.
+  // dK_j = scale · dSᵀ Q and dV_j, rounded to T: rows wk + g + 8h, columns 8·dt + 2t, 2t+1 (zeros in a
+  // padded entry's rows past its length: no query reached them).
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     const int64_t key = k0 + wk + g + 8 * h;
-    if (key >= a.seq_k) continue;
+    if (key >= kb.nk_rows) continue;
     T* dk_row = a.dk + (k_base + key) * D + 2 * t;
     T* dv_row = a.dv + (k_base + key) * D + 2 * t;
 #pragma unroll
@@ -326,16 +332,17 @@ __device__ __forceinline__ void dkv_block(const Args<T>& a) {
   }
 }
 
-// grid: B·KVH·ceil(Nk/Bc) blocks of kThreads (dkv_block above). With kAtomicDQ, dQ's share leaves by
+// grid: B·KVH·ceil(max Nk/Bc) blocks of kThreads (dkv_block above). With kAtomicDQ, dQ's share leaves by
 // red.global.add.f32, element by element.
-template <class T, int D, bool kAtomicDQ>
+template <class T, int D, bool kVarlen, bool kAtomicDQ>
 __global__ void __launch_bounds__(Config<D>::kThreads) flash_bwd_v2_dkv_kernel(const Args<T> a) {
-  dkv_block<T, D, std::conditional_t<kAtomicDQ, DqScalarRed, void>>(a);
+  dkv_block<T, D, kVarlen, std::conditional_t<kAtomicDQ, DqScalarRed, void>>(a);
 }
 
-// Deterministic dQ. grid: B·H·ceil(Nq/Br) blocks of kThreads; block x owns query tile x % ceil(Nq/Br) of
-// query head x / ceil(Nq/Br), under the causal mask the last tile first (it sees the most keys, and the
-// longest blocks should not be the last to start). Streams the key blocks the tile sees past it, in
+// Deterministic dQ. grid: B·H·ceil(max Nq/Br) blocks of kThreads; block x owns query tile
+// x % ceil(max Nq/Br) of query head x / ceil(max Nq/Br) (attn::locate, as the forward's grid), under the
+// causal mask the last tile first (it sees the most keys, and the longest blocks should not be the
+// last to start). Streams the key blocks the tile sees past it, in
 // key order, and sums dQ_i = scale · Σ_j dS_ij K_j in registers. Here the queries are the rows of every
 // product, as in the forward: S = Q_i K_jᵀ, dP = dO_i V_jᵀ, then dS is the A operand of dS K_j as it is.
 template <class T, int D>
@@ -349,16 +356,11 @@ __global__ void __launch_bounds__(DqConfig<D>::kThreads) flash_bwd_v2_dq_kernel(
   T* sK = sdO + kBr * kS;              // [Bc][D+8]  K_j
   T* sV = sK + kBc * kS;               // [Bc][D+8]  V_j
 
-  // The tile as the common helpers (key_blocks, unmasked_blocks, mask_scores) take it; dense batches.
-  // Query head bh reads K/V head bh / G.
-  const int64_t q_tiles = (a.seq_q + kBr - 1) / kBr, x = blockIdx.x % q_tiles, bh = blockIdx.x / q_tiles;
-  attn::Sequence s{};
-  s.q_row0 = bh * a.seq_q;
-  s.k_row0 = bh / a.group * a.seq_k;
-  s.nq = s.nq_rows = a.seq_q;
-  s.nk = a.seq_k;
-  s.q0 = (a.causal ? q_tiles - 1 - x : x) * kBr;
-  s.offset = a.seq_k - a.seq_q;
+  // The tile as the common helpers (key_blocks, unmasked_blocks, mask_scores) take it. Query head bh
+  // reads K/V head bh / G.
+  const int64_t q_tiles = (a.max_seq_q + kBr - 1) / kBr, x = blockIdx.x % q_tiles, bh = blockIdx.x / q_tiles;
+  const attn::Sequence s =
+      attn::sequence_of(a, bh, bh / a.heads, bh % a.heads, (a.causal ? q_tiles - 1 - x : x) * kBr, a.max_seq_k);
   const int warp = threadIdx.x / 32, g = threadIdx.x % 32 / 4, t = threadIdx.x % 4;
   const int wr = 16 * warp;           // the warp's first row of sQ, sdO
   const int64_t row0 = s.q0 + wr;     // ... as a query row
@@ -417,11 +419,12 @@ __global__ void __launch_bounds__(DqConfig<D>::kThreads) flash_bwd_v2_dq_kernel(
   for (; j < n_full; ++j) step(j, std::false_type{});
   for (; j < n_blocks; ++j) step(j, std::true_type{});
 
-  // dQ_i = scale · Σ_j dS_ij K_j, rounded to T: rows row0 + g + 8h, columns 8·dt + 2t, 2t+1.
+  // dQ_i = scale · Σ_j dS_ij K_j, rounded to T: rows row0 + g + 8h, columns 8·dt + 2t, 2t+1 (zeros in a
+  // padded entry's rows past its length, whose Q and dO rows were loaded as zeros: dS = 0 there).
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     const int64_t row = row0 + g + 8 * h;
-    if (row >= s.nq) continue;
+    if (row >= s.nq_rows) continue;
     T* dq_row = a.dq + (s.q_row0 + row) * D + 2 * t;
 #pragma unroll
     for (int dt = 0; dt < kDT; ++dt)
@@ -429,15 +432,24 @@ __global__ void __launch_bounds__(DqConfig<D>::kThreads) flash_bwd_v2_dq_kernel(
   }
 }
 
-constexpr int kConvertThreads = 256;
-
-// dQ = scale · dq_accum, rounded to T once: n elements, each thread striding over the grid.
-template <class T>
-__global__ void __launch_bounds__(kConvertThreads)
-    dq_convert_kernel(const float* __restrict__ dq_accum, T* __restrict__ dq, int64_t n, float scale) {
-  const int64_t stride = int64_t(gridDim.x) * kConvertThreads;
-  for (int64_t i = int64_t(blockIdx.x) * kConvertThreads + threadIdx.x; i < n; i += stride)
-    dq[i] = from_float<T>(scale * dq_accum[i]);
+// dQ = scale · dq_accum, rounded to T once, in the row of every query slot (query_row: nothing in an
+// entry that breaks the rules; a padded entry's rows past its length hold zeros, which no key block
+// added to). One warp per row, each lane two neighbouring columns at a time (8-byte loads, 4-byte
+// stores). grid: row_blocks(slots) blocks of kRowThreads, each warp striding over the slots.
+template <class T, int D>
+__global__ void __launch_bounds__(kRowThreads) dq_convert_kernel(const Args<T> a, int64_t slots) {
+  const int lane = threadIdx.x % 32;
+  const int64_t stride = int64_t(gridDim.x) * kRowsPerBlock;
+  for (int64_t r = int64_t(blockIdx.x) * kRowsPerBlock + threadIdx.x / 32; r < slots; r += stride) {
+    bool real;
+    const int64_t row = query_row(a, r, &real);
+    if (row < 0) continue;
+#pragma unroll
+    for (int c = 2 * lane; c < D; c += 64) {
+      const float2 x = *reinterpret_cast<const float2*>(a.dq_accum + row * D + c);
+      *reinterpret_cast<uint32_t*>(a.dq + row * D + c) = pack2<T>(a.scale * x.x, a.scale * x.y);
+    }
+  }
 }
 
 }  // namespace fs::bwd::v2

@@ -81,9 +81,9 @@ struct DqWideRed {
 
 // grid: B·KVH·ceil(Nk/Bc) blocks of v2::Config<D>::kThreads — v2's K/V kernel with the atomic dQ, its
 // share added wide. (The deterministic path runs v2's kernels.)
-template <class T, int D>
+template <class T, int D, bool kVarlen>
 __global__ void __launch_bounds__(v2::Config<D>::kThreads) flash_bwd_v3_dkv_kernel(const Args<T> a) {
-  v2::dkv_block<T, D, DqWideRed>(a);
+  v2::dkv_block<T, D, kVarlen, DqWideRed>(a);
 }
 
 }  // namespace fs::bwd::v3

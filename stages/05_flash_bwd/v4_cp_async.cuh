@@ -36,8 +36,9 @@
 // 64.0 KiB at D = 64 (Br = 64), 73.0 KiB at D = 128 (Br = 32) — v3's plus one stage of Q, dO, LSE and
 // delta (+18.5 and +17.25 KiB); 2 blocks per SM (the registers allow no more) take 128 or 146 KiB of
 // the H100's 227.
-// ptxas -v (CUDA 13.0, sm_90), no spills, since the walk over a group's heads: 238 registers at D = 64,
-// 242 at D = 128 (before: 251, 253; v3: 241, 249).
+// ptxas -v (CUDA 13.0, sm_90), no spills, dense build since the variable-length layouts: 233 registers at
+// D = 64, 245 at D = 128 (before them 238, 242; before the walk over a group's heads 251, 253; v3: 241,
+// 249).
 // Result (H100, fp16, N = 8192, non-causal; stage05.json): <!-- value: [stage05/v4/fp16/D:128/N:8192/causal:0] | .0f -->175<!-- /value --> TFLOPS at D = 128, <!-- value: [stage05/v4/fp16/D:128/N:8192/causal:0] / [stage05/v3/fp16/D:128/N:8192/causal:0] | .2f -->1.07<!-- /value -->× v3;
 //   at D = 64 <!-- value: [stage05/v4/fp16/D:64/N:8192/causal:0] / [stage05/v3/fp16/D:64/N:8192/causal:0] | .2f -->1.06<!-- /value -->× v3. The loads were not the main wait.
 //
@@ -83,29 +84,30 @@ struct Config : v2::Config<D> {
 };
 
 // LSE_i and delta_i of the query tile at q0 into one stage of sLse and sDelta, by cp.async, 4 bytes per
-// copy: thread r < Br copies LSE of row r, thread Br + r delta of row r. Rows past Nq read nothing and
-// become zeros, as v2's loads make them. The copies join the caller's group.
+// copy: thread r < Br copies LSE of row r, thread Br + r delta of row r. Rows past nq (the sequence's
+// query rows) read nothing and become zeros, as v2's loads make them. The copies join the caller's group.
 template <int kBr, class T>
 __device__ __forceinline__ void copy_lse_delta(float* sLse /* [Br] */, float* sDelta /* [Br] */, const Args<T>& a,
-                                               int64_t q_base, int64_t q0) {
+                                               int64_t q_base, int64_t q0, int64_t nq) {
   if (threadIdx.x < 2 * kBr) {
     const int r = threadIdx.x % kBr;
-    const bool lse = threadIdx.x < kBr, real = q0 + r < a.seq_q;
+    const bool lse = threadIdx.x < kBr, real = q0 + r < nq;
     const float* src = (lse ? a.lse : a.delta) + q_base + (real ? q0 + r : 0);
     cp_async_ca_zfill<4>((lse ? sLse : sDelta) + r, src, real ? 4 : 0);
   }
 }
 
 // dK_j = scale · dSᵀ Q and dV_j, rounded to T, from the warp's C fragments: keys key0 + g + 8h (those
-// below Nk; key0 the warp's first, as a row of the head), columns 8·dt + 2t, 2t+1.
+// below key_rows, attn::KeyBlock::nk_rows; key0 the warp's first, as a row of the head), columns
+// 8·dt + 2t, 2t+1.
 template <class T, int D>
 __device__ __forceinline__ void store_dk_dv(const Args<T>& a, const float (&rdK)[D / 8][4], const float (&rdV)[D / 8][4],
-                                            int64_t k_base, int64_t key0) {
+                                            int64_t k_base, int64_t key0, int64_t key_rows) {
   const int g = threadIdx.x % 32 / 4, t = threadIdx.x % 4;
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     const int64_t key = key0 + g + 8 * h;
-    if (key >= a.seq_k) continue;
+    if (key >= key_rows) continue;
     T* dk_row = a.dk + (k_base + key) * D + 2 * t;
     T* dv_row = a.dv + (k_base + key) * D + 2 * t;
 #pragma unroll
@@ -120,7 +122,7 @@ __device__ __forceinline__ void store_dk_dv(const Args<T>& a, const float (&rdK)
 // head x / ceil(Nk/Bc), warp w its keys 16w .. 16w + 15, and streams the query tiles of each query head
 // of the K/V head's group past it; writes dK_j and dV_j, summed over the group, and adds its share of
 // each query head's dQ (before the scale) to dq_accum four columns wide, as v3 does.
-template <class T, int D>
+template <class T, int D, bool kVarlen>
 __global__ void __launch_bounds__(Config<D>::kThreads) flash_bwd_v4_dkv_kernel(const Args<T> a) {
   using C = Config<D>;
   using DqAdd = v3::DqWideRed;
@@ -135,33 +137,32 @@ __global__ void __launch_bounds__(Config<D>::kThreads) flash_bwd_v4_dkv_kernel(c
   float* sLse = reinterpret_cast<float*>(sdS + kBr * kSS);  // [2][Br]       LSE_i, then LSE_i · log2(e)
   float* sDelta = sLse + 2 * kBr;                           // [2][Br]       delta_i
 
-  const int64_t kv_blocks = (a.seq_k + kBc - 1) / kBc;
-  const int64_t kvh = blockIdx.x / kv_blocks, k0 = blockIdx.x % kv_blocks * kBc;
-  const int64_t k_base = kvh * a.seq_k;  // the K/V head's first row of [B·KVH·Nk, D]
-  const int64_t bh_end = (kvh + 1) * a.group;  // past the group's last query head
+  const attn::KeyBlock kb = attn::key_block_of<kVarlen>(a, kBc);  // the entry, K/V head, keys k0 .., their lengths
+  const int64_t k0 = kb.k0, k_base = kb.k_row0;            // k_base: the K/V head's first row of K, V
+  const int64_t bh_end = kb.q_head0 + a.group;             // past the group's last query head
   const int warp = threadIdx.x / 32, g = threadIdx.x % 32 / 4, t = threadIdx.x % 4;
   const int wk = 16 * warp;  // the warp's first key, as a row of sK and sV
 
   // Query tile i of query head bh → `stage`, as one cp.async group: Q_i, dO_i (16-byte copies; rows
   // past Nq zero-filled), LSE_i and delta_i.
   auto copy_tile = [&](int64_t bh, int64_t i, int stage) {
-    const int64_t q_base = bh * a.seq_q, q0 = i * kBr;  // q_base: the head's first row of [B·H·Nq, D]
-    load_tile_async<T, D, C::kThreads>(sQ + stage * kBr * kS, a.q + q_base * D, q0, kBr, a.seq_q);
-    load_tile_async<T, D, C::kThreads>(sdO + stage * kBr * kS, a.d_o + q_base * D, q0, kBr, a.seq_q);
-    copy_lse_delta<kBr>(sLse + stage * kBr, sDelta + stage * kBr, a, q_base, q0);
+    const int64_t q_base = kb.q_base(bh, a.seq_q), q0 = i * kBr;  // q_base: the head's first row of Q, dO
+    load_tile_async<T, D, C::kThreads>(sQ + stage * kBr * kS, a.q + q_base * D, q0, kBr, kb.nq);
+    load_tile_async<T, D, C::kThreads>(sdO + stage * kBr * kS, a.d_o + q_base * D, q0, kBr, kb.nq);
+    copy_lse_delta<kBr>(sLse + stage * kBr, sDelta + stage * kBr, a, q_base, q0, kb.nq);
     cp_async_commit_group();
   };
 
   // dK_j / scale and dV_j: the warp's 16 keys × D, C fragments, summed over the group's query heads.
   float rdK[kDT][4] = {}, rdV[kDT][4] = {};
-  const int64_t offset = a.seq_k - a.seq_q;
-  const int keys = int(min(a.seq_k - k0, int64_t(kBc)));
-  const v2::QueryTileRuns runs = v2::query_tile_runs<kBr, kBc>(a, k0, offset);  // v2's causal stage splitting
+  const int64_t offset = kb.offset;
+  const int keys = int(min(kb.nk - k0, int64_t(kBc)));
+  const v2::QueryTileRuns runs = v2::query_tile_runs<kBr, kBc>(kb, a.causal);  // v2's causal stage splitting
 
   // Query tile i of query head bh, in `stage`; kMasked (a std::bool_constant) says whether any of its
   // pairs can be hidden.
   auto step = [&](int64_t bh, int64_t i, int stage, auto kMasked) {
-    const int64_t q_base = bh * a.seq_q, q0 = i * kBr;
+    const int64_t q_base = kb.q_base(bh, a.seq_q), q0 = i * kBr;
     const T* sQi = sQ + stage * kBr * kS;         // [Br][D+8]  Q_i
     const T* sdOi = sdO + stage * kBr * kS;       // [Br][D+8]  dO_i
     float* sLsei = sLse + stage * kBr;            // [Br]       LSE_i (· log2(e) after the barrier)
@@ -180,7 +181,7 @@ __global__ void __launch_bounds__(Config<D>::kThreads) flash_bwd_v4_dkv_kernel(c
     two_products<T, D, kBr>(rS, rdP, sK, sV, wk, sQi, sdOi);
     // Block coordinates of the mask: keys < `keys`, queries < `queries`, key - query <= diagonal. Any
     // key - query lies in (-Br, Bc), so clamping the diagonal to ±256 changes no test.
-    const int queries = int(min(a.seq_q - q0, int64_t(kBr)));
+    const int queries = int(min(kb.nq - q0, int64_t(kBr)));
     const int diagonal = a.causal ? int(max(min(q0 + offset - k0, int64_t(256)), int64_t(-256))) : 256;
     p_and_ds_t<decltype(kMasked)::value>(rS, rdP, sLsei, sDeltai, a.scale_log2, wk, keys, queries, diagonal);
 
@@ -227,26 +228,32 @@ __global__ void __launch_bounds__(Config<D>::kThreads) flash_bwd_v4_dkv_kernel(c
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int64_t row = q0 + rt * 16 + g + 8 * h;
-      if (row < a.seq_q) DqAdd::add(a.dq_accum + (q_base + row) * D + c0, rdQ, h);
+      if (row < kb.nq) DqAdd::add(a.dq_accum + (q_base + row) * D + c0, rdQ, h);
     }
   };
 
   // The query tiles key block j meets (v2::query_tile_runs), the same for each query head of the
-  // group (they depend on k0, Nq and Nk only). There is always a first one — tile 0 without the mask;
-  // with it, Nq <= Nk (the validation refuses more queries than keys) puts row k0 - offset below Nq —
-  // so the prologue's group is always waited for, and every head has a first tile to prefetch.
-  load_tile_async<T, D, C::kThreads>(sK, a.k + k_base * D, k0, kBc, a.seq_k);
-  load_tile_async<T, D, C::kThreads>(sV, a.v + k_base * D, k0, kBc, a.seq_k);
-  copy_tile(kvh * a.group, runs.first, 0);  // commits K_j and V_j with it
+  // group (they depend on k0, nq and nk only). A block that meets none — past a padded entry's keys,
+  // in an entry with no query or one that breaks the rules — loads nothing and writes its rows' zeros.
+  // Any other meets a first one — tile 0 without the mask; with it, nq <= nk (refused otherwise) puts
+  // row k0 - offset below nq — so the prologue's group is always waited for, and every head has a first
+  // tile to prefetch.
+  if (kVarlen && runs.count == 0) {
+    store_dk_dv<T, D>(a, rdK, rdV, k_base, k0 + wk, kb.nk_rows);
+    return;
+  }
+  load_tile_async<T, D, C::kThreads>(sK, a.k + k_base * D, k0, kBc, kb.nk);
+  load_tile_async<T, D, C::kThreads>(sV, a.v + k_base * D, k0, kBc, kb.nk);
+  copy_tile(kb.q_head0, runs.first, 0);  // commits K_j and V_j with it
   int stage = 0;  // the stage of the tile computed next: alternates over the walk of every head's tiles
-  for (int64_t bh = kvh * a.group; bh < bh_end; ++bh) {
+  for (int64_t bh = kb.q_head0; bh < bh_end; ++bh) {
     int64_t i = runs.first;
     for (; i < runs.full_begin; ++i, stage ^= 1) step(bh, i, stage, std::true_type{});
     for (; i < runs.full_end; ++i, stage ^= 1) step(bh, i, stage, std::false_type{});
     for (; i < runs.count; ++i, stage ^= 1) step(bh, i, stage, std::true_type{});
   }
 
-  store_dk_dv<T, D>(a, rdK, rdV, k_base, k0 + wk);
+  store_dk_dv<T, D>(a, rdK, rdV, k_base, k0 + wk, kb.nk_rows);
 }
 
 }  // namespace fs::bwd::v4

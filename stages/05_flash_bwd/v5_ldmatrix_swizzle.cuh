@@ -27,8 +27,9 @@
 // memory shrinks: 57.0 KiB at D = 64, 68.5 KiB at D = 128 (v4: 64.0 and 73.0), still 2 blocks per SM.
 // Grouped-query attention: v4's walk over the group's query heads, its pipeline running across a head
 // boundary, unchanged.
-// ptxas -v (CUDA 13.0, sm_90), no spills, since the walk over a group's heads: 238 registers at D = 64,
-// 250 at D = 128 (before: 255 at both; v4: 238, 242).
+// ptxas -v (CUDA 13.0, sm_90), no spills, dense build since the variable-length layouts: 236 registers at
+// D = 64, 251 at D = 128 (before them 238, 250; before the walk over a group's heads 255 at both; v4: 233,
+// 245).
 // Result (H100, fp16, N = 8192, non-causal; stage05.json): <!-- value: [stage05/v5/fp16/D:128/N:8192/causal:0] | .0f -->210<!-- /value --> TFLOPS at D = 128, <!-- value: [stage05/v5/fp16/D:128/N:8192/causal:0] / [stage05/v4/fp16/D:128/N:8192/causal:0] | .2f -->1.20<!-- /value -->× v4,
 //   <!-- value: [stage05/v5/fp16/D:128/N:8192/causal:0] / [sdpa_flash_bwd/fp16/D:128/N:8192/causal:0] | .2f -->0.71<!-- /value -->× SDPA flash (FA2); at D = 64 <!-- value: [stage05/v5/fp16/D:64/N:8192/causal:0] / [stage05/v4/fp16/D:64/N:8192/causal:0] | .2f -->1.24<!-- /value -->× v4, <!-- value: [stage05/v5/fp16/D:64/N:8192/causal:0] / [sdpa_flash_bwd/fp16/D:64/N:8192/causal:0] | .2f -->0.78<!-- /value -->× FA2.
 //
@@ -187,7 +188,7 @@ __device__ __forceinline__ void two_products(float (&x)[kN / 8][4], float (&y)[k
 // head x / ceil(Nk/Bc), warp w its keys 16w .. 16w + 15, and streams the query tiles of each query head
 // of the K/V head's group past it; writes dK_j and dV_j, summed over the group, and adds its share of
 // each query head's dQ (before the scale) to dq_accum four columns wide, as v3 does.
-template <class T, int D>
+template <class T, int D, bool kVarlen>
 __global__ void __launch_bounds__(Config<D>::kThreads) flash_bwd_v5_dkv_kernel(const Args<T> a) {
   using C = Config<D>;
   using DqAdd = v3::DqWideRed;
@@ -202,28 +203,27 @@ __global__ void __launch_bounds__(Config<D>::kThreads) flash_bwd_v5_dkv_kernel(c
   float* sLse = reinterpret_cast<float*>(sdS + kBr * kBc);  // [2][Br]     LSE_i, then LSE_i · log2(e)
   float* sDelta = sLse + 2 * kBr;                           // [2][Br]     delta_i
 
-  const int64_t kv_blocks = (a.seq_k + kBc - 1) / kBc;
-  const int64_t kvh = blockIdx.x / kv_blocks, k0 = blockIdx.x % kv_blocks * kBc;
-  const int64_t k_base = kvh * a.seq_k;  // the K/V head's first row of [B·KVH·Nk, D]
-  const int64_t bh_end = (kvh + 1) * a.group;  // past the group's last query head
+  const attn::KeyBlock kb = attn::key_block_of<kVarlen>(a, kBc);  // the entry, K/V head, keys k0 .., their lengths
+  const int64_t k0 = kb.k0, k_base = kb.k_row0;            // k_base: the K/V head's first row of K, V
+  const int64_t bh_end = kb.q_head0 + a.group;             // past the group's last query head
   const int warp = threadIdx.x / 32, g = threadIdx.x % 32 / 4, t = threadIdx.x % 4;
   const int wk = 16 * warp;  // the warp's first key, as a row of sK and sV
 
   // Query tile i of query head bh → `stage`, as one cp.async group: Q_i, dO_i (16-byte copies; rows
   // past Nq zero-filled), LSE_i and delta_i.
   auto copy_tile = [&](int64_t bh, int64_t i, int stage) {
-    const int64_t q_base = bh * a.seq_q, q0 = i * kBr;  // q_base: the head's first row of [B·H·Nq, D]
-    copy_tile_swizzled<T, D, C::kThreads>(sQ + stage * kBr * D, a.q + q_base * D, q0, kBr, a.seq_q);
-    copy_tile_swizzled<T, D, C::kThreads>(sdO + stage * kBr * D, a.d_o + q_base * D, q0, kBr, a.seq_q);
-    copy_lse_delta<kBr>(sLse + stage * kBr, sDelta + stage * kBr, a, q_base, q0);
+    const int64_t q_base = kb.q_base(bh, a.seq_q), q0 = i * kBr;  // q_base: the head's first row of Q, dO
+    copy_tile_swizzled<T, D, C::kThreads>(sQ + stage * kBr * D, a.q + q_base * D, q0, kBr, kb.nq);
+    copy_tile_swizzled<T, D, C::kThreads>(sdO + stage * kBr * D, a.d_o + q_base * D, q0, kBr, kb.nq);
+    copy_lse_delta<kBr>(sLse + stage * kBr, sDelta + stage * kBr, a, q_base, q0, kb.nq);
     cp_async_commit_group();
   };
 
   // dK_j / scale and dV_j: the warp's 16 keys × D, C fragments, summed over the group's query heads.
   float rdK[kDT][4] = {}, rdV[kDT][4] = {};
-  const int64_t offset = a.seq_k - a.seq_q;
-  const int keys = int(min(a.seq_k - k0, int64_t(kBc)));
-  const v2::QueryTileRuns runs = v2::query_tile_runs<kBr, kBc>(a, k0, offset);  // v2's causal stage splitting
+  const int64_t offset = kb.offset;
+  const int keys = int(min(kb.nk - k0, int64_t(kBc)));
+  const v2::QueryTileRuns runs = v2::query_tile_runs<kBr, kBc>(kb, a.causal);  // v2's causal stage splitting
   const uint32_t aK = smem_address(sK), aV = smem_address(sV), adS = smem_address(sdS);  // for ldmatrix
   const LaneRow<D> a_off = a_lane<D>(), b_rows_off = b_rows_lane<D>(), b_cols_off = b_cols_lane<D>();
   const LaneRow<kBc> ds_off = a_lane<kBc>();
@@ -231,7 +231,7 @@ __global__ void __launch_bounds__(Config<D>::kThreads) flash_bwd_v5_dkv_kernel(c
   // Query tile i of query head bh, in `stage`; kMasked (a std::bool_constant) says whether any of its
   // pairs can be hidden.
   auto step = [&](int64_t bh, int64_t i, int stage, auto kMasked) {
-    const int64_t q_base = bh * a.seq_q, q0 = i * kBr;
+    const int64_t q_base = kb.q_base(bh, a.seq_q), q0 = i * kBr;
     const uint32_t aQi = smem_address(sQ + stage * kBr * D);    // [Br][D]  Q_i
     const uint32_t adOi = smem_address(sdO + stage * kBr * D);  // [Br][D]  dO_i
     float* sLsei = sLse + stage * kBr;            // [Br]  LSE_i (· log2(e) after the barrier)
@@ -249,7 +249,7 @@ __global__ void __launch_bounds__(Config<D>::kThreads) flash_bwd_v5_dkv_kernel(c
     two_products<T, D, kBr>(rS, rdP, aK + wk * D * 2, aV + wk * D * 2, aQi, adOi, a_off, b_rows_off);
     // Block coordinates of the mask: keys < `keys`, queries < `queries`, key - query <= diagonal. Any
     // key - query lies in (-Br, Bc), so clamping the diagonal to ±256 changes no test.
-    const int queries = int(min(a.seq_q - q0, int64_t(kBr)));
+    const int queries = int(min(kb.nq - q0, int64_t(kBr)));
     const int diagonal = a.causal ? int(max(min(q0 + offset - k0, int64_t(256)), int64_t(-256))) : 256;
     p_and_ds_t<decltype(kMasked)::value>(rS, rdP, sLsei, sDeltai, a.scale_log2, wk, keys, queries, diagonal);
 
@@ -296,24 +296,29 @@ __global__ void __launch_bounds__(Config<D>::kThreads) flash_bwd_v5_dkv_kernel(c
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int64_t row = q0 + rt * 16 + g + 8 * h;
-      if (row < a.seq_q) DqAdd::add(a.dq_accum + (q_base + row) * D + c0, rdQ, h);
+      if (row < kb.nq) DqAdd::add(a.dq_accum + (q_base + row) * D + c0, rdQ, h);
     }
   };
 
   // v4's walk: the runs of query tiles key block j meets (v2::query_tile_runs), head after head of the
-  // group, the stages alternating over the whole walk; the first tile and K_j, V_j in the prologue.
-  copy_tile_swizzled<T, D, C::kThreads>(sK, a.k + k_base * D, k0, kBc, a.seq_k);
-  copy_tile_swizzled<T, D, C::kThreads>(sV, a.v + k_base * D, k0, kBc, a.seq_k);
-  copy_tile(kvh * a.group, runs.first, 0);  // commits K_j and V_j with it
+  // group, the stages alternating over the whole walk; the first tile and K_j, V_j in the prologue. A
+  // block that meets no tile (v4's walk says when) writes its rows' zeros and is done.
+  if (kVarlen && runs.count == 0) {
+    store_dk_dv<T, D>(a, rdK, rdV, k_base, k0 + wk, kb.nk_rows);
+    return;
+  }
+  copy_tile_swizzled<T, D, C::kThreads>(sK, a.k + k_base * D, k0, kBc, kb.nk);
+  copy_tile_swizzled<T, D, C::kThreads>(sV, a.v + k_base * D, k0, kBc, kb.nk);
+  copy_tile(kb.q_head0, runs.first, 0);  // commits K_j and V_j with it
   int stage = 0;  // the stage of the tile computed next
-  for (int64_t bh = kvh * a.group; bh < bh_end; ++bh) {
+  for (int64_t bh = kb.q_head0; bh < bh_end; ++bh) {
     int64_t i = runs.first;
     for (; i < runs.full_begin; ++i, stage ^= 1) step(bh, i, stage, std::true_type{});
     for (; i < runs.full_end; ++i, stage ^= 1) step(bh, i, stage, std::false_type{});
     for (; i < runs.count; ++i, stage ^= 1) step(bh, i, stage, std::true_type{});
   }
 
-  store_dk_dv<T, D>(a, rdK, rdV, k_base, k0 + wk);
+  store_dk_dv<T, D>(a, rdK, rdV, k_base, k0 + wk, kb.nk_rows);
 }
 
 }  // namespace fs::bwd::v5

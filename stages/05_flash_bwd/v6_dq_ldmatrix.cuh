@@ -107,7 +107,7 @@ struct DqPairedRed {
 // of K/V head x / ceil(Nk/Bc), warp w its keys 16w .. 16w + 15, and streams the query tiles of each
 // query head of the K/V head's group past it (v4's walk); writes dK_j and dV_j, summed over the group,
 // and adds its share of each query head's dQ (before the scale) to dq_accum four columns wide.
-template <class T, int D>
+template <class T, int D, bool kVarlen>
 __global__ void __launch_bounds__(Config<D>::kThreads) flash_bwd_v6_dkv_kernel(const Args<T> a) {
   using C = Config<D>;
   using DqAdd = DqPairedRed;
@@ -123,28 +123,27 @@ __global__ void __launch_bounds__(Config<D>::kThreads) flash_bwd_v6_dkv_kernel(c
   float* sLse = reinterpret_cast<float*>(sdS + kBr * kBc);  // [2][Br]     LSE_i, then LSE_i · log2(e)
   float* sDelta = sLse + 2 * kBr;                           // [2][Br]     delta_i
 
-  const int64_t kv_blocks = (a.seq_k + kBc - 1) / kBc;
-  const int64_t kvh = blockIdx.x / kv_blocks, k0 = blockIdx.x % kv_blocks * kBc;
-  const int64_t k_base = kvh * a.seq_k;  // the K/V head's first row of [B·KVH·Nk, D]
-  const int64_t bh_end = (kvh + 1) * a.group;  // past the group's last query head
+  const attn::KeyBlock kb = attn::key_block_of<kVarlen>(a, kBc);  // the entry, K/V head, keys k0 .., their lengths
+  const int64_t k0 = kb.k0, k_base = kb.k_row0;            // k_base: the K/V head's first row of K, V
+  const int64_t bh_end = kb.q_head0 + a.group;             // past the group's last query head
   const int warp = threadIdx.x / 32, g = threadIdx.x % 32 / 4, t = threadIdx.x % 4;
   const int wk = 16 * warp;  // the warp's first key, as a row of sK and sV
 
   // Query tile i of query head bh → `stage`, as one cp.async group: Q_i, dO_i (16-byte copies; rows
   // past Nq zero-filled), LSE_i and delta_i.
   auto copy_tile = [&](int64_t bh, int64_t i, int stage) {
-    const int64_t q_base = bh * a.seq_q, q0 = i * kBr;  // q_base: the head's first row of [B·H·Nq, D]
-    copy_tile_swizzled<T, D, C::kThreads>(sQ + stage * kBr * D, a.q + q_base * D, q0, kBr, a.seq_q);
-    copy_tile_swizzled<T, D, C::kThreads>(sdO + stage * kBr * D, a.d_o + q_base * D, q0, kBr, a.seq_q);
-    copy_lse_delta<kBr>(sLse + stage * kBr, sDelta + stage * kBr, a, q_base, q0);
+    const int64_t q_base = kb.q_base(bh, a.seq_q), q0 = i * kBr;  // q_base: the head's first row of Q, dO
+    copy_tile_swizzled<T, D, C::kThreads>(sQ + stage * kBr * D, a.q + q_base * D, q0, kBr, kb.nq);
+    copy_tile_swizzled<T, D, C::kThreads>(sdO + stage * kBr * D, a.d_o + q_base * D, q0, kBr, kb.nq);
+    copy_lse_delta<kBr>(sLse + stage * kBr, sDelta + stage * kBr, a, q_base, q0, kb.nq);
     cp_async_commit_group();
   };
 
   // dK_j / scale and dV_j: the warp's 16 keys × D, C fragments, summed over the group's query heads.
   float rdK[kDT][4] = {}, rdV[kDT][4] = {};
-  const int64_t offset = a.seq_k - a.seq_q;
-  const int keys = int(min(a.seq_k - k0, int64_t(kBc)));
-  const v2::QueryTileRuns runs = v2::query_tile_runs<kBr, kBc>(a, k0, offset);  // v2's causal stage splitting
+  const int64_t offset = kb.offset;
+  const int keys = int(min(kb.nk - k0, int64_t(kBc)));
+  const v2::QueryTileRuns runs = v2::query_tile_runs<kBr, kBc>(kb, a.causal);  // v2's causal stage splitting
   const uint32_t aK = smem_address(sK), aV = smem_address(sV), adS = smem_address(sdS);  // for ldmatrix
   const LaneRow<D> a_off = a_lane<D>(), b_rows_off = b_rows_lane<D>(), b_cols_off = b_cols_lane<D>();
   const LaneRow<kBc> ds_off = a_lane<kBc>();
@@ -152,7 +151,7 @@ __global__ void __launch_bounds__(Config<D>::kThreads) flash_bwd_v6_dkv_kernel(c
   // Query tile i of query head bh, in `stage`; kMasked (a std::bool_constant) says whether any of its
   // pairs can be hidden.
   auto step = [&](int64_t bh, int64_t i, int stage, auto kMasked) {
-    const int64_t q_base = bh * a.seq_q, q0 = i * kBr;
+    const int64_t q_base = kb.q_base(bh, a.seq_q), q0 = i * kBr;
     const uint32_t aQi = smem_address(sQ + stage * kBr * D);    // [Br][D]  Q_i
     const uint32_t adOi = smem_address(sdO + stage * kBr * D);  // [Br][D]  dO_i
     float* sLsei = sLse + stage * kBr;            // [Br]  LSE_i (· log2(e) after the barrier)
@@ -170,7 +169,7 @@ __global__ void __launch_bounds__(Config<D>::kThreads) flash_bwd_v6_dkv_kernel(c
     two_products<T, D, kBr>(rS, rdP, aK + wk * D * 2, aV + wk * D * 2, aQi, adOi, a_off, b_rows_off);
     // Block coordinates of the mask: keys < `keys`, queries < `queries`, key - query <= diagonal. Any
     // key - query lies in (-Br, Bc), so clamping the diagonal to ±256 changes no test.
-    const int queries = int(min(a.seq_q - q0, int64_t(kBr)));
+    const int queries = int(min(kb.nq - q0, int64_t(kBr)));
     const int diagonal = a.causal ? int(max(min(q0 + offset - k0, int64_t(256)), int64_t(-256))) : 256;
     p_and_ds_t<decltype(kMasked)::value>(rS, rdP, sLsei, sDeltai, a.scale_log2, wk, keys, queries, diagonal);
 
@@ -220,24 +219,29 @@ __global__ void __launch_bounds__(Config<D>::kThreads) flash_bwd_v6_dkv_kernel(c
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int64_t row = q0 + rt * 16 + g + 8 * h;
-      DqAdd::add(row < a.seq_q ? a.dq_accum + (q_base + row) * D + c0 : nullptr, rdQ, h);
+      DqAdd::add(row < kb.nq ? a.dq_accum + (q_base + row) * D + c0 : nullptr, rdQ, h);
     }
   };
 
   // v4's walk: the runs of query tiles key block j meets (v2::query_tile_runs), head after head of the
-  // group, the stages alternating over the whole walk; the first tile and K_j, V_j in the prologue.
-  copy_tile_swizzled<T, D, C::kThreads>(sK, a.k + k_base * D, k0, kBc, a.seq_k);
-  copy_tile_swizzled<T, D, C::kThreads>(sV, a.v + k_base * D, k0, kBc, a.seq_k);
-  copy_tile(kvh * a.group, runs.first, 0);  // commits K_j and V_j with it
+  // group, the stages alternating over the whole walk; the first tile and K_j, V_j in the prologue. A
+  // block that meets no tile (v4's walk says when) writes its rows' zeros and is done.
+  if (kVarlen && runs.count == 0) {
+    store_dk_dv<T, D>(a, rdK, rdV, k_base, k0 + wk, kb.nk_rows);
+    return;
+  }
+  copy_tile_swizzled<T, D, C::kThreads>(sK, a.k + k_base * D, k0, kBc, kb.nk);
+  copy_tile_swizzled<T, D, C::kThreads>(sV, a.v + k_base * D, k0, kBc, kb.nk);
+  copy_tile(kb.q_head0, runs.first, 0);  // commits K_j and V_j with it
   int stage = 0;  // the stage of the tile computed next
-  for (int64_t bh = kvh * a.group; bh < bh_end; ++bh) {
+  for (int64_t bh = kb.q_head0; bh < bh_end; ++bh) {
     int64_t i = runs.first;
     for (; i < runs.full_begin; ++i, stage ^= 1) step(bh, i, stage, std::true_type{});
     for (; i < runs.full_end; ++i, stage ^= 1) step(bh, i, stage, std::false_type{});
     for (; i < runs.count; ++i, stage ^= 1) step(bh, i, stage, std::true_type{});
   }
 
-  store_dk_dv<T, D>(a, rdK, rdV, k_base, k0 + wk);
+  store_dk_dv<T, D>(a, rdK, rdV, k_base, k0 + wk, kb.nk_rows);
 }
 
 }  // namespace fs::bwd::v6

@@ -17,9 +17,11 @@
 // Registers at D = 64: S and dP 64 + 64 fp32 per thread (v8: 32 + 32), dK and dV 32 + 32.
 // Shared memory at D = 64: sK, sV [128][64] + sQ, sdO [2][128][64] + sP, sdS [128][128] + LSE_i,
 // delta_i: 162 KiB (v8: 97); one block per SM, as v8.
-// ptxas -v (CUDA 13.0, sm_90): 254 registers at D = 64, no spills; 255 at D = 128 with 12 bytes of spill
-// stores (v8: 48 — at D = 128 both do the same work, with dQ's warps numbered differently: the difference
-// is ptxas's register allocation).
+// ptxas -v (CUDA 13.0, sm_90, dense build): 255 registers at D = 64, no spills; 255 at D = 128 with 36 bytes
+// of spill stores (12 before the variable-length layouts, whose dense build was timed against the kernel
+// before them: 0.98-1.00× its time; v8: 52 — at D = 128 both do the same work, with dQ's warps numbered
+// differently: the difference is ptxas's register allocation). The variable-length build spills 28 bytes
+// at D = 64 and 72 at D = 128.
 // Result (H100, N = 8192; stage05.json, v8 and SDPA in the same run): at D = 64 <!-- value: [stage05/v9/fp16/D:64/N:8192/causal:0] | .0f -->255<!-- /value --> TFLOPS fp16, <!-- value: [stage05/v9/fp16/D:64/N:8192/causal:0] / [stage05/v8/fp16/D:64/N:8192/causal:0] | .2f -->1.05<!-- /value -->× v8,
 //   <!-- value: [stage05/v9/fp16/D:64/N:8192/causal:0] / [sdpa_flash_bwd/fp16/D:64/N:8192/causal:0] | .2f -->0.92<!-- /value -->× SDPA flash (FA2); causal <!-- value: [stage05/v9/fp16/D:64/N:8192/causal:1] / [sdpa_flash_bwd/fp16/D:64/N:8192/causal:1] | .2f -->0.98<!-- /value -->× FA2; bf16 <!-- value: [stage05/v9/bf16/D:64/N:8192/causal:0] / [sdpa_flash_bwd/bf16/D:64/N:8192/causal:0] | .2f -->0.95<!-- /value -->×, causal <!-- value: [stage05/v9/bf16/D:64/N:8192/causal:1] / [sdpa_flash_bwd/bf16/D:64/N:8192/causal:1] | .2f -->1.01<!-- /value -->×. At D = 128
 //   <!-- value: [stage05/v9/fp16/D:128/N:8192/causal:0] / [stage05/v8/fp16/D:128/N:8192/causal:0] | .2f -->1.00<!-- /value -->× v8, <!-- value: [stage05/v9/fp16/D:128/N:8192/causal:0] / [sdpa_flash_bwd/fp16/D:128/N:8192/causal:0] | .2f -->0.96<!-- /value -->× FA2 (causal <!-- value: [stage05/v9/fp16/D:128/N:8192/causal:1] / [sdpa_flash_bwd/fp16/D:128/N:8192/causal:1] | .2f -->0.96<!-- /value -->×).
@@ -122,7 +124,7 @@ __device__ __forceinline__ void rowsum_do_o(float* sDelta, const T* sdO, const T
 // kDeltaInLoop (the ablation, run_v9_delta_in_loop): no delta from the preprocess (a.delta null);
 // each query tile brings O_i too, and after its first barrier every block recomputes delta_i from
 // dO_i and O_i (rowsum_do_o) and meets once more before P and dS read it.
-template <class T, int D, bool kDeltaInLoop = false>
+template <class T, int D, bool kVarlen, bool kDeltaInLoop = false>
 __global__ void __launch_bounds__(Config<D>::kThreads) flash_bwd_v9_dkv_kernel(const Args<T> a) {
   using C = std::conditional_t<kDeltaInLoop, ConfigDeltaInLoop<D>, Config<D>>;
   constexpr int kBr = C::kBr, kBc = C::kBc;
@@ -137,10 +139,9 @@ __global__ void __launch_bounds__(Config<D>::kThreads) flash_bwd_v9_dkv_kernel(c
   float* sDelta = sLse + 2 * kBr;                           // [2][Br]     delta_i
   T* sO = reinterpret_cast<T*>(sDelta + 2 * kBr);           // [2][Br][D]  O_i (the ablation only)
 
-  const int64_t kv_blocks = (a.seq_k + kBc - 1) / kBc;
-  const int64_t kvh = blockIdx.x / kv_blocks, k0 = blockIdx.x % kv_blocks * kBc;
-  const int64_t k_base = kvh * a.seq_k;  // the K/V head's first row of [B·KVH·Nk, D]
-  const int64_t bh_end = (kvh + 1) * a.group;  // past the group's last query head
+  const attn::KeyBlock kb = attn::key_block_of<kVarlen>(a, kBc);  // the entry, K/V head, keys k0 .., their lengths
+  const int64_t k0 = kb.k0, k_base = kb.k_row0;            // k_base: the K/V head's first row of K, V
+  const int64_t bh_end = kb.q_head0 + a.group;             // past the group's last query head
   const int warp = threadIdx.x / 32;
   constexpr int kSMT = C::kSMT;
   const int wq = kBr / 2 * (warp / 4), wk = 32 * (warp % 4);  // S, dP: the warp's queries and keys
@@ -151,14 +152,14 @@ __global__ void __launch_bounds__(Config<D>::kThreads) flash_bwd_v9_dkv_kernel(c
   // Query tile i of query head bh → `stage`, as one cp.async group: Q_i, dO_i (16-byte copies; rows
   // past Nq zero-filled), LSE_i and delta_i (the ablation: O_i instead of delta_i).
   auto copy_tile = [&](int64_t bh, int64_t i, int stage) {
-    const int64_t q_base = bh * a.seq_q, q0 = i * kBr;  // q_base: the head's first row of [B·H·Nq, D]
-    copy_tile_swizzled<T, D, C::kThreads>(sQ + stage * kBr * D, a.q + q_base * D, q0, kBr, a.seq_q);
-    copy_tile_swizzled<T, D, C::kThreads>(sdO + stage * kBr * D, a.d_o + q_base * D, q0, kBr, a.seq_q);
+    const int64_t q_base = kb.q_base(bh, a.seq_q), q0 = i * kBr;  // q_base: the head's first row of Q, dO
+    copy_tile_swizzled<T, D, C::kThreads>(sQ + stage * kBr * D, a.q + q_base * D, q0, kBr, kb.nq);
+    copy_tile_swizzled<T, D, C::kThreads>(sdO + stage * kBr * D, a.d_o + q_base * D, q0, kBr, kb.nq);
     if constexpr (kDeltaInLoop) {
-      copy_tile_swizzled<T, D, C::kThreads>(sO + stage * kBr * D, a.o + q_base * D, q0, kBr, a.seq_q);
-      if (threadIdx.x < kBr) copy_lse_delta<kBr>(sLse + stage * kBr, sDelta + stage * kBr, a, q_base, q0);  // LSE_i alone
+      copy_tile_swizzled<T, D, C::kThreads>(sO + stage * kBr * D, a.o + q_base * D, q0, kBr, kb.nq);
+      if (threadIdx.x < kBr) copy_lse_delta<kBr>(sLse + stage * kBr, sDelta + stage * kBr, a, q_base, q0, kb.nq);  // LSE_i alone
     } else {
-      copy_lse_delta<kBr>(sLse + stage * kBr, sDelta + stage * kBr, a, q_base, q0);
+      copy_lse_delta<kBr>(sLse + stage * kBr, sDelta + stage * kBr, a, q_base, q0, kb.nq);
     }
     cp_async_commit_group();
   };
@@ -166,9 +167,9 @@ __global__ void __launch_bounds__(Config<D>::kThreads) flash_bwd_v9_dkv_kernel(c
   // dK_j / scale and dV_j: the warp's 32 keys × D/2 columns, [m-tile][8-column tile][C fragment], summed
   // over the group's query heads.
   float rdK[2][D / 16][4] = {}, rdV[2][D / 16][4] = {};
-  const int64_t offset = a.seq_k - a.seq_q;
-  const int keys = int(min(a.seq_k - k0, int64_t(kBc)));
-  const v2::QueryTileRuns runs = v2::query_tile_runs<kBr, kBc>(a, k0, offset);  // v2's causal stage splitting
+  const int64_t offset = kb.offset;
+  const int keys = int(min(kb.nk - k0, int64_t(kBc)));
+  const v2::QueryTileRuns runs = v2::query_tile_runs<kBr, kBc>(kb, a.causal);  // v2's causal stage splitting
   const uint32_t aK = smem_address(sK), aV = smem_address(sV), aP = smem_address(sP), adS = smem_address(sdS);
   const LaneRow<D> a_off = a_lane<D>(), b_rows_off = b_rows_lane<D>();  // S, dP
   const LaneCols<kBc, 2> pt_off = a_trans_lane<kBc, 2>(kw);               // Pᵀ, dSᵀ: the warp's keys
@@ -179,7 +180,7 @@ __global__ void __launch_bounds__(Config<D>::kThreads) flash_bwd_v9_dkv_kernel(c
   // Query tile i of query head bh, in `stage`; kMasked (a std::bool_constant) says whether any of its
   // pairs can be hidden.
   auto step = [&](int64_t bh, int64_t i, int stage, auto kMasked) {
-    const int64_t q_base = bh * a.seq_q, q0 = i * kBr;
+    const int64_t q_base = kb.q_base(bh, a.seq_q), q0 = i * kBr;
     const uint32_t aQi = smem_address(sQ + stage * kBr * D);    // [Br][D]  Q_i
     const uint32_t adOi = smem_address(sdO + stage * kBr * D);  // [Br][D]  dO_i
     float* sLsei = sLse + stage * kBr;            // [Br]  LSE_i (· log2(e) after the barrier)
@@ -204,7 +205,7 @@ __global__ void __launch_bounds__(Config<D>::kThreads) flash_bwd_v9_dkv_kernel(c
     product<T, D, kSMT>(rdP, adOi + wq * D * 2, aV + wk * D * 2, a_off, b_rows_off);
     // Block coordinates of the mask: keys < `keys`, queries < `queries`, key - query <= diagonal. Any
     // key - query lies in (-Br, Bc), so clamping the diagonal to ±256 changes no test.
-    const int queries = int(min(a.seq_q - q0, int64_t(kBr)));
+    const int queries = int(min(kb.nq - q0, int64_t(kBr)));
     const int diagonal = a.causal ? int(max(min(q0 + offset - k0, int64_t(256)), int64_t(-256))) : 256;
     p_and_ds<decltype(kMasked)::value, kSMT>(rS, rdP, sLsei, sDeltai, a.scale_log2, wq, wk, keys, queries, diagonal);
     store_tile<T, kBc, kSMT>(sP, rS, wq, wk);
@@ -255,24 +256,29 @@ __global__ void __launch_bounds__(Config<D>::kThreads) flash_bwd_v9_dkv_kernel(c
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int64_t row = q0 + dq_q + 16 * mt + g + 8 * h;
-        DqPairedRed::add(row < a.seq_q ? a.dq_accum + (q_base + row) * D + cq : nullptr, rdQ[mt], h);
+        DqPairedRed::add(row < kb.nq ? a.dq_accum + (q_base + row) * D + cq : nullptr, rdQ[mt], h);
       }
   };
 
   // v4's walk: the runs of query tiles key block j meets (v2::query_tile_runs), head after head of the
-  // group, the stages alternating over the whole walk; the first tile and K_j, V_j in the prologue.
-  copy_tile_swizzled<T, D, C::kThreads>(sK, a.k + k_base * D, k0, kBc, a.seq_k);
-  copy_tile_swizzled<T, D, C::kThreads>(sV, a.v + k_base * D, k0, kBc, a.seq_k);
-  copy_tile(kvh * a.group, runs.first, 0);  // commits K_j and V_j with it
+  // group, the stages alternating over the whole walk; the first tile and K_j, V_j in the prologue. A
+  // block that meets no tile (v4's walk says when) writes its rows' zeros and is done.
+  if (kVarlen && runs.count == 0) {
+    store_dk_dv<T, D>(a, rdK, rdV, k_base, k0 + kw, kb.nk_rows, cw);
+    return;
+  }
+  copy_tile_swizzled<T, D, C::kThreads>(sK, a.k + k_base * D, k0, kBc, kb.nk);
+  copy_tile_swizzled<T, D, C::kThreads>(sV, a.v + k_base * D, k0, kBc, kb.nk);
+  copy_tile(kb.q_head0, runs.first, 0);  // commits K_j and V_j with it
   int stage = 0;  // the stage of the tile computed next
-  for (int64_t bh = kvh * a.group; bh < bh_end; ++bh) {
+  for (int64_t bh = kb.q_head0; bh < bh_end; ++bh) {
     int64_t i = runs.first;
     for (; i < runs.full_begin; ++i, stage ^= 1) step(bh, i, stage, std::true_type{});
     for (; i < runs.full_end; ++i, stage ^= 1) step(bh, i, stage, std::false_type{});
     for (; i < runs.count; ++i, stage ^= 1) step(bh, i, stage, std::true_type{});
   }
 
-  store_dk_dv<T, D>(a, rdK, rdV, k_base, k0 + kw, cw);
+  store_dk_dv<T, D>(a, rdK, rdV, k_base, k0 + kw, kb.nk_rows, cw);
 }
 
 }  // namespace fs::bwd::v9
