@@ -78,7 +78,8 @@ FS_CPU_TEST_CASE("registry: every stage's versions in order and each with a C en
     }
   }
   CHECK(find_kernels("stage04").size() == 6);
-  CHECK(find_kernels("stage05").size() == 10);
+  CHECK(find_kernels("stage05").size() == 11);
+  CHECK(find_kernels("stage05/v1").size() == 1);  // not v10 too
   CHECK(find_kernels("stage04/v3").size() == 1);
   CHECK(find_kernels("stage0").empty());  // a prefix must end at a '/'
   CHECK(find_kernels("stage04/v9").empty());

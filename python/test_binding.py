@@ -185,7 +185,7 @@ class FlashChecks(unittest.TestCase):
         self.refused(ValueError, ["q must have 4 dimensions"], q=Stand((4, 100, 64)))
         self.refused(ValueError, ["v has shape (2, 4, 129, 64)"], v=Stand((2, 4, 129, 64)))
         # The forward takes 32 and 256; the backward does not: refused up front, naming the backward.
-        self.refused(ValueError, ["head_dim 32", "the backward, fs_flash_bwd_v9", "[64, 128]"], d=32)
+        self.refused(ValueError, ["head_dim 32", "the backward, fs_flash_bwd_v10", "[64, 128]"], d=32)
         self.refused(ValueError, ["head_dim 256", "the backward"], d=256)
         self.refused(ValueError, ["head_dim 48", "fs_flash_fwd_v5"], d=48)
 
@@ -195,7 +195,7 @@ class FlashChecks(unittest.TestCase):
         lib = flashstages.library()
         default = flashstages._attention_kernel(lib, flashstages.DEFAULT_BACKWARD_KERNEL,
                                                 flashstages.PROBLEM_ATTENTION_BWD)
-        self.assertEqual(default.name, "fs_flash_bwd_v9")
+        self.assertEqual(default.name, "fs_flash_bwd_v10")
         for name in ("fs_flash_bwd_v2", "fs_flash_bwd_v3", "fs_flash_bwd_v4"):
             other = flashstages._attention_kernel(lib, name, flashstages.PROBLEM_ATTENTION_BWD)
             self.assertEqual(other.in_dtypes & ~default.in_dtypes, 0, name)

@@ -97,7 +97,7 @@ class CInterface(unittest.TestCase):
         # Every kind has its params struct; the kinds are the three the header names.
         self.assertEqual({k.problem for k in infos}, set(flashstages.PARAMS_OF_PROBLEM))
         self.assertEqual([k.version.decode() for k in flashstages.kernels(self.lib, stage="stage05")],
-                         ["v0", "v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9"])
+                         ["v0", "v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10"])
         self.assertTrue(all(k.problem == flashstages.PROBLEM_ATTENTION_BWD
                             for k in flashstages.kernels(self.lib, stage="stage05")))
         self.assertEqual([k.version.decode() for k in flashstages.kernels(self.lib, stage="stage04")],

@@ -203,6 +203,7 @@ FS_API int fs_flash_bwd_v6(const fs_attention_bwd_params* params, void* stream);
 FS_API int fs_flash_bwd_v7(const fs_attention_bwd_params* params, void* stream);
 FS_API int fs_flash_bwd_v8(const fs_attention_bwd_params* params, void* stream);
 FS_API int fs_flash_bwd_v9(const fs_attention_bwd_params* params, void* stream);
+FS_API int fs_flash_bwd_v10(const fs_attention_bwd_params* params, void* stream);
 
 /* ---- GEMM ------------------------------------------------------------------------------------- */
 

@@ -26,11 +26,11 @@ __all__ = ["attention", "flash_attention", "library", "kernels", "call", "load",
            "AttentionParams", "AttentionBwdParams", "GemmParams", "KernelInfo"]
 
 DEFAULT_KERNEL = "fs_flash_fwd_v5"  # stage 04's fastest on its whole sweep (stages/04_flash_fwd/README.md)
-# Stage 05's fastest (stages/05_flash_bwd/README.md: v9, as fast as v8 at D = 128, faster at D = 64), run
+# Stage 05's fastest (stages/05_flash_bwd/README.md: v10, v9 with its addresses worked out once), run
 # through this binding on the H100 by test_binding.py --gpu. It takes every dtype, head_dim and grouping of K/V
 # heads that v2 to v4 take (test_binding.py checks the first two on the library; every backward version
 # sums dK, dV over a group), so no call that an older version would run is refused by this default.
-DEFAULT_BACKWARD_KERNEL = "fs_flash_bwd_v9"
+DEFAULT_BACKWARD_KERNEL = "fs_flash_bwd_v10"
 _DTYPES = {"torch.float32": FP32, "torch.float16": FP16, "torch.bfloat16": BF16}
 _lib = None
 

@@ -16,6 +16,7 @@
 #include "v7_fa2_blocks.cuh"
 #include "v8_fa2_warps.cuh"
 #include "v9_tiles_per_head_dim.cuh"
+#include "v10_addresses_once.cuh"
 
 namespace fs {
 
@@ -69,8 +70,8 @@ const KernelDesc kFlashBwdV3 = attention_bwd_kernel(
     bwd::v2::kSupport, kStageArchs, kMmaSmemBytes, bwd::run_v3, flash_bwd_v2_extra_bytes, /*traffic_bytes=*/nullptr,
     delta_extra_bytes);
 
-// v4 to v9 take what v3 takes and allocate what v3 allocates; their K/V kernels (tiles KvConfig) ask
-// for shared memory of their own (two stages of the query tiles; v5's to v9's unpadded), which v2's dQ kernel
+// v4 to v10 take what v3 takes and allocate what v3 allocates; their K/V kernels (tiles KvConfig) ask
+// for shared memory of their own (two stages of the query tiles; v5's to v10's unpadded), which v2's dQ kernel
 // may still exceed.
 template <template <int> class KvConfig>
 constexpr std::size_t streamed_smem_bytes() {
@@ -116,6 +117,12 @@ const KernelDesc kFlashBwdV9 = attention_bwd_kernel(
     bwd::v2::kSupport, kStageArchs, streamed_smem_bytes<bwd::v9::Config>(), bwd::run_v9, flash_bwd_v2_extra_bytes,
     /*traffic_bytes=*/nullptr, delta_extra_bytes);
 
+const KernelDesc kFlashBwdV10 = attention_bwd_kernel(
+    {"fs_flash_bwd_v10", "stage05", "v10",
+     "v9 with each thread's copy and dQ-reduction addresses worked out once per block, no bounds tests on inner tiles"},
+    bwd::v2::kSupport, kStageArchs, streamed_smem_bytes<bwd::v10::Config>(), bwd::run_v10, flash_bwd_v2_extra_bytes,
+    /*traffic_bytes=*/nullptr, delta_extra_bytes);
+
 // The delta ablation: v9 recomputing delta_i in every key block. Not in the registry's list and no C
 // entry: the benchmark and the tests name it. It allocates the dQ workspace alone on the atomic path
 // (a delta the caller asks for is still the preprocess's); the deterministic path is v2's.
@@ -132,7 +139,7 @@ const KernelDesc kFlashBwdV9DeltaInLoop = attention_bwd_kernel(
 KernelList stage05_kernels() {
   static const KernelDesc* const versions[] = {&kFlashBwdV0, &kFlashBwdV1, &kFlashBwdV2, &kFlashBwdV3,
                                                &kFlashBwdV4, &kFlashBwdV5, &kFlashBwdV6,
-                                               &kFlashBwdV7, &kFlashBwdV8, &kFlashBwdV9};
+                                               &kFlashBwdV7, &kFlashBwdV8, &kFlashBwdV9, &kFlashBwdV10};
   return kernel_list(versions);
 }
 
@@ -148,3 +155,4 @@ FS_EXPORT_ATTENTION_BWD(fs_flash_bwd_v6, fs::kFlashBwdV6)
 FS_EXPORT_ATTENTION_BWD(fs_flash_bwd_v7, fs::kFlashBwdV7)
 FS_EXPORT_ATTENTION_BWD(fs_flash_bwd_v8, fs::kFlashBwdV8)
 FS_EXPORT_ATTENTION_BWD(fs_flash_bwd_v9, fs::kFlashBwdV9)
+FS_EXPORT_ATTENTION_BWD(fs_flash_bwd_v10, fs::kFlashBwdV10)

@@ -1,4 +1,4 @@
-// Stage 05 — FlashAttention backward. Its versions, as the registry lists them (fs_flash_bwd_v0 .. v9
+// Stage 05 — FlashAttention backward. Its versions, as the registry lists them (fs_flash_bwd_v0 .. v10
 // in C; fs_attention_bwd_params in common/lib/flashstages.h), and the device memory each allocates.
 //
 //   v0  fp32, fp16, bf16; any head_dim up to 256; P and dS materialized    (the naive baseline)
@@ -11,7 +11,8 @@
 //   v7  what v6 takes; 128 keys and 8 warps per block
 //   v8  what v7 takes; FlashAttention-2's warp tiles, P and dS through shared memory
 //   v9  what v8 takes; 128-row query tiles at D = 64
-// v2 to v9 take padded (seq_lens) and packed (cu_seqlens) batches as stage 04's forward does; v0 and v1
+//   v10 what v9 takes; each thread's copy and reduction addresses worked out once per block
+// v2 to v10 take padded (seq_lens) and packed (cu_seqlens) batches as stage 04's forward does; v0 and v1
 // take dense batches only (FS_ERR_INVALID_SEQLENS).
 #pragma once
 
@@ -21,7 +22,7 @@
 
 namespace fs {
 
-extern const KernelDesc kFlashBwdV0, kFlashBwdV1, kFlashBwdV2, kFlashBwdV3, kFlashBwdV4, kFlashBwdV5, kFlashBwdV6, kFlashBwdV7, kFlashBwdV8, kFlashBwdV9;
+extern const KernelDesc kFlashBwdV0, kFlashBwdV1, kFlashBwdV2, kFlashBwdV3, kFlashBwdV4, kFlashBwdV5, kFlashBwdV6, kFlashBwdV7, kFlashBwdV8, kFlashBwdV9, kFlashBwdV10;
 
 // The delta ablation, stage05/v9_delta_in_loop: v9 with delta_i recomputed by every key block from the
 // O_i it streams, instead of read once from the preprocess's. Not in the registry's list (no C entry):
@@ -35,7 +36,7 @@ std::size_t flash_bwd_v0_extra_bytes(const AttentionParams& params);
 // read twice.
 double flash_bwd_v0_traffic_bytes(const AttentionParams& params);
 
-// v2 to v9: dQ / scale in fp32, B·H·Nq·D floats (packed: H·total·D; the atomic path, the deterministic
+// v2 to v10: dQ / scale in fp32, B·H·Nq·D floats (packed: H·total·D; the atomic path, the deterministic
 // one allocates none of it), and delta when the caller gives no buffer for it.
 std::size_t flash_bwd_v2_extra_bytes(const AttentionParams& params);
 // The ablation, atomic path: the dQ workspace alone (its kernel keeps delta in shared memory).

@@ -37,7 +37,7 @@ using HeadDimList = HeadDims<64, 128>;
 constexpr AttentionSupport kSupport = attention_support<Elements, HeadDimList>(16, /*varlen=*/true);
 }  // namespace v2
 
-// v3 to v9 take v2's instances (v2::kSupport): they change only the K/V kernel of the atomic path,
+// v3 to v10 take v2's instances (v2::kSupport): they change only the K/V kernel of the atomic path,
 // and each of theirs loops over a group of query heads as v2's does.
 
 // Each version's launch (flash_bwd_vN.cu): validated params, a GPU that can run it.
@@ -54,6 +54,7 @@ Status run_v9(const AttentionBwdProblem& pr, cudaStream_t stream);
 // v9 with delta recomputed inside its K/V loop instead of read from the preprocess: the ablation that
 // measures what computing delta once saves (kFlashBwdV9DeltaInLoop; not a registry version).
 Status run_v9_delta_in_loop(const AttentionBwdProblem& pr, cudaStream_t stream);
+Status run_v10(const AttentionBwdProblem& pr, cudaStream_t stream);
 
 // Launches a kernel built for tile configuration C (kThreads, kSmemBytes) on `blocks` blocks
 // (at most INT_MAX: the caller checks, before anything is written).

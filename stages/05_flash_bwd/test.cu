@@ -3,7 +3,7 @@
 // bottom-right): dQ, dK, dV and delta, outputs poisoned first, with delta asked for and not, and in
 // deterministic mode twice (dQ bitwise the same); grouped K/V heads (GQA, MQA: dK and dV the sums over
 // each group, as the fp64 reference sums them); custom and negative scales; logits up to about 1e4
-// (no NaN); padded and packed batches for the versions that take them (v2 to v9 and the ablation:
+// (no NaN); padded and packed batches for the versions that take them (v2 to v10 and the ablation:
 // entries with no query or no key, the padding NaN in every input, exact zeros in every output row
 // that takes no part, grouped K/V heads) and lengths that break the rules (those entries written
 // nowhere, the others computed); every error code the backward can return, with nothing written. The
@@ -156,9 +156,9 @@ FS_GPU_TEST_CASE("stage05 every version rejects bad inputs and writes nothing") 
   rejected1([](P& p) { p.d_o = static_cast<const char*>(p.d_o) + 4; }, Status::MisalignedPointer);
   rejected1([](P& p) { p.dk = static_cast<char*>(p.dk) + 4; }, Status::MisalignedPointer);
   const AttentionParams ok2 = attention_shape(2, 2, 17, 40, 64, DType::BF16);
-  // v3 to v9 take what v2 takes
+  // v3 to v10 take what v2 takes
   for (const KernelDesc* k : {&kFlashBwdV2, &kFlashBwdV3, &kFlashBwdV4, &kFlashBwdV5, &kFlashBwdV6, &kFlashBwdV7,
-                              &kFlashBwdV8, &kFlashBwdV9}) {
+                              &kFlashBwdV8, &kFlashBwdV9, &kFlashBwdV10}) {
     auto rejected2 = [&](const std::function<void(P&)>& bad, Status expected) {
       testing::check_bwd_rejected(*k, ok2, bad, expected);
     };
@@ -207,7 +207,8 @@ FS_CPU_TEST_CASE("stage05 through the C interface: named codes before any launch
       {fs_flash_bwd_v2, &kFlashBwdV2, FS_BF16}, {fs_flash_bwd_v3, &kFlashBwdV3, FS_FP16},
       {fs_flash_bwd_v4, &kFlashBwdV4, FS_BF16}, {fs_flash_bwd_v5, &kFlashBwdV5, FS_FP16},
       {fs_flash_bwd_v6, &kFlashBwdV6, FS_BF16}, {fs_flash_bwd_v7, &kFlashBwdV7, FS_FP16},
-      {fs_flash_bwd_v8, &kFlashBwdV8, FS_BF16}, {fs_flash_bwd_v9, &kFlashBwdV9, FS_FP16}};
+      {fs_flash_bwd_v8, &kFlashBwdV8, FS_BF16}, {fs_flash_bwd_v9, &kFlashBwdV9, FS_FP16},
+      {fs_flash_bwd_v10, &kFlashBwdV10, FS_BF16}};
   for (const Entry& e : entries) {
     INFO(e.desc->qualified());
     fs_attention_bwd_params p{};

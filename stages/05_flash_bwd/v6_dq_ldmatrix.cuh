@@ -82,10 +82,11 @@ using Config = v5::Config<D>;
 // v6's DqAdd: adds row g + 8h of a warp's dQ share (C fragments of its 8-column tiles, natural column
 // order) to dq_row four neighbouring columns per reduction, after the exchange the header describes.
 // Every lane of the warp must call it (the exchange is a warp shuffle); dq_row is null for a row
-// past Nq, whose lanes exchange but add nothing. Alignment: as v3's (a row is D floats, the share
-// starts at a multiple of 64 columns, a thread's four at 16p + 8·(t % 2) + 4⌊t/2⌋).
+// past Nq, whose lanes exchange but add nothing. kRowExists (v10, for tiles whose rows all lie before
+// Nq) drops that test. Alignment: as v3's (a row is D floats, the share starts at a multiple of 64
+// columns, a thread's four at 16p + 8·(t % 2) + 4⌊t/2⌋).
 struct DqPairedRed {
-  template <int kTiles>
+  template <bool kRowExists = false, int kTiles>
   __device__ static void add(float* dq_row, const float (&rdQ)[kTiles][4], int h) {
     static_assert(kTiles % 2 == 0, "the 8-column tiles pair up into 16 columns");
     const int t = threadIdx.x % 4;
@@ -96,7 +97,7 @@ struct DqPairedRed {
       const float* hi = &rdQ[2 * p + 1][2 * h];  // tile 2p + 1: columns 16p + 8 + 2t, 8 + 2t + 1
       const float r0 = __shfl_xor_sync(0xffffffffu, odd ? lo[0] : hi[0], 1);
       const float r1 = __shfl_xor_sync(0xffffffffu, odd ? lo[1] : hi[1], 1);
-      if (dq_row == nullptr) continue;
+      if (!kRowExists && dq_row == nullptr) continue;
       float* q = dq_row + 16 * p + 8 * odd + 4 * (t / 2);
       v3::DqWideRed::add4(q, odd ? r0 : lo[0], odd ? r1 : lo[1], odd ? hi[0] : r0, odd ? hi[1] : r1);
     }

@@ -1,0 +1,277 @@
+// flashstages · stage 05 · v10 — v9 with each thread's addresses worked out once per block: the
+// streamed tiles' copies and the dQ reductions cost one address add per tile, not a recomputation.
+//
+// What changes from v9 (tiles, warps, products and shared memory are v9's):
+//   - TileCopy: a thread's share of a [Br][D] copy is fixed — kPer 16-byte chunks, rows r0 + k·kStep of
+//     one column (kStep = 256 threads / (D/8) chunks per row, a multiple of 8, so the swizzle moves each
+//     chunk by a constant too). Its shared and global offsets are computed in the constructor; a tile
+//     then costs the tile's first row (one multiply-add) and kPer cp.async at immediate offsets. A tile
+//     whose rows all lie before Nq (every tile but an entry's last) copies without the bounds test and
+//     the zero-fill (v5::copy_tile_swizzled tests every chunk in a loop whose trip count depends on the
+//     thread, in 64-bit row arithmetic);
+//   - dQ: the thread's row and column offset in dq_accum, (row in the tile)·D + columns, is computed
+//     once; a tile whose rows all lie before Nq adds its first row and reduces without v6::DqPairedRed's
+//     test for a missing row (kRowExists) and the branch around it. The sequence's last tile keeps v9's
+//     form (with the offset there too, ptxas spilled 44 bytes at D = 128 instead of 32).
+// Why: ncu on v9 against SDPA's FlashAttention-2 backward kernel (fp16, N = 8192, B = 2, non-causal,
+// ncu's clocks; results/nvidia-h100-80gb-hbm3/logs/ncu_stage05_v9_v10_fa2_2026-11-24g.txt): the same
+// 671 M mma and 302 M ldmatrix at D = 64, but 0.93 G integer and 0.12 G branch instructions against
+// FlashAttention-2's 0.39 G and 6.5 M — 0.56 G of them in the query tile copy and 0.26 G in the dQ
+// reduction, which held 11% and 13% of v9's stall samples. With two warps per scheduler (one block of 8
+// warps per SM, 255 registers) those instructions are not hidden: while a warp computes its next tile's
+// addresses its tensor-core work waits, and the block meets at a barrier per tile. (An ordering tried
+// beside it — P = exp(S − LSE) between the S and dP products, as FlashAttention-2's kernel orders them,
+// so that the exponentials overlap dP's mma — measured 2–8% slower than v9, with more spills at D = 128;
+// not kept: results/nvidia-h100-80gb-hbm3/logs/compare_stage05_v9_variants_2026-11-24g.txt; its B is v10's change in a first form.)
+// Registers (ptxas -v, CUDA 13.0, sm_90): 255 at D = 64 and 128 as v9; spill stores at D = 128: 32 bytes
+// dense (v9: 36), 0 for the variable-length build (v9: 72); none at D = 64.
+// Result (H100, N = 8192; stage05.json, v9 and SDPA in the same run): at D = 64 <!-- value: [stage05/v10/fp16/D:64/N:8192/causal:0] | .0f -->276<!-- /value --> TFLOPS fp16,
+//   <!-- value: [stage05/v10/fp16/D:64/N:8192/causal:0] / [stage05/v9/fp16/D:64/N:8192/causal:0] | .2f -->1.07<!-- /value -->× v9, <!-- value: [stage05/v10/fp16/D:64/N:8192/causal:0] / [sdpa_flash_bwd/fp16/D:64/N:8192/causal:0] | .2f -->1.00<!-- /value -->× SDPA flash (FA2); at D = 128
+//   <!-- value: [stage05/v10/fp16/D:128/N:8192/causal:0] | .0f -->304<!-- /value --> TFLOPS, <!-- value: [stage05/v10/fp16/D:128/N:8192/causal:0] / [stage05/v9/fp16/D:128/N:8192/causal:0] | .2f -->1.09<!-- /value -->× v9, <!-- value: [stage05/v10/fp16/D:128/N:8192/causal:0] / [sdpa_flash_bwd/fp16/D:128/N:8192/causal:0] | .2f -->1.04<!-- /value -->× FA2.
+//
+// Run: build/h100/stages/05_flash_bwd/stage05_flash_bwd --dtype fp16 --seq 8192 --dim 64 [--causal] --version v10
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <type_traits>
+
+#include "args.cuh"
+#include "common/device/attention.cuh"
+#include "common/device/sm80.cuh"
+#include "common/lib/numeric.h"
+#include "v2_mma.cuh"
+#include "v4_cp_async.cuh"
+#include "v5_ldmatrix_swizzle.cuh"
+#include "v6_dq_ldmatrix.cuh"
+#include "v8_fa2_warps.cuh"
+#include "v9_tiles_per_head_dim.cuh"
+
+namespace fs::bwd::v10 {
+
+using sm80::cp_async_cg_16;
+using sm80::cp_async_cg_16_zfill;
+using sm80::cp_async_commit_group;
+using sm80::cp_async_wait_group;
+using sm80::ldmatrix_x4;
+using sm80::ldmatrix_x4_trans;
+using sm80::smem_address;
+using v4::copy_lse_delta;
+using v5::LaneRow;
+using v5::a_lane;
+using v5::b_rows_lane;
+using v5::copy_tile_swizzled;
+using v5::mma_two_tiles;
+using v6::DqPairedRed;
+using v8::a_trans_lane;
+using v8::b_cols_lane;
+using v8::LaneCols;
+using v8::p_and_ds;
+using v8::product;
+using v8::store_dk_dv;
+using v8::store_tile;
+
+// v9's tiles, warps and shared memory.
+template <int D>
+using Config = v9::Config<D>;
+
+// A thread's share of copying a [kRows][D] tile, swizzled (v5::swizzled), from kRows consecutive rows
+// of a [n][D] tensor: chunks (16 bytes) k = 0 .. kPer − 1 of rows r0 + k·kStep, all at one column. The
+// offsets are fixed per thread and worked out here, once; a tile adds its first row. kStep is a
+// multiple of 8, so row r0 + k·kStep is swizzled as row r0 is: its shared offset is r0's + k·kStep·D.
+template <class T, int D, int kRows, int kThreads>
+struct TileCopy {
+  static constexpr int kChunks = D / 8, kStep = kThreads / kChunks, kPer = kRows / kStep;
+  static_assert(kThreads % kChunks == 0 && kStep % 8 == 0 && kRows % kStep == 0, "whole swizzle atoms per step");
+  int r0;   // the thread's first row
+  int dst;  // its first chunk's element offset in the tile (swizzled)
+  int src;  // and in the tensor, from the tile's first row
+  __device__ __forceinline__ TileCopy()
+      : r0(threadIdx.x / kChunks),
+        dst(v5::swizzled<D>(threadIdx.x / kChunks, threadIdx.x % kChunks * 8)),
+        src(threadIdx.x / kChunks * D + threadIdx.x % kChunks * 8) {}
+
+  // Rows first .. first + kRows − 1 into tile; rows from `rows` on (rows < kRows: the sequence's last
+  // tile) read nothing and are zero-filled.
+  __device__ __forceinline__ void operator()(T* tile, const T* first, int rows) const {
+    if (rows >= kRows) {
+#pragma unroll
+      for (int k = 0; k < kPer; ++k) cp_async_cg_16(tile + dst + k * kStep * D, first + src + k * kStep * D);
+    } else {
+#pragma unroll
+      for (int k = 0; k < kPer; ++k) {
+        const bool real = r0 + k * kStep < rows;
+        cp_async_cg_16_zfill(tile + dst + k * kStep * D, real ? first + src + k * kStep * D : first, real ? 16 : 0);
+      }
+    }
+  }
+};
+
+// grid: B·KVH·ceil(Nk/Bc) blocks (Bc = 128) of Config<D>::kThreads. Block x owns key block
+// x % ceil(Nk/Bc) of K/V head x / ceil(Nk/Bc) and streams the query tiles of each query head of the
+// K/V head's group past it (v4's walk); writes dK_j and dV_j, summed over the group, and adds its share
+// of each query head's dQ (before the scale) to dq_accum four columns wide, as v6 does. (v9's kernel,
+// its copies and reductions addressed from offsets each thread works out once.)
+template <class T, int D, bool kVarlen>
+__global__ void __launch_bounds__(Config<D>::kThreads) flash_bwd_v10_dkv_kernel(const Args<T> a) {
+  using C = Config<D>;
+  constexpr int kBr = C::kBr, kBc = C::kBc;
+  extern __shared__ __align__(128) unsigned char smem[];
+  T* sK = reinterpret_cast<T*>(smem);                       // [Bc][D]     K_j, swizzled
+  T* sV = sK + kBc * D;                                     // [Bc][D]     V_j
+  T* sQ = sV + kBc * D;                                     // [2][Br][D]  Q_i, stages alternating
+  T* sdO = sQ + 2 * kBr * D;                                // [2][Br][D]  dO_i
+  T* sP = sdO + 2 * kBr * D;                                // [Br][Bc]    P_ij, queries as rows
+  T* sdS = sP + kBr * kBc;                                  // [Br][Bc]    dS_ij
+  float* sLse = reinterpret_cast<float*>(sdS + kBr * kBc);  // [2][Br]     LSE_i, then LSE_i · log2(e)
+  float* sDelta = sLse + 2 * kBr;                           // [2][Br]     delta_i
+
+  const attn::KeyBlock kb = attn::key_block_of<kVarlen>(a, kBc);  // the entry, K/V head, keys k0 .., their lengths
+  const int64_t k0 = kb.k0, k_base = kb.k_row0;            // k_base: the K/V head's first row of K, V
+  const int64_t bh_end = kb.q_head0 + a.group;             // past the group's last query head
+  const int warp = threadIdx.x / 32;
+  constexpr int kSMT = C::kSMT;
+  const int wq = kBr / 2 * (warp / 4), wk = 32 * (warp % 4);  // S, dP: the warp's queries and keys
+  const int kw = wk, cw = warp / 4 * (D / 2);                 // dK, dV: the warp's keys and columns
+  const int dq_q = 32 * (warp % C::kDqRowWarps);              // dQ: the warp's queries
+  const int cq = warp / C::kDqRowWarps * C::kDqCols;          // and columns
+
+  // The thread's shares of the streamed copies, and its first element of dQ's warp tile (row
+  // dq_q + g, columns cq ..) as an offset from the tile's first row of dq_accum.
+  const TileCopy<T, D, kBr, C::kThreads> copy_q_do;
+  const int dq_off = (dq_q + threadIdx.x % 32 / 4) * D + cq;
+
+  // Query tile i of query head bh → `stage`, as one cp.async group: Q_i, dO_i (16-byte copies; rows
+  // past Nq zero-filled), LSE_i and delta_i.
+  auto copy_tile = [&](int64_t bh, int64_t i, int stage) {
+    const int64_t q_base = kb.q_base(bh, a.seq_q), q0 = i * kBr;  // q_base: the head's first row of Q, dO
+    const int rows = int(min(kb.nq - q0, int64_t(kBr)));
+    const int64_t first = (q_base + q0) * D;  // the tile's first element of Q, dO
+    copy_q_do(sQ + stage * kBr * D, a.q + first, rows);
+    copy_q_do(sdO + stage * kBr * D, a.d_o + first, rows);
+    copy_lse_delta<kBr>(sLse + stage * kBr, sDelta + stage * kBr, a, q_base, q0, kb.nq);
+    cp_async_commit_group();
+  };
+
+  // dK_j / scale and dV_j: the warp's 32 keys × D/2 columns, [m-tile][8-column tile][C fragment], summed
+  // over the group's query heads.
+  float rdK[2][D / 16][4] = {}, rdV[2][D / 16][4] = {};
+  const int64_t offset = kb.offset;
+  const int keys = int(min(kb.nk - k0, int64_t(kBc)));
+  const v2::QueryTileRuns runs = v2::query_tile_runs<kBr, kBc>(kb, a.causal);  // v2's causal stage splitting
+  const uint32_t aK = smem_address(sK), aV = smem_address(sV), aP = smem_address(sP), adS = smem_address(sdS);
+  const LaneRow<D> a_off = a_lane<D>(), b_rows_off = b_rows_lane<D>();  // S, dP
+  const LaneCols<kBc, 2> pt_off = a_trans_lane<kBc, 2>(kw);               // Pᵀ, dSᵀ: the warp's keys
+  const LaneCols<D, D / 32> kv_b_off = b_cols_lane<D, D / 32>(cw);        // dO_i, Q_i: the warp's columns
+  const LaneRow<kBc> ds_off = a_lane<kBc>();                              // dS for dQ
+  const LaneCols<D, 2> dq_b_off = b_cols_lane<D, 2>(cq);                  // K_j for dQ
+
+  // Query tile i of query head bh, in `stage`; kMasked (a std::bool_constant) says whether any of its
+  // pairs can be hidden.
+  auto step = [&](int64_t bh, int64_t i, int stage, auto kMasked) {
+    const int64_t q_base = kb.q_base(bh, a.seq_q), q0 = i * kBr;
+    const uint32_t aQi = smem_address(sQ + stage * kBr * D);    // [Br][D]  Q_i
+    const uint32_t adOi = smem_address(sdO + stage * kBr * D);  // [Br][D]  dO_i
+    float* sLsei = sLse + stage * kBr;            // [Br]  LSE_i (· log2(e) after the barrier)
+    const float* sDeltai = sDelta + stage * kBr;  // [Br]  delta_i
+    cp_async_wait_group<0>();  // this thread's copies of tile i (and, the first time, of K_j, V_j) have landed
+    if (threadIdx.x < kBr) sLsei[threadIdx.x] *= attn::kLog2e;  // the entry this thread copied
+    // Every thread's copies have landed, LSE_i is scaled, and every warp is done with tile i - 1: with
+    // its stage, refilled next, and with its reads of sP and sdS, which tile i writes again.
+    __syncthreads();
+    // In flight while tile i is computed: the head's next tile, or after its last the next head's first.
+    const bool same_head = i + 1 < runs.count;
+    if (same_head || bh + 1 < bh_end) copy_tile(same_head ? bh : bh + 1, same_head ? i + 1 : runs.first, stage ^ 1);
+    // S = Q_i K_jᵀ, then dP = dO_i V_jᵀ: the warp's Br/2 queries × 32 keys.
+    float rS[kSMT][4][4] = {}, rdP[kSMT][4][4] = {};
+    product<T, D, kSMT>(rS, aQi + wq * D * 2, aK + wk * D * 2, a_off, b_rows_off);
+    product<T, D, kSMT>(rdP, adOi + wq * D * 2, aV + wk * D * 2, a_off, b_rows_off);
+    // Block coordinates of the mask: keys < `keys`, queries < `queries`, key - query <= diagonal. Any
+    // key - query lies in (-Br, Bc), so clamping the diagonal to ±256 changes no test.
+    const int queries = int(min(kb.nq - q0, int64_t(kBr)));
+    const int diagonal = a.causal ? int(max(min(q0 + offset - k0, int64_t(256)), int64_t(-256))) : 256;
+    p_and_ds<decltype(kMasked)::value, kSMT>(rS, rdP, sLsei, sDeltai, a.scale_log2, wq, wk, keys, queries, diagonal);
+    store_tile<T, kBc, kSMT>(sP, rS, wq, wk);
+    store_tile<T, kBc, kSMT>(sdS, rdP, wq, wk);
+    __syncthreads();  // sP, sdS complete: the products below read the keys and queries of every warp
+
+    // dV_j += Pᵀ dO_i and dK_j += dSᵀ Q_i: the warp's 32 keys × D/2 columns; k runs over the tile's
+    // queries, 16 at a time.
+#pragma unroll
+    for (int kk = 0; kk < kBr / 16; ++kk) {
+      uint32_t pa[2][4], dsa[2][4];  // Pᵀ, dSᵀ as A fragments: keys kw + 16mt .., queries kk·16 ..
+#pragma unroll
+      for (int mt = 0; mt < 2; ++mt) {
+        ldmatrix_x4_trans(pa[mt], aP + kk * 16 * kBc * 2 + pt_off.off[mt]);
+        ldmatrix_x4_trans(dsa[mt], adS + kk * 16 * kBc * 2 + pt_off.off[mt]);
+      }
+#pragma unroll
+      for (int m = 0; m < D / 32; ++m) {
+        uint32_t b[4];  // B fragments of the warp's 8-column tiles 2m, 2m + 1
+        ldmatrix_x4_trans(b, adOi + kk * 16 * D * 2 + kv_b_off.off[m]);
+        mma_two_tiles<T>(rdV[0][2 * m], rdV[0][2 * m + 1], pa[0], b);
+        mma_two_tiles<T>(rdV[1][2 * m], rdV[1][2 * m + 1], pa[1], b);
+        ldmatrix_x4_trans(b, aQi + kk * 16 * D * 2 + kv_b_off.off[m]);
+        mma_two_tiles<T>(rdK[0][2 * m], rdK[0][2 * m + 1], dsa[0], b);
+        mma_two_tiles<T>(rdK[1][2 * m], rdK[1][2 * m + 1], dsa[1], b);
+      }
+    }
+
+    // dQ_i += dS K_j: the warp's 32 queries × 32 columns; k runs over the block's keys.
+    float rdQ[2][4][4] = {};  // [m-tile][8-column tile][C fragment]
+#pragma unroll
+    for (int kk = 0; kk < kBc / 16; ++kk) {
+      uint32_t dsa[2][4];
+      ldmatrix_x4(dsa[0], adS + dq_q * kBc * 2 + ds_off.at(kk));
+      ldmatrix_x4(dsa[1], adS + (dq_q + 16) * kBc * 2 + ds_off.at(kk));
+#pragma unroll
+      for (int m = 0; m < 2; ++m) {
+        uint32_t b[4];  // B fragments of the warp's 8-column tiles 2m, 2m + 1: K_j rows kk·16 ..
+        ldmatrix_x4_trans(b, aK + kk * 16 * D * 2 + dq_b_off.off[m]);
+        mma_two_tiles<T>(rdQ[0][2 * m], rdQ[0][2 * m + 1], dsa[0], b);
+        mma_two_tiles<T>(rdQ[1][2 * m], rdQ[1][2 * m + 1], dsa[1], b);
+      }
+    }
+    // This key block's share, added in fp32, four columns per reduction. In a tile whose rows all exist
+    // the thread's rows lie 16·mt + 8·h below its first (dq_off); the sequence's last tile is v9's.
+    float* dq = a.dq_accum + (q_base + q0) * D + dq_off;
+    if (q0 + kBr <= kb.nq) {
+#pragma unroll
+      for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) DqPairedRed::add</*kRowExists=*/true>(dq + (16 * mt + 8 * h) * D, rdQ[mt], h);
+    } else {
+      const int g = threadIdx.x % 32 / 4;
+#pragma unroll
+      for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int64_t row = q0 + dq_q + 16 * mt + g + 8 * h;
+          DqPairedRed::add(row < kb.nq ? a.dq_accum + (q_base + row) * D + cq : nullptr, rdQ[mt], h);
+        }
+    }
+  };
+
+  // v4's walk: the runs of query tiles key block j meets (v2::query_tile_runs), head after head of the
+  // group, the stages alternating over the whole walk; the first tile and K_j, V_j in the prologue. A
+  // block that meets no tile (v4's walk says when) writes its rows' zeros and is done.
+  if (kVarlen && runs.count == 0) {
+    store_dk_dv<T, D>(a, rdK, rdV, k_base, k0 + kw, kb.nk_rows, cw);
+    return;
+  }
+  copy_tile_swizzled<T, D, C::kThreads>(sK, a.k + k_base * D, k0, kBc, kb.nk);
+  copy_tile_swizzled<T, D, C::kThreads>(sV, a.v + k_base * D, k0, kBc, kb.nk);
+  copy_tile(kb.q_head0, runs.first, 0);  // commits K_j and V_j with it
+  int stage = 0;  // the stage of the tile computed next
+  for (int64_t bh = kb.q_head0; bh < bh_end; ++bh) {
+    int64_t i = runs.first;
+    for (; i < runs.full_begin; ++i, stage ^= 1) step(bh, i, stage, std::true_type{});
+    for (; i < runs.full_end; ++i, stage ^= 1) step(bh, i, stage, std::false_type{});
+    for (; i < runs.count; ++i, stage ^= 1) step(bh, i, stage, std::true_type{});
+  }
+
+  store_dk_dv<T, D>(a, rdK, rdV, k_base, k0 + kw, kb.nk_rows, cw);
+}
+
+}  // namespace fs::bwd::v10
