@@ -790,6 +790,28 @@ def series_colors(results: Results) -> dict[str, str]:
     return {name: f"C{i % 10}" for i, name in enumerate(names)}
 
 
+# Matplotlib's tab20 colours, the ten of its default cycle (C0-C9) first, then their light partners.
+PALETTE = [f"C{i}" for i in range(10)] + ["#aec7e8", "#ffbb78", "#98df8a", "#ff9896", "#c5b0d5",
+                                          "#c49c94", "#f7b6d2", "#c7c7c7", "#dbdb8d", "#9edae5"]
+
+
+def figure_colors(series: list[str], colors: dict[str, str]) -> dict[str, str]:
+    """The colours of one figure's series, in drawing order: each keeps its colour from series_colors
+    unless an earlier series of the figure has it already (series_colors repeats after ten); then it
+    takes the first palette colour that no series of the figure has or wants. Up to 20 series, no two
+    lines of a figure look alike."""
+    wanted = {name: colors.get(name, "C0") for name in series}
+    used: set[str] = set()
+    out: dict[str, str] = {}
+    for name in series:
+        color = wanted[name]
+        if color in used:
+            color = next((c for c in PALETTE if c not in used and c not in wanted.values()), color)
+        out[name] = color
+        used.add(color)
+    return out
+
+
 def _style(series: str, colors: dict[str, str], off_rule: bool = False) -> dict:
     style = {"color": colors.get(series, "C0"), "marker": "o", "markersize": 4, "linewidth": 1.6}
     if off_rule:  # a shape off the default sweep: its own marker, usually a lone point
@@ -843,10 +865,11 @@ def draw_attention_throughput(results: Results, out_dir: Path, colors: dict[str,
         if not lines:
             continue
         fig, ax = _new_figure()
+        shown = figure_colors(list(dict.fromkeys(key[0] for key in lines)), colors)
         for key, points in lines.items():
             ns = sorted(points)
             ax.plot(ns, [points[n] for n in ns], label=_line_label(key),
-                    **_style(key[0], colors, key[1] is not None))
+                    **_style(key[0], shown, key[1] is not None))
         _log2_axis(ax, sorted({n for p in lines.values() for n in p}), "sequence length N")
         ax.set_ylabel("TFLOPS")
         ax.set_ylim(bottom=0)
@@ -870,14 +893,16 @@ def draw_attention_memory(results: Results, out_dir: Path, colors: dict[str, str
         fig, ax = _new_figure()
         zero_only: list[str] = []
         drawn = 0
-        for key, points in memory_lines(chosen).items():
+        mem_lines = memory_lines(chosen)
+        shown = figure_colors(list(dict.fromkeys(key[0] for key in mem_lines)), colors)
+        for key, points in mem_lines.items():
             # A log axis cannot show 0 B; a series with nothing else is named in a note instead.
             ns = sorted(n for n, v in points.items() if v > 0)
             if not ns:
                 zero_only.append(_memory_label(key))
                 continue
             ax.plot(ns, [points[n] for n in ns], label=_memory_label(key),
-                    **_style(key[0], colors, key[2] is not None))
+                    **_style(key[0], shown, key[2] is not None))
             drawn += 1
         if drawn == 0:
             continue
@@ -911,9 +936,11 @@ def draw_gemm(results: Results, out_dir: Path, colors: dict[str, str]) -> list[P
         lines: dict[str, dict[int, float]] = {}
         for r in chosen:
             lines.setdefault(r.name.series, {})[_square_size(r.name)] = r.tflops
-        for series in sorted(lines, key=series_order):
+        order = sorted(lines, key=series_order)
+        shown = figure_colors(order, colors)
+        for series in order:
             sizes = sorted(lines[series])
-            ax.plot(sizes, [lines[series][s] for s in sizes], label=series, **_style(series, colors))
+            ax.plot(sizes, [lines[series][s] for s in sizes], label=series, **_style(series, shown))
         _log2_axis(ax, sorted({_square_size(r.name) for r in chosen}), "M = N = K")
         ax.set_ylabel("TOPS" if dtype == "int8" else "TFLOPS")
         ax.set_ylim(bottom=0)

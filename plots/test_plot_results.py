@@ -539,6 +539,21 @@ class CommandLineTest(TempDirTest):
         self.assertIn("no *.json", log)
 
 
+class FigureColorsTest(unittest.TestCase):
+    def test_a_repeated_colour_gives_way_to_a_free_one(self):
+        colors = {"a": "C0", "b": "C1", "c": "C0", "d": "C2"}  # c wraps onto a's colour
+        shown = pr.figure_colors(["a", "b", "c", "d"], colors)
+        self.assertEqual((shown["a"], shown["b"], shown["d"]), ("C0", "C1", "C2"))  # kept
+        self.assertEqual(shown["c"], "C3")  # the first colour no series of the figure has or wants
+        self.assertEqual(len(set(shown.values())), 4)
+
+    def test_twenty_series_twenty_colours(self):
+        names = [f"s{i}" for i in range(20)]
+        shown = pr.figure_colors(names, {n: f"C{i % 10}" for i, n in enumerate(names)})
+        self.assertEqual(len(set(shown.values())), 20)
+        self.assertEqual([shown[n] for n in names[:10]], [f"C{i}" for i in range(10)])
+
+
 class CeilingsTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
