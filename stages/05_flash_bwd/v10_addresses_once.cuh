@@ -22,12 +22,15 @@
 // addresses its tensor-core work waits, and the block meets at a barrier per tile. (An ordering tried
 // beside it — P = exp(S − LSE) between the S and dP products, as FlashAttention-2's kernel orders them,
 // so that the exponentials overlap dP's mma — measured 2–8% slower than v9, with more spills at D = 128;
-// not kept: results/nvidia-h100-80gb-hbm3/logs/compare_stage05_v9_variants_2026-11-24g.txt; its B is v10's change in a first form.)
+// not kept: results/nvidia-h100-80gb-hbm3/logs/compare_stage05_v9_variants_2026-11-24g.txt, whose B is
+// v10's change in a first form.)
 // Registers (ptxas -v, CUDA 13.0, sm_90): 255 at D = 64 and 128 as v9; spill stores at D = 128: 32 bytes
 // dense (v9: 36), 0 for the variable-length build (v9: 72); none at D = 64.
 // Result (H100, N = 8192; stage05.json, v9 and SDPA in the same run): at D = 64 <!-- value: [stage05/v10/fp16/D:64/N:8192/causal:0] | .0f -->276<!-- /value --> TFLOPS fp16,
 //   <!-- value: [stage05/v10/fp16/D:64/N:8192/causal:0] / [stage05/v9/fp16/D:64/N:8192/causal:0] | .2f -->1.07<!-- /value -->× v9, <!-- value: [stage05/v10/fp16/D:64/N:8192/causal:0] / [sdpa_flash_bwd/fp16/D:64/N:8192/causal:0] | .2f -->1.00<!-- /value -->× SDPA flash (FA2); at D = 128
 //   <!-- value: [stage05/v10/fp16/D:128/N:8192/causal:0] | .0f -->304<!-- /value --> TFLOPS, <!-- value: [stage05/v10/fp16/D:128/N:8192/causal:0] / [stage05/v9/fp16/D:128/N:8192/causal:0] | .2f -->1.09<!-- /value -->× v9, <!-- value: [stage05/v10/fp16/D:128/N:8192/causal:0] / [sdpa_flash_bwd/fp16/D:128/N:8192/causal:0] | .2f -->1.04<!-- /value -->× FA2.
+//   Timed again in a later call, v10 and SDPA alternating twice: 1.02–1.09× FA2 over fp16 and bf16, both
+//   head_dims and masks (results/nvidia-h100-80gb-hbm3/logs/stage05_v10_vs_fa2_repeat_2026-11-24g.txt).
 //
 // Run: build/h100/stages/05_flash_bwd/stage05_flash_bwd --dtype fp16 --seq 8192 --dim 64 [--causal] --version v10
 #pragma once
