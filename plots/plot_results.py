@@ -43,6 +43,7 @@ import os
 import re
 import statistics
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -795,11 +796,12 @@ PALETTE = [f"C{i}" for i in range(10)] + ["#aec7e8", "#ffbb78", "#98df8a", "#ff9
                                           "#c49c94", "#f7b6d2", "#c7c7c7", "#dbdb8d", "#9edae5"]
 
 
-def figure_colors(series: list[str], colors: dict[str, str]) -> dict[str, str]:
-    """The colours of one figure's series, in drawing order: each keeps its colour from series_colors
-    unless an earlier series of the figure has it already (series_colors repeats after ten); then it
-    takes the first palette colour that no series of the figure has or wants. Up to 20 series, no two
-    lines of a figure look alike."""
+def figure_colors(series: Iterable[str], colors: dict[str, str]) -> dict[str, str]:
+    """The colours of one figure's series, in drawing order (a series named again, one line per dtype
+    or shape family, counts once): each keeps its colour from series_colors unless an earlier series of
+    the figure has it already (series_colors repeats after ten); then it takes the first palette colour
+    that no series of the figure has or wants. Up to 20 series, no two series of a figure look alike."""
+    series = list(dict.fromkeys(series))
     wanted = {name: colors.get(name, "C0") for name in series}
     used: set[str] = set()
     out: dict[str, str] = {}
@@ -865,7 +867,7 @@ def draw_attention_throughput(results: Results, out_dir: Path, colors: dict[str,
         if not lines:
             continue
         fig, ax = _new_figure()
-        shown = figure_colors(list(dict.fromkeys(key[0] for key in lines)), colors)
+        shown = figure_colors((key[0] for key in lines), colors)
         for key, points in lines.items():
             ns = sorted(points)
             ax.plot(ns, [points[n] for n in ns], label=_line_label(key),
@@ -894,7 +896,7 @@ def draw_attention_memory(results: Results, out_dir: Path, colors: dict[str, str
         zero_only: list[str] = []
         drawn = 0
         mem_lines = memory_lines(chosen)
-        shown = figure_colors(list(dict.fromkeys(key[0] for key in mem_lines)), colors)
+        shown = figure_colors((key[0] for key in mem_lines), colors)
         for key, points in mem_lines.items():
             # A log axis cannot show 0 B; a series with nothing else is named in a note instead.
             ns = sorted(n for n, v in points.items() if v > 0)

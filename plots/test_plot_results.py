@@ -547,6 +547,10 @@ class FigureColorsTest(unittest.TestCase):
         self.assertEqual(shown["c"], "C3")  # the first colour no series of the figure has or wants
         self.assertEqual(len(set(shown.values())), 4)
 
+    def test_a_series_drawn_twice_counts_once(self):
+        shown = pr.figure_colors(["a", "b", "a"], {"a": "C0", "b": "C1"})
+        self.assertEqual(shown, {"a": "C0", "b": "C1"})
+
     def test_twenty_series_twenty_colours(self):
         names = [f"s{i}" for i in range(20)]
         shown = pr.figure_colors(names, {n: f"C{i % 10}" for i, n in enumerate(names)})

@@ -1,4 +1,4 @@
-// Stage 05: the launch that v2 to v9 share — delta, then either v2's deterministic pair (the K/V
+// Stage 05: the launch that v2 to v10 share — delta, then either v2's deterministic pair (the K/V
 // kernel without dQ, then the Q-outer dQ kernel) or a K/V kernel that adds dQ into an fp32 workspace,
 // rounded once at the end. The versions differ only in that K/V kernel, which each one names, with
 // its tile configuration.
