@@ -4,9 +4,10 @@
 // and with tight ones wherever those keep TMA's 16-byte rows; fractional inputs within the fp32
 // tolerance; more tiles than SMs, so that a persistent version's blocks loop over several tiles each;
 // every M from 1 to 129 and an odd number of tile-rows (a clustered version's second block past M);
-// 16-bit C in 16-byte rows, the C v7, v8 and v9 write with TMA stores, at all of those sizes; alpha and beta (a NaN-poisoned C with beta = 0 must not leak through); and every status
-// code a launcher can return, with C left untouched: TMA's alignment refused by name, the device check
-// and the clustered grid decided on made-up GPUs (CPU). The int8 version (v6) the same way in its one
+// 16-bit C in 16-byte rows, the C v7, v8 and v9 write with TMA stores, at all of those sizes; alpha
+// and beta (a NaN-poisoned C with beta = 0 must not leak through); and every status code a launcher
+// can return, with C left untouched: TMA's alignment refused by name, the device check and the
+// clustered grid decided on made-up GPUs (CPU). The int8 version (v6) the same way in its one
 // layout, A stored M×K and B N×K, exact over the whole int8 range, and the other three layouts refused
 // by name.
 #include <cuda_runtime.h>
@@ -167,6 +168,9 @@ FS_CPU_TEST_CASE("stage07 gemm validation refuses what TMA cannot read by name b
   CHECK(fs_gemm_tma_v3(nullptr, nullptr) == FS_ERR_NULL_POINTER);
   CHECK(fs_gemm_tma_v4(nullptr, nullptr) == FS_ERR_NULL_POINTER);
   CHECK(fs_gemm_tma_v5(nullptr, nullptr) == FS_ERR_NULL_POINTER);
+  CHECK(fs_gemm_tma_v7(nullptr, nullptr) == FS_ERR_NULL_POINTER);
+  CHECK(fs_gemm_tma_v8(nullptr, nullptr) == FS_ERR_NULL_POINTER);
+  CHECK(fs_gemm_tma_v9(nullptr, nullptr) == FS_ERR_NULL_POINTER);
 }
 
 FS_CPU_TEST_CASE("stage07 gemm int8 takes A stored MxK and B stored NxK alone in 16-byte rows and refuses the rest by name") {

@@ -1,5 +1,5 @@
 // Stage 07 gemm: the list of its versions, in order, as the registry shows them (the descriptors live
-// beside their launches: tma_wgmma.cu, and tma_wgmma_int8.cu for v6).
+// beside their launches: tma_wgmma_vN.cu).
 #include "stages/07_tuned_tma/gemm/gemm.h"
 
 namespace fs {

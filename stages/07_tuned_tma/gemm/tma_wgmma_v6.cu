@@ -1,4 +1,4 @@
-// Stage 07 gemm: the INT8 TMA + wgmma version v6 (int8 → int32, A stored M×K and B stored N×K only) —
+// Stage 07 gemm v6, the INT8 TMA + wgmma version (int8 → int32, A stored M×K and B stored N×K only):
 // its launch, descriptor and C entry.
 #include <cuda.h>
 
