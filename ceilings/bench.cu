@@ -62,9 +62,12 @@ std::shared_ptr<DeviceBuffer<T>> buffer(std::size_t count) {
   return std::make_shared<DeviceBuffer<T>>(count);
 }
 
-template <class T>
+// kOneBlockPerSm: the grid of one_block_per_sm (2 warps per scheduler) instead of a full wave.
+template <class T, bool kOneBlockPerSm = false>
 Setup mma_f16_setup() {
-  const Grid g{full_wave_blocks(std::is_same_v<T, __half> ? Kernel::MmaF16 : Kernel::MmaBf16), kMmaIters};
+  const Grid g = kOneBlockPerSm ? one_block_per_sm(kMmaIters)
+                                : Grid{full_wave_blocks(std::is_same_v<T, __half> ? Kernel::MmaF16 : Kernel::MmaBf16),
+                                       kMmaIters};
   auto a = buffer<T>(g.threads() * 8), b = buffer<T>(g.threads() * 4);  // 4 and 2 registers of 2 values per lane
   auto d_in = buffer<float>(g.threads() * kChains * 4), d_out = buffer<float>(g.threads() * kChains * 4);
   FS_CHECK_STATUS(fill_uniform_device(a->get(), a->size(), 1));
@@ -75,6 +78,19 @@ Setup mma_f16_setup() {
                             reinterpret_cast<const uint32_t*>(b->get()), d_in->get(), d_out->get());
           },
           mma_m16n8k16_flops(g)};
+}
+
+Setup mma_s8_setup(const Grid& g) {
+  auto a = buffer<int8_t>(g.threads() * 16), b = buffer<int8_t>(g.threads() * 8);  // 4 values per register
+  auto d_in = buffer<int32_t>(g.threads() * kChains * 4), d_out = buffer<int32_t>(g.threads() * kChains * 4);
+  FS_CHECK_STATUS(fill_ints_device(a->get(), a->size(), 1, -128, 127));
+  FS_CHECK_STATUS(fill_ints_device(b->get(), b->size(), 2, -128, 127));
+  FS_CHECK_STATUS(fill_ints_device(d_in->get(), d_in->size(), 3, -1000, 1000));
+  return Setup{[=] {
+                 mma_m16n8k32_s8(g, reinterpret_cast<const uint32_t*>(a->get()),
+                                 reinterpret_cast<const uint32_t*>(b->get()), d_in->get(), d_out->get());
+               },
+               mma_m16n8k32_ops(g)};
 }
 
 }  // namespace
@@ -88,19 +104,9 @@ void register_benchmarks(const DeviceInfo& dev) {
   });
   add(dev, "mma_m16n8k16/fp16", kTflops, mma_f16_setup<__half>);
   add(dev, "mma_m16n8k16/bf16", kTflops, mma_f16_setup<__nv_bfloat16>);
-  add(dev, "mma_m16n8k32/int8", kTflops, [] {
-    const Grid g{full_wave_blocks(Kernel::MmaS8), kMmaS8Iters};
-    auto a = buffer<int8_t>(g.threads() * 16), b = buffer<int8_t>(g.threads() * 8);  // 4 values per register
-    auto d_in = buffer<int32_t>(g.threads() * kChains * 4), d_out = buffer<int32_t>(g.threads() * kChains * 4);
-    FS_CHECK_STATUS(fill_ints_device(a->get(), a->size(), 1, -128, 127));
-    FS_CHECK_STATUS(fill_ints_device(b->get(), b->size(), 2, -128, 127));
-    FS_CHECK_STATUS(fill_ints_device(d_in->get(), d_in->size(), 3, -1000, 1000));
-    return Setup{[=] {
-                   mma_m16n8k32_s8(g, reinterpret_cast<const uint32_t*>(a->get()),
-                                   reinterpret_cast<const uint32_t*>(b->get()), d_in->get(), d_out->get());
-                 },
-                 mma_m16n8k32_ops(g)};
-  });
+  add(dev, "mma_m16n8k16/fp16/warps_per_scheduler:2", kTflops, mma_f16_setup<__half, true>);
+  add(dev, "mma_m16n8k32/int8", kTflops, [] { return mma_s8_setup(Grid{full_wave_blocks(Kernel::MmaS8), kMmaS8Iters}); });
+  add(dev, "mma_m16n8k32/int8/warps_per_scheduler:2", kTflops, [] { return mma_s8_setup(one_block_per_sm(kMmaS8Iters)); });
   add(dev, "ex2/fp32", kGops, [] {
     const Grid g{full_wave_blocks(Kernel::Ex2), kEx2Iters};
     auto in = buffer<float>(g.threads() * kChains), out = buffer<float>(g.threads() * kChains);

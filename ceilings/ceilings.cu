@@ -141,6 +141,20 @@ int64_t wave(F kernel) {
 
 }  // namespace
 
+Grid one_block_per_sm(int iters) {
+  int device = 0, sms = 0, per_sm = 0, per_block = 0;
+  FS_CUDA_CHECK(cudaGetDevice(&device));
+  FS_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  FS_CUDA_CHECK(cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device));
+  FS_CUDA_CHECK(cudaDeviceGetAttribute(&per_block, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  // Half an SM's shared memory and 1 KB more: two such blocks never fit (the H100: 228 KB per SM,
+  // 115 KB per block), and one does (227 KB may be opted in to).
+  const std::size_t reserved = std::size_t(per_sm) / 2 + 1024;
+  if (reserved > std::size_t(per_block))
+    throw_error("one_block_per_sm", "more than half an SM's shared memory cannot be opted in to", __FILE__, __LINE__);
+  return Grid{sms, iters, reserved};
+}
+
 int64_t full_wave_blocks(Kernel kernel) {
   switch (kernel) {
     case Kernel::Ffma: return wave(chain_kernel<kFfmaUnroll, FfmaStep>);
@@ -161,10 +175,18 @@ void ffma(const Grid& g, const float* in, float a, float b, float* out, cudaStre
 }
 double ffma_flops(const Grid& g) { return 2.0 * kChains * double(g.iters) * double(g.threads()); }
 
+// Opts `kernel` in to g's reserved shared memory where it is past the 48 KB every kernel may have.
+template <class F>
+void reserve_smem(F kernel, const Grid& g) {
+  if (g.reserved_smem > 48 * 1024)
+    FS_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(g.reserved_smem)));
+}
+
 template <class T>
 void mma_m16n8k16(const Grid& g, const uint32_t* a, const uint32_t* b, const float* d_in, float* d_out,
                   cudaStream_t stream) {
-  mma_m16n8k16_kernel<T><<<g.blocks, kThreads, 0, stream>>>(a, b, d_in, d_out, g.iters);
+  reserve_smem(mma_m16n8k16_kernel<T>, g);
+  mma_m16n8k16_kernel<T><<<g.blocks, kThreads, g.reserved_smem, stream>>>(a, b, d_in, d_out, g.iters);
   FS_CUDA_CHECK_LAUNCH();
 }
 template void mma_m16n8k16<__half>(const Grid&, const uint32_t*, const uint32_t*, const float*, float*, cudaStream_t);
@@ -174,7 +196,8 @@ double mma_m16n8k16_flops(const Grid& g) { return 2.0 * 16 * 8 * 16 * kChains * 
 
 void mma_m16n8k32_s8(const Grid& g, const uint32_t* a, const uint32_t* b, const int32_t* d_in, int32_t* d_out,
                      cudaStream_t stream) {
-  mma_m16n8k32_s8_kernel<<<g.blocks, kThreads, 0, stream>>>(a, b, d_in, d_out, g.iters);
+  reserve_smem(mma_m16n8k32_s8_kernel, g);
+  mma_m16n8k32_s8_kernel<<<g.blocks, kThreads, g.reserved_smem, stream>>>(a, b, d_in, d_out, g.iters);
   FS_CUDA_CHECK_LAUNCH();
 }
 double mma_m16n8k32_ops(const Grid& g) { return 2.0 * 16 * 8 * 32 * kChains * double(g.iters) * double(g.warps()); }

@@ -17,6 +17,7 @@
 
 #include <cuda_runtime.h>
 
+#include <cstddef>
 #include <cstdint>
 
 namespace fs::ceilings {
@@ -25,10 +26,12 @@ constexpr int kThreads = 256;  // threads per block: 8 warps
 constexpr int kChains = 8;     // independent chains per thread (per warp for the mma ceilings)
 
 // A launch: `blocks` blocks of kThreads threads, each thread (or warp) running `iters` trips of its
-// loop. blocks = full_wave_blocks(...) fills every SM once.
+// loop. blocks = full_wave_blocks(...) fills every SM once. reserved_smem (the mma kernels only): dynamic
+// shared memory each block asks for and never touches, so that fewer blocks fit on an SM.
 struct Grid {
   int64_t blocks = 0;
   int iters = 0;
+  std::size_t reserved_smem = 0;
   int64_t threads() const { return blocks * kThreads; }
   int64_t warps() const { return threads() / 32; }
 };
@@ -37,6 +40,12 @@ enum class Kernel { Ffma, MmaF16, MmaBf16, MmaS8, Ex2, Lds32, Lds128, Copy };
 
 // The number of blocks of `kernel` that fit on all SMs at once (occupancy × SMs).
 int64_t full_wave_blocks(Kernel kernel);
+
+// One block per SM: as many blocks as SMs, each reserving more than half an SM's shared memory so that
+// no SM takes two. 8 warps per SM, 2 per scheduler: the occupancy at which stage 04's and stage 06's
+// mma.sync kernels run (their 230-255 registers per thread allow one block of 8 warps), where a full
+// wave of the mma ceilings runs 16 per scheduler.
+Grid one_block_per_sm(int iters);
 
 // FFMA: kChains chains per thread of x = x·a + b. in/out: threads × kChains floats. 2 FLOP each.
 void ffma(const Grid& g, const float* in, float a, float b, float* out, cudaStream_t stream = nullptr);

@@ -90,8 +90,8 @@ int count_wrong(const std::vector<WarpTiles>& tiles, const std::vector<V>& got) 
 }
 
 template <class T>
-void check_mma_m16n8k16() {
-  const int warps = int(kGrid.warps());
+void check_mma_m16n8k16(const Grid& grid = kGrid) {
+  const int warps = int(grid.warps());
   std::vector<WarpTiles> tiles;
   std::vector<uint32_t> a, b;
   std::vector<float> d;
@@ -115,7 +115,7 @@ void check_mma_m16n8k16() {
   DeviceBuffer<uint32_t> da(a), db(b);
   DeviceBuffer<float> dd(d), out(d.size());
   out.poison();
-  mma_m16n8k16<T>(kGrid, da.get(), db.get(), dd.get(), out.get());
+  mma_m16n8k16<T>(grid, da.get(), db.get(), dd.get(), out.get());
   const std::vector<float> got = out.download();
   const int wrong = count_wrong(tiles, got);
   CHECK_MESSAGE(wrong == 0, wrong << " of " << got.size() << " accumulator values differ from D + iters·A·B");
@@ -155,6 +155,18 @@ FS_GPU_TEST_CASE("ceilings: mma.sync m16n8k16 fp16 gives D + iters·A·B in the 
 FS_GPU_TEST_CASE("ceilings: mma.sync m16n8k16 bf16 gives D + iters·A·B in the documented fragment layout") {
   FS_SKIP_WITHOUT_GPU();
   check_mma_m16n8k16<__nv_bfloat16>();
+}
+
+FS_GPU_TEST_CASE("ceilings: one block per SM reserves more than half an SM's shared memory; the mma loop is unchanged") {
+  FS_SKIP_WITHOUT_GPU();
+  int sms = 0, per_sm = 0;
+  FS_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  FS_CUDA_CHECK(cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, 0));
+  const Grid g = one_block_per_sm(kIters);
+  CHECK(g.blocks == sms);
+  CHECK(2 * g.reserved_smem > std::size_t(per_sm));
+  // The same exact results as kGrid's, launched with that reservation (its opt-in past 48 KB).
+  check_mma_m16n8k16<__half>(Grid{kGrid.blocks, kIters, g.reserved_smem});
 }
 
 FS_GPU_TEST_CASE("ceilings: mma.sync m16n8k32 s8 gives D + iters·A·B in the documented fragment layout") {

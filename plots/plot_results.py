@@ -601,11 +601,12 @@ CEILING_TEXT = {
 
 
 def describe_ceiling(run: Run) -> str:
+    """What a ceiling row measures; a row run at a set occupancy (warps_per_scheduler) says so."""
     instruction = ceiling_instruction(run)
     mma = re.fullmatch(r"mma_(m\d+n\d+k\d+)", instruction)
-    if mma:
-        return f"mma.sync {mma.group(1)}, {run.name.dtype} inputs"
-    return CEILING_TEXT.get(instruction, instruction)
+    text = f"mma.sync {mma.group(1)}, {run.name.dtype} inputs" if mma else CEILING_TEXT.get(instruction, instruction)
+    warps = run.name.get("warps_per_scheduler")
+    return text if warps is None else f"{text}, {warps} warps per scheduler"
 
 
 def short_ceiling(run: Run) -> str:

@@ -129,6 +129,17 @@ class ParseNameTest(unittest.TestCase):
         self.assertEqual(pr.plain_name("stage04/v5/fp16/D:128/N:8192/causal:0/repeats:5/manual_time"),
                          "stage04/v5/fp16/D:128/N:8192/causal:0")
 
+    def test_ceiling_at_a_set_occupancy(self):
+        n = pr.parse_name("ceiling/mma_m16n8k32/int8/warps_per_scheduler:2/min_time:0.050/repeats:5/manual_time")
+        self.assertEqual((n.series, n.dtype, n.params, n.kind),
+                         ("ceiling/mma_m16n8k32", "int8", (("warps_per_scheduler", 2),), "ceiling"))
+        run = pr.Run(name=n, time_us=1.0, tflops=700.0, gbps=None, extra_bytes=None, source="ceilings.json",
+                     picked="median")
+        self.assertEqual(pr.describe_ceiling(run), "mma.sync m16n8k32, int8 inputs, 2 warps per scheduler")
+        run = pr.Run(name=pr.parse_name("ceiling/mma_m16n8k32/int8"), time_us=1.0, tflops=1300.0, gbps=None,
+                     extra_bytes=None, source="ceilings.json", picked="median")
+        self.assertEqual(pr.describe_ceiling(run), "mma.sync m16n8k32, int8 inputs")
+
     def test_unknown_params_kept_and_other_kind(self):
         n = pr.parse_name("stage09/v1/bf16/D:64/N:512/causal:0/window:256")
         self.assertEqual(n.get("window"), 256)

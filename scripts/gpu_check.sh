@@ -160,7 +160,7 @@ fi
 #  2. What limits stages 02 and 03 (the timed call at N = 4096): pipe utilisation, shared-memory
 #     wavefronts and bank conflicts, stall reasons — the sections' raw metrics.
 #  3. What limits each stage 04 version (fp16, D = 128, N = 8192; v5 with the shape its tuner chose)
-#     and stage 06 v7/v8 (4096³): the same sections. v5's tuner first times its 4 candidates 10 times each on its own problem; the
+#     and stage 06 v7-v10 (4096³): the same sections. v5's tuner first times its 4 candidates 10 times each on its own problem; the
 #     41st launch of the kernel is the first of the real call, with the shape the tuner chose.
 # PROFILES picks among them: traffic (1, N = 4096), large (1, N = 16384), limits (2), stage04, stage06.
 if has profile; then
@@ -215,7 +215,7 @@ if has profile; then
   done
   profiled stage04 && ncu_report stage04_v5_limits -k regex:flash_fwd_v4_kernel --launch-skip 40 -c 1 \
     "${stage04[@]}" --version v5
-  for spec in "v7 fp16" "v8 int8"; do
+  for spec in "v7 fp16" "v8 int8" "v9 fp16" "v10 int8"; do
     profiled stage06 || break
     read -r version dtype <<<"$spec"
     ncu_report "stage06_${version}_limits" -k "regex:gemm_${version}_kernel" -c 1 \
