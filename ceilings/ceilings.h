@@ -42,9 +42,9 @@ enum class Kernel { Ffma, MmaF16, MmaBf16, MmaS8, Ex2, Lds32, Lds128, Copy };
 int64_t full_wave_blocks(Kernel kernel);
 
 // One block per SM: as many blocks as SMs, each reserving more than half an SM's shared memory so that
-// no SM takes two. 8 warps per SM, 2 per scheduler: the occupancy at which stage 04's and stage 06's
-// mma.sync kernels run (their 230-255 registers per thread allow one block of 8 warps), where a full
-// wave of the mma ceilings runs 16 per scheduler.
+// no SM takes two. 8 warps per SM, 2 per scheduler: the occupancy at which stage 06's mma.sync kernels
+// run (v9 and v10 hold 253-254 registers per thread, room for one block of 8 warps), where a full wave
+// of the mma ceilings runs 16 per scheduler.
 Grid one_block_per_sm(int iters);
 
 // FFMA: kChains chains per thread of x = x·a + b. in/out: threads × kChains floats. 2 FLOP each.
