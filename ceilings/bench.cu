@@ -10,7 +10,6 @@
 #include <functional>
 #include <memory>
 #include <string>
-#include <type_traits>
 
 #include "ceilings/ceilings.h"
 #include "common/lib/random.h"
@@ -62,12 +61,9 @@ std::shared_ptr<DeviceBuffer<T>> buffer(std::size_t count) {
   return std::make_shared<DeviceBuffer<T>>(count);
 }
 
-// kOneBlockPerSm: the grid of one_block_per_sm (2 warps per scheduler) instead of a full wave.
-template <class T, bool kOneBlockPerSm = false>
-Setup mma_f16_setup() {
-  const Grid g = kOneBlockPerSm ? one_block_per_sm(kMmaIters)
-                                : Grid{full_wave_blocks(std::is_same_v<T, __half> ? Kernel::MmaF16 : Kernel::MmaBf16),
-                                       kMmaIters};
+// The mma ceilings on grid g: a full wave, or one_block_per_sm (2 warps per scheduler).
+template <class T>
+Setup mma_f16_setup(const Grid& g) {
   auto a = buffer<T>(g.threads() * 8), b = buffer<T>(g.threads() * 4);  // 4 and 2 registers of 2 values per lane
   auto d_in = buffer<float>(g.threads() * kChains * 4), d_out = buffer<float>(g.threads() * kChains * 4);
   FS_CHECK_STATUS(fill_uniform_device(a->get(), a->size(), 1));
@@ -102,11 +98,16 @@ void register_benchmarks(const DeviceInfo& dev) {
     FS_CHECK_STATUS(fill_uniform_device(in->get(), in->size(), 1));
     return Setup{[=] { ffma(g, in->get(), 1.0f, 1e-3f, out->get()); }, ffma_flops(g)};
   });
-  add(dev, "mma_m16n8k16/fp16", kTflops, mma_f16_setup<__half>);
-  add(dev, "mma_m16n8k16/bf16", kTflops, mma_f16_setup<__nv_bfloat16>);
-  add(dev, "mma_m16n8k16/fp16/warps_per_scheduler:2", kTflops, mma_f16_setup<__half, true>);
-  add(dev, "mma_m16n8k32/int8", kTflops, [] { return mma_s8_setup(Grid{full_wave_blocks(Kernel::MmaS8), kMmaS8Iters}); });
-  add(dev, "mma_m16n8k32/int8/warps_per_scheduler:2", kTflops, [] { return mma_s8_setup(one_block_per_sm(kMmaS8Iters)); });
+  add(dev, "mma_m16n8k16/fp16", kTflops,
+      [] { return mma_f16_setup<__half>(Grid{full_wave_blocks(Kernel::MmaF16), kMmaIters}); });
+  add(dev, "mma_m16n8k16/bf16", kTflops,
+      [] { return mma_f16_setup<__nv_bfloat16>(Grid{full_wave_blocks(Kernel::MmaBf16), kMmaIters}); });
+  add(dev, "mma_m16n8k16/fp16/warps_per_scheduler:2", kTflops,
+      [] { return mma_f16_setup<__half>(one_block_per_sm(kMmaIters)); });
+  add(dev, "mma_m16n8k32/int8", kTflops,
+      [] { return mma_s8_setup(Grid{full_wave_blocks(Kernel::MmaS8), kMmaS8Iters}); });
+  add(dev, "mma_m16n8k32/int8/warps_per_scheduler:2", kTflops,
+      [] { return mma_s8_setup(one_block_per_sm(kMmaS8Iters)); });
   add(dev, "ex2/fp32", kGops, [] {
     const Grid g{full_wave_blocks(Kernel::Ex2), kEx2Iters};
     auto in = buffer<float>(g.threads() * kChains), out = buffer<float>(g.threads() * kChains);

@@ -1,7 +1,8 @@
 // Stage 07 gemm: how the fp16/bf16 TMA + wgmma versions (v1 … v5, v7 … v9) are launched, once for all
 // of them: the problem they take, the grid (a block per tile, per SM, or per cluster the GPU holds), the
-// tensor maps and C's TMA store, and the launch of one instance per transpose pair. Each version's tma_wgmma_vN.cu describes the version (struct VN, below) and
-// registers it (its KernelDesc and C entry); v6 (int8) has its own launch, tma_wgmma_v6.cu.
+// tensor maps and C's TMA store, and the launch of one instance per transpose pair. Each version's
+// tma_wgmma_vN.cu describes the version (struct VN, below) and registers it (its KernelDesc and C
+// entry); v6 (int8) has its own launch, tma_wgmma_v6.cu.
 #pragma once
 
 #include <cuda.h>
