@@ -75,7 +75,7 @@ class CommandLine(unittest.TestCase):
         self.refused("stage04", ["--dim", "48"], "--dim")
         self.refused("stage06", ["--m", "0"], "--m")
         self.refused("stage06", ["--dtype", "int8", "--c-dtype", "fp16"], "--c-dtype")
-        self.refused("stage06", ["--version", "v12"], "--version")
+        self.refused("stage06", ["--version", "v99"], "--version")
         # Stage 05: v1 takes fp32 at D = 32, 64, 128 only; v0 takes fp16 and any D up to 256, so
         # --dim 96 is refused only together with --version v1 (and its dtype: the default is v2's fp16).
         self.refused("stage05", ["--dim", "300"], "--dim")

@@ -215,7 +215,7 @@ if has profile; then
   done
   profiled stage04 && ncu_report stage04_v5_limits -k regex:flash_fwd_v4_kernel --launch-skip 40 -c 1 \
     "${stage04[@]}" --version v5
-  for spec in "v7 fp16" "v8 int8" "v9 fp16" "v10 int8"; do
+  for spec in "v7 fp16" "v8 int8" "v9 fp16" "v10 int8" "v12 fp16" "v13 int8"; do
     profiled stage06 || break
     read -r version dtype <<<"$spec"
     ncu_report "stage06_${version}_limits" -k "regex:gemm_${version}_kernel" -c 1 \

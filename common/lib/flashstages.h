@@ -212,7 +212,9 @@ FS_API int fs_flash_bwd_v10(const fs_attention_bwd_params* params, void* stream)
  * FS_FP16. v8: WMMA, ab_dtype FS_INT8, c_dtype FS_INT32 (alpha·acc + beta·C rounded to nearest).
  * v9: mma.sync, ab_dtype FS_FP16 or FS_BF16, c_dtype FS_FP32, FS_FP16 or FS_BF16. v10: mma.sync,
  * ab_dtype FS_INT8, c_dtype FS_INT32 (as v8). v11: v9's types, with v9's tile configuration or another
- * picked by timing at the first call for each (GPU, types, transposes, M, N, K).
+ * picked by timing at the first call for each (GPU, types, transposes, M, N, K). v12, v13: v9's and v10's
+ * types; v9 and v10 with whole k-tiles copied without bounds checks where A and B have 16-byte rows
+ * (16-byte aligned bases, lda and ldb times the element size multiples of 16), v9 and v10 otherwise.
  * Pointers need only their element alignment; any M, N, K >= 1. */
 FS_API int fs_gemm_v1(const fs_gemm_params* params, void* stream); /* shared-memory tiling */
 FS_API int fs_gemm_v2(const fs_gemm_params* params, void* stream); /* 2D register blocking */
@@ -225,6 +227,8 @@ FS_API int fs_gemm_v8(const fs_gemm_params* params, void* stream); /* WMMA int8 
 FS_API int fs_gemm_v9(const fs_gemm_params* params, void* stream); /* mma.sync fp16/bf16, ldmatrix, swizzle */
 FS_API int fs_gemm_v10(const fs_gemm_params* params, void* stream); /* mma.sync int8 -> int32 */
 FS_API int fs_gemm_v11(const fs_gemm_params* params, void* stream); /* v9, tile configuration tuned */
+FS_API int fs_gemm_v12(const fs_gemm_params* params, void* stream); /* v9, whole k-tiles unchecked */
+FS_API int fs_gemm_v13(const fs_gemm_params* params, void* stream); /* v10, whole k-tiles unchecked */
 
 /* Stage 07 gemm: Hopper only (sm_90a; FS_ERR_UNSUPPORTED_DEVICE on any other GPU), the same arguments.
  * v1-v5: ab_dtype FS_FP16 or FS_BF16, c_dtype FS_FP32, FS_FP16 or FS_BF16, every transpose (v6: see

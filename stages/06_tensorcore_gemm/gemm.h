@@ -1,7 +1,8 @@
 // Stage 06 — GEMM: SIMT fp32 (v1–v5), then tensor cores through WMMA in fp16 (v6, v7) and int8 (v8),
-// then through raw mma.sync in fp16/bf16 (v9) and int8 (v10), and v9's kernel with its tile
-// configuration picked by timing (v11). Its versions, as the registry lists them (fs_gemm_v1 … v11 in
-// C), and v11's candidates as the tests look inside them. The problem and its validation are
+// then through raw mma.sync in fp16/bf16 (v9) and int8 (v10), v9's kernel with its tile configuration
+// picked by timing (v11), and v9 and v10 with whole k-tiles copied without bounds checks (v12, v13).
+// Its versions, as the registry lists them (fs_gemm_v1 … v13 in C), and v11's candidates as the tests
+// look inside them. The problem and its validation are
 // common/lib/gemm.h.
 #pragma once
 
@@ -12,7 +13,7 @@
 namespace fs {
 
 extern const KernelDesc kGemmV1, kGemmV2, kGemmV3, kGemmV4, kGemmV5, kGemmV6, kGemmV7, kGemmV8, kGemmV9, kGemmV10,
-    kGemmV11;
+    kGemmV11, kGemmV12, kGemmV13;
 
 // v11: how many tile configurations it chooses among (v9's first), each one's name ("128x256x64 3
 // stages 8 warps 144KB"), each as a descriptor that always runs it (validated and device-checked like

@@ -36,11 +36,11 @@ const std::vector<const KernelDesc*> kSimt = taking(DType::FP32), kFp16 = taking
                                      kBf16 = taking(DType::BF16), kInt8 = taking(DType::INT8),
                                      kAll = find_kernels("stage06");
 
-// The versions that copy with cp.async as wide as the rows allow (16, 8 or 4 bytes): v9, v10, and v11
-// (v9 itself where rows are not 16-byte aligned).
+// The versions that copy with cp.async as wide as the rows allow (16, 8 or 4 bytes): v9, v10, and v11,
+// v12, v13 (v9 or v10 itself where rows are not 16-byte aligned).
 bool picks_copy_width(const KernelDesc& k) {
   const std::string v = k.info.version;
-  return v == "v9" || v == "v10" || v == "v11";
+  return v == "v9" || v == "v10" || v == "v11" || v == "v12" || v == "v13";
 }
 
 // A dtype the mask lacks: the code a launcher must refuse.
@@ -51,12 +51,13 @@ int32_t not_in(uint32_t mask) {
 }
 
 // Each of M, N, K takes 1, 17 and L = 1000, in every pairing; 300×520×200 adds whole interior tiles
-// in both directions next to tails, and K = L runs the 3- and 4-stage pipelines (v7–v10) around several times.
+// in both directions next to tails, and K = L runs the 3- and 4-stage pipelines (v7–v13) around several
+// times. 384×512×320 has no tail at all: every block copies every k-tile whole (v12, v13).
 // Under the sanitizer L is 300: still several 64-deep k-tiles and a tail in every direction.
 std::vector<Mnk> odd_sizes() {
   const int64_t L = testing::size_for_run(1000, 300);
-  return {{1, 1, 1},  {17, 17, 17}, {1, 17, L}, {17, L, 1},     {L, 1, 17},
-          {L, 17, L}, {17, L, L},   {L, L, 17}, {300, 520, 200}};
+  return {{1, 1, 1},  {17, 17, 17}, {1, 17, L},     {17, L, 1},     {L, 1, 17},
+          {L, 17, L}, {17, L, L},   {L, L, 17},     {300, 520, 200}, {384, 512, 320}};
 }
 
 // What a version is checked on: its input type, fp32 C (int32 for int8), exact integer inputs for the
@@ -136,6 +137,8 @@ FS_CPU_TEST_CASE("stage06 validation returns each named code in order") {
   CHECK(fs_gemm_v9(nullptr, nullptr) == FS_ERR_NULL_POINTER);
   CHECK(fs_gemm_v10(nullptr, nullptr) == FS_ERR_NULL_POINTER);
   CHECK(fs_gemm_v11(nullptr, nullptr) == FS_ERR_NULL_POINTER);
+  CHECK(fs_gemm_v12(nullptr, nullptr) == FS_ERR_NULL_POINTER);
+  CHECK(fs_gemm_v13(nullptr, nullptr) == FS_ERR_NULL_POINTER);
   // Every version validates before anything else (no GPU is touched on these paths).
   for (const KernelDesc* k : kAll) {
     INFO(k->qualified());
@@ -173,7 +176,7 @@ FS_GPU_TEST_CASE("stage06 SIMT v1-v5 match fp64 at odd sizes for every transpose
     if (testing::runs_here(*k)) check_odd_sizes(*k, base_case(*k), seed += 100);
 }
 
-FS_GPU_TEST_CASE("stage06 fp16 v6 v7 v9 are exact on small integers with fp32 and fp16 output") {
+FS_GPU_TEST_CASE("stage06 fp16 v6 v7 v9 v11 v12 are exact on small integers with fp32 and fp16 output") {
   FS_SKIP_WITHOUT_GPU();
   uint64_t seed = 7000;
   for (const KernelDesc* k : kFp16) {
@@ -186,7 +189,7 @@ FS_GPU_TEST_CASE("stage06 fp16 v6 v7 v9 are exact on small integers with fp32 an
   }
 }
 
-FS_GPU_TEST_CASE("stage06 bf16 v9 is exact on small integers with fp32 or bf16 or fp16 output") {
+FS_GPU_TEST_CASE("stage06 bf16 v9 v11 v12 are exact on small integers with fp32 or bf16 or fp16 output") {
   FS_SKIP_WITHOUT_GPU();
   uint64_t seed = 7200;
   for (const KernelDesc* k : kBf16) {
@@ -248,7 +251,7 @@ FS_GPU_TEST_CASE("stage06 fp16 and bf16 versions stay within the fp32 tolerance 
     }
 }
 
-FS_GPU_TEST_CASE("stage06 int8 v8 v10 are exact over the whole int8 range") {
+FS_GPU_TEST_CASE("stage06 int8 v8 v10 v13 are exact over the whole int8 range") {
   FS_SKIP_WITHOUT_GPU();
   for (const KernelDesc* k : kInt8)
     if (testing::runs_here(*k)) check_odd_sizes(*k, base_case(*k), 8000);
@@ -266,7 +269,7 @@ FS_GPU_TEST_CASE("stage06 alpha and beta read C when beta is not zero") {
       check_alpha_beta(*k, g, 2.0f, -3.0f, seed += 100);
       g.shape.c_dtype = FS_FP16;
       check_alpha_beta(*k, g, -1.0f, 2.0f, seed += 100);
-      if (in_set(k->gemm.ab_dtypes, FS_BF16)) {  // v9: bf16 in, bf16 out
+      if (in_set(k->gemm.ab_dtypes, FS_BF16)) {  // v9, v11, v12: bf16 in, bf16 out
         g.shape.ab_dtype = g.shape.c_dtype = FS_BF16;
         check_alpha_beta(*k, g, -1.0f, 2.0f, seed += 100);
       }
@@ -294,10 +297,10 @@ FS_GPU_TEST_CASE("stage06 misaligned bases take the element-copy path and stay c
   }
 }
 
-// v9 and v10 copy 8 or 4 bytes at a time where the rows allow no wider copy: leading dimensions whose
+// v9 and v10 (and v11-v13 through them) copy 8 or 4 bytes at a time where the rows allow no wider copy: leading dimensions whose
 // rows are w-byte but not 2w-byte aligned, bases shifted to w bytes. C, with ldc odd, takes the
 // element-wise epilogue instead of pair stores.
-FS_GPU_TEST_CASE("stage06 v9 v10 take 8- and 4-byte copies where rows allow no 16 and stay exact") {
+FS_GPU_TEST_CASE("stage06 v9 to v13 take 8- and 4-byte copies where rows allow no 16 and stay exact") {
   FS_SKIP_WITHOUT_GPU();
   uint64_t seed = 9700;
   for (const KernelDesc* k : kAll) {

@@ -24,10 +24,10 @@
 // take 8-byte cp.async (twice the copy instructions of 16, the same pipeline). Leading dimensions
 // that are not a multiple of 4 copy byte by byte through registers, which the pipeline cannot hide.
 // Measured (results/nvidia-h100-80gb-hbm3/stage06.json, ceilings.json):
-//   <!-- value: [stage06/v10/int8/M:4096/N:4096/K:4096] / [cublaslt/int8/M:4096/N:4096/K:4096] | .2f -->0.55<!-- /value -->× cuBLASLt int8 at 4096³,
-//   <!-- value: [stage06/v10/int8/M:8192/N:8192/K:8192] / [cublaslt/int8/M:8192/N:8192/K:8192] | .2f -->0.62<!-- /value -->× at 8192³;
+//   <!-- value: [stage06/v10/int8/M:4096/N:4096/K:4096] / [cublaslt/int8/M:4096/N:4096/K:4096] | .2f -->0.54<!-- /value -->× cuBLASLt int8 at 4096³,
+//   <!-- value: [stage06/v10/int8/M:8192/N:8192/K:8192] / [cublaslt/int8/M:8192/N:8192/K:8192] | .2f -->0.64<!-- /value -->× at 8192³;
 //   <!-- value: [stage06/v10/int8/M:8192/N:8192/K:8192] / [stage06/v8/int8/M:8192/N:8192/K:8192] | .1f -->2.4<!-- /value -->× v8 at 8192³;
-//   <!-- value: 100 * [stage06/v10/int8/M:4096/N:4096/K:4096] / [ceiling/mma_m16n8k32/int8] | .0f -->56<!-- /value -->% of the mma.sync m16n8k32 ceiling at 4096³;
+//   <!-- value: 100 * [stage06/v10/int8/M:4096/N:4096/K:4096] / [ceiling/mma_m16n8k32/int8] | .0f -->55<!-- /value -->% of the mma.sync m16n8k32 ceiling at 4096³;
 //   K = 1000 (8-byte copies): <!-- value: [stage06/v10/int8/M:4096/N:4096/K:1000] / [stage06/v10/int8/M:4096/N:4096/K:4096] | .2f -->0.49<!-- /value -->× the rate at K = 4096.
 //
 // Run: build/h100/stages/06_tensorcore_gemm/stage06_gemm --dtype int8 --trans-b 1 --version v10

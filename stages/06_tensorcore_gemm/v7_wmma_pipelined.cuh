@@ -38,8 +38,8 @@
 // README.md and docs/06_tensorcore_gemm.md have the numbers.
 // Measured (results/nvidia-h100-80gb-hbm3/stage06.json, ceilings.json):
 //   <!-- value: [stage06/v7/fp16/M:4096/N:4096/K:4096] / [stage06/v6/fp16/M:4096/N:4096/K:4096] | .1f -->8.5<!-- /value -->× v6 at 4096³;
-//   <!-- value: [stage06/v7/fp16/M:4096/N:4096/K:4096] / [cublas/fp16/M:4096/N:4096/K:4096] | .2f -->0.43<!-- /value -->× cuBLAS fp16 at 4096³,
-//   <!-- value: [stage06/v7/fp16/M:8192/N:8192/K:8192] / [cublas/fp16/M:8192/N:8192/K:8192] | .2f -->0.47<!-- /value -->× at 8192³;
+//   <!-- value: [stage06/v7/fp16/M:4096/N:4096/K:4096] / [cublas/fp16/M:4096/N:4096/K:4096] | .2f -->0.44<!-- /value -->× cuBLAS fp16 at 4096³,
+//   <!-- value: [stage06/v7/fp16/M:8192/N:8192/K:8192] / [cublas/fp16/M:8192/N:8192/K:8192] | .2f -->0.46<!-- /value -->× at 8192³;
 //   <!-- value: 100 * [stage06/v7/fp16/M:4096/N:4096/K:4096] / [ceiling/mma_m16n8k16/fp16] | .0f -->45<!-- /value -->% of the mma.sync m16n8k16 ceiling at 4096³.
 //
 // Run: build/h100/stages/06_tensorcore_gemm/stage06_gemm --dtype fp16 --version v7

@@ -26,7 +26,7 @@
 // Measured (results/nvidia-h100-80gb-hbm3/stage06.json, ceilings.json; 8192³):
 //   <!-- value: [stage06/v8/int8/M:8192/N:8192/K:8192] | .0f -->329<!-- /value --> TOPS against v7's
 //   <!-- value: [stage06/v7/fp16/M:8192/N:8192/K:8192] | .0f -->304<!-- /value --> TFLOPS;
-//   <!-- value: [stage06/v8/int8/M:8192/N:8192/K:8192] / [cublaslt/int8/M:8192/N:8192/K:8192] | .2f -->0.26<!-- /value -->× cuBLASLt int8,
+//   <!-- value: [stage06/v8/int8/M:8192/N:8192/K:8192] / [cublaslt/int8/M:8192/N:8192/K:8192] | .2f -->0.27<!-- /value -->× cuBLASLt int8,
 //   <!-- value: [stage06/v8/int8/M:4096/N:4096/K:4096] / [cublaslt/int8/M:4096/N:4096/K:4096] | .2f -->0.23<!-- /value -->× at 4096³;
 //   <!-- value: 100 * [stage06/v8/int8/M:4096/N:4096/K:4096] / [ceiling/mma_m16n8k32/int8] | .0f -->24<!-- /value -->% of the mma.sync m16n8k32 ceiling at 4096³.
 //

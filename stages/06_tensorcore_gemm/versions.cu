@@ -1,12 +1,13 @@
 // Stage 06: the list of its versions, in order, as the registry shows them (the descriptors live beside
-// their launches: simt.cu, wmma.cu, mma.cu, mma_int8.cu, v11_autotune.cu).
+// their launches: simt.cu, wmma.cu, mma.cu, mma_int8.cu, v11_autotune.cu, whole_tiles.cu).
 #include "gemm.h"
 
 namespace fs {
 
 KernelList stage06_kernels() {
-  static const KernelDesc* const versions[] = {&kGemmV1, &kGemmV2, &kGemmV3, &kGemmV4, &kGemmV5,
-                                               &kGemmV6, &kGemmV7, &kGemmV8, &kGemmV9, &kGemmV10, &kGemmV11};
+  static const KernelDesc* const versions[] = {&kGemmV1, &kGemmV2,  &kGemmV3,  &kGemmV4,  &kGemmV5,
+                                               &kGemmV6, &kGemmV7,  &kGemmV8,  &kGemmV9,  &kGemmV10,
+                                               &kGemmV11, &kGemmV12, &kGemmV13};
   return kernel_list(versions);
 }
 
