@@ -213,8 +213,9 @@ FS_API int fs_flash_bwd_v10(const fs_attention_bwd_params* params, void* stream)
  * v9: mma.sync, ab_dtype FS_FP16 or FS_BF16, c_dtype FS_FP32, FS_FP16 or FS_BF16. v10: mma.sync,
  * ab_dtype FS_INT8, c_dtype FS_INT32 (as v8). v11: v9's types, with v9's tile configuration or another
  * picked by timing at the first call for each (GPU, types, transposes, M, N, K). v12, v13: v9's and v10's
- * types; v9 and v10 with whole k-tiles copied without bounds checks where A and B have 16-byte rows
- * (16-byte aligned bases, lda and ldb times the element size multiples of 16), v9 and v10 otherwise.
+ * types; blocks whose tile lies inside M and N, with K a multiple of the k-tile, copy without bounds
+ * checks where A and B have 16-byte rows (16-byte aligned bases, lda and ldb times the element size
+ * multiples of 16); the other blocks run v9's and v10's loop, and narrower rows v9 and v10 themselves.
  * Pointers need only their element alignment; any M, N, K >= 1. */
 FS_API int fs_gemm_v1(const fs_gemm_params* params, void* stream); /* shared-memory tiling */
 FS_API int fs_gemm_v2(const fs_gemm_params* params, void* stream); /* 2D register blocking */

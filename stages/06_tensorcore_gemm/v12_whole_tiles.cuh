@@ -13,7 +13,7 @@
 //  2. Every other block (a tile on the right or bottom edge, or any block when K has a tail) runs
 //     v9's loop with its checked copies. The main loop is written once and compiled twice, one copy
 //     per kind of block; the choice is made once, the same for every thread of the block. (Choosing per
-//     k-tile instead, checked copies for the tail k-tile only, cost the whole blocks 3-5% in cycles at
+//     k-tile instead, checked copies for the tail k-tile only, cost the whole blocks 3-10% in cycles at
 //     4096³: the edge path in the loop, called or inlined, took registers and scheduling from it.)
 //  3. 16-byte copies only: where a base or a leading dimension is not 16-byte aligned, the call is
 //     v9's, which copies 8, 4 or 2 bytes at a time.
