@@ -8,9 +8,16 @@
 
 #include <string>
 
+#include "common/lib/dispatch.h"
 #include "common/lib/kernel.h"
 
 namespace fs {
+
+// What the tensor-core versions take, for their descriptors: int8 in, int32 out (v8, v10, v13); fp16
+// or bf16 in, fp32, fp16 or bf16 out (v9, v11, v12).
+inline const GemmSupport kInt8Support{Dtypes<DType::INT8>::kMask, Dtypes<DType::INT32>::kMask};
+inline const GemmSupport kHalfSupport{Dtypes<DType::FP16, DType::BF16>::kMask,
+                                      Dtypes<DType::FP32, DType::FP16, DType::BF16>::kMask};
 
 extern const KernelDesc kGemmV1, kGemmV2, kGemmV3, kGemmV4, kGemmV5, kGemmV6, kGemmV7, kGemmV8, kGemmV9, kGemmV10,
     kGemmV11, kGemmV12, kGemmV13;

@@ -2,9 +2,9 @@
 // 128-bit loads (v3), shared tiles in their stored orientation, element copies and the staged store
 // of C (v6), cp.async tile streams (the sm80 wrappers of common/device/sm80.cuh) and the grouped tile
 // order (v7), the int8 panel tile (v8), the swizzled tile with its copy stream of any width and
-// ldmatrix addressing (v9), the int8 byte transpose (v10), the copy of whole tiles (v12). Kept here once so that each vN_*.cuh shows
-// only its own idea. The alpha/beta epilogue (v1) and its pair store (v9), which stage 07 shares, are
-// common/device/gemm_epilogue.cuh.
+// ldmatrix addressing (v9), the int8 byte transpose (v10), the copy of whole tiles (v12). Kept here
+// once so that each vN_*.cuh shows only its own idea. The alpha/beta epilogue (v1) and its pair store
+// (v9), which stage 07 shares, are common/device/gemm_epilogue.cuh.
 #pragma once
 
 #include <cuda_bf16.h>

@@ -11,9 +11,6 @@ namespace fs {
 
 namespace {
 
-const GemmSupport kHalfSupport{Dtypes<DType::FP16, DType::BF16>::kMask,
-                               Dtypes<DType::FP32, DType::FP16, DType::BF16>::kMask};
-
 // v9's tiles, with the widest copy both operands allow.
 struct V9 {
   template <bool kTA, bool kTB>

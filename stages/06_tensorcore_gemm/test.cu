@@ -297,9 +297,9 @@ FS_GPU_TEST_CASE("stage06 misaligned bases take the element-copy path and stay c
   }
 }
 
-// v9 and v10 (and v11-v13 through them) copy 8 or 4 bytes at a time where the rows allow no wider copy: leading dimensions whose
-// rows are w-byte but not 2w-byte aligned, bases shifted to w bytes. C, with ldc odd, takes the
-// element-wise epilogue instead of pair stores.
+// v9 and v10 (and v11-v13 through them) copy 8 or 4 bytes at a time where the rows allow no wider
+// copy: leading dimensions whose rows are w-byte but not 2w-byte aligned, bases shifted to w bytes. C,
+// with ldc odd, takes the element-wise epilogue instead of pair stores.
 FS_GPU_TEST_CASE("stage06 v9 to v13 take 8- and 4-byte copies where rows allow no 16 and stay exact") {
   FS_SKIP_WITHOUT_GPU();
   uint64_t seed = 9700;

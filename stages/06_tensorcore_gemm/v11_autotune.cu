@@ -175,9 +175,6 @@ std::vector<GemmRun> candidate_runs(TileList<Ts...>) {
   return {run_candidate<Ts>...};
 }
 
-const GemmSupport kHalfSupport{Dtypes<DType::FP16, DType::BF16>::kMask,
-                               Dtypes<DType::FP32, DType::FP16, DType::BF16>::kMask};
-
 }  // namespace
 
 }  // namespace fs::gemm_v11
@@ -189,7 +186,7 @@ namespace fs {
 const KernelDesc kGemmV11 = gemm_kernel(
     {"fs_gemm_v11", "stage06", "v11",
      "v9's kernel, block tile / k-depth / stages picked per problem by timing 5 candidates (16-byte rows)"},
-    gemm_v11::kHalfSupport, kStageArchs, gemm::max_smem_bytes<gemm_v9::Config>(), gemm_v11::run_v11);
+    kHalfSupport, kStageArchs, gemm::max_smem_bytes<gemm_v9::Config>(), gemm_v11::run_v11);
 
 int gemm_v11_num_candidates() { return int(gemm_v11::candidates().size()); }
 

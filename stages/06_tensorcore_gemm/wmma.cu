@@ -12,7 +12,6 @@ namespace fs {
 namespace {
 
 const GemmSupport kFp16Support{Dtypes<DType::FP16>::kMask, Dtypes<DType::FP32, DType::FP16>::kMask};
-const GemmSupport kInt8Support{Dtypes<DType::INT8>::kMask, Dtypes<DType::INT32>::kMask};
 
 const __half* a_half(const GemmParams& p) { return static_cast<const __half*>(p.a); }
 const __half* b_half(const GemmParams& p) { return static_cast<const __half*>(p.b); }
