@@ -265,6 +265,7 @@ FS_API int fs_flash_fwd_tma_v3(const fs_attention_params* params, void* stream);
 FS_API int fs_flash_fwd_tma_v4(const fs_attention_params* params, void* stream); /* v3, consumers in turns */
 FS_API int fs_flash_fwd_tma_v5(const fs_attention_params* params, void* stream); /* v4, split-KV where the grid underfills */
 FS_API int fs_flash_fwd_tma_v6(const fs_attention_params* params, void* stream); /* v5, a K/V group's query heads in one tile */
+FS_API int fs_flash_fwd_tma_v7(const fs_attention_params* params, void* stream); /* v3, three consumer warpgroups */
 
 #ifdef __cplusplus
 }

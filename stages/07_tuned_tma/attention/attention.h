@@ -12,7 +12,7 @@
 
 namespace fs {
 
-extern const KernelDesc kFlashTmaV1, kFlashTmaV2, kFlashTmaV3, kFlashTmaV4, kFlashTmaV5, kFlashTmaV6;
+extern const KernelDesc kFlashTmaV1, kFlashTmaV2, kFlashTmaV3, kFlashTmaV4, kFlashTmaV5, kFlashTmaV6, kFlashTmaV7;
 
 // v5 and v6 with a forced split count (v5: 1 is v4's launch, no workspace; v6: 1 writes O directly),
 // validated like every launch: the tests run the split path on shapes where the heuristic would not split.

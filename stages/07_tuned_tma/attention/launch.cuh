@@ -144,6 +144,7 @@ Status run_v3(const AttentionProblem& pr, cudaStream_t stream);
 Status run_v4(const AttentionProblem& pr, cudaStream_t stream);
 Status run_v5(const AttentionProblem& pr, cudaStream_t stream);
 Status run_v6(const AttentionProblem& pr, cudaStream_t stream);
+Status run_v7(const AttentionProblem& pr, cudaStream_t stream);
 // v5 and v6 with a forced split count (v5: 1 is v4's launch; v6: 1 writes O directly), for the tests.
 Status run_v5_splits(const AttentionProblem& pr, int splits, cudaStream_t stream);
 Status run_v6_splits(const AttentionProblem& pr, int splits, cudaStream_t stream);

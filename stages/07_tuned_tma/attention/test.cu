@@ -96,13 +96,14 @@ void check_forced_splits(const KernelDesc& kernel, uint64_t seed) {
 }  // namespace
 
 FS_CPU_TEST_CASE("stage07 attention lists its versions in order with what they take") {
-  REQUIRE(kAll.size() == 6);
+  REQUIRE(kAll.size() == 7);
   CHECK(kAll[0]->qualified() == "stage07/attention/v1");
   CHECK(kAll[1]->qualified() == "stage07/attention/v2");
   CHECK(kAll[2]->qualified() == "stage07/attention/v3");
   CHECK(kAll[3]->qualified() == "stage07/attention/v4");
   CHECK(kAll[4]->qualified() == "stage07/attention/v5");
   CHECK(kAll[5]->qualified() == "stage07/attention/v6");
+  CHECK(kAll[6]->qualified() == "stage07/attention/v7");
   for (const KernelDesc* k : kAll) {
     INFO(k->qualified());
     CHECK(k->is_attention());
@@ -130,7 +131,8 @@ FS_CPU_TEST_CASE("stage07 attention runs on sm_90 alone: FS_ERR_UNSUPPORTED_DEVI
 FS_CPU_TEST_CASE("stage07 attention through the C interface: named codes before any launch") {
   using Launcher = int (*)(const fs_attention_params*, void*);
   const Launcher launchers[] = {fs_flash_fwd_tma_v1, fs_flash_fwd_tma_v2, fs_flash_fwd_tma_v3,
-                                fs_flash_fwd_tma_v4, fs_flash_fwd_tma_v5, fs_flash_fwd_tma_v6};
+                                fs_flash_fwd_tma_v4, fs_flash_fwd_tma_v5, fs_flash_fwd_tma_v6,
+                                fs_flash_fwd_tma_v7};
   fs_attention_params p{};
   p.batch = p.heads = p.seq_q = p.seq_k = 1;
   p.head_dim = 64;

@@ -1,6 +1,6 @@
 // What the stage 07 attention versions share, kept once so that each vN_*.cuh shows only its own idea:
 // the shared-memory tile one TMA load fills and wgmma reads (its loads, its matrix descriptors), and,
-// for the warp-specialized versions v2 to v4, the block itself: its warpgroups and registers, its tile
+// for the warp-specialized versions v2 to v7, the block itself: its warpgroups and registers, its tile
 // shapes, its shared memory and mbarriers, and the producer warpgroup's whole work.
 //
 // The tile. A [rows][D] tile in shared memory is D/64 panels side by side, panel p holding columns
@@ -89,16 +89,14 @@ __device__ __forceinline__ uint64_t v_descriptor(uint32_t tile, int rows, int kk
   return sm90::matrix_descriptor_advance(sm90::matrix_descriptor_sw128(tile, rows * 128, 1024), kk * 2048);
 }
 
-// ---- The warp-specialized block of v2 to v4 --------------------------------------------------------
-// Three warpgroups (384 threads) per Br = 128 query rows of one (batch entry, head): warpgroup 0 the
-// producer (one of its threads issues every TMA load), warpgroup c + 1 the consumer of rows 64c ..
-// 64c + 63, its warp w rows 16w .. 16w+15 of those.
+// ---- The warp-specialized block of v2 to v7 ----------------------------------------------------------
+// A producer warpgroup and kConsumers consumer warpgroups per Br = 64 · kConsumers query rows of one
+// (batch entry, head): warpgroup 0 the producer (one of its threads issues every TMA load), warpgroup
+// c + 1 the consumer of rows 64c .. 64c + 63, its warp w rows 16w .. 16w+15 of those. Two consumers
+// (384 threads) in v2 to v6, three (512) in v7.
 namespace ws {
 
 constexpr int kWarpgroup = 128;
-constexpr int kConsumers = 2;                            // consumer warpgroups, 64 query rows each
-constexpr int kThreads = (1 + kConsumers) * kWarpgroup;  // the producer warpgroup first: 384
-constexpr int kConsumerWarps = kConsumers * kWarpgroup / 32;  // 8: the arrivals that release a stage
 
 // This thread's warpgroup, threadIdx.x / 128, broadcast from lane 0. The compiler cannot tell that a
 // quotient of threadIdx.x is the same in every lane of a warp; a shuffle from lane 0 it can. What a
@@ -107,13 +105,18 @@ constexpr int kConsumerWarps = kConsumers * kWarpgroup / 32;  // 8: the arrivals
 // copied over (R2UR) before every wgmma.
 __device__ __forceinline__ int warpgroup() { return __shfl_sync(0xffffffffu, int(threadIdx.x) / kWarpgroup, 0); }
 
-// __launch_bounds__(384, 1) caps the kernel at 168 registers per thread (65536 / 384, in steps of 8);
-// the producer's .dec returns 128 × (168 − 24), the consumers' .inc takes 256 × (240 − 168): the same
-// 18432, so the .inc never waits for registers the block does not have.
-constexpr int kLaunchRegs = 65536 / kThreads / 8 * 8;
-constexpr int kProducerRegs = 24, kConsumerRegs = 240;
-static_assert(kWarpgroup * kProducerRegs + kConsumers * kWarpgroup * kConsumerRegs <= kThreads * kLaunchRegs,
-              "the consumers take no more registers than the producer gives back");
+// The register split of a block of `threads` threads (__launch_bounds__(threads, 1)): the launch gives
+// every thread 65536 / threads registers (in steps of 8: 168 for 384 threads, 128 for 512); the
+// producer's setmaxnreg.dec keeps 24 of them, and the consumers' .inc takes what that returns, shared
+// out: 128 × (168 − 24) = 256 × (240 − 168) with two consumers, 128 × (128 − 24) ≥ 384 × (160 − 128)
+// with three. So the .inc never waits for registers the block does not have.
+constexpr int kProducerRegs = 24;
+constexpr int launch_regs(int threads) { return 65536 / threads / 8 * 8; }
+constexpr int consumer_regs(int consumers) {
+  return ((1 + consumers) * kWarpgroup * launch_regs((1 + consumers) * kWarpgroup) - kWarpgroup * kProducerRegs) /
+         (consumers * kWarpgroup) / 8 * 8;
+}
+static_assert(consumer_regs(2) == 240 && consumer_regs(3) == 160, "the splits the comments above state");
 
 // Keys per block (S: 64 × Bc per consumer). As many as the registers allow beside P and O, so that the
 // fixed work of a block (row max and sum across the quad, alpha, the waits) is spread over more keys:
@@ -121,18 +124,24 @@ static_assert(kWarpgroup * kProducerRegs + kConsumers * kWarpgroup * kConsumerRe
 // (Nk ≥ kWideFromKeys): measured 1.00–1.09× Bc = 128 over v2–v4 at N = 8192, but 0.88–0.93× at N = 512,
 // where 192-key blocks overshoot the keys by 12.5%. At D = 128 a larger Bc leaves room for 2 stages
 // only, and v3 and v4, which hold blocks j − 1 and j at once, then leave the producer no stage to fill
-// ahead: Bc = 160 and 192 measured 0.72–0.84× (README, "Tile sizes per head dim").
+// ahead: Bc = 160 and 192 measured 0.72–0.84× (README, "Tile sizes per head dim"). v7's three consumers
+// have 160 registers each, and take Bc = 128 at D = 64 and 64 at D = 128 (v7_three_consumers.cuh).
 constexpr int default_bc(int D) { return D <= 128 ? 128 : 64; }
 constexpr int kWideBc = 192;                 // D = 64, long sequences
 constexpr int64_t kWideFromKeys = 4096;      // Nk from which the launch takes it
 
-template <int D, int Bc = default_bc(D)>
+constexpr int default_stages(int D) { return D == 64 ? 4 : D == 128 ? 3 : 2; }
+
+template <int D, int Bc = default_bc(D), int Consumers = 2, int Stages = default_stages(D)>
 struct Config {
   static constexpr int kD = D;
-  static constexpr int kBr = kConsumers * 64;  // query rows per block: 64 per consumer warpgroup
+  static constexpr int kConsumers = Consumers;
+  static constexpr int kBr = Consumers * 64;  // query rows per block: 64 per consumer warpgroup
   static constexpr int kBc = Bc;
-  static constexpr int kStages = D == 64 ? 4 : D == 128 ? 3 : 2;
-  static constexpr int kThreads = ws::kThreads;
+  static constexpr int kStages = Stages;
+  static constexpr int kThreads = (1 + Consumers) * kWarpgroup;      // the producer warpgroup first
+  static constexpr int kConsumerWarps = Consumers * kWarpgroup / 32;  // the arrivals that release a stage
+  static constexpr int kConsumerRegs = consumer_regs(Consumers);
   static constexpr int kQBytes = kBr * D * 2;       // sQ: [Br][D]
   static constexpr int kKVBytes = kBc * D * 2;      // sK or sV: [Bc][D]
   static constexpr int kStageBytes = 2 * kKVBytes;  // K_j then V_j
@@ -200,15 +209,15 @@ struct Smem {
     for (int st = 0; st < C::kStages; ++st) {
       sm90::mbarrier_init(&full_k[st], 1);
       sm90::mbarrier_init(&full_v[st], 1);
-      sm90::mbarrier_init(&empty[st], kConsumerWarps);  // one arrival per consumer warp
+      sm90::mbarrier_init(&empty[st], C::kConsumerWarps);  // one arrival per consumer warp
     }
     sm90::mbarrier_init(q_landed, 1);
     sm90::mbarrier_init(v_landed, 1);
     sm90::fence_mbarrier_init();  // the inits are seen by the TMA unit that completes them
   }
 
-  // A consumer warp's release of key block j's stage: one of the 8 arrivals that let the producer
-  // refill it. Lane 0 speaks for the warp, after the warp's wait for the products that read it.
+  // A consumer warp's release of key block j's stage: one of the kConsumerWarps arrivals that let the
+  // producer refill it. Lane 0 speaks for the warp, after the warp's wait for the products that read it.
   __device__ __forceinline__ void release(int64_t j) const {
     if (threadIdx.x % 32 == 0) sm90::mbarrier_arrive(&empty[stage_of(j)]);
   }
@@ -280,7 +289,7 @@ __device__ __forceinline__ void produce(const Smem<C>& sm, const CUtensorMap* tm
   if (q_from < C::kBr) zero_and_publish<D>(sm.sQ, C::kBr, q_from, sm.q_landed, sm.q_full);
   if (issuer)
     for (int64_t j = prologue; j < n_blocks; ++j) {
-      // A stage's next use needs its last one (key block j − kStages) released by all 8 consumer warps:
+      // A stage's next use needs its last one (key block j − kStages) released by every consumer warp:
       // the phase of the opposite parity. The wait's acquire, after their wgmma_wait_group and arrivals,
       // orders the tensor cores' reads of the stage before the TMA writes issued below.
       sm90::mbarrier_wait_parity(&sm.empty[Smem<C>::stage_of(j)], Smem<C>::parity_of(j) ^ 1);

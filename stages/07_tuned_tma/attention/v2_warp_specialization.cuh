@@ -20,8 +20,8 @@
 // With two consumer warpgroups on an SM their phases drift apart, so one's softmax often runs while
 // the other's products occupy the tensor cores; nothing arranges it yet (v4's pingpong does).
 // Measured (H100, N = 8192, fp16, non-causal; stage07_attention.json, one run with v1, stage 04's v5, SDPA):
-//   D = 128: <!-- value: [stage07/attention/v2/fp16/D:128/N:8192/causal:0] | .0f -->549<!-- /value --> TFLOPS, <!-- value: [stage07/attention/v2/fp16/D:128/N:8192/causal:0] / [stage07/attention/v1/fp16/D:128/N:8192/causal:0] | .2f -->1.24<!-- /value -->× v1, <!-- value: [stage07/attention/v2/fp16/D:128/N:8192/causal:0] / [sdpa_cudnn/fp16/D:128/N:8192/causal:0@stage07_attention.json] | .2f -->0.93<!-- /value -->× cuDNN
-//   D = 64:  <!-- value: [stage07/attention/v2/fp16/D:64/N:8192/causal:0] | .0f -->428<!-- /value --> TFLOPS, <!-- value: [stage07/attention/v2/fp16/D:64/N:8192/causal:0] / [stage07/attention/v1/fp16/D:64/N:8192/causal:0] | .2f -->1.11<!-- /value -->× v1, <!-- value: [stage07/attention/v2/fp16/D:64/N:8192/causal:0] / [sdpa_cudnn/fp16/D:64/N:8192/causal:0@stage07_attention.json] | .2f -->0.96<!-- /value -->× cuDNN
+//   D = 128: <!-- value: [stage07/attention/v2/fp16/D:128/N:8192/causal:0] | .0f -->536<!-- /value --> TFLOPS, <!-- value: [stage07/attention/v2/fp16/D:128/N:8192/causal:0] / [stage07/attention/v1/fp16/D:128/N:8192/causal:0] | .2f -->1.20<!-- /value -->× v1, <!-- value: [stage07/attention/v2/fp16/D:128/N:8192/causal:0] / [sdpa_cudnn/fp16/D:128/N:8192/causal:0@stage07_attention.json] | .2f -->0.90<!-- /value -->× cuDNN
+//   D = 64:  <!-- value: [stage07/attention/v2/fp16/D:64/N:8192/causal:0] | .0f -->445<!-- /value --> TFLOPS, <!-- value: [stage07/attention/v2/fp16/D:64/N:8192/causal:0] / [stage07/attention/v1/fp16/D:64/N:8192/causal:0] | .2f -->1.16<!-- /value -->× v1, <!-- value: [stage07/attention/v2/fp16/D:64/N:8192/causal:0] / [sdpa_cudnn/fp16/D:64/N:8192/causal:0@stage07_attention.json] | .2f -->0.99<!-- /value -->× cuDNN
 // Slower than v1 on small grids (N = 512: half the blocks, one per SM, nothing to hide a prologue).
 //
 // The protocol, per key block j (stage st = j % kStages, use u = j / kStages):
@@ -69,15 +69,13 @@ using namespace fs::attn;
 // The block (three warpgroups, registers, tile shapes, shared memory, barriers, the producer) is
 // tma_attention.cuh's ws:: — v3 and v4 keep it and change only the consumers.
 using ws::Config;
-using ws::kConsumerRegs;
-using ws::kThreads;
 using ws::kWarpgroup;
 using ws::Smem;
 
 // grid: B·H·ceil(Nq / Br) blocks of three warpgroups (attn::locate, Br = 128). tmQ: Q as [B·H][Nq][D]
 // with boxes of 64 columns × 128 rows; tmK, tmV: K and V as [B·KVH][Nk][D], boxes of 64 × Bc (launch.cuh).
 template <class T, class C>
-__global__ void __launch_bounds__(kThreads, 1)
+__global__ void __launch_bounds__(C::kThreads, 1)
     flash_tma_v2_kernel(const __grid_constant__ CUtensorMap tmQ, const __grid_constant__ CUtensorMap tmK,
                         const __grid_constant__ CUtensorMap tmV, const Args<T> a) {
   constexpr int D = C::kD, kBr = C::kBr, kBc = C::kBc;
@@ -100,7 +98,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
 
   // A consumer: rows 64c .. 64c + 63 of the tile, warp w of it rows 16w .. 16w + 15 of those.
-  sm90::setmaxnreg_inc<kConsumerRegs>();
+  sm90::setmaxnreg_inc<C::kConsumerRegs>();
   const int c = wg - 1, warp = tid / 32 % 4;
   Sequence mine = s;  // this warpgroup's 64 rows as a tile of their own: its key blocks and masks
   mine.q0 = s.q0 + 64 * c;

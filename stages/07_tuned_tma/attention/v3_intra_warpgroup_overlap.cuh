@@ -16,8 +16,8 @@
 // j − 1 is added before block j's factor is applied, exactly as v2 adds it before the next softmax.
 // Registers: S_j (Bc/2), P_{j-1}'s fragments (Bc/4) and O (D/2) are live at once, as in v2.
 // Measured (H100, N = 8192, fp16, non-causal; stage07_attention.json, one run with v1, v2, stage 04's v5, SDPA):
-//   D = 128: <!-- value: [stage07/attention/v3/fp16/D:128/N:8192/causal:0] | .0f -->582<!-- /value --> TFLOPS, <!-- value: [stage07/attention/v3/fp16/D:128/N:8192/causal:0] / [stage07/attention/v2/fp16/D:128/N:8192/causal:0] | .2f -->1.06<!-- /value -->× v2, <!-- value: [stage07/attention/v3/fp16/D:128/N:8192/causal:0] / [sdpa_cudnn/fp16/D:128/N:8192/causal:0@stage07_attention.json] | .2f -->0.99<!-- /value -->× cuDNN
-//   D = 64:  <!-- value: [stage07/attention/v3/fp16/D:64/N:8192/causal:0] | .0f -->416<!-- /value --> TFLOPS, <!-- value: [stage07/attention/v3/fp16/D:64/N:8192/causal:0] / [stage07/attention/v2/fp16/D:64/N:8192/causal:0] | .2f -->0.97<!-- /value -->× v2, <!-- value: [stage07/attention/v3/fp16/D:64/N:8192/causal:0] / [sdpa_cudnn/fp16/D:64/N:8192/causal:0@stage07_attention.json] | .2f -->0.93<!-- /value -->× cuDNN
+//   D = 128: <!-- value: [stage07/attention/v3/fp16/D:128/N:8192/causal:0] | .0f -->586<!-- /value --> TFLOPS, <!-- value: [stage07/attention/v3/fp16/D:128/N:8192/causal:0] / [stage07/attention/v2/fp16/D:128/N:8192/causal:0] | .2f -->1.09<!-- /value -->× v2, <!-- value: [stage07/attention/v3/fp16/D:128/N:8192/causal:0] / [sdpa_cudnn/fp16/D:128/N:8192/causal:0@stage07_attention.json] | .2f -->0.98<!-- /value -->× cuDNN
+//   D = 64:  <!-- value: [stage07/attention/v3/fp16/D:64/N:8192/causal:0] | .0f -->422<!-- /value --> TFLOPS, <!-- value: [stage07/attention/v3/fp16/D:64/N:8192/causal:0] / [stage07/attention/v2/fp16/D:64/N:8192/causal:0] | .2f -->0.95<!-- /value -->× v2, <!-- value: [stage07/attention/v3/fp16/D:64/N:8192/causal:0] / [sdpa_cudnn/fp16/D:64/N:8192/causal:0@stage07_attention.json] | .2f -->0.94<!-- /value -->× cuDNN
 // Faster than v2 at D = 128, not at D = 64, where the block's two products are half as long and the
 // softmax is not, so there is less product to hide it under. (Level with v2 at both while every
 // consumer still spent a third of its instructions on descriptor and stage arithmetic: the stage
@@ -55,8 +55,6 @@ namespace fs::flash_tma::v3 {
 using namespace fs::attn;
 // v2's block: three warpgroups, the register split, the tile shapes and stages, the barriers, the producer.
 using ws::Config;
-using ws::kConsumerRegs;
-using ws::kThreads;
 using ws::kWarpgroup;
 using ws::Smem;
 
@@ -186,26 +184,25 @@ struct Consumer {
   __device__ __forceinline__ void store() const { write_o_lse(a, s, row0, rO, m, l); }
 };
 
-// grid: B·H·ceil(Nq / Br) blocks of three warpgroups (attn::locate, Br = 128). tmQ: Q as [B·H][Nq][D]
-// with boxes of 64 columns × 128 rows; tmK, tmV: K and V as [B·KVH][Nk][D], boxes of 64 × Bc (launch.cuh).
+// One block's work: its tile of C::kBr query rows, a producer and C::kConsumers consumers (two here;
+// v7 runs the same tile with three).
 template <class T, class C>
-__global__ void __launch_bounds__(kThreads, 1)
-    flash_tma_v3_kernel(const __grid_constant__ CUtensorMap tmQ, const __grid_constant__ CUtensorMap tmK,
-                        const __grid_constant__ CUtensorMap tmV, const Args<T> a) {
+__device__ __forceinline__ void run_tile(const CUtensorMap* tmQ, const CUtensorMap* tmK, const CUtensorMap* tmV,
+                                         const Args<T>& a) {
   extern __shared__ unsigned char smem_raw[];
   const Smem<C> sm(smem_raw);
   const Sequence s = locate(a, C::kBr, /*reverse_tiles=*/a.causal);
   const int wg = ws::warpgroup();
-  const int64_t n_blocks = key_blocks(s, C::kBr, C::kBc, a.causal);  // what the tile's 128 rows need
+  const int64_t n_blocks = key_blocks(s, C::kBr, C::kBc, a.causal);  // what the tile's Br rows need
 
   if (threadIdx.x == 0) sm.init_barriers();
   __syncthreads();  // the barriers are initialized; from here on the warpgroups meet only through them
   if (wg == 0) {
-    ws::produce(sm, &tmQ, &tmK, &tmV, a, s, n_blocks);
+    ws::produce(sm, tmQ, tmK, tmV, a, s, n_blocks);
     return;
   }
 
-  sm90::setmaxnreg_inc<kConsumerRegs>();
+  sm90::setmaxnreg_inc<C::kConsumerRegs>();
   Consumer<T, C> w(a, s, sm, wg - 1);
   if (w.n_mine > 0) w.first();
   for (int64_t j = 1; j < w.n_mine; ++j) {
@@ -217,6 +214,15 @@ __global__ void __launch_bounds__(kThreads, 1)
   // The blocks the tile loads past this warpgroup's own, released without being read.
   for (int64_t j = w.n_mine; j < n_blocks; ++j) sm.release_skipped(j);
   w.store();
+}
+
+// grid: B·H·ceil(Nq / Br) blocks of three warpgroups (attn::locate, Br = 128). tmQ: Q as [B·H][Nq][D]
+// with boxes of 64 columns × 128 rows; tmK, tmV: K and V as [B·KVH][Nk][D], boxes of 64 × Bc (launch.cuh).
+template <class T, class C>
+__global__ void __launch_bounds__(C::kThreads, 1)
+    flash_tma_v3_kernel(const __grid_constant__ CUtensorMap tmQ, const __grid_constant__ CUtensorMap tmK,
+                        const __grid_constant__ CUtensorMap tmV, const Args<T> a) {
+  run_tile<T, C>(&tmQ, &tmK, &tmV, a);
 }
 
 }  // namespace fs::flash_tma::v3

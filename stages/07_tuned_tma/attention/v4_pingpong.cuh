@@ -15,8 +15,8 @@
 //   releasing in each the block it skips once that block has landed — the other consumer needs those
 //   stages refilled, so they cannot wait until after the loop as in v2 and v3.
 // Measured (H100, N = 8192, fp16, non-causal; stage07_attention.json, one run with v1–v3, stage 04's v5, SDPA):
-//   D = 128: <!-- value: [stage07/attention/v4/fp16/D:128/N:8192/causal:0] | .0f -->587<!-- /value --> TFLOPS, <!-- value: [stage07/attention/v4/fp16/D:128/N:8192/causal:0] / [stage07/attention/v3/fp16/D:128/N:8192/causal:0] | .2f -->1.01<!-- /value -->× v3, <!-- value: [stage07/attention/v4/fp16/D:128/N:8192/causal:0] / [stage07/attention/v2/fp16/D:128/N:8192/causal:0] | .2f -->1.07<!-- /value -->× v2, <!-- value: [stage07/attention/v4/fp16/D:128/N:8192/causal:0] / [sdpa_cudnn/fp16/D:128/N:8192/causal:0@stage07_attention.json] | .2f -->1.00<!-- /value -->× cuDNN
-//   D = 64:  <!-- value: [stage07/attention/v4/fp16/D:64/N:8192/causal:0] | .0f -->433<!-- /value --> TFLOPS, <!-- value: [stage07/attention/v4/fp16/D:64/N:8192/causal:0] / [stage07/attention/v3/fp16/D:64/N:8192/causal:0] | .2f -->1.04<!-- /value -->× v3, <!-- value: [stage07/attention/v4/fp16/D:64/N:8192/causal:0] / [stage07/attention/v2/fp16/D:64/N:8192/causal:0] | .2f -->1.01<!-- /value -->× v2, <!-- value: [stage07/attention/v4/fp16/D:64/N:8192/causal:0] / [sdpa_cudnn/fp16/D:64/N:8192/causal:0@stage07_attention.json] | .2f -->0.97<!-- /value -->× cuDNN
+//   D = 128: <!-- value: [stage07/attention/v4/fp16/D:128/N:8192/causal:0] | .0f -->579<!-- /value --> TFLOPS, <!-- value: [stage07/attention/v4/fp16/D:128/N:8192/causal:0] / [stage07/attention/v3/fp16/D:128/N:8192/causal:0] | .2f -->0.99<!-- /value -->× v3, <!-- value: [stage07/attention/v4/fp16/D:128/N:8192/causal:0] / [stage07/attention/v2/fp16/D:128/N:8192/causal:0] | .2f -->1.08<!-- /value -->× v2, <!-- value: [stage07/attention/v4/fp16/D:128/N:8192/causal:0] / [sdpa_cudnn/fp16/D:128/N:8192/causal:0@stage07_attention.json] | .2f -->0.97<!-- /value -->× cuDNN
+//   D = 64:  <!-- value: [stage07/attention/v4/fp16/D:64/N:8192/causal:0] | .0f -->427<!-- /value --> TFLOPS, <!-- value: [stage07/attention/v4/fp16/D:64/N:8192/causal:0] / [stage07/attention/v3/fp16/D:64/N:8192/causal:0] | .2f -->1.01<!-- /value -->× v3, <!-- value: [stage07/attention/v4/fp16/D:64/N:8192/causal:0] / [stage07/attention/v2/fp16/D:64/N:8192/causal:0] | .2f -->0.96<!-- /value -->× v2, <!-- value: [stage07/attention/v4/fp16/D:64/N:8192/causal:0] / [sdpa_cudnn/fp16/D:64/N:8192/causal:0@stage07_attention.json] | .2f -->0.95<!-- /value -->× cuDNN
 //
 // A consumer's round j (1 ≤ j < the tile's key blocks; c = 0, 1 the consumer, barrier 1 + c its turn):
 //   bar.sync(1 + c, 256)                                  the other consumer's round j − 1 (c = 0) or j (c = 1) is issued
@@ -50,8 +50,6 @@ using namespace fs::attn;
 // v2's block and v3's consumer steps; v4 adds the turns between them.
 using v3::Consumer;
 using ws::Config;
-using ws::kConsumerRegs;
-using ws::kThreads;
 using ws::kWarpgroup;
 using ws::Smem;
 
@@ -91,7 +89,7 @@ __device__ __forceinline__ void take_turns(W& w, const S& sm, int c, int64_t n_b
 // grid: B·H·ceil(Nq / Br) blocks of three warpgroups (attn::locate, Br = 128). tmQ: Q as [B·H][Nq][D]
 // with boxes of 64 columns × 128 rows; tmK, tmV: K and V as [B·KVH][Nk][D], boxes of 64 × Bc (launch.cuh).
 template <class T, class C>
-__global__ void __launch_bounds__(kThreads, 1)
+__global__ void __launch_bounds__(C::kThreads, 1)
     flash_tma_v4_kernel(const __grid_constant__ CUtensorMap tmQ, const __grid_constant__ CUtensorMap tmK,
                         const __grid_constant__ CUtensorMap tmV, const Args<T> a) {
   extern __shared__ unsigned char smem_raw[];
@@ -107,7 +105,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     return;
   }
 
-  sm90::setmaxnreg_inc<kConsumerRegs>();
+  sm90::setmaxnreg_inc<C::kConsumerRegs>();
   const int c = wg - 1;
   Consumer<T, C> w(a, s, sm, c);
   take_turns(w, sm, c, n_blocks);

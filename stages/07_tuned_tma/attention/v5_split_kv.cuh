@@ -41,14 +41,12 @@ using namespace fs::attn;
 // v2's block, v3's consumer steps, v4's turns; v5 adds the slice and the partial store.
 using v3::Consumer;
 using ws::Config;
-using ws::kConsumerRegs;
-using ws::kThreads;
 using ws::Smem;
 
 // grid: (B·H·ceil(Nq / Br), splits) blocks of three warpgroups (attn::locate on blockIdx.x, Br = 128;
 // the slice from blockIdx.y). Maps as v4's (launch.cuh).
 template <class T, class C>
-__global__ void __launch_bounds__(kThreads, 1)
+__global__ void __launch_bounds__(C::kThreads, 1)
     flash_tma_v5_kernel(const __grid_constant__ CUtensorMap tmQ, const __grid_constant__ CUtensorMap tmK,
                         const __grid_constant__ CUtensorMap tmV, const SplitArgs<T> sa) {
   extern __shared__ unsigned char smem_raw[];
@@ -66,7 +64,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     return;
   }
 
-  sm90::setmaxnreg_inc<kConsumerRegs>();
+  sm90::setmaxnreg_inc<C::kConsumerRegs>();
   const int c = wg - 1;
   Consumer<T, C, /*kSlice=*/true> w(a, s, sm, c, slice.begin, slice.end);
   v4::take_turns(w, sm, c, n_blocks);  // v4's rounds and turns over the slice's blocks

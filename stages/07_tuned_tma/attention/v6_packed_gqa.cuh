@@ -47,8 +47,6 @@ using namespace fs::attn;
 // v2's block, v3's consumer steps, v4's turns, v5's slices; v6 changes the rows.
 using v3::Consumer;
 using ws::Config;
-using ws::kConsumerRegs;
-using ws::kThreads;
 using ws::kWarpgroup;
 using ws::Smem;
 
@@ -227,7 +225,7 @@ __device__ __forceinline__ void store_rows(const SplitArgs<T>& sa, const GroupCo
 // 128 packed rows; the slice from blockIdx.y). tmK, tmV as v4's (launch.cuh); Q is read by the
 // consumers. kSplit: the slices' partials to the workspace (v5's merge follows); else O and LSE.
 template <class T, class C, bool kSplit>
-__global__ void __launch_bounds__(kThreads, 1)
+__global__ void __launch_bounds__(C::kThreads, 1)
     flash_tma_v6_kernel(const __grid_constant__ CUtensorMap tmK, const __grid_constant__ CUtensorMap tmV,
                         const SplitArgs<T> sa) {
   extern __shared__ unsigned char smem_raw[];
@@ -246,7 +244,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     return;
   }
 
-  sm90::setmaxnreg_inc<kConsumerRegs>();
+  sm90::setmaxnreg_inc<C::kConsumerRegs>();
   const int c = wg - 1;
   GroupConsumer<T, C> w(a, s, sm, c, slice.begin, slice.end);
   v4::take_turns(w, sm, c, n_blocks);  // v4's rounds and turns over the slice's blocks

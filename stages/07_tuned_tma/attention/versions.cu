@@ -12,6 +12,7 @@
 #include "stages/07_tuned_tma/attention/v4_pingpong.cuh"
 #include "stages/07_tuned_tma/attention/v5_split_kv.cuh"
 #include "stages/07_tuned_tma/attention/v6_packed_gqa.cuh"
+#include "stages/07_tuned_tma/attention/v7_three_consumers.cuh"
 
 namespace fs {
 
@@ -66,6 +67,11 @@ const KernelDesc kFlashTmaV6 = attention_kernel(
     flash_tma::kSupport, kStageArchs, flash_tma::max_smem_bytes<flash_tma::ws::DefaultConfig>(), flash_tma::run_v6,
     split_extra_bytes<flash_tma::v6_splits>);
 
+const KernelDesc kFlashTmaV7 = version(
+    {"fs_flash_fwd_tma_v7", "stage07/attention", "v7",
+     "v3 with three consumer warpgroups (Br = 192) at D = 64 and 128, 160 registers each: Bc = 128 and 64"},
+    flash_tma::max_smem_bytes<flash_tma::v7::Config>(), flash_tma::run_v7);
+
 namespace {
 
 // A split version's launch with a forced split count, validated as its C entry validates.
@@ -89,7 +95,7 @@ Status launch_flash_tma_v6_splits(const AttentionParams& p, int splits, cudaStre
 
 KernelList stage07_attention_kernels() {
   static const KernelDesc* const versions[] = {&kFlashTmaV1, &kFlashTmaV2, &kFlashTmaV3,
-                                               &kFlashTmaV4, &kFlashTmaV5, &kFlashTmaV6};
+                                               &kFlashTmaV4, &kFlashTmaV5, &kFlashTmaV6, &kFlashTmaV7};
   return kernel_list(versions);
 }
 
@@ -101,3 +107,4 @@ FS_EXPORT_ATTENTION(fs_flash_fwd_tma_v3, fs::kFlashTmaV3)
 FS_EXPORT_ATTENTION(fs_flash_fwd_tma_v4, fs::kFlashTmaV4)
 FS_EXPORT_ATTENTION(fs_flash_fwd_tma_v5, fs::kFlashTmaV5)
 FS_EXPORT_ATTENTION(fs_flash_fwd_tma_v6, fs::kFlashTmaV6)
+FS_EXPORT_ATTENTION(fs_flash_fwd_tma_v7, fs::kFlashTmaV7)
