@@ -130,15 +130,13 @@ constexpr int default_bc(int D) { return D <= 128 ? 128 : 64; }
 constexpr int kWideBc = 192;                 // D = 64, long sequences
 constexpr int64_t kWideFromKeys = 4096;      // Nk from which the launch takes it
 
-constexpr int default_stages(int D) { return D == 64 ? 4 : D == 128 ? 3 : 2; }
-
-template <int D, int Bc = default_bc(D), int Consumers = 2, int Stages = default_stages(D)>
+template <int D, int Bc = default_bc(D), int Consumers = 2>
 struct Config {
   static constexpr int kD = D;
   static constexpr int kConsumers = Consumers;
   static constexpr int kBr = Consumers * 64;  // query rows per block: 64 per consumer warpgroup
   static constexpr int kBc = Bc;
-  static constexpr int kStages = Stages;
+  static constexpr int kStages = D == 64 ? 4 : D == 128 ? 3 : 2;
   static constexpr int kThreads = (1 + Consumers) * kWarpgroup;      // the producer warpgroup first
   static constexpr int kConsumerWarps = Consumers * kWarpgroup / 32;  // the arrivals that release a stage
   static constexpr int kConsumerRegs = consumer_regs(Consumers);

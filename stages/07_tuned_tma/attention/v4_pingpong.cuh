@@ -59,6 +59,7 @@ using ws::Smem;
 // these same turns with their consumers.
 template <class W, class S>
 __device__ __forceinline__ void take_turns(W& w, const S& sm, int c, int64_t n_blocks) {
+  static_assert(S::C::kConsumers == 2, "turns between two consumers: barriers 1 and 2, 256 threads each");
   constexpr uint32_t kPair = 2 * kWarpgroup;           // the named barriers' count: both consumers
   const uint32_t my_turn = 1 + c, other_turn = 2 - c;  // named barriers 1 and 2 (0 is __syncthreads')
   if (w.n_mine > 0) w.first();
