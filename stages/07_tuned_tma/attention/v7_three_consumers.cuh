@@ -25,10 +25,7 @@
 #include <cuda.h>
 #include <cuda_runtime.h>
 
-#include <cstdint>
-
 #include "common/device/attention.cuh"
-#include "common/device/sm90.cuh"
 #include "tma_attention.cuh"
 #include "v3_intra_warpgroup_overlap.cuh"
 
