@@ -607,3 +607,34 @@ FS_CPU_TEST_CASE("split-KV heuristic: fill whole waves / never split a full grid
   CHECK(fs::split_kv_heuristic(1, 100000, 1000) == 16);
   CHECK(fs::split_kv_heuristic(0, 100, 132) == 1);
 }
+
+FS_CPU_TEST_CASE("last-wave split: shorten the last wave / leave whole waves, uneven tiles and short slices alone") {
+  auto split = [](int64_t tiles, int64_t key_blocks, int64_t slots, bool equal) {
+    const fs::LastWaveSplit w = fs::last_wave_split(tiles, key_blocks, slots, equal);
+    return std::pair<int64_t, int>(w.tiles, w.splits);
+  };
+  // Stage 07's v8 at D = 128, N = 8192, B = 2, H = 16: 1376 tiles of 192 rows on 132 SMs are 10 whole waves
+  // and 56 tiles of 128 key blocks; 2 splits (slices of 64 blocks, the most) make the grid 10.5 tiles long.
+  CHECK(split(1376, 128, 132, true) == std::pair<int64_t, int>{56, 2});
+  // N = 16384: 256 key blocks allow 4 splits; 2 are within 2% of the best (10.5 again).
+  CHECK(split(1376, 256, 132, true) == std::pair<int64_t, int>{56, 2});
+  // N = 4096: 1408 tiles, 88 left over, but 64 key blocks: slices would be shorter than 64 blocks.
+  CHECK(split(1408, 64, 132, true) == std::pair<int64_t, int>{0, 1});
+  // Many key blocks: 100 tiles left over; 9 splits are 900 blocks, 7 waves of 1/9 of a tile (0.78), within
+  // 2% of the best of 1 to 16 splits (13: 1300 blocks, 10 waves of 1/13, 0.77).
+  CHECK(split(100, 2000, 132, true) == std::pair<int64_t, int>{100, 9});
+  // Whole waves only; no tiles; no slots.
+  CHECK(split(1320, 128, 132, true) == std::pair<int64_t, int>{0, 1});
+  CHECK(split(0, 128, 132, true) == std::pair<int64_t, int>{0, 1});
+  CHECK(split(10, 128, 0, true) == std::pair<int64_t, int>{0, 1});
+  // Causal or variable-length tiles: whole waves of them do not end together, so no split...
+  CHECK(split(1376, 128, 132, false) == std::pair<int64_t, int>{0, 1});
+  // ...except in a grid of fewer tiles than slots, split whole: 32 tiles against 32768 keys (512 key
+  // blocks), 4 splits are 128 blocks, one wave of a quarter tile.
+  CHECK(split(32, 512, 132, false) == std::pair<int64_t, int>{32, 4});
+  CHECK(split(32, 512, 132, true) == std::pair<int64_t, int>{32, 4});
+  // Fewer than 128 key blocks allow no split.
+  CHECK(split(48, 127, 132, true) == std::pair<int64_t, int>{0, 1});
+  // 128 decoding tiles on 132 SMs: one wave whatever the split.
+  CHECK(split(128, 1024, 132, true) == std::pair<int64_t, int>{0, 1});
+}

@@ -118,17 +118,21 @@ __device__ __forceinline__ Sequence sequence_of(const A& a, int64_t bh, int64_t 
   return s;
 }
 
-// Block x of the grid → its sequence and query tile. Blocks of one (b, h) are consecutive so that they
-// run together and share that head's K and V in L2 (and so are the heads of one group under
+// Tile x of the grid's B·H·q_tiles → its sequence and query tile. Tiles of one (b, h) are consecutive so
+// that they run together and share that head's K and V in L2 (and so are the heads of one group under
 // grouped-query attention, which read the same K and V). With reverse_tiles the last query tile comes
 // first: under a causal mask it has the most keys, and starting the longest blocks first keeps the end
 // of the grid from waiting on one of them.
 template <class T>
-__device__ __forceinline__ Sequence locate(const Args<T>& a, int Br, bool reverse_tiles) {
-  const int64_t x = blockIdx.x;
+__device__ __forceinline__ Sequence locate(const Args<T>& a, int Br, bool reverse_tiles, int64_t x) {
   const int64_t bh = x / a.q_tiles, b = bh / a.heads, h = bh % a.heads;
   const int64_t tile = reverse_tiles ? a.q_tiles - 1 - x % a.q_tiles : x % a.q_tiles;
   return sequence_of(a, bh, b, h, tile * Br);
+}
+// The tile of block blockIdx.x, for a grid of one block per tile.
+template <class T>
+__device__ __forceinline__ Sequence locate(const Args<T>& a, int Br, bool reverse_tiles) {
+  return locate(a, Br, reverse_tiles, blockIdx.x);
 }
 
 // The mirror of locate for the backward's K/V-outer kernels: key rows [k0, k0 + Bc) of one (batch

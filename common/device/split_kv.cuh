@@ -51,13 +51,14 @@ __device__ __forceinline__ KeySlice key_slice(int64_t n_tile, int64_t split, int
 }
 
 // write_o_lse (online_softmax.cuh) into the fp32 workspace of one split: O_s = rO / l and
-// LSE_s = ln 2 · (m + log2 l) for the rows that O has, row r of the output at o_part[r·D ..],
-// lse_part[r]; a row that saw no key of this slice gets O_s = 0 and LSE_s = -inf, which the merge
-// gives zero weight.
+// LSE_s = ln 2 · (m + log2 l) for the rows that O has, row `row` of the sequence at partial row
+// first_row + row (o_part[(first_row + row)·D ..], lse_part[first_row + row]; first_row = s.q_row0 puts
+// the partials in O's own row order); a row that saw no key of this slice gets O_s = 0 and
+// LSE_s = -inf, which the merge gives zero weight.
 template <int kMT, int kDT>
-__device__ __forceinline__ void write_partial(float* o_part, float* lse_part, const Sequence& s, int64_t row0,
-                                              const float (&rO)[kMT][kDT][4], const float (&m)[kMT][2],
-                                              const float (&l)[kMT][2]) {
+__device__ __forceinline__ void write_partial(float* o_part, float* lse_part, const Sequence& s, int64_t first_row,
+                                              int64_t row0, const float (&rO)[kMT][kDT][4],
+                                              const float (&m)[kMT][2], const float (&l)[kMT][2]) {
   const int g = threadIdx.x % 32 / 4, t = threadIdx.x % 4;
   constexpr int D = kDT * 8;
 #pragma unroll
@@ -69,28 +70,52 @@ __device__ __forceinline__ void write_partial(float* o_part, float* lse_part, co
       if (row >= s.nq_rows) continue;
       const bool seen = row < s.nq && row_sum > 0.0f;
       const float inv_l = seen ? 1.0f / row_sum : 0.0f;
-      float* o_row = o_part + (s.q_row0 + row) * D;
+      float* o_row = o_part + (first_row + row) * D;
 #pragma unroll
       for (int dt = 0; dt < kDT; ++dt)
         *reinterpret_cast<float2*>(o_row + dt * 8 + 2 * t) =
             make_float2(rO[mt][dt][2 * h] * inv_l, rO[mt][dt][2 * h + 1] * inv_l);
-      if (t == 0) lse_part[s.q_row0 + row] = seen ? (m[mt][h] + log2f(row_sum)) * kLn2 : -INFINITY;
+      if (t == 0) lse_part[first_row + row] = seen ? (m[mt][h] + log2f(row_sum)) * kLn2 : -INFINITY;
     }
 }
 
 // The merge: kMergeThreads threads per block, D/4 of them per row (four columns each), so a block
-// holds kMergeThreads·4/D rows of one (batch entry, head). `a` is built with that row count as its
-// tile (make_args), so that locate() finds the same sequences, and skips the same invalid entries, as
-// the split kernel did: the merge writes exactly the rows an unsplit launch would write.
+// holds kMergeThreads·4/D rows of one (batch entry, head).
 constexpr int kMergeThreads = 256;
 template <int D>
 constexpr int kMergeRows = kMergeThreads * 4 / D;
 
-// Per row: M = max_s LSE_s; w_s = exp(LSE_s - M) (0 for a slice that saw nothing); LSE = M + log Σ w_s
-// and O = Σ w_s O_s / Σ w_s, the same as Σ exp(LSE_s - LSE) O_s. Subtracting M keeps every exponent
-// at or below 0; a row that saw no key in any slice (M = -inf) gets O = 0 and LSE = -inf, as an unsplit
-// launch gives it, without computing -inf - -inf. Partial row r of split i is o_part[(i·rows + r)·D ..],
-// lse_part[i·rows + r].
+// One row's merge, columns c .. c + 3 (this thread's), into row r of O and LSE; split i's partial row is
+// p + i·stride. Per row: M = max_s LSE_s; w_s = exp(LSE_s - M) (0 for a slice that saw nothing);
+// LSE = M + log Σ w_s and O = Σ w_s O_s / Σ w_s, the same as Σ exp(LSE_s - LSE) O_s. Subtracting M
+// keeps every exponent at or below 0; a row that saw no key in any slice (M = -inf) gets O = 0 and
+// LSE = -inf, as an unsplit launch gives it, without computing -inf - -inf.
+template <class T, int D>
+__device__ __forceinline__ void merge_row(const Args<T>& a, int64_t r, int c, const float* o_part,
+                                          const float* lse_part, int64_t p, int64_t stride, int splits) {
+  float lse_max = -INFINITY;
+  for (int i = 0; i < splits; ++i) lse_max = fmaxf(lse_max, lse_part[i * stride + p]);
+  float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  float sum = 0.0f;
+  if (lse_max != -INFINITY)
+    for (int i = 0; i < splits; ++i) {
+      const float lse_i = lse_part[i * stride + p];
+      if (lse_i == -INFINITY) continue;  // this slice saw no key of the row: weight 0, O_s unread
+      const float w = expf(lse_i - lse_max);
+      const float4 o = *reinterpret_cast<const float4*>(o_part + (i * stride + p) * D + c);
+      sum += w;
+      acc.x += w * o.x, acc.y += w * o.y, acc.z += w * o.z, acc.w += w * o.w;
+    }
+  const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;  // sum >= 1 when any slice saw a key (the max's w is 1)
+  *reinterpret_cast<uint2*>(a.o + r * D + c) =
+      make_uint2(sm80::pack2<T>(acc.x * inv, acc.y * inv), sm80::pack2<T>(acc.z * inv, acc.w * inv));
+  if (a.lse && c == 0) a.lse[r] = sum > 0.0f ? lse_max + logf(sum) : -INFINITY;
+}
+
+// The merge of every row, kMergeRows<D> per block. `a` is built with that row count as its tile
+// (make_args), so that locate() finds the same sequences, and skips the same invalid entries, as the
+// split kernel did: the merge writes exactly the rows an unsplit launch would write. Partial row r of
+// split i is o_part[(i·rows + r)·D ..], lse_part[i·rows + r].
 template <class T, int D>
 __global__ void __launch_bounds__(kMergeThreads) merge_splits_kernel(const Args<T> a, const float* o_part,
                                                                      const float* lse_part, int64_t rows,
@@ -100,25 +125,7 @@ __global__ void __launch_bounds__(kMergeThreads) merge_splits_kernel(const Args<
   const int64_t row = s.q0 + threadIdx.x / kLanes;
   if (row >= s.nq_rows) return;
   const int64_t r = s.q_row0 + row;  // row of O, LSE and of each split's partials
-  const int c = threadIdx.x % kLanes * 4;
-
-  float lse_max = -INFINITY;
-  for (int i = 0; i < splits; ++i) lse_max = fmaxf(lse_max, lse_part[i * rows + r]);
-  float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-  float sum = 0.0f;
-  if (lse_max != -INFINITY)
-    for (int i = 0; i < splits; ++i) {
-      const float lse_i = lse_part[i * rows + r];
-      if (lse_i == -INFINITY) continue;  // this slice saw no key of the row: weight 0, O_s unread
-      const float w = expf(lse_i - lse_max);
-      const float4 o = *reinterpret_cast<const float4*>(o_part + (i * rows + r) * D + c);
-      sum += w;
-      acc.x += w * o.x, acc.y += w * o.y, acc.z += w * o.z, acc.w += w * o.w;
-    }
-  const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;  // sum >= 1 when any slice saw a key (the max's w is 1)
-  *reinterpret_cast<uint2*>(a.o + r * D + c) =
-      make_uint2(sm80::pack2<T>(acc.x * inv, acc.y * inv), sm80::pack2<T>(acc.z * inv, acc.w * inv));
-  if (a.lse && c == 0) a.lse[r] = sum > 0.0f ? lse_max + logf(sum) : -INFINITY;
+  merge_row<T, D>(a, r, threadIdx.x % kLanes * 4, o_part, lse_part, r, rows, splits);
 }
 
 // ---- The split path's launch (host) ---------------------------------------------------------------

@@ -266,6 +266,7 @@ FS_API int fs_flash_fwd_tma_v4(const fs_attention_params* params, void* stream);
 FS_API int fs_flash_fwd_tma_v5(const fs_attention_params* params, void* stream); /* v4, split-KV where the grid underfills */
 FS_API int fs_flash_fwd_tma_v6(const fs_attention_params* params, void* stream); /* v5, a K/V group's query heads in one tile */
 FS_API int fs_flash_fwd_tma_v7(const fs_attention_params* params, void* stream); /* v3, three consumer warpgroups */
+FS_API int fs_flash_fwd_tma_v8(const fs_attention_params* params, void* stream); /* v7, the last wave split over the keys */
 
 #ifdef __cplusplus
 }

@@ -1,6 +1,6 @@
 // Split-KV on the host, shared by the attention forwards that split a query tile's keys over several
-// blocks (stage 04's v6, stage 07's v5): the workspace the slices' partial results take, and how many
-// splits fill the GPU. The device side is common/device/split_kv.cuh.
+// blocks (stage 04's v6, stage 07's v5 and v8): the workspace the slices' partial results take, and how
+// many splits fill the GPU. The device side is common/device/split_kv.cuh.
 #pragma once
 
 #include <cstddef>
@@ -25,5 +25,27 @@ std::size_t split_workspace_bytes(const AttentionParams& p, int splits);
 // whose waves are within 5% of the best wave efficiency, at most kMaxSplits and at most one split per
 // kMinSliceBlocks key blocks.
 int split_kv_heuristic(int64_t tiles, int64_t key_blocks, int64_t slots);
+
+// The last wave of a grid of one block per tile and slot: `tiles` tiles run as whole waves of `slots`
+// blocks and a last wave of the rest, which keeps that many slots busy for a tile's whole time while
+// the others wait. Splitting each of the last tiles into `splits` slices of its key blocks shortens
+// that wave to ceil(rest · splits / slots) waves of slices, each 1/splits of a tile long.
+struct LastWaveSplit {
+  int64_t tiles;  // the grid's last tiles, each split (0: none)
+  int splits;     // blocks per split tile (1: none)
+};
+// For tiles of equal length: the fewest splits whose grid time, counted in tiles (the whole waves plus
+// ceil(rest · s / slots) / s), is within kLastWaveSlack of the best's, at most kMaxSplits and at most one
+// per kLastWaveSliceBlocks key blocks. Tiles of unequal length (equal_tiles false: causal, variable
+// lengths) end the grid unevenly whatever the count; there only a grid of fewer tiles than slots is
+// split (all of it, by the same rule).
+// A slice block pays what a whole tile pays once — Q's load, the pipeline's fill — and its fp32
+// partials are written and read again by the merge: on the H100 at D = 128 (stage 07's v8, 192 × 64
+// tiles) that cost the time of about 10 key blocks per slice. Slices of 64 key blocks or more keep it
+// small: 2 splits of 128-block tiles (N = 8192) took 2% off the grid, where 3 splits of 64-block tiles
+// (N = 4096) lost 1% and none of 2 to 16 gained.
+constexpr double kLastWaveSlack = 0.02;
+constexpr int64_t kLastWaveSliceBlocks = 64;
+LastWaveSplit last_wave_split(int64_t tiles, int64_t key_blocks, int64_t slots, bool equal_tiles);
 
 }  // namespace fs

@@ -148,7 +148,7 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) flash_fwd_v6_kerne
   for (; j < min(n_full, j_end); ++j) step(j, std::false_type{});
   for (; j < j_end; ++j) step(j, std::true_type{});
 
-  write_partial(sa.o_part + blockIdx.y * sa.rows * D, sa.lse_part + blockIdx.y * sa.rows, s, row0, rO, m, l);
+  write_partial(sa.o_part + blockIdx.y * sa.rows * D, sa.lse_part + blockIdx.y * sa.rows, s, s.q_row0, row0, rO, m, l);
 }
 
 }  // namespace fs::flash::v6

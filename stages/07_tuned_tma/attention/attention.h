@@ -12,11 +12,16 @@
 
 namespace fs {
 
-extern const KernelDesc kFlashTmaV1, kFlashTmaV2, kFlashTmaV3, kFlashTmaV4, kFlashTmaV5, kFlashTmaV6, kFlashTmaV7;
+extern const KernelDesc kFlashTmaV1, kFlashTmaV2, kFlashTmaV3, kFlashTmaV4, kFlashTmaV5, kFlashTmaV6, kFlashTmaV7,
+    kFlashTmaV8;
 
 // v5 and v6 with a forced split count (v5: 1 is v4's launch, no workspace; v6: 1 writes O directly),
 // validated like every launch: the tests run the split path on shapes where the heuristic would not split.
 Status launch_flash_tma_v5_splits(const AttentionParams& params, int splits, cudaStream_t stream);
 Status launch_flash_tma_v6_splits(const AttentionParams& params, int splits, cudaStream_t stream);
+// v8 with its grid's last `tail` tiles (at most all of them; none for 0 or one split) over `splits` blocks
+// each, validated like every launch (FS_ERR_INVALID_SIZE for tail < 0 or splits < 1): the tests split tiles
+// of small grids, whose tiles the heuristic splits all or none of.
+Status launch_flash_tma_v8_split(const AttentionParams& params, int64_t tail, int splits, cudaStream_t stream);
 
 }  // namespace fs

@@ -11,9 +11,9 @@
 // inside tiles and key blocks everywhere). Then where one query tile per (batch entry, head) leaves
 // SMs idle (bench::underfilled_attention_shapes: short queries against long keys, decoding, grouped
 // K/V), every version and stage 04's v6 (split-KV); v6 (a K/V group's query heads packed into one
-// tile) only there, where some shapes have grouped K/V. And D = 256 at N = 8192 for v1-v4, v7 and
-// stage 04's v5. 5 × 48 (grid) + 8 (v5) + 8 (stage 04) + 7 × 8 (packed) + 8 × 26 (underfilled) + 6 × 4
-// (D = 256) = 544 benchmarks of 5 repetitions.
+// tile) only there, where some shapes have grouped K/V. And D = 256 at N = 8192 for v1-v4, v7, v8 and
+// stage 04's v5. 6 × 48 (grid) + 8 (v5) + 8 (stage 04) + 8 × 8 (packed) + 9 × 26 (underfilled) + 7 × 4
+// (D = 256) = 630 benchmarks of 5 repetitions.
 #include <string>
 #include <vector>
 
@@ -34,7 +34,8 @@ void fs::bench::register_benchmarks(const DeviceInfo& dev) {
   }
   for (const KernelDesc* k : find_kernels("stage04/v5")) register_attention(dev, *k, headline);
   // D = 256 at the headline N alone (B = 2, H = 8): the versions that differ there (v5 and v6 are v4
-  // on a full grid; v7 runs v3's block there, timed as its own launch) and stage 04's v5.
+  // on a full grid; v7 runs v3's block there, timed as its own launch, and so is v8) and stage
+  // 04's v5.
   AttentionGrid wide = headline;
   wide.dims = {256};
   for (const KernelDesc* k : find_kernels("stage07/attention")) {

@@ -145,11 +145,18 @@ Status run_v4(const AttentionProblem& pr, cudaStream_t stream);
 Status run_v5(const AttentionProblem& pr, cudaStream_t stream);
 Status run_v6(const AttentionProblem& pr, cudaStream_t stream);
 Status run_v7(const AttentionProblem& pr, cudaStream_t stream);
+Status run_v8(const AttentionProblem& pr, cudaStream_t stream);
 // v5 and v6 with a forced split count (v5: 1 is v4's launch; v6: 1 writes O directly), for the tests.
 Status run_v5_splits(const AttentionProblem& pr, int splits, cudaStream_t stream);
 Status run_v6_splits(const AttentionProblem& pr, int splits, cudaStream_t stream);
 // The split count v5 and v6 take for a problem on a GPU with `sms` SMs (split_kv_heuristic).
 int v5_splits(const AttentionParams& p, int sms);
 int v6_splits(const AttentionParams& p, int sms);
+// v8 with the grid's last `tail` tiles (at most all of them; 0 or splits = 1: none) over `splits`
+// blocks each, for the tests; the split v8 takes on a GPU with `sms` SMs (last_wave_split), and the
+// workspace that split takes.
+Status run_v8_split(const AttentionProblem& pr, int64_t tail, int splits, cudaStream_t stream);
+LastWaveSplit v8_split(const AttentionParams& p, int sms);
+std::size_t v8_workspace_bytes(const AttentionParams& p, int sms);
 
 }  // namespace fs::flash_tma

@@ -4,7 +4,8 @@
 // and decoding (Nq = 1 against up to 16384 keys); custom scales over many key blocks; long key
 // sequences at D = 64 (the 192-key blocks v2 to v5 take there); v5 with forced split counts (2, 7, 16:
 // uneven and empty slices) over odd sizes, decoding, long keys and variable lengths; v6's packed
-// groups of 7, 8 and 32 query heads, and v6 with forced split counts (1, 2, 7) on grouped K/V; padded (seq_lens, the padding NaN)
+// groups of 7, 8 and 32 query heads, and v6 with forced split counts (1, 2, 7) on grouped K/V; v8 with
+// its last 1, 3 or all tiles forced over 2, 7 or 16 blocks, the same shapes as v5's; padded (seq_lens, the padding NaN)
 // and packed (cu_seqlens) batches against a per-entry reference, at every head_dim, with grouped K/V
 // and with 192-key blocks, and entries that break the rules left unwritten; tensors of more than 2^31
 // elements (the last head checked lies past element 2^31); error paths: bad inputs, what the Hopper
@@ -47,6 +48,12 @@ Status run_v6_forced_splits(const AttentionProblem& pr, cudaStream_t stream) {
   return launch_flash_tma_v6_splits(pr.p, kSplits, stream);
 }
 KernelDesc v6_forced_splits_kernel(AttentionRun run) { return kernel_with_run(kFlashTmaV6, run); }
+// v8 with its grid's last kTail tiles forced over kSplits blocks each.
+template <int kTail, int kSplits>
+Status run_v8_forced_split(const AttentionProblem& pr, cudaStream_t stream) {
+  return launch_flash_tma_v8_split(pr.p, kTail, kSplits, stream);
+}
+KernelDesc v8_forced_split_kernel(AttentionRun run) { return kernel_with_run(kFlashTmaV8, run); }
 
 // Groups v6 packs beyond gqa_shapes' (G = 2, 4, 6): G = 7 (H = 28 over 4 K/V heads), 8 and 32 — more
 // packed rows than one 128-row tile, tile boundaries inside one query's heads, several queries'
@@ -96,7 +103,7 @@ void check_forced_splits(const KernelDesc& kernel, uint64_t seed) {
 }  // namespace
 
 FS_CPU_TEST_CASE("stage07 attention lists its versions in order with what they take") {
-  REQUIRE(kAll.size() == 7);
+  REQUIRE(kAll.size() == 8);
   CHECK(kAll[0]->qualified() == "stage07/attention/v1");
   CHECK(kAll[1]->qualified() == "stage07/attention/v2");
   CHECK(kAll[2]->qualified() == "stage07/attention/v3");
@@ -104,6 +111,7 @@ FS_CPU_TEST_CASE("stage07 attention lists its versions in order with what they t
   CHECK(kAll[4]->qualified() == "stage07/attention/v5");
   CHECK(kAll[5]->qualified() == "stage07/attention/v6");
   CHECK(kAll[6]->qualified() == "stage07/attention/v7");
+  CHECK(kAll[7]->qualified() == "stage07/attention/v8");
   for (const KernelDesc* k : kAll) {
     INFO(k->qualified());
     CHECK(k->is_attention());
@@ -132,7 +140,7 @@ FS_CPU_TEST_CASE("stage07 attention through the C interface: named codes before 
   using Launcher = int (*)(const fs_attention_params*, void*);
   const Launcher launchers[] = {fs_flash_fwd_tma_v1, fs_flash_fwd_tma_v2, fs_flash_fwd_tma_v3,
                                 fs_flash_fwd_tma_v4, fs_flash_fwd_tma_v5, fs_flash_fwd_tma_v6,
-                                fs_flash_fwd_tma_v7};
+                                fs_flash_fwd_tma_v7, fs_flash_fwd_tma_v8};
   fs_attention_params p{};
   p.batch = p.heads = p.seq_q = p.seq_k = 1;
   p.head_dim = 64;
@@ -269,6 +277,15 @@ FS_GPU_TEST_CASE("stage07 attention v5 forced to 16 splits matches fp64") {
   check_forced_splits(forced_splits_kernel(run_forced_splits<16>), 8700);
 }
 
+// v8's grid of whole tiles and split ones: the last tile over 2 blocks, the last 3 over 7 (uneven and
+// empty slices; on a grid of fewer tiles, all of them), every tile over 16 (a tail longer than the grid).
+FS_GPU_TEST_CASE("stage07 attention v8 with its last tiles forced over 2 7 and 16 blocks matches fp64") {
+  FS_SKIP_WITHOUT_GPU();
+  check_forced_splits(v8_forced_split_kernel(run_v8_forced_split<1, 2>), 8750);
+  check_forced_splits(v8_forced_split_kernel(run_v8_forced_split<3, 7>), 8760);
+  check_forced_splits(v8_forced_split_kernel(run_v8_forced_split<1000000, 16>), 8770);
+}
+
 FS_GPU_TEST_CASE("stage07 attention v6 packs groups of 7 8 and 32 query heads into its tiles") {
   FS_SKIP_WITHOUT_GPU();
   const KernelDesc& v6 = kFlashTmaV6;
@@ -339,7 +356,7 @@ FS_GPU_TEST_CASE("stage07 attention every version rejects bad inputs and writes 
   }
 }
 
-FS_GPU_TEST_CASE("stage07 attention v5 and v6 refuse a split count they cannot launch and write nothing") {
+FS_GPU_TEST_CASE("stage07 attention v5 v6 and v8 refuse a split they cannot launch and write nothing") {
   FS_SKIP_WITHOUT_GPU();
   AttentionFixture problem(attention_shape(2, 2, 17, 40, 64, DType::FP16), 1, /*max_heads=*/-1);
   // No split at all, a negative count, more than gridDim.y takes.
@@ -354,6 +371,12 @@ FS_GPU_TEST_CASE("stage07 attention v5 and v6 refuse a split count they cannot l
   for (AttentionRun run : {run_v6_forced_splits<0>, run_v6_forced_splits<-3>, run_v6_forced_splits<65536>}) {
     Status returned = Status::Success;
     CHECK(group_problem.untouched_after(v6_forced_splits_kernel(run), group_problem.params(), &returned));
+    CHECK(returned == Status::InvalidSize);
+  }
+  // No split, a negative count, a negative tail.
+  for (AttentionRun run : {run_v8_forced_split<1, 0>, run_v8_forced_split<1, -3>, run_v8_forced_split<-1, 2>}) {
+    Status returned = Status::Success;
+    CHECK(problem.untouched_after(v8_forced_split_kernel(run), problem.params(), &returned));
     CHECK(returned == Status::InvalidSize);
   }
 }

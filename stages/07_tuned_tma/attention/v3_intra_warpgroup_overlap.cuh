@@ -16,8 +16,8 @@
 // j − 1 is added before block j's factor is applied, exactly as v2 adds it before the next softmax.
 // Registers: S_j (Bc/2), P_{j-1}'s fragments (Bc/4) and O (D/2) are live at once, as in v2.
 // Measured (H100, N = 8192, fp16, non-causal; stage07_attention.json, one run with v1, v2, stage 04's v5, SDPA):
-//   D = 128: <!-- value: [stage07/attention/v3/fp16/D:128/N:8192/causal:0] | .0f -->586<!-- /value --> TFLOPS, <!-- value: [stage07/attention/v3/fp16/D:128/N:8192/causal:0] / [stage07/attention/v2/fp16/D:128/N:8192/causal:0] | .2f -->1.09<!-- /value -->× v2, <!-- value: [stage07/attention/v3/fp16/D:128/N:8192/causal:0] / [sdpa_cudnn/fp16/D:128/N:8192/causal:0@stage07_attention.json] | .2f -->0.98<!-- /value -->× cuDNN
-//   D = 64:  <!-- value: [stage07/attention/v3/fp16/D:64/N:8192/causal:0] | .0f -->422<!-- /value --> TFLOPS, <!-- value: [stage07/attention/v3/fp16/D:64/N:8192/causal:0] / [stage07/attention/v2/fp16/D:64/N:8192/causal:0] | .2f -->0.95<!-- /value -->× v2, <!-- value: [stage07/attention/v3/fp16/D:64/N:8192/causal:0] / [sdpa_cudnn/fp16/D:64/N:8192/causal:0@stage07_attention.json] | .2f -->0.94<!-- /value -->× cuDNN
+//   D = 128: <!-- value: [stage07/attention/v3/fp16/D:128/N:8192/causal:0] | .0f -->581<!-- /value --> TFLOPS, <!-- value: [stage07/attention/v3/fp16/D:128/N:8192/causal:0] / [stage07/attention/v2/fp16/D:128/N:8192/causal:0] | .2f -->1.09<!-- /value -->× v2, <!-- value: [stage07/attention/v3/fp16/D:128/N:8192/causal:0] / [sdpa_cudnn/fp16/D:128/N:8192/causal:0@stage07_attention.json] | .2f -->1.01<!-- /value -->× cuDNN
+//   D = 64:  <!-- value: [stage07/attention/v3/fp16/D:64/N:8192/causal:0] | .0f -->420<!-- /value --> TFLOPS, <!-- value: [stage07/attention/v3/fp16/D:64/N:8192/causal:0] / [stage07/attention/v2/fp16/D:64/N:8192/causal:0] | .2f -->0.93<!-- /value -->× v2, <!-- value: [stage07/attention/v3/fp16/D:64/N:8192/causal:0] / [sdpa_cudnn/fp16/D:64/N:8192/causal:0@stage07_attention.json] | .2f -->0.96<!-- /value -->× cuDNN
 // Faster than v2 at D = 128, not at D = 64, where the block's two products are half as long and the
 // softmax is not, so there is less product to hide it under. (Level with v2 at both while every
 // consumer still spent a third of its instructions on descriptor and stage arithmetic: the stage
@@ -184,6 +184,20 @@ struct Consumer {
   __device__ __forceinline__ void store() const { write_o_lse(a, s, row0, rO, m, l); }
 };
 
+// A consumer's rounds over the n_blocks key blocks its tile loads (a slice's, for v8): its own with one
+// product in flight across each softmax, then the ones past its own, released without being read.
+template <class T, class C, bool kSlice>
+__device__ __forceinline__ void run_rounds(Consumer<T, C, kSlice>& w, const Smem<C>& sm, int64_t n_blocks) {
+  if (w.n_mine > 0) w.first();
+  for (int64_t j = 1; j < w.n_mine; ++j) {
+    w.prepare();  // P_{j-1}
+    w.issue(j);
+    w.finish(j);
+  }
+  if (w.n_mine > 0) w.last();
+  for (int64_t j = w.n_mine; j < n_blocks; ++j) sm.release_skipped(j);
+}
+
 // One block's work: its tile of C::kBr query rows, a producer and C::kConsumers consumers (two here;
 // v7 runs the same tile with three).
 template <class T, class C>
@@ -204,15 +218,7 @@ __device__ __forceinline__ void run_tile(const CUtensorMap* tmQ, const CUtensorM
 
   sm90::setmaxnreg_inc<C::kConsumerRegs>();
   Consumer<T, C> w(a, s, sm, wg - 1);
-  if (w.n_mine > 0) w.first();
-  for (int64_t j = 1; j < w.n_mine; ++j) {
-    w.prepare();  // P_{j-1}
-    w.issue(j);
-    w.finish(j);
-  }
-  if (w.n_mine > 0) w.last();
-  // The blocks the tile loads past this warpgroup's own, released without being read.
-  for (int64_t j = w.n_mine; j < n_blocks; ++j) sm.release_skipped(j);
+  run_rounds(w, sm, n_blocks);
   w.store();
 }
 

@@ -69,8 +69,8 @@ __global__ void __launch_bounds__(C::kThreads, 1)
   Consumer<T, C, /*kSlice=*/true> w(a, s, sm, c, slice.begin, slice.end);
   v4::take_turns(w, sm, c, n_blocks);  // v4's rounds and turns over the slice's blocks
   // The slice's result, normalized over its keys alone: O_s and LSE_s of split blockIdx.y.
-  write_partial(sa.o_part + blockIdx.y * sa.rows * C::kD, sa.lse_part + blockIdx.y * sa.rows, s, w.row0, w.rO, w.m,
-                w.l);
+  write_partial(sa.o_part + blockIdx.y * sa.rows * C::kD, sa.lse_part + blockIdx.y * sa.rows, s, s.q_row0, w.row0,
+                w.rO, w.m, w.l);
 }
 
 }  // namespace fs::flash_tma::v5

@@ -13,6 +13,7 @@
 #include "stages/07_tuned_tma/attention/v5_split_kv.cuh"
 #include "stages/07_tuned_tma/attention/v6_packed_gqa.cuh"
 #include "stages/07_tuned_tma/attention/v7_three_consumers.cuh"
+#include "stages/07_tuned_tma/attention/v8_split_last_wave.cuh"
 
 namespace fs {
 
@@ -72,6 +73,22 @@ const KernelDesc kFlashTmaV7 = version(
      "v3 with three consumer warpgroups (Br = 192) at D = 64 and 128, 160 registers each: Bc = 128 and 64"},
     flash_tma::max_smem_bytes<flash_tma::v7::Config>(), flash_tma::run_v7);
 
+// v8: the LSE, plus the workspace of the last wave's split for these params on the current GPU (none where
+// it cannot tell: no device, or sizes no launch would take).
+std::size_t v8_extra_bytes(const AttentionParams& p) {
+  std::size_t bytes = lse_extra_bytes(p);
+  DeviceProps dev;
+  if (validate(p, flash_tma::kSupport) == Status::Success && current_device(&dev) == Status::Success)
+    bytes += flash_tma::v8_workspace_bytes(p, dev.sms);
+  return bytes;
+}
+
+const KernelDesc kFlashTmaV8 = attention_kernel(
+    {"fs_flash_fwd_tma_v8", "stage07/attention", "v8",
+     "v7 with the tiles of the grid's last, partial wave split over their keys into several blocks, merged by their LSE"},
+    flash_tma::kSupport, kStageArchs, flash_tma::max_smem_bytes<flash_tma::v8::Config>(), flash_tma::run_v8,
+    v8_extra_bytes);
+
 namespace {
 
 // A split version's launch with a forced split count, validated as its C entry validates.
@@ -93,9 +110,16 @@ Status launch_flash_tma_v6_splits(const AttentionParams& p, int splits, cudaStre
   return launch_forced_splits(kFlashTmaV6, flash_tma::run_v6_splits, p, splits, stream);
 }
 
+Status launch_flash_tma_v8_split(const AttentionParams& p, int64_t tail, int splits, cudaStream_t stream) {
+  FS_RETURN_IF_ERROR(validate(p, kFlashTmaV8.attention));
+  FS_RETURN_IF_ERROR(check_current_device(kFlashTmaV8.info, largest_tensor_bytes(p)));
+  if (tail < 0 || splits < 1) return Status::InvalidSize;
+  return flash_tma::run_v8_split(prepare(p), tail, splits, stream);
+}
+
 KernelList stage07_attention_kernels() {
-  static const KernelDesc* const versions[] = {&kFlashTmaV1, &kFlashTmaV2, &kFlashTmaV3,
-                                               &kFlashTmaV4, &kFlashTmaV5, &kFlashTmaV6, &kFlashTmaV7};
+  static const KernelDesc* const versions[] = {&kFlashTmaV1, &kFlashTmaV2, &kFlashTmaV3, &kFlashTmaV4,
+                                               &kFlashTmaV5, &kFlashTmaV6, &kFlashTmaV7, &kFlashTmaV8};
   return kernel_list(versions);
 }
 
@@ -108,3 +132,4 @@ FS_EXPORT_ATTENTION(fs_flash_fwd_tma_v4, fs::kFlashTmaV4)
 FS_EXPORT_ATTENTION(fs_flash_fwd_tma_v5, fs::kFlashTmaV5)
 FS_EXPORT_ATTENTION(fs_flash_fwd_tma_v6, fs::kFlashTmaV6)
 FS_EXPORT_ATTENTION(fs_flash_fwd_tma_v7, fs::kFlashTmaV7)
+FS_EXPORT_ATTENTION(fs_flash_fwd_tma_v8, fs::kFlashTmaV8)
