@@ -20,6 +20,13 @@ int64_t grid_tiles(const AttentionProblem& pr) {
   return pr.p.batch * pr.p.heads * ((pr.max_seq_q + C::kBr - 1) / C::kBr);
 }
 
+// The workspace of `tail` tiles over `splits` slices each: O_s [tail][splits][Br][D] and LSE_s
+// [tail][splits][Br], fp32.
+template <class C>
+std::size_t last_wave_workspace_bytes(int64_t tail, int splits) {
+  return std::size_t(tail) * std::size_t(splits) * C::kBr * std::size_t(C::kD + 1) * sizeof(float);
+}
+
 // The kernel for element type T and tile configuration C with the last `tail` tiles (at most all of
 // them) over `splits` blocks each, then, if any was split, the merge of their rows, around one
 // workspace allocation. Both on `stream`: the merge starts after every slice is written.
@@ -39,7 +46,7 @@ Status launch_last_wave(const AttentionProblem& pr, int64_t tail, int splits, cu
   };
   if (tail == 0) return run();
   const int64_t part_rows = tail * splits * C::kBr;
-  return with_workspace(std::size_t(part_rows) * (D + 1) * sizeof(float), stream, [&](void* ws) {
+  return with_workspace(last_wave_workspace_bytes<C>(tail, splits), stream, [&](void* ws) {
     la.o_part = static_cast<float*>(ws);
     la.lse_part = la.o_part + part_rows * D;
     FS_RETURN_IF_ERROR(run());
@@ -49,22 +56,13 @@ Status launch_last_wave(const AttentionProblem& pr, int64_t tail, int splits, cu
   });
 }
 
-// Calls f(DtypeTag<t>{}, ConfigTag<v8::Config<D>>{}) for the problem's element type and head dim.
-template <class F>
-Status with_v8_config(const AttentionProblem& pr, F f) {
-  return Elements::dispatch(pr.p.dtype, [&](auto t) {
-    return HeadDimList::dispatch(pr.p.head_dim,
-                                 [&](auto d) { return f(t, ConfigTag<v8::Config<decltype(d)::value>>{}); });
-  });
-}
-
 }  // namespace
 
 LastWaveSplit v8_split(const AttentionParams& p, int sms) {
   const AttentionProblem pr = prepare(p);
   LastWaveSplit w{0, 1};
-  with_v8_config(pr, [&](auto, auto c) {
-    using C = typename decltype(c)::type;
+  with_dtype_and_dim(pr, [&](auto, auto d) {
+    using C = v8::Config<decltype(d)::value>;
     const bool equal_tiles = !p.causal && !p.seq_lens && !p.cu_seqlens_q;  // every tile walks every key block
     w = last_wave_split(grid_tiles<C>(pr), (p.seq_k + C::kBc - 1) / C::kBc, sms, equal_tiles);
     return Status::Success;
@@ -76,18 +74,16 @@ std::size_t v8_workspace_bytes(const AttentionParams& p, int sms) {
   const LastWaveSplit w = v8_split(p, sms);
   std::size_t bytes = 0;
   if (w.splits > 1)
-    with_v8_config(prepare(p), [&](auto, auto c) {
-      using C = typename decltype(c)::type;
-      bytes = std::size_t(w.tiles) * std::size_t(w.splits) * C::kBr * std::size_t(C::kD + 1) * sizeof(float);
+    with_dtype_and_dim(prepare(p), [&](auto, auto d) {
+      bytes = last_wave_workspace_bytes<v8::Config<decltype(d)::value>>(w.tiles, w.splits);
       return Status::Success;
     });
   return bytes;
 }
 
 Status run_v8_split(const AttentionProblem& pr, int64_t tail, int splits, cudaStream_t stream) {
-  if (tail < 0 || splits < 1) return Status::InvalidSize;
-  return with_v8_config(pr, [&](auto t, auto c) {
-    return launch_last_wave<typename decltype(t)::type, typename decltype(c)::type>(pr, tail, splits, stream);
+  return with_dtype_and_dim(pr, [&](auto t, auto d) {
+    return launch_last_wave<typename decltype(t)::type, v8::Config<decltype(d)::value>>(pr, tail, splits, stream);
   });
 }
 

@@ -92,14 +92,20 @@ Status launch_with_maps(void (*kernel)(CUtensorMap, CUtensorMap, CUtensorMap, at
   return launch_config<C>(kernel, dim3(unsigned(blocks)), stream, tq, tk, tv, a);
 }
 
+// Calls f(DtypeTag<t>{}, std::integral_constant<int, D>{}) with the problem's element type and head_dim.
+template <class F>
+Status with_dtype_and_dim(const AttentionProblem& pr, F f) {
+  return Elements::dispatch(pr.p.dtype, [&](auto t) {
+    return HeadDimList::dispatch(pr.p.head_dim, [&](auto d) { return f(t, d); });
+  });
+}
+
 // Launches kernel_of(DtypeTag<t>{}, std::integral_constant<int, D>{}), the version's kernel for the
 // problem's dtype and head_dim, with tile configuration Config<D>.
 template <template <int> class Config, class KernelOf>
 Status launch_version(const AttentionProblem& pr, cudaStream_t stream, KernelOf kernel_of) {
-  return Elements::dispatch(pr.p.dtype, [&](auto t) {
-    return HeadDimList::dispatch(pr.p.head_dim, [&](auto d) {
-      return launch_with_maps<Config<decltype(d)::value>>(kernel_of(t, d), pr, stream);
-    });
+  return with_dtype_and_dim(pr, [&](auto t, auto d) {
+    return launch_with_maps<Config<decltype(d)::value>>(kernel_of(t, d), pr, stream);
   });
 }
 
@@ -117,9 +123,7 @@ template <class F>
 Status with_ws_config(const AttentionProblem& pr, F f) {
   if (pr.p.head_dim == 64 && pr.p.seq_k >= ws::kWideFromKeys && !pr.p.cu_seqlens_q)
     return Elements::dispatch(pr.p.dtype, [&](auto t) { return f(t, ConfigTag<ws::Config<64, ws::kWideBc>>{}); });
-  return Elements::dispatch(pr.p.dtype, [&](auto t) {
-    return HeadDimList::dispatch(pr.p.head_dim, [&](auto d) { return f(t, ConfigTag<ws::Config<decltype(d)::value>>{}); });
-  });
+  return with_dtype_and_dim(pr, [&](auto t, auto d) { return f(t, ConfigTag<ws::Config<decltype(d)::value>>{}); });
 }
 
 // The launch of a warp-specialized version (v2 to v4, tma_attention.cuh's ws::): kernel_of(DtypeTag<t>{},
@@ -152,8 +156,8 @@ Status run_v6_splits(const AttentionProblem& pr, int splits, cudaStream_t stream
 // The split count v5 and v6 take for a problem on a GPU with `sms` SMs (split_kv_heuristic).
 int v5_splits(const AttentionParams& p, int sms);
 int v6_splits(const AttentionParams& p, int sms);
-// v8 with the grid's last `tail` tiles (at most all of them; 0 or splits = 1: none) over `splits`
-// blocks each, for the tests; the split v8 takes on a GPU with `sms` SMs (last_wave_split), and the
+// v8 with the grid's last `tail` tiles (at most all of them; 0 or splits = 1: none; tail >= 0, splits >= 1)
+// over `splits` blocks each, for the tests; the split v8 takes on a GPU with `sms` SMs (last_wave_split), and the
 // workspace that split takes.
 Status run_v8_split(const AttentionProblem& pr, int64_t tail, int splits, cudaStream_t stream);
 LastWaveSplit v8_split(const AttentionParams& p, int sms);

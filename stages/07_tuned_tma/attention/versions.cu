@@ -45,76 +45,72 @@ const KernelDesc kFlashTmaV4 = version(
      "v3 with the consumers taking turns at the tensor cores (pingpong): one's softmax under the other's products"},
     flash_tma::max_smem_bytes<flash_tma::ws::DefaultConfig>(), flash_tma::run_v4);
 
-// v5 and v6: the LSE, plus the split workspace of the split count the version takes for these params on
-// the current GPU (none where it cannot tell: no device, or sizes no launch would take).
-template <int (*kSplits)(const AttentionParams&, int)>
-std::size_t split_extra_bytes(const AttentionParams& p) {
+// v5, v6 and v8: the LSE, plus the workspace kWorkspace(params, SMs) the version takes for these params
+// on the current GPU (none where it cannot tell: no device, or sizes no launch would take).
+template <std::size_t (*kWorkspace)(const AttentionParams&, int)>
+std::size_t workspace_extra_bytes(const AttentionParams& p) {
   std::size_t bytes = lse_extra_bytes(p);
   DeviceProps dev;
   if (validate(p, flash_tma::kSupport) == Status::Success && current_device(&dev) == Status::Success)
-    bytes += split_workspace_bytes(p, kSplits(p, dev.sms));
+    bytes += kWorkspace(p, dev.sms);
   return bytes;
+}
+// v5's and v6's workspace: that of the split count kSplits takes.
+template <int (*kSplits)(const AttentionParams&, int)>
+std::size_t split_workspace(const AttentionParams& p, int sms) {
+  return split_workspace_bytes(p, kSplits(p, sms));
 }
 
 const KernelDesc kFlashTmaV5 = attention_kernel(
     {"fs_flash_fwd_tma_v5", "stage07/attention", "v5",
      "v4 with a query tile's keys split over several blocks where the grid underfills the GPU, the slices merged by their LSE"},
     flash_tma::kSupport, kStageArchs, flash_tma::max_smem_bytes<flash_tma::ws::DefaultConfig>(), flash_tma::run_v5,
-    split_extra_bytes<flash_tma::v5_splits>);
+    workspace_extra_bytes<split_workspace<flash_tma::v5_splits>>);
 
 const KernelDesc kFlashTmaV6 = attention_kernel(
     {"fs_flash_fwd_tma_v6", "stage07/attention", "v6",
      "v5 with the query heads of a K/V group packed into one tile (query-major), so K and V are read once per group"},
     flash_tma::kSupport, kStageArchs, flash_tma::max_smem_bytes<flash_tma::ws::DefaultConfig>(), flash_tma::run_v6,
-    split_extra_bytes<flash_tma::v6_splits>);
+    workspace_extra_bytes<split_workspace<flash_tma::v6_splits>>);
 
 const KernelDesc kFlashTmaV7 = version(
     {"fs_flash_fwd_tma_v7", "stage07/attention", "v7",
      "v3 with three consumer warpgroups (Br = 192) at D = 64 and 128, 160 registers each: Bc = 128 and 64"},
     flash_tma::max_smem_bytes<flash_tma::v7::Config>(), flash_tma::run_v7);
 
-// v8: the LSE, plus the workspace of the last wave's split for these params on the current GPU (none where
-// it cannot tell: no device, or sizes no launch would take).
-std::size_t v8_extra_bytes(const AttentionParams& p) {
-  std::size_t bytes = lse_extra_bytes(p);
-  DeviceProps dev;
-  if (validate(p, flash_tma::kSupport) == Status::Success && current_device(&dev) == Status::Success)
-    bytes += flash_tma::v8_workspace_bytes(p, dev.sms);
-  return bytes;
-}
-
 const KernelDesc kFlashTmaV8 = attention_kernel(
     {"fs_flash_fwd_tma_v8", "stage07/attention", "v8",
      "v7 with the tiles of the grid's last, partial wave split over their keys into several blocks, merged by their LSE"},
     flash_tma::kSupport, kStageArchs, flash_tma::max_smem_bytes<flash_tma::v8::Config>(), flash_tma::run_v8,
-    v8_extra_bytes);
+    workspace_extra_bytes<flash_tma::v8_workspace_bytes>);
 
 namespace {
 
-// A split version's launch with a forced split count, validated as its C entry validates.
-Status launch_forced_splits(const KernelDesc& k, Status (*run)(const AttentionProblem&, int, cudaStream_t),
-                            const AttentionParams& p, int splits, cudaStream_t stream) {
+// A launch of version k with a forced split, validated as its C entry validates: the params, the
+// GPU, then the split (`bad_split`), before run(prepared problem).
+template <class Run>
+Status launch_forced(const KernelDesc& k, const AttentionParams& p, bool bad_split, Run run) {
   FS_RETURN_IF_ERROR(validate(p, k.attention));
   FS_RETURN_IF_ERROR(check_current_device(k.info, largest_tensor_bytes(p)));
-  if (splits < 1) return Status::InvalidSize;
-  return run(prepare(p), splits, stream);
+  if (bad_split) return Status::InvalidSize;
+  return run(prepare(p));
 }
 
 }  // namespace
 
 Status launch_flash_tma_v5_splits(const AttentionParams& p, int splits, cudaStream_t stream) {
-  return launch_forced_splits(kFlashTmaV5, flash_tma::run_v5_splits, p, splits, stream);
+  return launch_forced(kFlashTmaV5, p, splits < 1,
+                       [&](const AttentionProblem& pr) { return flash_tma::run_v5_splits(pr, splits, stream); });
 }
 
 Status launch_flash_tma_v6_splits(const AttentionParams& p, int splits, cudaStream_t stream) {
-  return launch_forced_splits(kFlashTmaV6, flash_tma::run_v6_splits, p, splits, stream);
+  return launch_forced(kFlashTmaV6, p, splits < 1,
+                       [&](const AttentionProblem& pr) { return flash_tma::run_v6_splits(pr, splits, stream); });
 }
 
 Status launch_flash_tma_v8_split(const AttentionParams& p, int64_t tail, int splits, cudaStream_t stream) {
-  FS_RETURN_IF_ERROR(validate(p, kFlashTmaV8.attention));
-  FS_RETURN_IF_ERROR(check_current_device(kFlashTmaV8.info, largest_tensor_bytes(p)));
-  if (tail < 0 || splits < 1) return Status::InvalidSize;
-  return flash_tma::run_v8_split(prepare(p), tail, splits, stream);
+  return launch_forced(kFlashTmaV8, p, tail < 0 || splits < 1,
+                       [&](const AttentionProblem& pr) { return flash_tma::run_v8_split(pr, tail, splits, stream); });
 }
 
 KernelList stage07_attention_kernels() {
