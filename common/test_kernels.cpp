@@ -70,7 +70,8 @@ FS_CPU_TEST_CASE("registry: every stage's versions in order and each with a C en
       CHECK(bool(all[i]->run_attention) == (info->problem == FS_PROBLEM_ATTENTION));
       CHECK(bool(all[i]->run_attention_bwd) == (info->problem == FS_PROBLEM_ATTENTION_BWD));
       CHECK(bool(all[i]->extra_bytes));
-      CHECK(info->out_dtypes == info->in_dtypes);
+      // O (or the gradients) in the input's type; bf16 for fp8 inputs (stage 07 attention v9).
+      CHECK(info->out_dtypes == (info->in_dtypes == dtype_bit(DType::FP8_E4M3) ? dtype_bit(DType::BF16) : info->in_dtypes));
       CHECK(info->max_head_dim > 0);
     } else {
       CHECK(info->problem == FS_PROBLEM_GEMM);

@@ -21,6 +21,11 @@ CODES = ["FS_SUCCESS", "FS_ERR_NULL_POINTER", "FS_ERR_INVALID_SIZE", "FS_ERR_UNS
          "FS_ERR_UNSUPPORTED_LAYOUT"]
 
 
+def head_dim_of(info):
+    """D = 64 where the version takes it, else its first head_dim (stage 07's fp8 v9: 128 alone)."""
+    return 64 if info.takes_head_dim(64) else info.head_dims[0]
+
+
 def valid_params(**change):
     p = flashstages.AttentionParams(2, 3, 17, 19, 64, 0.0, 0, flashstages.FP32,
                                     0x10000, 0x20000, 0x30000, 0x40000, 0x50000)
@@ -107,7 +112,7 @@ class CInterface(unittest.TestCase):
         for info in flashstages.kernels(self.lib, problem=flashstages.PROBLEM_ATTENTION):
             launcher = info.name
             with self.subTest(launcher=launcher):
-                ok = dict(dtype=info.dtypes[0], head_dim=64)
+                ok = dict(dtype=info.dtypes[0], head_dim=head_dim_of(info))
                 self.assertEqual(self.code(launcher, valid_params(q=None, **ok)), "FS_ERR_NULL_POINTER")
                 self.assertEqual(self.code(launcher, valid_params(batch=0, **ok)), "FS_ERR_INVALID_SIZE")
                 self.assertEqual(self.code(launcher, valid_params(batch=1 << 62, **ok)), "FS_ERR_INVALID_SIZE")
@@ -159,7 +164,7 @@ class CInterface(unittest.TestCase):
         # a product that wraps into a small, valid-looking size (and never FS_SUCCESS).
         big = [1 << 62, (1 << 63) - 1]
         for info in flashstages.kernels(self.lib, problem=flashstages.PROBLEM_ATTENTION):
-            ok = dict(dtype=info.dtypes[0], head_dim=64)
+            ok = dict(dtype=info.dtypes[0], head_dim=head_dim_of(info))
             for field in ("batch", "heads", "seq_q", "seq_k", "head_dim"):
                 for value in big:
                     with self.subTest(launcher=info.name, field=field, value=value):

@@ -28,6 +28,8 @@
 //   wgmma_m64nNk16<N, T, ...>   wgmma.mma_async.sync.aligned.m64nNk16.f32.{f16,bf16}.{f16,bf16}   D (64×N) += A·B
 //   wgmma_m64nNk16_rs<N, T, …>  the same with A from registers (attention: P, the softmax's output)
 //   wgmma_m64nNk32_s8<N>        wgmma.mma_async.sync.aligned.m64nNk32.s32.s8.s8   D (64×N, int32) += A·B, int8 in
+//   wgmma_m64nNk32_e4m3<N>      wgmma.mma_async.sync.aligned.m64nNk32.f32.e4m3.e4m3   D (64×N) += A·B, fp8 in
+//   wgmma_m64nNk32_e4m3_rs<N>   the same with A from registers (attention v9: P in fp8)
 //   matrix_descriptor_sw128     the 64-bit shared-memory matrix descriptor wgmma reads A and B through
 //   matrix_descriptor_advance   the same descriptor, its start address moved on (a helper: one integer add)
 //   wgmma_fence_operand         no instruction: keeps the compiler from moving accumulator reads across a wait
@@ -583,8 +585,71 @@ __device__ __forceinline__ void wgmma_m64nNk32_s8(int32_t (&d)[N / 2], uint64_t 
                    FS_SM90_D16_S32(d + 80), FS_SM90_D16_S32(d + 96), FS_SM90_D16_S32(d + 112));
 }
 
+// The fp8 forms: e4m3 A and B, fp32 accumulators. Like the integer form they have no transpose
+// immediates (both tiles K-major), but keep scale-a and scale-b (1: no negation); A from shared memory
+// through its descriptor, or (_rs) from four registers per thread.
+#define FS_SM90_WGMMA_E4M3(...) FS_SM90_WGMMA_E4M3_IMPL(__VA_ARGS__)
+#define FS_SM90_WGMMA_E4M3_IMPL(SHAPE, REGS, DA, DB, SD, ...)                                              \
+  asm volatile("{\n"                                                                                  \
+               ".reg .pred p;\n"                                                                      \
+               "setp.ne.b32 p, " SD ", 0;\n"                                                          \
+               "wgmma.mma_async.sync.aligned." SHAPE ".f32.e4m3.e4m3 " REGS ", " DA ", " DB ", p, 1, 1;\n" \
+               "}\n"                                                                                  \
+               : __VA_ARGS__                                                                          \
+               : "l"(desc_a), "l"(desc_b), "r"(int32_t(accumulate))                                   \
+               : "memory")
+#define FS_SM90_WGMMA_E4M3_RS(...) FS_SM90_WGMMA_E4M3_RS_IMPL(__VA_ARGS__)
+#define FS_SM90_WGMMA_E4M3_RS_IMPL(SHAPE, REGS, A, DB, SD, ...)                                           \
+  asm volatile("{\n"                                                                                  \
+               ".reg .pred p;\n"                                                                      \
+               "setp.ne.b32 p, " SD ", 0;\n"                                                          \
+               "wgmma.mma_async.sync.aligned." SHAPE ".f32.e4m3.e4m3 " REGS ", " A ", " DB ", p, 1, 1;\n"  \
+               "}\n"                                                                                  \
+               : __VA_ARGS__                                                                          \
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(int32_t(accumulate))     \
+               : "memory")
+#define FS_SM90_OPS_E4M3_AFTER_64 "%64", "%65", "%66"
+#define FS_SM90_OPS_E4M3_RS_AFTER_64 "{%64, %65, %66, %67}", "%68", "%69"
+
+// D(64×N, fp32) = A(64×32)·B(32×N) + (accumulate ? D : 0), A and B fp8 e4m3 (1 sign, 4 exponent, 3 mantissa
+// bits), read from shared memory through their descriptors. In loop terms, for the 128 threads together:
+//   for (m < 64) for (n < N) { float s = accumulate ? D[m][n] : 0; for (k < 32) s += A[m][k] * B[k][n]; D[m][n] = s; }
+// at the tensor cores' fp8 rate, twice their fp16 one. As for int8, both tiles are K-major (A[m][k] at row m,
+// byte k; B[k][n] at row n, byte k), and byte for byte they are 16-bit tiles: 128-byte rows of 128 k, the
+// same swizzle and descriptors, 32 bytes of k per instruction. D's layout is wgmma_m64nNk16's. N = 128: the
+// one shape the kernels use.
+template <int N>
+__device__ __forceinline__ void wgmma_m64nNk32_e4m3(float (&d)[N / 2], uint64_t desc_a, uint64_t desc_b,
+                                                    bool accumulate) {
+  static_assert(N == 128, "m64n128k32");
+  FS_SM90_WGMMA_E4M3("m64n128k32", FS_SM90_REGS_64, FS_SM90_OPS_E4M3_AFTER_64, FS_SM90_D16(d), FS_SM90_D16(d + 16),
+                     FS_SM90_D16(d + 32), FS_SM90_D16(d + 48));
+}
+
+// The same with A from registers: four 32-bit registers per thread, four e4m3 each, laid out as the A
+// fragment of mma.sync.m16n8k32 for the rows of its warp (warp w: rows 16w .. 16w+15; lane 4g+t:
+//   a[0] = A[16w+g][4t .. 4t+3],       a[1] = A[16w+g+8][4t .. 4t+3],
+//   a[2] = A[16w+g][16+4t .. 16+4t+3], a[3] = A[16w+g+8][16+4t .. 16+4t+3], the lowest byte first).
+// Unlike the 16-bit form this is not the accumulator's layout: there a thread holds columns 2t, 2t+1 of
+// each 8-column block (wgmma_m64nNk16), so the 32 columns a thread's four accumulator blocks give it
+// are 2t, 2t+1, 8+2t, 9+2t, 16+2t, … — a caller either moves bytes between lanes or, when k is a sum's
+// index (attention's keys), lets a[·] hold its own columns and reorders B's rows to match.
+template <int N>
+__device__ __forceinline__ void wgmma_m64nNk32_e4m3_rs(float (&d)[N / 2], const uint32_t (&a)[4], uint64_t desc_b,
+                                                       bool accumulate) {
+  static_assert(N == 128, "m64n128k32");
+  FS_SM90_WGMMA_E4M3_RS("m64n128k32", FS_SM90_REGS_64, FS_SM90_OPS_E4M3_RS_AFTER_64, FS_SM90_D16(d),
+                        FS_SM90_D16(d + 16), FS_SM90_D16(d + 32), FS_SM90_D16(d + 48));
+}
+
 #undef FS_SM90_WGMMA
 #undef FS_SM90_WGMMA_RS
+#undef FS_SM90_WGMMA_E4M3
+#undef FS_SM90_WGMMA_E4M3_IMPL
+#undef FS_SM90_WGMMA_E4M3_RS
+#undef FS_SM90_WGMMA_E4M3_RS_IMPL
+#undef FS_SM90_OPS_E4M3_AFTER_64
+#undef FS_SM90_OPS_E4M3_RS_AFTER_64
 #undef FS_SM90_WGMMA_RS_IMPL
 #undef FS_SM90_WGMMA_IMPL
 #undef FS_SM90_WGMMA_S8

@@ -25,13 +25,21 @@ bool head_dim_supported(int64_t d, const AttentionSupport& s) {
 // Every tensor's byte count fits in 64 bits (the kernels index in 64 bits; a product that wraps
 // would make a huge problem look small): Q and O, then K and V with their own head count.
 bool sizes_fit(const AttentionParams& p) {
-  const int64_t e = int64_t(dtype_size(dtype_of(p)));
-  return fits_product({p.batch, p.heads, p.seq_q, p.head_dim, e}) &&
+  const int64_t e = int64_t(dtype_size(dtype_of(p))), out = int64_t(dtype_size(output_dtype(p)));
+  return fits_product({p.batch, p.heads, p.seq_q, p.head_dim, std::max(e, out)}) &&
          fits_product({p.batch, kv_head_count(p), p.seq_k, p.head_dim, e});
 }
 
 // 0 (as many K/V heads as query heads) or a divisor of heads: every query head then belongs to exactly
 // one group of heads / kv_heads, and the groups tile the heads.
+// The fp8 dequantization scales: finite and not negative (0 means 1) for fp8 inputs, and unset (0) for
+// every other dtype, which has no use for them.
+bool descales_valid(const AttentionParams& p) {
+  const float d[] = {p.q_descale, p.k_descale, p.v_descale};
+  if (p.dtype != FS_FP8_E4M3) return std::all_of(std::begin(d), std::end(d), [](float x) { return x == 0.0f; });
+  return std::all_of(std::begin(d), std::end(d), [](float x) { return std::isfinite(x) && x >= 0.0f; });
+}
+
 bool kv_heads_valid(const AttentionParams& p) {
   return p.kv_heads == 0 || (p.kv_heads > 0 && p.kv_heads <= p.heads && p.heads % p.kv_heads == 0);
 }
@@ -87,6 +95,7 @@ Status validate(const AttentionParams& p, const AttentionSupport& support) {
   if (!kv_heads_valid(p)) return Status::InvalidKvHeads;
   if (!std::isfinite(p.scale)) return Status::InvalidScale;
   if (!in_set(support.dtypes, p.dtype)) return Status::UnsupportedDtype;
+  if (!descales_valid(p)) return Status::InvalidScale;
   if (!head_dim_supported(p.head_dim, support)) return Status::UnsupportedHeadDim;
   if (!sizes_fit(p)) return Status::InvalidSize;
   // Bottom-right alignment leaves the first Nq - Nk query rows with no visible key.
@@ -143,8 +152,9 @@ Status check_outputs_apart(const AttentionBwdParams& p) {
 
 double largest_tensor_bytes(const AttentionParams& p) {
   const double entries = double(stored_entries(p));  // packed: [H, total, D]
-  const double rows = std::max(double(p.heads) * double(p.seq_q), double(kv_head_count(p)) * double(p.seq_k));
-  return entries * rows * double(p.head_dim) * double(dtype_size(dtype_of(p)));
+  const double q_bytes = double(p.heads) * double(p.seq_q) * double(dtype_size(output_dtype(p)));  // O's, >= Q's
+  const double kv_bytes = double(kv_head_count(p)) * double(p.seq_k) * double(dtype_size(dtype_of(p)));
+  return entries * std::max(q_bytes, kv_bytes) * double(p.head_dim);
 }
 
 AttentionProblem prepare(const AttentionParams& p) {

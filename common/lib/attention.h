@@ -19,6 +19,12 @@ using AttentionParams = fs_attention_params;
 using AttentionBwdParams = fs_attention_bwd_params;
 
 inline DType dtype_of(const AttentionParams& p) { return static_cast<DType>(p.dtype); }
+// O's element type: the inputs' type, or bf16 for fp8 inputs (fs_attention_params, q_descale).
+inline DType output_dtype(const AttentionParams& p) {
+  return dtype_of(p) == DType::FP8_E4M3 ? DType::BF16 : dtype_of(p);
+}
+// The dequantization scales of fp8 inputs as the kernels take them: 0 in the params means 1.
+inline float descale(float d) { return d != 0.0f ? d : 1.0f; }
 
 // The scale the kernels use: 0 in the params selects 1/sqrt(D).
 float softmax_scale(const AttentionParams& p);
@@ -64,7 +70,7 @@ constexpr AttentionSupport attention_support(std::size_t alignment, bool varlen)
   return s;
 }
 
-// Checks, in this order: null pointers, sizes, kv_heads, scale, dtype, head_dim, mask, alignment; then the
+// Checks, in this order: null pointers, sizes, kv_heads, scale, dtype, the fp8 descales, head_dim, mask, alignment; then the
 // variable-length fields: none for a kernel that takes none, seq_lens and cu_seqlens not both,
 // cu_seqlens_q and cu_seqlens_k together, 0 <= max_seq_q <= seq_q and 0 <= max_seq_k <= seq_k,
 // device-accessible arrays. Their values are checked on the device by the kernels (and on the host by

@@ -9,6 +9,7 @@ const char* dtype_name(DType t) {
     case DType::BF16: return "bf16";
     case DType::INT8: return "int8";
     case DType::INT32: return "int32";
+    case DType::FP8_E4M3: return "fp8_e4m3";
   }
   return "unknown";
 }

@@ -36,7 +36,8 @@ typedef enum fs_status {
   FS_ERR_MISALIGNED_POINTER = 5,   /* a pointer is not aligned as the kernel's vector loads need, or an
                                       output overlaps another tensor (backward) */
   FS_ERR_UNSUPPORTED_MASK = 6,     /* causal with seq_q > seq_k: some rows would see no key */
-  FS_ERR_INVALID_SCALE = 7,        /* scale is NaN or infinite */
+  FS_ERR_INVALID_SCALE = 7,        /* scale is NaN or infinite; a descale negative, NaN, infinite, or set for a
+                                      dtype other than fp8 */
   FS_ERR_OUT_OF_MEMORY = 8,        /* the kernel's workspace could not be allocated */
   FS_ERR_CUDA = 9,                 /* the CUDA runtime reported an error (no device, launch failure) */
   FS_ERR_INVALID_SEQLENS = 10,     /* seq_lens / cu_seqlens are inconsistent, or this kernel takes none */
@@ -49,7 +50,15 @@ typedef enum fs_status {
 } fs_status;
 
 /* Element types. A kernel's set of types is a bit mask: bit (1 << dtype). */
-typedef enum fs_dtype { FS_FP32 = 0, FS_FP16 = 1, FS_BF16 = 2, FS_INT8 = 3, FS_INT32 = 4 } fs_dtype;
+typedef enum fs_dtype {
+  FS_FP32 = 0,
+  FS_FP16 = 1,
+  FS_BF16 = 2,
+  FS_INT8 = 3,
+  FS_INT32 = 4,
+  FS_FP8_E4M3 = 5 /* 8-bit float, 4 exponent and 3 mantissa bits, largest finite value 448 (stage 07 attention v9:
+                     Q, K, V in it with per-tensor scales, O in bf16) */
+} fs_dtype;
 
 /* One attention problem: O = softmax(scale · Q Kᵀ [+ causal mask]) V, and LSE = log Σ exp(scale · S). */
 typedef struct fs_attention_params {
@@ -60,7 +69,7 @@ typedef struct fs_attention_params {
   int64_t head_dim;  /* D */
   float scale;       /* softmax scale; 0 means 1/sqrt(D) */
   int32_t causal;    /* non-zero: query i sees keys j <= i + (Nk - Nq) (bottom-right aligned) */
-  int32_t dtype;     /* fs_dtype of Q, K, V and O */
+  int32_t dtype;     /* fs_dtype of Q, K, V and O (fp8: O is bf16, see q_descale) */
   const void* q;     /* [B, H, Nq, D] */
   const void* k;     /* [B, KVH, Nk, D] (KVH: see kv_heads) */
   const void* v;     /* [B, KVH, Nk, D] */
@@ -92,6 +101,15 @@ typedef struct fs_attention_params {
    * grid of query tiles; an entry with more keys breaks the backward's rules (its gradients are written
    * nowhere). fs_check_varlen computes it. The forward kernels do not read it. */
   int64_t max_seq_k;
+  /* fp8 inputs (dtype FS_FP8_E4M3): per-tensor dequantization scales. Q, K and V stand for
+   * q_descale · Q, k_descale · K and v_descale · V: whoever quantized a tensor x stored x / s (s = amax / 448
+   * uses e4m3's whole range) and passes s here. The kernel computes softmax(scale · q kᵀ) v of those values
+   * and writes O in bf16 ([B, H, Nq, D], 2 bytes an element). 0 means 1. For every other dtype they must
+   * be 0: a scale that would be ignored is refused (FS_ERR_INVALID_SCALE), as is a negative, NaN or
+   * infinite one. */
+  float q_descale;
+  float k_descale;
+  float v_descale;
 } fs_attention_params;
 
 /* One GEMM: C = alpha · op(A) · op(B) + beta · C, row-major. op(A) is M×K: A is stored M×K (lda >= K),
@@ -131,7 +149,7 @@ typedef struct fs_kernel_info {
   const char* technique;  /* one line: what this version does */
   int32_t problem;        /* fs_problem */
   uint32_t in_dtypes;     /* bit (1 << fs_dtype) per type it takes: Q, K, V (attention), A, B (GEMM) */
-  uint32_t out_dtypes;    /* per type it writes: O, or dQ, dK, dV (attention: always the input's type), C (GEMM) */
+  uint32_t out_dtypes;    /* per type it writes: O, or dQ, dK, dV (attention: the input's type, bf16 for fp8), C (GEMM) */
   int32_t num_head_dims;  /* attention: how many entries of head_dims hold; 0: any head_dim <= max_head_dim */
   int32_t head_dims[8];
   int32_t max_head_dim;
@@ -267,6 +285,10 @@ FS_API int fs_flash_fwd_tma_v5(const fs_attention_params* params, void* stream);
 FS_API int fs_flash_fwd_tma_v6(const fs_attention_params* params, void* stream); /* v5, a K/V group's query heads in one tile */
 FS_API int fs_flash_fwd_tma_v7(const fs_attention_params* params, void* stream); /* v3, three consumer warpgroups */
 FS_API int fs_flash_fwd_tma_v8(const fs_attention_params* params, void* stream); /* v7, the last wave split over the keys */
+/* v9: fp8 alone: dtype FS_FP8_E4M3 with q_descale, k_descale, v_descale, O in bf16; head_dim 128; dense
+ * batches (seq_lens, cu_seqlens: FS_ERR_INVALID_SEQLENS); grouped-query K/V, the causal mask, any scale.
+ * It allocates a workspace for Vᵀ, B·KVH·128·(Nk rounded up to 32) bytes (FS_ERR_OUT_OF_MEMORY if it cannot). */
+FS_API int fs_flash_fwd_tma_v9(const fs_attention_params* params, void* stream); /* v3 on fp8 e4m3 */
 
 #ifdef __cplusplus
 }

@@ -34,8 +34,8 @@ inline double attention_bwd_flops(const AttentionParams& p) { return 2.5 * atten
 
 // The fewest bytes the forward pass must move: Q, K, V read once, O written once, LSE written once.
 inline double attention_fwd_min_bytes(const AttentionParams& p) {
-  const double e = double(dtype_size(dtype_of(p)));
-  return e * double(2 * q_elems(p) + 2 * kv_elems(p)) + 4.0 * double(lse_elems(p));
+  const double e = double(dtype_size(dtype_of(p))), out = double(dtype_size(output_dtype(p)));  // fp8 in, bf16 out
+  return e * double(q_elems(p) + 2 * kv_elems(p)) + out * double(q_elems(p)) + 4.0 * double(lse_elems(p));
 }
 
 // Device memory an attention launch allocates beyond Q, K, V, O, and the LSE it writes:

@@ -48,6 +48,7 @@ FS_INSTANTIATE_FILL(__half)
 FS_INSTANTIATE_FILL(__nv_bfloat16)
 FS_INSTANTIATE_FILL(int8_t)
 FS_INSTANTIATE_FILL(int32_t)
+FS_INSTANTIATE_FILL(__nv_fp8_e4m3)
 #undef FS_INSTANTIATE_FILL
 
 Status fill_random_device(void* ptr, std::size_t n, DType dtype, uint64_t seed, float lo, float hi,
@@ -60,6 +61,7 @@ Status fill_random_device(void* ptr, std::size_t n, DType dtype, uint64_t seed, 
       return fill_ints_device(static_cast<int8_t*>(ptr), n, seed, std::max(int(lo), -128), std::min(int(hi), 127),
                               stream);
     case DType::INT32: return fill_ints_device(static_cast<int32_t*>(ptr), n, seed, int(lo), int(hi), stream);
+    case DType::FP8_E4M3: return fill_uniform_device(static_cast<__nv_fp8_e4m3*>(ptr), n, seed, lo, hi, stream);
   }
   return Status::UnsupportedDtype;
 }

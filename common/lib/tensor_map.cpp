@@ -41,6 +41,7 @@ bool tma_type(DType t, CUtensorMapDataType* out) {
     case DType::FP32: *out = CU_TENSOR_MAP_DATA_TYPE_FLOAT32; return true;
     case DType::INT8: *out = CU_TENSOR_MAP_DATA_TYPE_UINT8; return true;  // TMA moves bits: signedness is wgmma's
     case DType::INT32: *out = CU_TENSOR_MAP_DATA_TYPE_INT32; return true;
+    case DType::FP8_E4M3: *out = CU_TENSOR_MAP_DATA_TYPE_UINT8; return true;  // bits again: the format is wgmma's
   }
   return false;
 }

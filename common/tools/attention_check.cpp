@@ -15,14 +15,26 @@ namespace fs {
 
 namespace {
 
-// Draws n values uniform in [-1, 1], rounded to dtype, as raw bytes ready to upload.
-std::vector<unsigned char> draw(DType t, std::size_t n, uint64_t seed) {
+// fp8 inputs stand for values uniform in [-1, 1] too, each tensor stored with its own scale (so that a
+// kernel that mixes them up is caught): Q as x · 256, K as x · 448 (e4m3's whole range), V as x · 128.
+constexpr float kFp8Descale[3] = {1.0f / 256, 1.0f / 448, 1.0f / 128};  // Q, K, V
+
+// Draws n values uniform in [-1, 1], rounded to dtype, as raw bytes ready to upload; fp8: x / descale
+// rounded to e4m3 (to nearest, saturating).
+std::vector<unsigned char> draw(DType t, std::size_t n, uint64_t seed, float descale = 1.0f) {
   std::vector<unsigned char> bytes(n * dtype_size(t));
   auto store = [&](auto values) { std::memcpy(bytes.data(), values.data(), bytes.size()); };
   switch (t) {
     case DType::FP32: store(random_uniform<float>(n, seed)); break;
     case DType::FP16: store(random_uniform<__half>(n, seed)); break;
     case DType::BF16: store(random_uniform<__nv_bfloat16>(n, seed)); break;
+    case DType::FP8_E4M3: {  // the host's e4m3 rounding is emulated, slow: over every thread
+      const std::vector<float> x = random_uniform<float>(n, seed);
+      parallel_for(n, [&](std::size_t begin, std::size_t end) {
+        for (std::size_t i = begin; i < end; ++i) bytes[i] = __nv_fp8_e4m3(x[i] / descale).__x;
+      });
+      break;
+    }
     default: throw std::invalid_argument(std::string("no attention inputs of type ") + dtype_name(t));
   }
   return bytes;
@@ -33,6 +45,7 @@ double element(const unsigned char* bytes, DType t, std::size_t i) {
     case DType::FP32: { float x; std::memcpy(&x, bytes + 4 * i, 4); return x; }
     case DType::FP16: { __half x; std::memcpy(&x, bytes + 2 * i, 2); return to_double(x); }
     case DType::BF16: { __nv_bfloat16 x; std::memcpy(&x, bytes + 2 * i, 2); return to_double(x); }
+    case DType::FP8_E4M3: { __nv_fp8_e4m3 x; x.__x = bytes[i]; return double(float(x)); }
     default: return 0.0;
   }
 }
@@ -54,10 +67,11 @@ bool all_poison(const unsigned char* p, std::size_t n) {
   return std::all_of(p, p + n, [](unsigned char b) { return b == 0xFF; });
 }
 
+// One head's [rows][D] values, each stored element times `descale` (fp8: what it stands for).
 std::vector<double> head_slice(const std::vector<unsigned char>& bytes, DType t, int64_t head, int64_t rows,
-                               int64_t d) {
+                               int64_t d, double descale = 1.0) {
   std::vector<double> out(rows * d);
-  for (int64_t i = 0; i < rows * d; ++i) out[i] = element(bytes.data(), t, head * rows * d + i);
+  for (int64_t i = 0; i < rows * d; ++i) out[i] = element(bytes.data(), t, head * rows * d + i) * descale;
   return out;
 }
 
@@ -114,12 +128,19 @@ AttentionFixture::AttentionFixture(const AttentionParams& s, uint64_t seed, int 
   const DType dtype = dtype_of(s);
   const int64_t bh = s.batch * s.heads, group = group_size(s);
   const std::size_t nq = q_elems(s), nk = kv_elems(s);  // K, V: B·KVH heads of Nk rows
-  const auto hq = draw(dtype, nq, seed), hk = draw(dtype, nk, seed + 1), hv = draw(dtype, nk, seed + 2);
+  if (dtype == DType::FP8_E4M3) {
+    shape_.q_descale = kFp8Descale[0];
+    shape_.k_descale = kFp8Descale[1];
+    shape_.v_descale = kFp8Descale[2];
+  }
+  const double dq = descale(shape_.q_descale), dk = descale(shape_.k_descale), dv = descale(shape_.v_descale);
+  const auto hq = draw(dtype, nq, seed, float(dq)), hk = draw(dtype, nk, seed + 1, float(dk)),
+             hv = draw(dtype, nk, seed + 2, float(dv));
   Impl& m = *impl_;
   m.q = DeviceBuffer<unsigned char>(hq);
   m.k = DeviceBuffer<unsigned char>(hk);
   m.v = DeviceBuffer<unsigned char>(hv);
-  m.o = DeviceBuffer<unsigned char>(nq * dtype_size(dtype));
+  m.o = DeviceBuffer<unsigned char>(nq * dtype_size(output_dtype(s)));
   m.lse = DeviceBuffer<float>(bh * s.seq_q);
 
   m.heads = pick_heads(bh, max_heads);
@@ -131,9 +152,9 @@ AttentionFixture::AttentionFixture(const AttentionParams& s, uint64_t seed, int 
       const int64_t h = m.heads[i];  // flat: b·H + head
       // Its K/V head by the definition (flashstages.h), not the kernels' shortcut h / G.
       const int64_t kv = h / s.heads * kv_head_count(s) + h % s.heads / group;
-      const auto q = head_slice(hq, dtype, h, s.seq_q, s.head_dim);
-      const auto k = head_slice(hk, dtype, kv, s.seq_k, s.head_dim);
-      const auto v = head_slice(hv, dtype, kv, s.seq_k, s.head_dim);
+      const auto q = head_slice(hq, dtype, h, s.seq_q, s.head_dim, dq);
+      const auto k = head_slice(hk, dtype, kv, s.seq_k, s.head_dim, dk);
+      const auto v = head_slice(hv, dtype, kv, s.seq_k, s.head_dim, dv);
       m.ref_o[i].resize(s.seq_q * s.head_dim);
       m.ref_lse[i].resize(s.seq_q);
       ref::attention_forward_head(q.data(), k.data(), v.data(), s.seq_q, s.seq_k, s.head_dim, scale, s.causal,
@@ -162,7 +183,7 @@ AttentionCheck AttentionFixture::compare() const {
   for (std::size_t i = 0; i < m.heads.size(); ++i) {
     const int64_t h = m.heads[i];
     for (int64_t e = 0; e < rows * d; ++e)
-      result.o.add(element(o.data(), dtype_of(shape_), h * rows * d + e), m.ref_o[i][e]);
+      result.o.add(element(o.data(), output_dtype(shape_), h * rows * d + e), m.ref_o[i][e]);
     for (int64_t r = 0; r < rows; ++r) result.lse.add(lse[h * rows + r], m.ref_lse[i][r]);
   }
   result.heads_checked = static_cast<int>(m.heads.size());

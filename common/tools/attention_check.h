@@ -40,7 +40,8 @@ struct AttentionCheck {
 
 // One problem: random Q, K, V drawn from `seed` (uniform in [-1, 1]), uploaded once, and the fp64
 // reference for a subset of heads (all of them when B·H <= max_heads or max_heads = 0; none, for
-// timing only, when max_heads < 0).
+// timing only, when max_heads < 0). fp8 inputs stand for such values, each tensor stored with a scale of
+// its own, which shape() and params() carry as q_descale, k_descale, v_descale; O is then bf16.
 class AttentionFixture {
  public:
   AttentionFixture(const AttentionParams& shape, uint64_t seed, int max_heads = 0);

@@ -117,6 +117,12 @@ void check_rejects_bad_inputs(const KernelDesc& kernel, const AttentionParams& o
   // Same buffers, read as fewer keys than queries: a causal mask would leave rows with no key.
   check_rejected(kernel, ok, [](AttentionParams& p) { p.causal = 1; p.seq_k = p.seq_q - 1; },
                  Status::UnsupportedMask);
+  // fp8's dequantization scales: no scale when negative or NaN, and refused where they would be ignored
+  // (any other dtype) rather than dropped.
+  check_rejected(kernel, ok, [](AttentionParams& p) { p.k_descale = p.dtype == FS_FP8_E4M3 ? -1.0f : 2.0f; },
+                 Status::InvalidScale);
+  check_rejected(kernel, ok, [](AttentionParams& p) { p.v_descale = std::numeric_limits<float>::quiet_NaN(); },
+                 Status::InvalidScale);
   check_rejected(kernel, ok, [](AttentionParams& p) { p.dtype = FS_INT8; }, Status::UnsupportedDtype);
   check_rejected(kernel, ok, [](AttentionParams& p) { p.dtype = 99; }, Status::UnsupportedDtype);
   // B·H·N·D·bytes past 2^63: the product must not wrap into a small, valid-looking size.

@@ -29,8 +29,9 @@ void check_against_reference(const KernelDesc& kernel, const AttentionParams& sh
                              const KernelDesc* naive = nullptr);
 
 // Null pointers, non-positive sizes, sizes that overflow or exceed the GPU's memory, kv_heads that is
-// negative, larger than heads or not a divisor of it, a non-finite scale, an impossible causal mask and
-// a non-float dtype each return their code and leave O and LSE untouched. `ok` must be a shape the
+// negative, larger than heads or not a divisor of it, a non-finite scale, a descale that is no scale or
+// would be ignored (fs_attention_params: fp8's), an impossible causal mask and a non-float dtype each
+// return their code and leave O and LSE untouched. `ok` must be a shape the
 // kernel accepts, with at least 2 heads.
 void check_rejects_bad_inputs(const KernelDesc& kernel, const AttentionParams& ok);
 

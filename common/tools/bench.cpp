@@ -92,7 +92,7 @@ void time_forward_by(benchmark::State& state, const DeviceInfo& dev, const Atten
   const DType t = dtype_of(shape);
   const std::size_t e = dtype_size(t);
   DeviceBuffer<unsigned char> q(q_elems(shape) * e), kb(kv_elems(shape) * e), v(kv_elems(shape) * e),
-      o(q_elems(shape) * e);
+      o(q_elems(shape) * dtype_size(output_dtype(shape)));
   DeviceBuffer<float> lse(lse_elems(shape));
   FS_CHECK_STATUS(fill_random_device(q.get(), q_elems(shape), t, 1));
   FS_CHECK_STATUS(fill_random_device(kb.get(), kv_elems(shape), t, 2));

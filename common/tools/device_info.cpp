@@ -100,6 +100,7 @@ std::optional<DeviceInfo> query_device(int device, std::string* why) {
   d.peak_fp32_tflops = sm_ghz_total * r.fp32_fma * 2 * 1e-3;
   d.peak_fp16_tflops = sm_ghz_total * r.fp16_flops * 1e-3;
   d.peak_int8_tops = sm_ghz_total * r.int8_ops * 1e-3;
+  d.peak_fp8_tflops = cc >= 89 ? d.peak_int8_tops : 0.0;  // fp8 tensor cores: Ada and Hopper on, at int8's rate
   d.peak_dram_gbps = 2.0 * d.mem_clock_mhz * 1e6 * (d.mem_bus_bits / 8.0) * 1e-9;
   return d;
 }

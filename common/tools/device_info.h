@@ -27,6 +27,7 @@ struct DeviceInfo {
   double peak_fp32_tflops = 0;   // FFMA
   double peak_fp16_tflops = 0;   // dense tensor cores, fp16/bf16 in, fp32 accumulate
   double peak_int8_tops = 0;     // dense tensor cores, int8
+  double peak_fp8_tflops = 0;    // dense tensor cores, fp8 (e4m3/e5m2) in: the int8 rate where there is one (sm_89 on)
   double peak_dram_gbps = 0;     // 2 (DDR) × memory clock × bus width
 
   int cc() const { return cc_major * 10 + cc_minor; }

@@ -17,7 +17,7 @@ flash_attention(q, k, v) is attention with gradients: a torch.autograd.Function 
 forward is stage 04's v5 with the LSE kept and whose backward is stage 05's v8 (fp16/bf16, head_dim 64
 or 128, K/V with Q's heads or a divisor of them).
 """
-from ._capi import (BF16, DTYPE_NAMES, FP16, FP32, INT8, INT32, LIBRARY_ENV, PARAMS_OF_PROBLEM,  # noqa: F401
+from ._capi import (BF16, DTYPE_NAMES, FP8_E4M3, FP16, FP32, INT8, INT32, LIBRARY_ENV, PARAMS_OF_PROBLEM,  # noqa: F401
                     PROBLEM_ATTENTION, PROBLEM_ATTENTION_BWD, PROBLEM_GEMM, AttentionBwdParams, AttentionParams,
                     FlashstagesError, GemmParams, KernelInfo, call, find_library, kernels, library_candidates, load,
                     status_name)

@@ -7,8 +7,8 @@ import glob
 import os
 import sys
 
-FP32, FP16, BF16, INT8, INT32 = 0, 1, 2, 3, 4
-DTYPE_NAMES = {FP32: "fp32", FP16: "fp16", BF16: "bf16", INT8: "int8", INT32: "int32"}
+FP32, FP16, BF16, INT8, INT32, FP8_E4M3 = 0, 1, 2, 3, 4, 5
+DTYPE_NAMES = {FP32: "fp32", FP16: "fp16", BF16: "bf16", INT8: "int8", INT32: "int32", FP8_E4M3: "fp8_e4m3"}
 PROBLEM_ATTENTION, PROBLEM_GEMM, PROBLEM_ATTENTION_BWD = 0, 1, 2
 
 
@@ -35,6 +35,9 @@ class AttentionParams(ctypes.Structure):
         ("max_seq_q", ctypes.c_int64),
         ("kv_heads", ctypes.c_int64),  # 0: heads (multi-head); else K, V have kv_heads heads (GQA)
         ("max_seq_k", ctypes.c_int64),  # packed batches, the backward: the most key rows of one entry (0: seq_k)
+        ("q_descale", ctypes.c_float),  # fp8 inputs: what Q, K, V stand for is descale times them (0: 1)
+        ("k_descale", ctypes.c_float),
+        ("v_descale", ctypes.c_float),
     ]
 
 

@@ -13,7 +13,7 @@
 // K/V), every version and stage 04's v6 (split-KV); v6 (a K/V group's query heads packed into one
 // tile) only there, where some shapes have grouped K/V. And D = 256 at N = 8192 for v1-v4, v7, v8 and
 // stage 04's v5. 6 × 48 (grid) + 8 (v5) + 8 (stage 04) + 8 × 8 (packed) + 9 × 26 (underfilled) + 7 × 4
-// (D = 256) = 630 benchmarks of 5 repetitions.
+// (D = 256) = 630 benchmarks of 5 repetitions; then v9 (fp8, D = 128 alone) on the grid's 12 points at D = 128.
 #include <string>
 #include <vector>
 
@@ -57,4 +57,11 @@ void fs::bench::register_benchmarks(const DeviceInfo& dev) {
   const std::vector<AttentionParams> underfilled = underfilled_attention_shapes();
   for (const char* stage : {"stage07/attention", "stage04/v6"})
     for (const KernelDesc* k : find_kernels(stage)) register_attention_shapes(dev, *k, underfilled);
+
+  // v9 on fp8 (the registrations above take fp16 and bf16, so pass it over): the grid at D = 128, where
+  // the 16-bit versions' rows are its peers.
+  AttentionGrid fp8;
+  fp8.dtypes = {DType::FP8_E4M3};
+  fp8.dims = {128};
+  for (const KernelDesc* k : find_kernels("stage07/attention/v9")) register_attention(dev, *k, fp8);
 }

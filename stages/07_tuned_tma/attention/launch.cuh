@@ -27,10 +27,12 @@ using HeadDimList = HeadDims<64, 128, 256>;
 // Dense, padded and packed batches (TMA zero-fills only at a plane's end, so the kernels zero what a
 // tile brings past a sequence's end themselves: tma_attention.cuh, first_foreign_row).
 constexpr AttentionSupport kSupport = attention_support<Elements, HeadDimList>(16, /*varlen=*/true);
+// v9 (v9_fp8.cuh): fp8 Q, K, V at D = 128 (one 128-byte swizzle row), dense batches.
+constexpr AttentionSupport kFp8Support = attention_support<Dtypes<DType::FP8_E4M3>, HeadDims<128>>(16, /*varlen=*/false);
 
 // One tensor of the problem as TMA sees it: `planes` planes of [rows][D], each plane its rows after
 // the last (dense and padded [B, H, N, D]: a plane per (batch entry, head); packed [H, total, D]: a
-// plane per head), boxes of 64 columns (one swizzle row) × box_rows rows.
+// plane per head), boxes of one swizzle row (128 bytes: 64 16-bit columns, 128 fp8 ones) × box_rows rows.
 inline TensorMap3d head_map(const void* base, DType dtype, int64_t planes, int64_t rows, int64_t d, int box_rows) {
   TensorMap3d m;
   m.plane.base = base;
@@ -38,7 +40,7 @@ inline TensorMap3d head_map(const void* base, DType dtype, int64_t planes, int64
   m.plane.cols = d;
   m.plane.rows = rows;
   m.plane.ld = d;
-  m.plane.box_cols = 64;
+  m.plane.box_cols = 128 / int(dtype_size(dtype));
   m.plane.box_rows = box_rows;
   m.planes = planes;
   m.plane_ld = rows * d;
@@ -150,6 +152,7 @@ Status run_v5(const AttentionProblem& pr, cudaStream_t stream);
 Status run_v6(const AttentionProblem& pr, cudaStream_t stream);
 Status run_v7(const AttentionProblem& pr, cudaStream_t stream);
 Status run_v8(const AttentionProblem& pr, cudaStream_t stream);
+Status run_v9(const AttentionProblem& pr, cudaStream_t stream);
 // v5 and v6 with a forced split count (v5: 1 is v4's launch; v6: 1 writes O directly), for the tests.
 Status run_v5_splits(const AttentionProblem& pr, int splits, cudaStream_t stream);
 Status run_v6_splits(const AttentionProblem& pr, int splits, cudaStream_t stream);
@@ -162,5 +165,7 @@ int v6_splits(const AttentionParams& p, int sms);
 Status run_v8_split(const AttentionProblem& pr, int64_t tail, int splits, cudaStream_t stream);
 LastWaveSplit v8_split(const AttentionParams& p, int sms);
 std::size_t v8_workspace_bytes(const AttentionParams& p, int sms);
+// v9's workspace: Vᵀ in fp8, [B·KVH][D][Nk rounded up to 32] (v9_fp8.cuh). For validated params.
+std::size_t v9_workspace_bytes(const AttentionParams& p);
 
 }  // namespace fs::flash_tma

@@ -8,7 +8,9 @@
 // its last 1, 3 or all tiles forced over 2, 7 or 16 blocks, the same shapes as v5's; padded (seq_lens, the padding NaN)
 // and packed (cu_seqlens) batches against a per-entry reference, at every head_dim, with grouped K/V
 // and with 192-key blocks, and entries that break the rules left unwritten; tensors of more than 2^31
-// elements (the last head checked lies past element 2^31); error paths: bad inputs, what the Hopper
+// elements (the last head checked lies past element 2^31); v9 on fp8 inputs with per-tensor scales at
+// fp8's tolerance (odd sizes, grouped K/V, decoding, custom scales, long keys, 2^31 elements, its own
+// refusals: D = 64, 16-bit inputs, variable lengths, bad scales); error paths: bad inputs, what the Hopper
 // versions do not take (D = 32) named before any launch, FS_ERR_UNSUPPORTED_DEVICE off sm_90. The versions and the naive baseline come from the
 // library's registry.
 #include <cuda_runtime.h>
@@ -29,6 +31,16 @@ using namespace fs;
 namespace {
 
 const std::vector<const KernelDesc*> kAll = find_kernels("stage07/attention");
+
+// The versions that take fp16 and bf16 (v1 to v8): every case below that draws 16-bit inputs runs them;
+// v9, fp8 alone, has cases of its own.
+std::vector<const KernelDesc*> sixteen_bit_versions() {
+  std::vector<const KernelDesc*> out;
+  for (const KernelDesc* k : kAll)
+    if (k->info.in_dtypes & dtype_bit(DType::FP16)) out.push_back(k);
+  return out;
+}
+const std::vector<const KernelDesc*> kHalf = sixteen_bit_versions();
 
 const KernelDesc& naive() { return *find_kernels("stage01/v1").at(0); }
 
@@ -103,7 +115,7 @@ void check_forced_splits(const KernelDesc& kernel, uint64_t seed) {
 }  // namespace
 
 FS_CPU_TEST_CASE("stage07 attention lists its versions in order with what they take") {
-  REQUIRE(kAll.size() == 8);
+  REQUIRE(kAll.size() == 9);
   CHECK(kAll[0]->qualified() == "stage07/attention/v1");
   CHECK(kAll[1]->qualified() == "stage07/attention/v2");
   CHECK(kAll[2]->qualified() == "stage07/attention/v3");
@@ -112,13 +124,25 @@ FS_CPU_TEST_CASE("stage07 attention lists its versions in order with what they t
   CHECK(kAll[5]->qualified() == "stage07/attention/v6");
   CHECK(kAll[6]->qualified() == "stage07/attention/v7");
   CHECK(kAll[7]->qualified() == "stage07/attention/v8");
+  CHECK(kAll[8]->qualified() == "stage07/attention/v9");
+  REQUIRE(kHalf.size() == 8);
   for (const KernelDesc* k : kAll) {
     INFO(k->qualified());
     CHECK(k->is_attention());
-    CHECK(head_dims(*k) == std::vector<int64_t>{64, 128, 256});
-    CHECK(k->attention.varlen);
     CHECK(k->attention.alignment == 16);
   }
+  for (const KernelDesc* k : kHalf) {
+    INFO(k->qualified());
+    CHECK(head_dims(*k) == std::vector<int64_t>{64, 128, 256});
+    CHECK(k->attention.varlen);
+    CHECK(k->info.in_dtypes == (dtype_bit(DType::FP16) | dtype_bit(DType::BF16)));
+    CHECK(k->info.out_dtypes == k->info.in_dtypes);
+  }
+  // v9: fp8 in, bf16 out, D = 128, dense batches.
+  CHECK(head_dims(kFlashTmaV9) == std::vector<int64_t>{128});
+  CHECK_FALSE(kFlashTmaV9.attention.varlen);
+  CHECK(kFlashTmaV9.info.in_dtypes == dtype_bit(DType::FP8_E4M3));
+  CHECK(kFlashTmaV9.info.out_dtypes == dtype_bit(DType::BF16));
 }
 
 FS_CPU_TEST_CASE("stage07 attention runs on sm_90 alone: FS_ERR_UNSUPPORTED_DEVICE on every other GPU") {
@@ -172,9 +196,31 @@ FS_CPU_TEST_CASE("stage07 attention through the C interface: named codes before 
             b.max_seq_q = 2;
           }) == FS_ERR_INVALID_SEQLENS);  // an entry longer than the total
   }
+  // v9 takes fp8 alone, with its scales; the 16-bit versions refuse the scales they would ignore.
+  fs_attention_params f = p;
+  f.dtype = FS_FP8_E4M3;
+  f.head_dim = 128;
+  f.q_descale = 0.5f, f.k_descale = 0.0f, f.v_descale = 2.0f;  // 0: 1
+  auto fp8_with = [&](auto change) {
+    fs_attention_params bad = f;
+    change(bad);
+    return fs_flash_fwd_tma_v9(&bad, nullptr);
+  };
+  CHECK(fs_flash_fwd_tma_v9(nullptr, nullptr) == FS_ERR_NULL_POINTER);
+  CHECK(fp8_with([](auto& b) { b.v = nullptr; }) == FS_ERR_NULL_POINTER);
+  CHECK(fp8_with([](auto& b) { b.dtype = FS_FP16, b.q_descale = b.v_descale = 0.0f; }) == FS_ERR_UNSUPPORTED_DTYPE);
+  CHECK(fp8_with([](auto& b) { b.head_dim = 64; }) == FS_ERR_UNSUPPORTED_HEAD_DIM);
+  CHECK(fp8_with([](auto& b) { b.head_dim = 256; }) == FS_ERR_UNSUPPORTED_HEAD_DIM);
+  CHECK(fp8_with([](auto& b) { b.q_descale = -0.5f; }) == FS_ERR_INVALID_SCALE);
+  CHECK(fp8_with([](auto& b) { b.k_descale = INFINITY; }) == FS_ERR_INVALID_SCALE);
+  CHECK(fp8_with([](auto& b) { b.k = reinterpret_cast<const void*>(0x10008); }) == FS_ERR_MISALIGNED_POINTER);
+  CHECK(fp8_with([](auto& b) { b.seq_lens = reinterpret_cast<const int32_t*>(0x30000); }) == FS_ERR_INVALID_SEQLENS);
+  CHECK(with(fs_flash_fwd_tma_v8, [](auto& b) { b.v_descale = 2.0f; }) == FS_ERR_INVALID_SCALE);
+  CHECK(fs_flash_fwd_tma_v8(&f, nullptr) == FS_ERR_UNSUPPORTED_DTYPE);
   if (testing::missing_gpu()) {
     // Valid arguments reach the runtime, which has no device to give: a named error, not a crash.
     for (Launcher launch : launchers) CHECK(launch(&p, nullptr) == FS_ERR_CUDA);
+    CHECK(fs_flash_fwd_tma_v9(&f, nullptr) == FS_ERR_CUDA);
   } else {
     testing::record_skip();
     MESSAGE("SKIPPED the no-device path: this machine has a GPU (the GPU cases cover FS_ERR_CUDA)");
@@ -183,7 +229,7 @@ FS_CPU_TEST_CASE("stage07 attention through the C interface: named codes before 
 
 FS_GPU_TEST_CASE("stage07 attention every version matches fp64 at odd sizes in every head_dim it takes") {
   FS_SKIP_WITHOUT_GPU();
-  for (const KernelDesc* k : kAll) {
+  for (const KernelDesc* k : kHalf) {
     if (!testing::runs_here(*k)) continue;
     uint64_t seed = 7000;
     for (int64_t d : head_dims(*k))
@@ -198,7 +244,7 @@ FS_GPU_TEST_CASE("stage07 attention every version: grouped-query and multi-query
   // Under the sanitizer fp16 alone: the address arithmetic does not depend on the type.
   const std::vector<DType> dtypes =
       testing::sanitizer_sizes() ? std::vector<DType>{DType::FP16} : std::vector<DType>{DType::FP16, DType::BF16};
-  for (const KernelDesc* k : kAll) {
+  for (const KernelDesc* k : kHalf) {
     if (!testing::runs_here(*k)) continue;
     uint64_t seed = 7500;
     for (int64_t d : head_dims(*k))
@@ -212,7 +258,7 @@ FS_GPU_TEST_CASE("stage07 attention every version honours a custom scale over ma
   FS_SKIP_WITHOUT_GPU();
   // Scale 2 makes the running max move often (the rescaling must be exact); a negative scale turns the
   // row maximum into the minimum of Q Kᵀ (a kernel that takes max(S) before scaling gets it wrong).
-  for (const KernelDesc* k : kAll) {
+  for (const KernelDesc* k : kHalf) {
     if (!testing::runs_here(*k)) continue;
     testing::check_against_reference(*k, attention_shape(1, 2, 300, 1500, 64, DType::FP16, true, 2.0f), 7900, &naive());
     testing::check_against_reference(*k, attention_shape(2, 1, 129, 1000, 128, DType::BF16, false, -0.4f), 7901,
@@ -225,7 +271,7 @@ FS_GPU_TEST_CASE("stage07 attention every version: long key sequences at D = 64 
   FS_SKIP_WITHOUT_GPU();
   // From Nk = 4096 on, v2 to v4 run D = 64 with Bc = 192 (launch.cuh): a last key block that is partly
   // padding (4100 = 21 · 192 + 68, 5000 = 26 · 192 + 8), the causal diagonal across it, Nq ≠ Nk.
-  for (const KernelDesc* k : kAll) {
+  for (const KernelDesc* k : kHalf) {
     if (!testing::runs_here(*k)) continue;
     testing::check_against_reference(*k, attention_shape(1, 2, 1000, 4100, 64, DType::FP16, true), 7980, &naive());
     testing::check_against_reference(*k, attention_shape(2, 1, 300, 5000, 64, DType::BF16, false), 7981, &naive());
@@ -236,7 +282,7 @@ FS_GPU_TEST_CASE("stage07 attention every version handles padded and packed vari
   FS_SKIP_WITHOUT_GPU();
   // TMA brings whole boxes: a tile that runs past a sequence's end holds the padding (NaN here) or the
   // next entry's rows, which the kernels must mask (keys) or zero (queries, values).
-  for (const KernelDesc* k : kAll) {
+  for (const KernelDesc* k : kHalf) {
     if (!testing::runs_here(*k)) continue;
     uint64_t seed = 8000;
     for (int64_t d : head_dims(*k)) testing::check_varlen_layouts(*k, d, seed += 10);
@@ -254,7 +300,7 @@ FS_GPU_TEST_CASE("stage07 attention every version handles padded and packed vari
 
 FS_GPU_TEST_CASE("stage07 attention lengths that break the rules: fs_check_varlen names them — the kernels skip those entries") {
   FS_SKIP_WITHOUT_GPU();
-  for (const KernelDesc* k : kAll) {
+  for (const KernelDesc* k : kHalf) {
     if (!testing::runs_here(*k)) continue;
     testing::check_bad_layouts(*k);
   }
@@ -303,6 +349,26 @@ FS_GPU_TEST_CASE("stage07 attention v6 forced to 1 2 and 7 splits matches fp64 o
   check_v6_forced_splits(v6_forced_splits_kernel(run_v6_forced_splits<7>), 9000);
 }
 
+// v9 on fp8 inputs (uniform in [-1, 1], each tensor stored with its own scale: AttentionFixture) against
+// fp64 on the values they stand for, at fp8's tolerance (common/tools/compare.h): the odd sizes (Nk = 17,
+// 100, 1000, 1023: 32-key groups that end inside Vᵀ's padding) and grouped K/V with decoding at D = 128,
+// custom scales, long key sequences. There is no fp8 naive stage to compare the error with.
+FS_GPU_TEST_CASE("stage07 attention v9 (fp8) matches fp64 at odd sizes, grouped K/V, decoding and custom scales") {
+  FS_SKIP_WITHOUT_GPU();
+  const KernelDesc& v9 = kFlashTmaV9;
+  if (!testing::runs_here(v9)) return;
+  uint64_t seed = 9100;
+  for (const auto& shape : testing::odd_shapes(DType::FP8_E4M3, {128}))
+    testing::check_against_reference(v9, shape, ++seed);
+  for (const auto& shape : testing::gqa_shapes(DType::FP8_E4M3, {128}))
+    testing::check_against_reference(v9, shape, ++seed);
+  testing::check_against_reference(v9, attention_shape(2, 1, 129, 1000, 128, DType::FP8_E4M3, false, -0.4f), ++seed);
+  testing::check_against_reference(v9, attention_shape(1, 2, 300, 1500, 128, DType::FP8_E4M3, true, 2.0f), ++seed);
+  testing::check_against_reference(v9, attention_shape(1, 2, testing::size_for_run(1000, 300),
+                                                       testing::size_for_run(4100, 700), 128, DType::FP8_E4M3, true),
+                                   ++seed);
+}
+
 FS_GPU_TEST_CASE("stage07 attention every version: Q K V and O of more than 2^31 elements") {
   FS_SKIP_WITHOUT_GPU();
   if (testing::sanitizer_sizes()) {
@@ -318,7 +384,7 @@ FS_GPU_TEST_CASE("stage07 attention every version: Q K V and O of more than 2^31
   // baseline here: its N × N scores for every head would take 69 GB.
   const AttentionParams shape = attention_shape(2, 8200, 1024, 1024, 128, DType::FP16, true);
   AttentionFixture problem(shape, 7990, /*max_heads=*/2);
-  for (const KernelDesc* k : kAll) {
+  for (const KernelDesc* k : kHalf) {
     if (!testing::runs_here(*k)) continue;
     INFO(k->qualified());
     const AttentionCheck c = problem.run(*k);
@@ -327,6 +393,15 @@ FS_GPU_TEST_CASE("stage07 attention every version: Q K V and O of more than 2^31
     CHECK(c.heads_checked == 2);
     CHECK(c.passed(attention_tolerance(DType::FP16), lse_tolerance(DType::FP16)));
   }
+  // v9: the same sizes in fp8 (O in bf16, Vᵀ's workspace of as many bytes as V).
+  if (!testing::runs_here(kFlashTmaV9)) return;
+  const AttentionParams fp8 = attention_shape(2, 8200, 1024, 1024, 128, DType::FP8_E4M3, true);
+  AttentionFixture fp8_problem(fp8, 7991, /*max_heads=*/2);
+  const AttentionCheck c = fp8_problem.run(kFlashTmaV9);
+  REQUIRE_MESSAGE(c.status == Status::Success, std::string(status_name(c.status)));
+  MESSAGE("stage07/attention/v9  O: ", c.o.str(), "  LSE: ", c.lse.str());
+  CHECK(c.heads_checked == 2);
+  CHECK(c.passed(attention_tolerance(DType::FP8_E4M3), lse_tolerance(DType::FP8_E4M3)));
 }
 
 FS_GPU_TEST_CASE("stage07 attention every version rejects bad inputs and writes nothing") {
@@ -336,7 +411,7 @@ FS_GPU_TEST_CASE("stage07 attention every version rejects bad inputs and writes 
   DeviceBuffer<int32_t> cu_q(std::vector<int32_t>{0, 10, 17});
   DeviceBuffer<int32_t> cu_k(std::vector<int32_t>{0, 5, 40});
   const std::vector<int32_t> host_lens{17, 5};
-  for (const KernelDesc* k : kAll) {
+  for (const KernelDesc* k : kHalf) {
     testing::check_rejects_bad_inputs(*k, ok);
     auto rejected = [&](const std::function<void(AttentionParams&)>& bad, Status expected) {
       testing::check_rejected(*k, ok, bad, expected);
@@ -354,6 +429,20 @@ FS_GPU_TEST_CASE("stage07 attention every version rejects bad inputs and writes 
     // Lengths in host memory: the kernels read them on the device.
     rejected([&](AttentionParams& p) { p.seq_lens = host_lens.data(); }, Status::InvalidSeqLens);
   }
+  // v9: the same bad inputs on an fp8 problem, and what it does not take: D = 64, 16-bit inputs, lengths.
+  const KernelDesc& v9 = kFlashTmaV9;
+  const AttentionParams fp8 = attention_shape(2, 2, 17, 40, 128, DType::FP8_E4M3);
+  testing::check_rejects_bad_inputs(v9, fp8);
+  auto rejected = [&](const std::function<void(AttentionParams&)>& bad, Status expected) {
+    testing::check_rejected(v9, fp8, bad, expected);
+  };
+  rejected([](AttentionParams& p) { p.head_dim = 64; }, Status::UnsupportedHeadDim);
+  rejected([](AttentionParams& p) { p.dtype = FS_BF16, p.q_descale = p.k_descale = p.v_descale = 0.0f; },
+           Status::UnsupportedDtype);
+  rejected([](AttentionParams& p) { p.q_descale = -1.0f; }, Status::InvalidScale);
+  rejected([](AttentionParams& p) { p.o = static_cast<char*>(p.o) + 2; }, Status::MisalignedPointer);
+  rejected([&](AttentionParams& p) { p.seq_lens = lens.get(); }, Status::InvalidSeqLens);
+  rejected([&](AttentionParams& p) { p.cu_seqlens_q = cu_q.get(), p.cu_seqlens_k = cu_k.get(); }, Status::InvalidSeqLens);
 }
 
 FS_GPU_TEST_CASE("stage07 attention v5 v6 and v8 refuse a split they cannot launch and write nothing") {
@@ -383,8 +472,10 @@ FS_GPU_TEST_CASE("stage07 attention v5 v6 and v8 refuse a split they cannot laun
 
 FS_GPU_TEST_CASE("stage07 attention every version reports FS_ERR_CUDA when the runtime refuses the work") {
   FS_SKIP_WITHOUT_GPU();
-  for (const KernelDesc* k : kAll) {
+  for (const KernelDesc* k : kHalf) {
     if (!testing::runs_here(*k)) continue;  // elsewhere the device check answers first
     testing::check_reports_cuda_error(*k, attention_shape(1, 1, 17, 17, 64, DType::FP16));
   }
+  if (testing::runs_here(kFlashTmaV9))
+    testing::check_reports_cuda_error(kFlashTmaV9, attention_shape(1, 1, 17, 17, 128, DType::FP8_E4M3));
 }

@@ -89,6 +89,38 @@ __device__ __forceinline__ uint64_t v_descriptor(uint32_t tile, int rows, int kk
   return sm90::matrix_descriptor_advance(sm90::matrix_descriptor_sw128(tile, rows * 128, 1024), kk * 2048);
 }
 
+// A consumer warpgroup's products, for its element type T: kK, the k of one wgmma; s(), the k slices of
+// S = Q_c·K_jᵀ (Q's rows `first` .. first + 63 of a tile of `q_rows`, K_j's Bc rows), issued; pv(), the
+// slices of O += P·V_j with P from registers (Bc / kK A fragments), issued; to_a(), P's fp32 scores as those
+// fragments. The caller commits and waits. For fp16 and bf16 here (a k slice is 16 elements, 32 bytes);
+// fp8 brings its own (v9_fp8.cuh).
+template <class T>
+struct Products {
+  static constexpr int kK = 16;
+
+  template <int kBc, int D>
+  static __device__ __forceinline__ void s(float (&acc)[kBc / 2], uint32_t q_tile, int q_rows, int first,
+                                           uint32_t k_tile) {
+#pragma unroll
+    for (int ks = 0; ks < D / 16; ++ks)
+      sm90::wgmma_m64nNk16<kBc, T, false, false>(acc, k_major_descriptor(q_tile, q_rows, first, ks),
+                                                 k_major_descriptor(k_tile, kBc, 0, ks), ks > 0);
+  }
+  template <int kBc, int D>
+  static __device__ __forceinline__ void pv(float (&acc)[D / 2], const uint32_t (&pa)[kBc / 16][4],
+                                            uint32_t v_tile) {
+#pragma unroll
+    for (int kk = 0; kk < kBc / 16; ++kk)
+      sm90::wgmma_m64nNk16_rs<D, T, /*kTransB=*/true>(acc, pa[kk], v_descriptor(v_tile, kBc, kk), true);
+  }
+  // Two neighbouring 8-column blocks of S per 16-key fragment: the accumulator's layout is the A operand's.
+  template <int kNT>
+  static __device__ __forceinline__ void to_a(uint32_t (&pa)[kNT / 2][4], const float (&p)[kNT][4]) {
+#pragma unroll
+    for (int kk = 0; kk < kNT / 2; ++kk) attn::a_from_c<T>(pa[kk], p[2 * kk], p[2 * kk + 1]);
+  }
+};
+
 // ---- The warp-specialized block of v2 to v7 ----------------------------------------------------------
 // A producer warpgroup and kConsumers consumer warpgroups per Br = 64 · kConsumers query rows of one
 // (batch entry, head): warpgroup 0 the producer (one of its threads issues every TMA load), warpgroup
@@ -130,7 +162,8 @@ constexpr int default_bc(int D) { return D <= 128 ? 128 : 64; }
 constexpr int kWideBc = 192;                 // D = 64, long sequences
 constexpr int64_t kWideFromKeys = 4096;      // Nk from which the launch takes it
 
-template <int D, int Bc = default_bc(D), int Consumers = 2>
+// ElemBytes: 2 (fp16, bf16), or 1 (v9's fp8, whose V_j tile is Vᵀ: [D][Bc], as many bytes as [Bc][D]).
+template <int D, int Bc = default_bc(D), int Consumers = 2, int ElemBytes = 2>
 struct Config {
   static constexpr int kD = D;
   static constexpr int kConsumers = Consumers;
@@ -140,14 +173,14 @@ struct Config {
   static constexpr int kThreads = (1 + Consumers) * kWarpgroup;      // the producer warpgroup first
   static constexpr int kConsumerWarps = Consumers * kWarpgroup / 32;  // the arrivals that release a stage
   static constexpr int kConsumerRegs = consumer_regs(Consumers);
-  static constexpr int kQBytes = kBr * D * 2;       // sQ: [Br][D]
-  static constexpr int kKVBytes = kBc * D * 2;      // sK or sV: [Bc][D]
+  static constexpr int kQBytes = kBr * D * ElemBytes;   // sQ: [Br][D]
+  static constexpr int kKVBytes = kBc * D * ElemBytes;  // sK or sV: [Bc][D]
   static constexpr int kStageBytes = 2 * kKVBytes;  // K_j then V_j
   // 1024-byte alignment slack, sQ, the stages, then q_full, full_k, full_v, empty [kStages], q_landed and
   // v_landed.
   static constexpr std::size_t kSmemBytes =
       1024 + std::size_t(kQBytes) + std::size_t(kStages) * kStageBytes + (3 + 3 * kStages) * sizeof(uint64_t);
-  static_assert(D % 64 == 0, "whole 64-element panels");
+  static_assert(D * ElemBytes % 128 == 0, "whole 128-byte panels");
   static_assert(kSmemBytes <= 227 * 1024, "what one block may have on an H100");
 };
 // The default tile of each head dim. The registry states each version's largest block as the largest of

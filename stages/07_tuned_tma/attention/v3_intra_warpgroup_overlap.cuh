@@ -71,6 +71,7 @@ using ws::Smem;
 // stages, and the mask takes first + j; without it (v3, v4) they are all of the tile's, from 0.
 template <class T, class C, bool kSlice = false>
 struct Consumer {
+  using Mma = Products<T>;
   static constexpr int D = C::kD;
   static constexpr int kBc = C::kBc, kNT = kBc / 8, kDT = D / 8;  // 8-column tiles of S and of O
 
@@ -86,7 +87,7 @@ struct Consumer {
   float rO[1][kDT][4] = {};  // O, unnormalized: the m64nD accumulator, as stage 04's [row tile][8 columns][4]
   float m[1][2] = {{-INFINITY, -INFINITY}}, l[1][2] = {};
   float rS[1][kNT][4];       // S′ = Q_c·K_jᵀ, then P_j: 64 × Bc over the warpgroup, 16 × Bc per warp
-  uint32_t pa[kBc / 16][4];  // P_{j-1} as the A operand of the product in flight across block j's softmax
+  uint32_t pa[kBc / Mma::kK][4];  // P_{j-1} as the A operand of the product in flight across block j's softmax
   float alpha[1][2];         // block j's factors exp2(m_old − m_new), applied to O once P_{j-1}·V_{j-1} is done
   bool moved;                // whether any of them is not 1
 
@@ -108,18 +109,12 @@ struct Consumer {
 
   // S_j = Q_c·K_jᵀ, issued and committed as one group (the first product overwrites rS: scale-d = 0).
   __device__ __forceinline__ void issue_s(int64_t j) {
-#pragma unroll
-    for (int ks = 0; ks < D / 16; ++ks)
-      sm90::wgmma_m64nNk16<kBc, T, false, false>(acc_s(), k_major_descriptor(q_addr, C::kBr, 64 * c, ks),
-                                                 k_major_descriptor(k_addr(j), kBc, 0, ks), ks > 0);
+    Mma::template s<kBc, D>(acc_s(), q_addr, C::kBr, 64 * c, k_addr(j));
     sm90::wgmma_commit_group();
   }
   // O += P_j·V_j from pa, issued and committed as one group.
   __device__ __forceinline__ void issue_pv(int64_t j) {
-#pragma unroll
-    for (int kk = 0; kk < kBc / 16; ++kk)
-      sm90::wgmma_m64nNk16_rs<D, T, /*kTransB=*/true>(acc_o(), pa[kk],
-                                                       v_descriptor(k_addr(j) + C::kKVBytes, kBc, kk), true);
+    Mma::template pv<kBc, D>(acc_o(), pa, k_addr(j) + C::kKVBytes);
     sm90::wgmma_commit_group();
   }
   // Mask S_j (diagonal and tail blocks only) and run the first part of the online softmax on it: P_j in
@@ -136,7 +131,7 @@ struct Consumer {
   __device__ __forceinline__ void fence_pv_operands() {
     sm90::wgmma_fence_operand(acc_o());
 #pragma unroll
-    for (int kk = 0; kk < kBc / 16; ++kk) sm90::wgmma_fence_operand(pa[kk]);
+    for (int kk = 0; kk < kBc / Mma::kK; ++kk) sm90::wgmma_fence_operand(pa[kk]);
   }
 
   __device__ __forceinline__ void first() {
@@ -148,10 +143,7 @@ struct Consumer {
     sm90::wgmma_fence_operand(acc_s());
     softmax(0);  // O is still 0: nothing to rescale
   }
-  __device__ __forceinline__ void prepare() {
-#pragma unroll
-    for (int kk = 0; kk < kBc / 16; ++kk) a_from_c<T>(pa[kk], rS[0][2 * kk], rS[0][2 * kk + 1]);
-  }
+  __device__ __forceinline__ void prepare() { Mma::to_a(pa, rS[0]); }
   __device__ __forceinline__ void issue(int64_t j) {
     // Both waits before either product is issued: a wait is a loop each thread leaves on its own, and
     // a wgmma issued after one while another wgmma is in flight makes ptxas serialize them (it

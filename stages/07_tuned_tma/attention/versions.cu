@@ -14,6 +14,7 @@
 #include "stages/07_tuned_tma/attention/v6_packed_gqa.cuh"
 #include "stages/07_tuned_tma/attention/v7_three_consumers.cuh"
 #include "stages/07_tuned_tma/attention/v8_split_last_wave.cuh"
+#include "stages/07_tuned_tma/attention/v9_fp8.cuh"
 
 namespace fs {
 
@@ -84,6 +85,20 @@ const KernelDesc kFlashTmaV8 = attention_kernel(
     flash_tma::kSupport, kStageArchs, flash_tma::max_smem_bytes<flash_tma::v8::Config>(), flash_tma::run_v8,
     workspace_extra_bytes<flash_tma::v8_workspace_bytes>);
 
+// v9: the LSE and Vᵀ's workspace (none for params it would refuse); O in bf16, not the fp8 it reads.
+std::size_t v9_extra_bytes(const AttentionParams& p) {
+  return lse_extra_bytes(p) + (validate(p, flash_tma::kFp8Support) == Status::Success ? flash_tma::v9_workspace_bytes(p) : 0);
+}
+constexpr KernelDesc writes_bf16(KernelDesc k) {
+  k.info.out_dtypes = dtype_bit(DType::BF16);
+  return k;
+}
+
+const KernelDesc kFlashTmaV9 = writes_bf16(attention_kernel(
+    {"fs_flash_fwd_tma_v9", "stage07/attention", "v9",
+     "v3 on fp8 (e4m3) Q, K, V with per-tensor scales: wgmma k32 at twice the fp16 rate, V transposed by a pre-pass, P in fp8, O in bf16"},
+    flash_tma::kFp8Support, kStageArchs, flash_tma::v9::Config<128>::kSmemBytes, flash_tma::run_v9, v9_extra_bytes));
+
 namespace {
 
 // A launch of version k with a forced split, validated as its C entry validates: the params, the
@@ -115,7 +130,8 @@ Status launch_flash_tma_v8_split(const AttentionParams& p, int64_t tail, int spl
 
 KernelList stage07_attention_kernels() {
   static const KernelDesc* const versions[] = {&kFlashTmaV1, &kFlashTmaV2, &kFlashTmaV3, &kFlashTmaV4,
-                                               &kFlashTmaV5, &kFlashTmaV6, &kFlashTmaV7, &kFlashTmaV8};
+                                               &kFlashTmaV5, &kFlashTmaV6, &kFlashTmaV7, &kFlashTmaV8,
+                                               &kFlashTmaV9};
   return kernel_list(versions);
 }
 
@@ -129,3 +145,4 @@ FS_EXPORT_ATTENTION(fs_flash_fwd_tma_v5, fs::kFlashTmaV5)
 FS_EXPORT_ATTENTION(fs_flash_fwd_tma_v6, fs::kFlashTmaV6)
 FS_EXPORT_ATTENTION(fs_flash_fwd_tma_v7, fs::kFlashTmaV7)
 FS_EXPORT_ATTENTION(fs_flash_fwd_tma_v8, fs::kFlashTmaV8)
+FS_EXPORT_ATTENTION(fs_flash_fwd_tma_v9, fs::kFlashTmaV9)
