@@ -64,7 +64,11 @@ class CommandLine(unittest.TestCase):
     def test_stage07_attention_names_what_the_hopper_versions_do_not_take(self):
         # D = 32 is stage 04's, not stage 07's (the 128-byte swizzle needs 64-element rows): refused by
         # the stage's own versions, before any GPU is looked for.
-        self.refused("stage07a", ["--dim", "32"], "is not a head_dim any version takes (64, 128, 256)")
+        self.refused("stage07a", ["--dim", "32"], "is not a head_dim any fp16 version takes (64, 128, 256)")
+        # v9 takes fp8 alone, at D = 128 alone: named by what it takes, not by what the 16-bit versions do.
+        self.refused("stage07a", ["--dtype", "fp8_e4m3", "--dim", "64"],
+                     "is not a head_dim stage07/attention/v9 takes (128)")
+        self.refused("stage07a", ["--dtype", "fp16", "--version", "v9"], "is not taken by stage07/attention/v9")
         self.refused("stage07a", ["--dtype", "fp32"], "--dtype")
         self.refused("stage07a", ["--seq", "0"], "--seq")
 

@@ -292,25 +292,35 @@ AttentionParams attention_params(const AttentionOptions& o) {
 }
 
 // Why no version takes the problem, in terms of the flags: what the judged versions take together,
-// named as gemm_refusal names them (the version, when one was asked for).
+// named as gemm_refusal names them (the version, when one was asked for). The head_dims are those of
+// the versions that take the dtype, where any does (stage 07's fp8 v9 takes 128 alone).
 std::string attention_refusal(Status st, const AttentionParams& p, const std::vector<const KernelDesc*>& judged) {
   uint32_t dtypes = 0;
-  int64_t any_up_to = 0;  // the largest bound of the versions that take any head_dim up to one
-  std::vector<int64_t> listed;
+  std::vector<const KernelDesc*> typed;  // the judged versions that take p's dtype
   for (const KernelDesc* k : judged) {
     dtypes |= k->info.in_dtypes;
+    if (in_set(k->info.in_dtypes, p.dtype)) typed.push_back(k);
+  }
+  const std::vector<const KernelDesc*>& takers = typed.empty() ? judged : typed;
+  int64_t any_up_to = 0;  // the largest bound of the versions that take any head_dim up to one
+  std::vector<int64_t> listed;
+  for (const KernelDesc* k : takers) {
     if (k->info.num_head_dims == 0) any_up_to = std::max<int64_t>(any_up_to, k->info.max_head_dim);
     listed.insert(listed.end(), k->info.head_dims, k->info.head_dims + k->info.num_head_dims);
   }
   std::sort(listed.begin(), listed.end());
   listed.erase(std::unique(listed.begin(), listed.end()), listed.end());
   const std::string who = judged.size() == 1 ? judged.front()->qualified() : "any version";
+  const bool all_typed = typed.empty() || typed.size() == judged.size();
+  const std::string dim_who = takers.size() == 1 ? takers.front()->qualified()
+                              : all_typed        ? who
+                                                 : "any " + std::string(dtype_name(dtype_of(p))) + " version";
   switch (st) {
     case Status::UnsupportedHeadDim: {
       std::string dims;
       for (int64_t d : listed) dims += (dims.empty() ? "" : ", ") + std::to_string(d);
       if (any_up_to > 0) dims += (dims.empty() ? "" : ", or ") + std::string("1 to ") + std::to_string(any_up_to);
-      return "--dim: " + std::to_string(p.head_dim) + " is not a head_dim " + who + " takes (" + dims + ")";
+      return "--dim: " + std::to_string(p.head_dim) + " is not a head_dim " + dim_who + " takes (" + dims + ")";
     }
     case Status::UnsupportedDtype:
       return std::string("--dtype: ") + dtype_name(dtype_of(p)) + " is not taken by " + who + " (" +
