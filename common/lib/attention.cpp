@@ -30,8 +30,6 @@ bool sizes_fit(const AttentionParams& p) {
          fits_product({p.batch, kv_head_count(p), p.seq_k, p.head_dim, e});
 }
 
-// 0 (as many K/V heads as query heads) or a divisor of heads: every query head then belongs to exactly
-// one group of heads / kv_heads, and the groups tile the heads.
 // The fp8 dequantization scales: finite and not negative (0 means 1) for fp8 inputs, and unset (0) for
 // every other dtype, which has no use for them.
 bool descales_valid(const AttentionParams& p) {
@@ -40,6 +38,8 @@ bool descales_valid(const AttentionParams& p) {
   return std::all_of(std::begin(d), std::end(d), [](float x) { return std::isfinite(x) && x >= 0.0f; });
 }
 
+// 0 (as many K/V heads as query heads) or a divisor of heads: every query head then belongs to exactly
+// one group of heads / kv_heads, and the groups tile the heads.
 bool kv_heads_valid(const AttentionParams& p) {
   return p.kv_heads == 0 || (p.kv_heads > 0 && p.kv_heads <= p.heads && p.heads % p.kv_heads == 0);
 }
