@@ -609,8 +609,9 @@ FS_CPU_TEST_CASE("split-KV heuristic: fill whole waves / never split a full grid
 }
 
 FS_CPU_TEST_CASE("last-wave split: shorten the last wave / leave whole waves, uneven tiles and short slices alone") {
+  // Key blocks of 64 keys, as stage 07's v8 takes them at D = 128.
   auto split = [](int64_t tiles, int64_t key_blocks, int64_t slots, bool equal) {
-    const fs::LastWaveSplit w = fs::last_wave_split(tiles, key_blocks, slots, equal);
+    const fs::LastWaveSplit w = fs::last_wave_split(tiles, 64 * key_blocks, slots, equal);
     return std::pair<int64_t, int>(w.tiles, w.splits);
   };
   // Stage 07's v8 at D = 128, N = 8192, B = 2, H = 16: 1376 tiles of 192 rows on 132 SMs are 10 whole waves

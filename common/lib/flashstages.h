@@ -289,6 +289,8 @@ FS_API int fs_flash_fwd_tma_v8(const fs_attention_params* params, void* stream);
  * batches (seq_lens, cu_seqlens: FS_ERR_INVALID_SEQLENS); grouped-query K/V, the causal mask, any scale.
  * It allocates a workspace for Vᵀ, B·KVH·128·(Nk rounded up to 32) bytes (FS_ERR_OUT_OF_MEMORY if it cannot). */
 FS_API int fs_flash_fwd_tma_v9(const fs_attention_params* params, void* stream); /* v3 on fp8 e4m3 */
+/* v10: v8's arguments and rules. */
+FS_API int fs_flash_fwd_tma_v10(const fs_attention_params* params, void* stream); /* v8, K_j released apart from V_j */
 
 #ifdef __cplusplus
 }

@@ -29,11 +29,11 @@ int split_kv_heuristic(int64_t tiles, int64_t key_blocks, int64_t slots) {
   return 1;
 }
 
-LastWaveSplit last_wave_split(int64_t tiles, int64_t key_blocks, int64_t slots, bool equal_tiles) {
+LastWaveSplit last_wave_split(int64_t tiles, int64_t keys, int64_t slots, bool equal_tiles) {
   if (tiles <= 0 || slots <= 0) return {0, 1};
   const int64_t whole_waves = tiles / slots, rest = tiles % slots;
   if (rest == 0 || (whole_waves > 0 && !equal_tiles)) return {0, 1};
-  const int most = int(std::clamp<int64_t>(key_blocks / kLastWaveSliceBlocks, 1, kMaxSplits));
+  const int most = int(std::clamp<int64_t>(keys / kLastWaveSliceKeys, 1, kMaxSplits));
   auto grid_time = [&](int s) { return double(whole_waves) + double((rest * s + slots - 1) / slots) / s; };
   double best = grid_time(1);
   for (int s = 2; s <= most; ++s) best = std::min(best, grid_time(s));

@@ -34,18 +34,18 @@ struct LastWaveSplit {
   int64_t tiles;  // the grid's last tiles, each split (0: none)
   int splits;     // blocks per split tile (1: none)
 };
-// For tiles of equal length: the fewest splits whose grid time, counted in tiles (the whole waves plus
-// ceil(rest · s / slots) / s), is within kLastWaveSlack of the best's, at most kMaxSplits and at most one
-// per kLastWaveSliceBlocks key blocks. Tiles of unequal length (equal_tiles false: causal, variable
-// lengths) end the grid unevenly whatever the count; there only a grid of fewer tiles than slots is
-// split (all of it, by the same rule).
+// For tiles of equal length, each visiting `keys` keys (its key blocks times Bc): the fewest splits whose
+// grid time, counted in tiles (the whole waves plus ceil(rest · s / slots) / s), is within kLastWaveSlack
+// of the best's, at most kMaxSplits and at most one per kLastWaveSliceKeys keys. Tiles of unequal length
+// (equal_tiles false: causal, variable lengths) end the grid unevenly whatever the count; there only a
+// grid of fewer tiles than slots is split (all of it, by the same rule).
 // A slice block pays what a whole tile pays once — Q's load, the pipeline's fill — and its fp32
 // partials are written and read again by the merge: on the H100 at D = 128 (stage 07's v8, 192 × 64
-// tiles) that cost the time of about 10 key blocks per slice. Slices of 64 key blocks or more keep it
-// small: 2 splits of 128-block tiles (N = 8192) took 2% off the grid, where 3 splits of 64-block tiles
-// (N = 4096) lost 1% and none of 2 to 16 gained.
+// tiles) that cost the time of about 10 key blocks (640 keys) per slice. Slices of 4096 keys or more
+// keep it small: 2 splits of 8192-key tiles took 2% off the grid, where 3 splits of 4096-key tiles lost
+// 1% and none of 2 to 16 gained. Counted in keys, not blocks, so that the rule holds for any Bc.
 constexpr double kLastWaveSlack = 0.02;
-constexpr int64_t kLastWaveSliceBlocks = 64;
-LastWaveSplit last_wave_split(int64_t tiles, int64_t key_blocks, int64_t slots, bool equal_tiles);
+constexpr int64_t kLastWaveSliceKeys = 4096;
+LastWaveSplit last_wave_split(int64_t tiles, int64_t keys, int64_t slots, bool equal_tiles);
 
 }  // namespace fs

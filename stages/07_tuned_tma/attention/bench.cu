@@ -11,9 +11,10 @@
 // inside tiles and key blocks everywhere). Then where one query tile per (batch entry, head) leaves
 // SMs idle (bench::underfilled_attention_shapes: short queries against long keys, decoding, grouped
 // K/V), every version and stage 04's v6 (split-KV); v6 (a K/V group's query heads packed into one
-// tile) only there, where some shapes have grouped K/V. And D = 256 at N = 8192 for v1-v4, v7, v8 and
-// stage 04's v5. 6 × 48 (grid) + 8 (v5) + 8 (stage 04) + 8 × 8 (packed) + 9 × 26 (underfilled) + 7 × 4
-// (D = 256) = 630 benchmarks of 5 repetitions; then v9 (fp8, D = 128 alone) on the grid's 12 points at D = 128.
+// tile) only there, where some shapes have grouped K/V. And D = 256 at N = 8192 for v1-v4, v7, v8, v10
+// and stage 04's v5: v10 only there, being v8 at D = 64 and 128. 6 × 48 (grid) + 8 (v5) + 8 (stage 04)
+// + 8 × 8 (packed) + 9 × 26 (underfilled) + 8 × 4 (D = 256) = 634 benchmarks of 5 repetitions; then v9
+// (fp8, D = 128 alone) on the grid's 12 points at D = 128.
 #include <string>
 #include <vector>
 
@@ -27,15 +28,16 @@ void fs::bench::register_benchmarks(const DeviceInfo& dev) {
   headline.seqs = {8192};
   // v5 only at N = 8192 on the grid: every grid point has B·H·N/128 = 2048 query tiles, far more than
   // the H100's 132 SMs, so v5 runs one split there and is v4. v6 not at all: the grid has one query
-  // head per K/V head, where v6 is v5 (and so are the packed batches below).
+  // head per K/V head, where v6 is v5 (and so are the packed batches below). v10 not either: it runs
+  // v8's kernels at D = 64 and 128 (and so in every registration below but D = 256's).
   for (const KernelDesc* k : find_kernels("stage07/attention")) {
     const std::string version = k->info.version;
-    if (version != "v6") register_attention(dev, *k, version == "v5" ? headline : grid);
+    if (version != "v6" && version != "v10") register_attention(dev, *k, version == "v5" ? headline : grid);
   }
   for (const KernelDesc* k : find_kernels("stage04/v5")) register_attention(dev, *k, headline);
   // D = 256 at the headline N alone (B = 2, H = 8): the versions that differ there (v5 and v6 are v4
-  // on a full grid; v7 runs v3's block there, timed as its own launch, and so is v8) and stage
-  // 04's v5.
+  // on a full grid; v7 runs v3's block there, timed as its own launch, and so is v8; v10 releases K
+  // apart from V there alone) and stage 04's v5.
   AttentionGrid wide = headline;
   wide.dims = {256};
   for (const KernelDesc* k : find_kernels("stage07/attention")) {
@@ -52,11 +54,13 @@ void fs::bench::register_benchmarks(const DeviceInfo& dev) {
     }
   for (const char* stage : {"stage07/attention", "stage04/v5"})
     for (const KernelDesc* k : find_kernels(stage))
-      if (std::string(k->info.version) != "v6") register_attention_packed(dev, *k, packed);
+      if (std::string(k->info.version) != "v6" && std::string(k->info.version) != "v10")
+        register_attention_packed(dev, *k, packed);
 
   const std::vector<AttentionParams> underfilled = underfilled_attention_shapes();
   for (const char* stage : {"stage07/attention", "stage04/v6"})
-    for (const KernelDesc* k : find_kernels(stage)) register_attention_shapes(dev, *k, underfilled);
+    for (const KernelDesc* k : find_kernels(stage))
+      if (std::string(k->info.version) != "v10") register_attention_shapes(dev, *k, underfilled);
 
   // v9 on fp8 (the registrations above take fp16 and bf16, so pass it over): the grid at D = 128, where
   // the 16-bit versions' rows are its peers.

@@ -153,6 +153,7 @@ Status run_v6(const AttentionProblem& pr, cudaStream_t stream);
 Status run_v7(const AttentionProblem& pr, cudaStream_t stream);
 Status run_v8(const AttentionProblem& pr, cudaStream_t stream);
 Status run_v9(const AttentionProblem& pr, cudaStream_t stream);
+Status run_v10(const AttentionProblem& pr, cudaStream_t stream);
 // v5 and v6 with a forced split count (v5: 1 is v4's launch; v6: 1 writes O directly), for the tests.
 Status run_v5_splits(const AttentionProblem& pr, int splits, cudaStream_t stream);
 Status run_v6_splits(const AttentionProblem& pr, int splits, cudaStream_t stream);
@@ -167,5 +168,8 @@ LastWaveSplit v8_split(const AttentionParams& p, int sms);
 std::size_t v8_workspace_bytes(const AttentionParams& p, int sms);
 // v9's workspace: Vᵀ in fp8, [B·KVH][D][Nk rounded up to 32] (v9_fp8.cuh). For validated params.
 std::size_t v9_workspace_bytes(const AttentionParams& p);
+// v10's last-wave split and its workspace (v8's, over v10's tiles).
+LastWaveSplit v10_split(const AttentionParams& p, int sms);
+std::size_t v10_workspace_bytes(const AttentionParams& p, int sms);
 
 }  // namespace fs::flash_tma

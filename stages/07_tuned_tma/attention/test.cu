@@ -32,7 +32,7 @@ namespace {
 
 const std::vector<const KernelDesc*> kAll = find_kernels("stage07/attention");
 
-// The versions that take fp16 and bf16 (v1 to v8): every case below that draws 16-bit inputs runs them;
+// The versions that take fp16 and bf16 (v1 to v8, v10): every case below that draws 16-bit inputs runs them;
 // v9, fp8 alone, has cases of its own.
 std::vector<const KernelDesc*> sixteen_bit_versions() {
   std::vector<const KernelDesc*> out;
@@ -115,7 +115,7 @@ void check_forced_splits(const KernelDesc& kernel, uint64_t seed) {
 }  // namespace
 
 FS_CPU_TEST_CASE("stage07 attention lists its versions in order with what they take") {
-  REQUIRE(kAll.size() == 9);
+  REQUIRE(kAll.size() == 10);
   CHECK(kAll[0]->qualified() == "stage07/attention/v1");
   CHECK(kAll[1]->qualified() == "stage07/attention/v2");
   CHECK(kAll[2]->qualified() == "stage07/attention/v3");
@@ -125,7 +125,8 @@ FS_CPU_TEST_CASE("stage07 attention lists its versions in order with what they t
   CHECK(kAll[6]->qualified() == "stage07/attention/v7");
   CHECK(kAll[7]->qualified() == "stage07/attention/v8");
   CHECK(kAll[8]->qualified() == "stage07/attention/v9");
-  REQUIRE(kHalf.size() == 8);
+  CHECK(kAll[9]->qualified() == "stage07/attention/v10");
+  REQUIRE(kHalf.size() == 9);
   for (const KernelDesc* k : kAll) {
     INFO(k->qualified());
     CHECK(k->is_attention());
@@ -164,7 +165,7 @@ FS_CPU_TEST_CASE("stage07 attention through the C interface: named codes before 
   using Launcher = int (*)(const fs_attention_params*, void*);
   const Launcher launchers[] = {fs_flash_fwd_tma_v1, fs_flash_fwd_tma_v2, fs_flash_fwd_tma_v3,
                                 fs_flash_fwd_tma_v4, fs_flash_fwd_tma_v5, fs_flash_fwd_tma_v6,
-                                fs_flash_fwd_tma_v7, fs_flash_fwd_tma_v8};
+                                fs_flash_fwd_tma_v7, fs_flash_fwd_tma_v8, fs_flash_fwd_tma_v10};
   fs_attention_params p{};
   p.batch = p.heads = p.seq_q = p.seq_k = 1;
   p.head_dim = 64;

@@ -1,6 +1,6 @@
 // What the stage 07 attention versions share, kept once so that each vN_*.cuh shows only its own idea:
 // the shared-memory tile one TMA load fills and wgmma reads (its loads, its matrix descriptors), and,
-// for the warp-specialized versions v2 to v7, the block itself: its warpgroups and registers, its tile
+// for the warp-specialized versions v2 to v10, the block itself: its warpgroups and registers, its tile
 // shapes, its shared memory and mbarriers, and the producer warpgroup's whole work.
 //
 // The tile. A [rows][D] tile in shared memory is D/64 panels side by side, panel p holding columns
@@ -121,7 +121,7 @@ struct Products {
   }
 };
 
-// ---- The warp-specialized block of v2 to v7 ----------------------------------------------------------
+// ---- The warp-specialized block of v2 to v10 ---------------------------------------------------------
 // A producer warpgroup and kConsumers consumer warpgroups per Br = 64 · kConsumers query rows of one
 // (batch entry, head): warpgroup 0 the producer (one of its threads issues every TMA load), warpgroup
 // c + 1 the consumer of rows 64c .. 64c + 63, its warp w rows 16w .. 16w+15 of those. Two consumers
@@ -163,12 +163,15 @@ constexpr int kWideBc = 192;                 // D = 64, long sequences
 constexpr int64_t kWideFromKeys = 4096;      // Nk from which the launch takes it
 
 // ElemBytes: 2 (fp16, bf16), or 1 (v9's fp8, whose V_j tile is Vᵀ: [D][Bc], as many bytes as [Bc][D]).
-template <int D, int Bc = default_bc(D), int Consumers = 2, int ElemBytes = 2>
+// KApart: the consumers release K_j's half of a stage as soon as S_j is done and V_j's once P_j·V_j is
+// (v10), instead of the whole stage after P_j·V_j; the producer refills each half on its own release.
+template <int D, int Bc = default_bc(D), int Consumers = 2, int ElemBytes = 2, bool KApart = false>
 struct Config {
   static constexpr int kD = D;
   static constexpr int kConsumers = Consumers;
   static constexpr int kBr = Consumers * 64;  // query rows per block: 64 per consumer warpgroup
   static constexpr int kBc = Bc;
+  static constexpr bool kKApart = KApart;
   static constexpr int kStages = D == 64 ? 4 : D == 128 ? 3 : 2;
   static constexpr int kThreads = (1 + Consumers) * kWarpgroup;      // the producer warpgroup first
   static constexpr int kConsumerWarps = Consumers * kWarpgroup / 32;  // the arrivals that release a stage
@@ -177,9 +180,9 @@ struct Config {
   static constexpr int kKVBytes = kBc * D * ElemBytes;  // sK or sV: [Bc][D]
   static constexpr int kStageBytes = 2 * kKVBytes;  // K_j then V_j
   // 1024-byte alignment slack, sQ, the stages, then q_full, full_k, full_v, empty [kStages], q_landed and
-  // v_landed.
-  static constexpr std::size_t kSmemBytes =
-      1024 + std::size_t(kQBytes) + std::size_t(kStages) * kStageBytes + (3 + 3 * kStages) * sizeof(uint64_t);
+  // v_landed, and with KApart empty_k [kStages].
+  static constexpr std::size_t kSmemBytes = 1024 + std::size_t(kQBytes) + std::size_t(kStages) * kStageBytes +
+                                            (3 + (KApart ? 4 : 3) * kStages) * sizeof(uint64_t);
   static_assert(D * ElemBytes % 128 == 0, "whole 128-byte panels");
   static_assert(kSmemBytes <= 227 * 1024, "what one block may have on an H100");
 };
@@ -196,14 +199,15 @@ static_assert(Config<64, kWideBc>::kSmemBytes <= Config<128>::kSmemBytes, "the D
 //   full_k[st]    K_j, V_j of the block in stage st have landed (a consumer can start S = Q·K_jᵀ
 //   full_v[st]    before V_j is in); for a tile with rows past the sequence's end, the one arrival of
 //                 the producer warp once it has zeroed them (q_full and the last block's full_v)
-//   empty[st]     the block in stage st is no longer read: one arrival per consumer warp
+//   empty[st]     the block in stage st is no longer read: one arrival per consumer warp (KApart: V_j)
+//   empty_k[st]   KApart only: K_j in stage st is no longer read (S_j is done), one arrival per consumer warp
 //   q_landed      Q's tile or the last V tile has landed, when it holds rows past the sequence's end
 //   v_landed      (first_foreign_row): the producer warp zeroes them, then arrives on q_full or full_v;
 //                 each used at most once (phase 0)
 // Each stage's barriers count its uses, one phase per use u (key block j = kStages·u + st), so phase u
 // has parity u & 1. A parity names its phase only while the barrier cannot run two phases ahead of its
-// waiter, and it cannot: full_*[st] phase u + 1 needs the refill that waits for empty[st] phase u, which
-// needs every consumer warp done with use u, and the other way round.
+// waiter, and it cannot: full_*[st] phase u + 1 needs the refill that waits for empty[st] (empty_k[st])
+// phase u, which needs every consumer warp done with use u, and the other way round.
 template <class Cfg>
 struct Smem {
   using C = Cfg;
@@ -215,6 +219,7 @@ struct Smem {
   uint64_t* empty;
   uint64_t* q_landed;
   uint64_t* v_landed;
+  uint64_t* empty_k;  // KApart only
 
   __device__ explicit Smem(unsigned char* raw) {
     sQ = reinterpret_cast<unsigned char*>((reinterpret_cast<uintptr_t>(raw) + 1023) & ~uintptr_t(1023));
@@ -225,6 +230,7 @@ struct Smem {
     empty = full_v + C::kStages;
     q_landed = empty + C::kStages;
     v_landed = q_landed + 1;
+    empty_k = v_landed + 1;
   }
 
   // In 32 bits: a key block index is below Nk / 64, and Nk < 2^31 (encode_tensor_map refuses longer
@@ -241,24 +247,34 @@ struct Smem {
       sm90::mbarrier_init(&full_k[st], 1);
       sm90::mbarrier_init(&full_v[st], 1);
       sm90::mbarrier_init(&empty[st], C::kConsumerWarps);  // one arrival per consumer warp
+      if constexpr (C::kKApart) sm90::mbarrier_init(&empty_k[st], C::kConsumerWarps);
     }
     sm90::mbarrier_init(q_landed, 1);
     sm90::mbarrier_init(v_landed, 1);
     sm90::fence_mbarrier_init();  // the inits are seen by the TMA unit that completes them
   }
 
-  // A consumer warp's release of key block j's stage: one of the kConsumerWarps arrivals that let the
-  // producer refill it. Lane 0 speaks for the warp, after the warp's wait for the products that read it.
+  // A consumer warp's release of key block j's stage (KApart: of V_j): one of the kConsumerWarps arrivals
+  // that let the producer refill it. Lane 0 speaks for the warp, after the warp's wait for the products
+  // that read it.
   __device__ __forceinline__ void release(int64_t j) const {
     if (threadIdx.x % 32 == 0) sm90::mbarrier_arrive(&empty[stage_of(j)]);
+  }
+  // KApart: the same for K_j alone, once S_j is done; otherwise nothing (release frees K_j with V_j).
+  __device__ __forceinline__ void release_k(int64_t j) const {
+    if constexpr (C::kKApart)
+      if (threadIdx.x % 32 == 0) sm90::mbarrier_arrive(&empty_k[stage_of(j)]);
   }
 
   // A block the tile loads but this consumer does not read (a causal first half's last block; all of
   // them for a half with no real row): released once it has landed — not sooner: an arrival for use
   // u + 1 of a stage made before its use u completed would count towards use u, and free the stage
-  // under the other consumer.
+  // under the other consumer. With KApart, K_j's landing shows only that K's half of use u was
+  // released, so V's half waits for V_j's.
   __device__ __forceinline__ void release_skipped(int64_t j) const {
     sm90::mbarrier_wait_parity(&full_k[stage_of(j)], parity_of(j));
+    release_k(j);
+    if constexpr (C::kKApart) sm90::mbarrier_wait_parity(&full_v[stage_of(j)], parity_of(j));
     release(j);
   }
 };
@@ -296,13 +312,15 @@ __device__ __forceinline__ void produce(const Smem<C>& sm, const CUtensorMap* tm
   const int64_t last = n_blocks - 1;  // stages count from `first`; rows of K and V from block 0
   const int q_from = kLoadQ ? first_foreign_row(s.q0, C::kBr, s.nq, q.row, a.seq_q) : C::kBr;
   const int v_from = first_foreign_row((first + last) * C::kBc, C::kBc, s.nk, kv.row, a.seq_k);
-  auto load_kv = [&](int64_t j) {
+  // K_j, then V_j once `v_free` (if any) has completed its phase of that parity.
+  auto load_kv = [&](int64_t j, uint64_t* v_free, uint32_t parity) {
     const int st = Smem<C>::stage_of(j);
     unsigned char* sK = sm.k_tile(j);
     uint64_t* v_bar = j == last && v_from < C::kBc ? sm.v_landed : &sm.full_v[st];
     sm90::mbarrier_arrive_expect_tx(&sm.full_k[st], C::kKVBytes);
     const int64_t row = kv.row + (first + j) * C::kBc;
     load_tile<D>(sK, tmK, C::kBc, row, kv.plane, &sm.full_k[st]);
+    if (v_free) sm90::mbarrier_wait_parity(v_free, parity);
     sm90::mbarrier_arrive_expect_tx(v_bar, C::kKVBytes);
     load_tile<D>(sK + C::kKVBytes, tmV, C::kBc, row, kv.plane, v_bar);
   };
@@ -313,7 +331,7 @@ __device__ __forceinline__ void produce(const Smem<C>& sm, const CUtensorMap* tm
       sm90::mbarrier_arrive_expect_tx(q_bar, C::kQBytes);
       load_tile<D>(sm.sQ, tmQ, C::kBr, q.row + s.q0, q.plane, q_bar);
     }
-    for (int64_t j = 0; j < prologue; ++j) load_kv(j);
+    for (int64_t j = 0; j < prologue; ++j) load_kv(j, nullptr, 0);
   }
   // Q's zeros go in while the first blocks are on their way: the consumers need Q before they can free
   // a stage for the blocks after them.
@@ -322,9 +340,17 @@ __device__ __forceinline__ void produce(const Smem<C>& sm, const CUtensorMap* tm
     for (int64_t j = prologue; j < n_blocks; ++j) {
       // A stage's next use needs its last one (key block j − kStages) released by every consumer warp:
       // the phase of the opposite parity. The wait's acquire, after their wgmma_wait_group and arrivals,
-      // orders the tensor cores' reads of the stage before the TMA writes issued below.
-      sm90::mbarrier_wait_parity(&sm.empty[Smem<C>::stage_of(j)], Smem<C>::parity_of(j) ^ 1);
-      load_kv(j);
+      // orders the tensor cores' reads of the stage before the TMA writes issued below. KApart: K_j
+      // waits for K_{j-kStages} alone, released a softmax and a P·V earlier than V_{j-kStages}.
+      const int st = Smem<C>::stage_of(j);
+      const uint32_t parity = Smem<C>::parity_of(j) ^ 1;
+      if constexpr (C::kKApart) {
+        sm90::mbarrier_wait_parity(&sm.empty_k[st], parity);
+        load_kv(j, &sm.empty[st], parity);
+      } else {
+        sm90::mbarrier_wait_parity(&sm.empty[st], parity);
+        load_kv(j, nullptr, 0);
+      }
     }
   if (v_from < C::kBc)
     zero_and_publish<D>(sm.k_tile(last) + C::kKVBytes, C::kBc, v_from, sm.v_landed,

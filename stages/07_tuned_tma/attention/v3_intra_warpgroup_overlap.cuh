@@ -141,6 +141,7 @@ struct Consumer {
     issue_s(0);
     sm90::wgmma_wait_group<0>();
     sm90::wgmma_fence_operand(acc_s());
+    sm.release_k(0);  // KApart (v10): K_0 is read
     softmax(0);  // O is still 0: nothing to rescale
   }
   __device__ __forceinline__ void prepare() { Mma::to_a(pa, rS[0]); }
@@ -158,6 +159,7 @@ struct Consumer {
   __device__ __forceinline__ void finish(int64_t j) {
     sm90::wgmma_wait_group<1>();  // S_j is done; P_{j-1}·V_{j-1} may still run
     sm90::wgmma_fence_operand(acc_s());
+    sm.release_k(j);              // KApart (v10): K_j is read
     softmax(j);                   // under P_{j-1}·V_{j-1}
     sm90::wgmma_wait_group<0>();  // P_{j-1}·V_{j-1} is done: O may change, pa and stage j − 1 are free
     fence_pv_operands();

@@ -13,9 +13,9 @@
 // ceil(56 · splits / 132) waves of slices 1/splits of a tile long (2 splits: 112 blocks, half a tile).
 // A slice block stores its own result, O_s and LSE_s in fp32, to a workspace ([tail tiles][splits][Br]
 // rows), and merge_last_wave_kernel combines each row's slices with v5's merge (attn::merge_row). How
-// many tiles and splits is host code (flash_tma_v8.cu): last_wave_split (common/lib/split_kv.h) from
-// the tiles, their key blocks (slices of at least 64: a slice pays a Q load, a pipeline fill and the
-// partials' round trip, about 10 key blocks' time) and one block per SM. Causal tiles differ in length
+// many tiles and splits is host code (last_wave.cuh): last_wave_split (common/lib/split_kv.h) from
+// the tiles, their keys (slices of at least 4096, 64 key blocks at D = 128: a slice pays a Q load, a
+// pipeline fill and the partials' round trip, about 10 key blocks' time) and one block per SM. Causal tiles differ in length
 // (longest first), so whole waves of them do not end together and v8 leaves them to the hardware's
 // block scheduler, as v7 does, except in a grid of fewer tiles than SMs, which it splits whole (v5's
 // case: short queries against long keys). Extra memory: tail tiles · splits · Br · (D + 1) · 4 bytes

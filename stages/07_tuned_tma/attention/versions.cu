@@ -15,6 +15,7 @@
 #include "stages/07_tuned_tma/attention/v7_three_consumers.cuh"
 #include "stages/07_tuned_tma/attention/v8_split_last_wave.cuh"
 #include "stages/07_tuned_tma/attention/v9_fp8.cuh"
+#include "stages/07_tuned_tma/attention/v10_k_apart.cuh"
 
 namespace fs {
 
@@ -99,6 +100,12 @@ const KernelDesc kFlashTmaV9 = writes_bf16(attention_kernel(
      "v3 on fp8 (e4m3) Q, K, V with per-tensor scales: wgmma k32 at twice the fp16 rate, V transposed by a pre-pass, P in fp8, O in bf16"},
     flash_tma::kFp8Support, kStageArchs, flash_tma::v9::Config<128>::kSmemBytes, flash_tma::run_v9, v9_extra_bytes));
 
+const KernelDesc kFlashTmaV10 = attention_kernel(
+    {"fs_flash_fwd_tma_v10", "stage07/attention", "v10",
+     "v8 with K_j's half of a stage released as soon as S_j is done, apart from V_j's, so the producer loads ahead at D = 256"},
+    flash_tma::kSupport, kStageArchs, flash_tma::max_smem_bytes<flash_tma::v10::Config>(), flash_tma::run_v10,
+    workspace_extra_bytes<flash_tma::v10_workspace_bytes>);
+
 namespace {
 
 // A launch of version k with a forced split, validated as its C entry validates: the params, the
@@ -131,7 +138,7 @@ Status launch_flash_tma_v8_split(const AttentionParams& p, int64_t tail, int spl
 KernelList stage07_attention_kernels() {
   static const KernelDesc* const versions[] = {&kFlashTmaV1, &kFlashTmaV2, &kFlashTmaV3, &kFlashTmaV4,
                                                &kFlashTmaV5, &kFlashTmaV6, &kFlashTmaV7, &kFlashTmaV8,
-                                               &kFlashTmaV9};
+                                               &kFlashTmaV9, &kFlashTmaV10};
   return kernel_list(versions);
 }
 
@@ -146,3 +153,4 @@ FS_EXPORT_ATTENTION(fs_flash_fwd_tma_v6, fs::kFlashTmaV6)
 FS_EXPORT_ATTENTION(fs_flash_fwd_tma_v7, fs::kFlashTmaV7)
 FS_EXPORT_ATTENTION(fs_flash_fwd_tma_v8, fs::kFlashTmaV8)
 FS_EXPORT_ATTENTION(fs_flash_fwd_tma_v9, fs::kFlashTmaV9)
+FS_EXPORT_ATTENTION(fs_flash_fwd_tma_v10, fs::kFlashTmaV10)
