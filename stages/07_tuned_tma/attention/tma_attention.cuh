@@ -20,14 +20,19 @@
 
 namespace fs::flash_tma {
 
+// Elements of ElemBytes bytes in one 128-byte panel row: 64 16-bit ones, 128 fp8 ones (v9).
+template <int ElemBytes>
+constexpr int kPanelCols = 128 / ElemBytes;
+
 // Thread 0 fills a [rows][D] tile with one TMA box per panel: rows first .. first + rows - 1 of `plane`
 // (rows past the plane's end arrive as zeros), counted on `bar`.
-template <int D>
+template <int D, int ElemBytes = 2>
 __device__ __forceinline__ void load_tile(unsigned char* tile, const CUtensorMap* map, int rows, int64_t first,
                                           int64_t plane, uint64_t* bar) {
+  constexpr int kCols = kPanelCols<ElemBytes>;
 #pragma unroll
-  for (int p = 0; p < D / 64; ++p)
-    sm90::tma_load_3d(tile + p * rows * 128, map, 64 * p, int32_t(first), int32_t(plane), bar);
+  for (int p = 0; p < D / kCols; ++p)
+    sm90::tma_load_3d(tile + p * rows * 128, map, kCols * p, int32_t(first), int32_t(plane), bar);
 }
 
 // ---- Sequences inside the maps' planes ---------------------------------------------------------
@@ -62,10 +67,10 @@ __device__ __forceinline__ int first_foreign_row(int64_t first, int rows, int64_
 // threads of which this is number `index`: in each panel they are one run of bytes (the swizzle moves
 // 16-byte chunks only within a row). Each thread then makes its stores visible to the async proxy,
 // through which wgmma reads shared memory; a barrier after it publishes them.
-template <int D>
+template <int D, int ElemBytes = 2>
 __device__ __forceinline__ void zero_rows(unsigned char* tile, int rows, int from, int index, int count) {
   const int chunks = (rows - from) * 8;  // per panel
-  for (int e = index; e < D / 64 * chunks; e += count)
+  for (int e = index; e < D / kPanelCols<ElemBytes> * chunks; e += count)
     *reinterpret_cast<uint4*>(tile + e / chunks * rows * 128 + from * 128 + e % chunks * 16) = make_uint4(0, 0, 0, 0);
   sm90::fence_proxy_async();
 }
@@ -171,6 +176,7 @@ struct Config {
   static constexpr int kConsumers = Consumers;
   static constexpr int kBr = Consumers * 64;  // query rows per block: 64 per consumer warpgroup
   static constexpr int kBc = Bc;
+  static constexpr int kElemBytes = ElemBytes;
   static constexpr bool kKApart = KApart;
   static constexpr int kStages = D == 64 ? 4 : D == 128 ? 3 : 2;
   static constexpr int kThreads = (1 + Consumers) * kWarpgroup;      // the producer warpgroup first
@@ -282,36 +288,49 @@ struct Smem {
 // The producer warp's part for a tile that holds rows past its sequence's end (first_foreign_row): wait
 // for it to land on `landed`, zero those rows, and hand it to the consumers with the one arrival that
 // completes `publish` (q_full or full_v[st], which then waits for no bytes).
-template <int D>
+template <int D, int ElemBytes>
 __device__ __forceinline__ void zero_and_publish(unsigned char* tile, int rows, int from, uint64_t* landed,
                                                  uint64_t* publish) {
   sm90::mbarrier_wait_parity(landed, 0);
-  zero_rows<D>(tile, rows, from, threadIdx.x % 32, 32);
+  zero_rows<D, ElemBytes>(tile, rows, from, threadIdx.x % 32, 32);
   __syncwarp();  // every lane's zeros, and its fence, before the arrival that publishes them
   if (threadIdx.x % 32 == 0) sm90::mbarrier_arrive(publish);
 }
+
+// How the producer fills V_j's tile from the keys `key` .. key + Bc − 1 of a plane: here as K_j's, [Bc][D]
+// rows of keys. v9 brings its own (Vᵀ_j: [D][Bc], the keys along a row), whose rows are not keys, so
+// rows past a sequence's end cannot be zeroed there (kKeyRows; v9 takes dense batches, which have none).
+struct VRows {
+  static constexpr bool kKeyRows = true;
+  template <class C>
+  static __device__ __forceinline__ void load(unsigned char* tile, const CUtensorMap* map, int64_t key,
+                                              int64_t plane, uint64_t* bar) {
+    load_tile<C::kD, C::kElemBytes>(tile, map, C::kBc, key, plane, bar);
+  }
+};
 
 // The producer warpgroup's whole work: give its registers back (a warpgroup instruction), then one
 // thread loads Q once and K_j, V_j for n_blocks key blocks of the tile from block `first` on (0; a
 // split-KV block's slice starts later: the stages count from the slice's first block), up to kStages
 // blocks ahead of the consumers; its warp zeroes what Q's tile and the last V tile hold past the
 // sequence's end. Without kLoadQ it loads no Q (tmQ unused): v6's consumers fill sQ themselves, from
-// several heads' rows, which no TMA box is, and q_full goes unused. No
-// producer thread touches shared memory or a barrier afterwards: its warps may leave, the loads in
+// several heads' rows, which no TMA box is, and q_full goes unused. VTile loads V_j (VRows, or v9's Vᵀ_j).
+// No producer thread touches shared memory or a barrier afterwards: its warps may leave, the loads in
 // flight complete on their barriers whether or not the issuing thread still runs, and the consumers
 // wait for every one of them before they leave.
-template <class C, class T, bool kLoadQ = true>
+template <class C, class T, bool kLoadQ = true, class VTile = VRows>
 __device__ __forceinline__ void produce(const Smem<C>& sm, const CUtensorMap* tmQ, const CUtensorMap* tmK,
                                         const CUtensorMap* tmV, const attn::Args<T>& a, const attn::Sequence& s,
                                         int64_t n_blocks, int64_t first = 0) {
-  constexpr int D = C::kD;
+  constexpr int D = C::kD, E = C::kElemBytes;
   sm90::setmaxnreg_dec<kProducerRegs>();
   if (threadIdx.x >= 32 || n_blocks == 0) return;
   const bool issuer = threadIdx.x == 0;
   const PlaneRow q = plane_row(s.q_row0, a.seq_q), kv = plane_row(s.k_row0, a.seq_k);
   const int64_t last = n_blocks - 1;  // stages count from `first`; rows of K and V from block 0
   const int q_from = kLoadQ ? first_foreign_row(s.q0, C::kBr, s.nq, q.row, a.seq_q) : C::kBr;
-  const int v_from = first_foreign_row((first + last) * C::kBc, C::kBc, s.nk, kv.row, a.seq_k);
+  const int v_from =
+      VTile::kKeyRows ? first_foreign_row((first + last) * C::kBc, C::kBc, s.nk, kv.row, a.seq_k) : C::kBc;
   // K_j, then V_j once `v_free` (if any) has completed its phase of that parity.
   auto load_kv = [&](int64_t j, uint64_t* v_free, uint32_t parity) {
     const int st = Smem<C>::stage_of(j);
@@ -319,23 +338,23 @@ __device__ __forceinline__ void produce(const Smem<C>& sm, const CUtensorMap* tm
     uint64_t* v_bar = j == last && v_from < C::kBc ? sm.v_landed : &sm.full_v[st];
     sm90::mbarrier_arrive_expect_tx(&sm.full_k[st], C::kKVBytes);
     const int64_t row = kv.row + (first + j) * C::kBc;
-    load_tile<D>(sK, tmK, C::kBc, row, kv.plane, &sm.full_k[st]);
+    load_tile<D, E>(sK, tmK, C::kBc, row, kv.plane, &sm.full_k[st]);
     if (v_free) sm90::mbarrier_wait_parity(v_free, parity);
     sm90::mbarrier_arrive_expect_tx(v_bar, C::kKVBytes);
-    load_tile<D>(sK + C::kKVBytes, tmV, C::kBc, row, kv.plane, v_bar);
+    VTile::template load<C>(sK + C::kKVBytes, tmV, row, kv.plane, v_bar);
   };
   const int64_t prologue = n_blocks < C::kStages ? n_blocks : C::kStages;  // stages free from the start
   if (issuer) {
     if constexpr (kLoadQ) {
       uint64_t* q_bar = q_from < C::kBr ? sm.q_landed : sm.q_full;
       sm90::mbarrier_arrive_expect_tx(q_bar, C::kQBytes);
-      load_tile<D>(sm.sQ, tmQ, C::kBr, q.row + s.q0, q.plane, q_bar);
+      load_tile<D, E>(sm.sQ, tmQ, C::kBr, q.row + s.q0, q.plane, q_bar);
     }
     for (int64_t j = 0; j < prologue; ++j) load_kv(j, nullptr, 0);
   }
   // Q's zeros go in while the first blocks are on their way: the consumers need Q before they can free
   // a stage for the blocks after them.
-  if (q_from < C::kBr) zero_and_publish<D>(sm.sQ, C::kBr, q_from, sm.q_landed, sm.q_full);
+  if (q_from < C::kBr) zero_and_publish<D, E>(sm.sQ, C::kBr, q_from, sm.q_landed, sm.q_full);
   if (issuer)
     for (int64_t j = prologue; j < n_blocks; ++j) {
       // A stage's next use needs its last one (key block j − kStages) released by every consumer warp:
@@ -353,8 +372,8 @@ __device__ __forceinline__ void produce(const Smem<C>& sm, const CUtensorMap* tm
       }
     }
   if (v_from < C::kBc)
-    zero_and_publish<D>(sm.k_tile(last) + C::kKVBytes, C::kBc, v_from, sm.v_landed,
-                        &sm.full_v[Smem<C>::stage_of(last)]);
+    zero_and_publish<D, E>(sm.k_tile(last) + C::kKVBytes, C::kBc, v_from, sm.v_landed,
+                           &sm.full_v[Smem<C>::stage_of(last)]);
 }
 
 }  // namespace ws

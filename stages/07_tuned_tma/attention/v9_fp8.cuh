@@ -143,28 +143,17 @@ struct Fp8Args {
   float v_descale;
 };
 
-// The producer (ws::produce, for dense batches: no tile runs into another sequence): one thread loads Q
-// once, then K_j and Vᵀ_j for each of the tile's n_blocks key blocks, up to kStages ahead of the consumers.
-template <class C>
-__device__ __forceinline__ void produce(const Smem<C>& sm, const CUtensorMap* tmQ, const CUtensorMap* tmK,
-                                        const CUtensorMap* tmVt, const Args<__nv_fp8_e4m3>& a, const Sequence& s,
-                                        int64_t n_blocks) {
-  sm90::setmaxnreg_dec<ws::kProducerRegs>();
-  if (threadIdx.x != 0 || n_blocks == 0) return;
-  const PlaneRow q = plane_row(s.q_row0, a.seq_q), kv = plane_row(s.k_row0, a.seq_k);
-  sm90::mbarrier_arrive_expect_tx(sm.q_full, C::kQBytes);
-  sm90::tma_load_3d(sm.sQ, tmQ, 0, int32_t(q.row + s.q0), int32_t(q.plane), sm.q_full);
-  for (int64_t j = 0; j < n_blocks; ++j) {
-    const int st = Smem<C>::stage_of(j);
-    // The stage's previous use (block j − kStages) released by every consumer warp (ws::produce).
-    if (j >= C::kStages) sm90::mbarrier_wait_parity(&sm.empty[st], Smem<C>::parity_of(j) ^ 1);
-    unsigned char* sK = sm.k_tile(j);
-    sm90::mbarrier_arrive_expect_tx(&sm.full_k[st], C::kKVBytes);
-    sm90::tma_load_3d(sK, tmK, 0, int32_t(kv.row + j * C::kBc), int32_t(kv.plane), &sm.full_k[st]);
-    sm90::mbarrier_arrive_expect_tx(&sm.full_v[st], C::kKVBytes);
-    sm90::tma_load_3d(sK + C::kKVBytes, tmVt, int32_t(j * C::kBc), 0, int32_t(kv.plane), &sm.full_v[st]);
+// The producer's V_j tile (ws::produce): Vᵀ_j [D][Bc], one box of Bc keys (128 bytes) × D rows at the
+// tile's first key. Its rows are d, not keys: nothing past a sequence's end to zero (v9 takes dense
+// batches, and the pre-pass wrote zeros past Nk).
+struct VtColumns {
+  static constexpr bool kKeyRows = false;
+  template <class C>
+  static __device__ __forceinline__ void load(unsigned char* tile, const CUtensorMap* map, int64_t key,
+                                              int64_t plane, uint64_t* bar) {
+    sm90::tma_load_3d(tile, map, int32_t(key), 0, int32_t(plane), bar);
   }
-}
+};
 
 // grid: B·H·ceil(Nq / 128) blocks of three warpgroups (attn::locate). tmQ, tmK: Q as [B·H][Nq][D] and K as
 // [B·KVH][Nk][D], fp8, boxes of 128 columns × 128 rows; tmVt: Vᵀ as [B·KVH][D][padded Nk], boxes of 128
@@ -182,7 +171,7 @@ __global__ void __launch_bounds__(C::kThreads, 1)
   if (threadIdx.x == 0) sm.init_barriers();
   __syncthreads();  // the barriers are initialized; from here on the warpgroups meet only through them
   if (wg == 0) {
-    produce(sm, &tmQ, &tmK, &tmVt, a.in, s, n_blocks);
+    ws::produce<C, __nv_fp8_e4m3, /*kLoadQ=*/true, VtColumns>(sm, &tmQ, &tmK, &tmVt, a.in, s, n_blocks);
     return;
   }
 
