@@ -24,8 +24,10 @@
 // timing, =verbose prints every timing. Only 16-byte-aligned operands are tuned: narrower rows take
 // v9 itself (its 8-, 4- and 2-byte copy paths), which is also what a call inside a CUDA graph capture
 // gets, and what a call gets when the tuning problem does not fit in memory.
-// Measured: not yet (the H100 run that will fill results/nvidia-h100-80gb-hbm3/stage06.json with v11's
-// rows, and logs/tuner_v11.log with its picks, is the next one).
+// Measured (results/nvidia-h100-80gb-hbm3/stage06.json; v9, v11 and cuBLAS in one run,
+// logs/bench_stage06_rerun_v9_v11.log):
+//   fp16 <!-- value: [stage06/v11/fp16/M:4096/N:4096/K:4096] / [stage06/v9/fp16/M:4096/N:4096/K:4096] | .2f -->1.00<!-- /value -->× v9 at 4096³, <!-- value: [stage06/v11/fp16/M:8192/N:8192/K:8192] / [stage06/v9/fp16/M:8192/N:8192/K:8192] | .2f -->1.07<!-- /value -->× at 8192³, <!-- value: [stage06/v11/fp16/M:4096/N:4096/K:1024] / [stage06/v9/fp16/M:4096/N:4096/K:1024] | .2f -->1.07<!-- /value -->× at 4096×4096×1024;
+//   <!-- value: [stage06/v11/fp16/M:4096/N:4096/K:4096] / [cublas/fp16/M:4096/N:4096/K:4096] | .2f -->0.56<!-- /value -->× cuBLAS fp16 at 4096³, <!-- value: [stage06/v11/fp16/M:8192/N:8192/K:8192] / [cublas/fp16/M:8192/N:8192/K:8192] | .2f -->0.61<!-- /value -->× at 8192³ (the stage README, "v11").
 //
 // Run: build/h100/stages/06_tensorcore_gemm/stage06_gemm --dtype fp16 --version v11
 //      FLASHSTAGES_AUTOTUNE=verbose build/h100/stages/06_tensorcore_gemm/stage06_bench --benchmark_filter='stage06/v11/'

@@ -19,7 +19,7 @@
 // H100 (fp16), and its protocol leaves the tensor cores idle at every k-tile boundary; v2 removes that
 // bubble and cuts the shared-memory traffic per product. Measured (H100, fp16, stage07_gemm.json):
 //   <!-- value: [stage07/gemm/v2/fp16/M:4096/N:4096/K:4096] / [cublas/fp16/M:4096/N:4096/K:4096@stage07_gemm.json] | .2f -->0.84<!-- /value -->× cuBLAS at 4096³ (v1: <!-- value: [stage07/gemm/v1/fp16/M:4096/N:4096/K:4096] / [cublas/fp16/M:4096/N:4096/K:4096@stage07_gemm.json] | .2f -->0.72<!-- /value -->×), <!-- value: [stage07/gemm/v2/fp16/M:4096/N:4096/K:1000] / [cublas/fp16/M:4096/N:4096/K:1000@stage07_gemm.json] | .2f -->0.63<!-- /value -->× at 4096 × 4096 × 1000,
-//   but <!-- value: [stage07/gemm/v2/fp16/M:8192/N:8192/K:8192] / [cublas/fp16/M:8192/N:8192/K:8192@stage07_gemm.json] | .2f -->0.78<!-- /value -->× at 8192³, below v1 (README, "Results").
+//   but <!-- value: [stage07/gemm/v2/fp16/M:8192/N:8192/K:8192] / [cublas/fp16/M:8192/N:8192/K:8192@stage07_gemm.json] | .2f -->0.78<!-- /value -->× at 8192³, below v1 (README, "Performance").
 // What it does not do yet: every warp both waits for the tiles and multiplies them, and the block
 // meets at a __syncthreads per k-tile before thread 0 refills a stage (cheap here: one group of
 // products is still running through it). v3 gives the loads a warp of their own (warp

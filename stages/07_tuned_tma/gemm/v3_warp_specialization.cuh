@@ -26,7 +26,7 @@
 // what a larger tile per consumer would need next.
 // Result (H100, stage07_gemm.json): <!-- value: [stage07/gemm/v3/fp16/M:4096/N:4096/K:4096] / [cublas/fp16/M:4096/N:4096/K:4096@stage07_gemm.json] | .2f -->0.85<!-- /value -->× cuBLAS at 4096³ fp16 (v2: <!-- value: [stage07/gemm/v2/fp16/M:4096/N:4096/K:4096] / [cublas/fp16/M:4096/N:4096/K:4096@stage07_gemm.json] | .2f -->0.84<!-- /value -->×),
 //   <!-- value: [stage07/gemm/v3/bf16/M:4096/N:4096/K:4096] / [cublas/bf16/M:4096/N:4096/K:4096@stage07_gemm.json] | .2f -->0.85<!-- /value -->× in bf16 (v2: <!-- value: [stage07/gemm/v2/bf16/M:4096/N:4096/K:4096] / [cublas/bf16/M:4096/N:4096/K:4096@stage07_gemm.json] | .2f -->0.86<!-- /value -->×): the specialization alone buys little at
-//   this tile; at 8192³ it varied between calls, 0.72× and <!-- value: [stage07/gemm/v3/fp16/M:8192/N:8192/K:8192] / [cublas/fp16/M:8192/N:8192/K:8192@stage07_gemm.json] | .2f -->0.83<!-- /value -->× (README, "Results").
+//   this tile; at 8192³ it varied between calls, 0.72× and <!-- value: [stage07/gemm/v3/fp16/M:8192/N:8192/K:8192] / [cublas/fp16/M:8192/N:8192/K:8192@stage07_gemm.json] | .2f -->0.83<!-- /value -->× (README, "Performance").
 // What it does not do yet: one block per tile, as v2; at 192 KiB of shared memory one block fills an
 // SM, so a block's prologue and epilogue still stand alone. A persistent kernel is the next step.
 //
