@@ -3,7 +3,7 @@
 // problem and its validation are common/lib/attention.h: the launcher signature is stage 04's
 // (AttentionParams).
 //
-// v1 to v8 take fp16 or bf16 Q, K, V, O, fp32 LSE (optional), head_dim 64, 128 or 256, grouped-query
+// v1 to v8 and v10 take fp16 or bf16 Q, K, V, O, fp32 LSE (optional), head_dim 64, 128 or 256, grouped-query
 // K/V, 16-byte aligned tensors (what TMA reads), dense, padded and packed batches; v9 takes fp8 (e4m3)
 // Q, K, V with their scales and writes bf16 O, at head_dim 128, dense batches. Hopper only (sm_90a),
 // any other GPU gets FS_ERR_UNSUPPORTED_DEVICE.

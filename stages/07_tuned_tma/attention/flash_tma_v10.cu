@@ -7,8 +7,6 @@
 
 namespace fs::flash_tma {
 
-LastWaveSplit v10_split(const AttentionParams& p, int sms) { return last_wave::split<v10::Config>(p, sms); }
-
 std::size_t v10_workspace_bytes(const AttentionParams& p, int sms) {
   return last_wave::split_workspace_bytes<v10::Config>(p, sms);
 }

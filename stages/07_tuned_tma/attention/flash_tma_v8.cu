@@ -7,8 +7,6 @@
 
 namespace fs::flash_tma {
 
-LastWaveSplit v8_split(const AttentionParams& p, int sms) { return last_wave::split<v8::Config>(p, sms); }
-
 std::size_t v8_workspace_bytes(const AttentionParams& p, int sms) {
   return last_wave::split_workspace_bytes<v8::Config>(p, sms);
 }

@@ -60,11 +60,11 @@ Status launch(const AttentionProblem& pr, int64_t tail, int splits, cudaStream_t
   });
 }
 
-// The split the version of tile configuration Config takes for these params on a GPU with `sms` SMs:
+// The split the version of tile configuration Config takes for this problem on a GPU with `sms` SMs:
 // last_wave_split from its tiles, their keys and one block per SM.
 template <template <int> class Config>
-LastWaveSplit split(const AttentionParams& p, int sms) {
-  const AttentionProblem pr = prepare(p);
+LastWaveSplit split(const AttentionProblem& pr, int sms) {
+  const AttentionParams& p = pr.p;
   LastWaveSplit w{0, 1};
   with_dtype_and_dim(pr, [&](auto, auto d) {
     using C = Config<decltype(d)::value>;
@@ -79,10 +79,11 @@ LastWaveSplit split(const AttentionParams& p, int sms) {
 // The workspace that split takes.
 template <template <int> class Config>
 std::size_t split_workspace_bytes(const AttentionParams& p, int sms) {
-  const LastWaveSplit w = split<Config>(p, sms);
+  const AttentionProblem pr = prepare(p);
+  const LastWaveSplit w = split<Config>(pr, sms);
   std::size_t bytes = 0;
   if (w.splits > 1)
-    with_dtype_and_dim(prepare(p), [&](auto, auto d) {
+    with_dtype_and_dim(pr, [&](auto, auto d) {
       bytes = workspace_bytes<Config<decltype(d)::value>>(w.tiles, w.splits);
       return Status::Success;
     });
@@ -102,7 +103,7 @@ template <template <int> class Config>
 Status run(const AttentionProblem& pr, cudaStream_t stream) {
   DeviceProps dev;
   FS_RETURN_IF_ERROR(current_device(&dev));
-  const LastWaveSplit w = split<Config>(pr.p, dev.sms);
+  const LastWaveSplit w = split<Config>(pr, dev.sms);
   return run_split<Config>(pr, w.tiles, w.splits, stream);
 }
 

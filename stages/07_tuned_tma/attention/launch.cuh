@@ -161,15 +161,13 @@ Status run_v6_splits(const AttentionProblem& pr, int splits, cudaStream_t stream
 int v5_splits(const AttentionParams& p, int sms);
 int v6_splits(const AttentionParams& p, int sms);
 // v8 with the grid's last `tail` tiles (at most all of them; 0 or splits = 1: none; tail >= 0, splits >= 1)
-// over `splits` blocks each, for the tests; the split v8 takes on a GPU with `sms` SMs (last_wave_split), and the
-// workspace that split takes.
+// over `splits` blocks each, for the tests; the workspace of the split v8 takes on a GPU with `sms` SMs
+// (last_wave_split).
 Status run_v8_split(const AttentionProblem& pr, int64_t tail, int splits, cudaStream_t stream);
-LastWaveSplit v8_split(const AttentionParams& p, int sms);
 std::size_t v8_workspace_bytes(const AttentionParams& p, int sms);
 // v9's workspace: Vᵀ in fp8, [B·KVH][D][Nk rounded up to 32] (v9_fp8.cuh). For validated params.
 std::size_t v9_workspace_bytes(const AttentionParams& p);
-// v10's last-wave split and its workspace (v8's, over v10's tiles).
-LastWaveSplit v10_split(const AttentionParams& p, int sms);
+// v10's workspace (v8's last-wave split, over v10's tiles).
 std::size_t v10_workspace_bytes(const AttentionParams& p, int sms);
 
 }  // namespace fs::flash_tma
