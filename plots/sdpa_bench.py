@@ -378,8 +378,9 @@ def l2_flush_buffer(torch):
 SUSTAINED_WARMUP_SECONDS = 0.2
 # Cycles of torch.cuda._sleep put on the stream before each start event: while the GPU spins, the host
 # records the event and enqueues the call, so Python's dispatch time never sits between the two
-# events (about 25 µs at 1.98 GHz, longer than a call's host cost).
-HOST_COVER_CYCLES = 50_000
+# events. About 100 µs at 1.98 GHz: cuDNN's SDPA took 28–41 µs of host time per call on the H100
+# (PyTorch 2.11; plots/head_to_head.py measures it, 2026-11-25), more than the 25 µs this used to be.
+HOST_COVER_CYCLES = 200_000
 
 
 def time_call(torch, fn, warmup: int, runs: int, flush, before=None) -> tuple[float, float]:
@@ -415,6 +416,13 @@ def time_call(torch, fn, warmup: int, runs: int, flush, before=None) -> tuple[fl
         cpu_us.append((time.process_time() - cpu0) * 1e6)
         device_us.append(start.elapsed_time(end) * 1e3)  # ms → us
     return statistics.median(device_us), statistics.median(cpu_us)
+
+
+def write_benchmark_json(tool: str, out: Path, context: dict, rows: list[dict]) -> None:
+    """The rows and their context in Google Benchmark's JSON layout, at `out` (its folder made)."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"context": context, "benchmarks": rows}, indent=2) + "\n", encoding="utf-8")
+    print(f"{tool}: wrote {len(rows)} rows to {out}")
 
 
 def median_row(name: str, runs: int, t_us: float, cpu_us: float, flops: float, nbytes: float) -> dict:
@@ -669,10 +677,7 @@ def main(argv: list[str] | None = None) -> int:
     if not rows:
         print("sdpa_bench: error: no backend ran any shape; nothing written", file=sys.stderr)
         return 1
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"context": context, "benchmarks": rows}, indent=2) + "\n",
-                        encoding="utf-8")
-    print(f"sdpa_bench: wrote {len(rows)} rows to {args.out}")
+    write_benchmark_json("sdpa_bench", args.out, context, rows)
     return 0
 
 

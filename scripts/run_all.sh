@@ -111,6 +111,12 @@ for bench in "$build"/stages/*/stage0[0-9]_bench "$build"/stages/*/*/stage0[0-9]
     echo; echo "== PyTorch SDPA packed peers -> $out/sdpa_packed.json"
     alive "SDPA packed peers" python3 plots/sdpa_bench.py --packed-defaults --dtype fp16 --backend flash \
       --out "$out/sdpa_packed.json" || status=1
+    # The stage's goal is a ratio to cuDNN of a few percent: its best versions and cuDNN in one process,
+    # in alternating rounds, so that neither is timed on a cooler or a hotter GPU than the other.
+    echo; echo "== stage 07 attention against cuDNN, alternating rounds -> $out/logs/head_to_head.json"
+    alive "head-to-head rounds" env FLASHSTAGES_LIBRARY="$build/common/libflashstages.so" python3 plots/head_to_head.py \
+      --kernel fs_flash_fwd_tma_v7 fs_flash_fwd_tma_v8 --shape 2,32,8192,64 --shape 2,16,8192,128 \
+      --out "$out/logs/head_to_head.json" || status=1
   fi
 done
 

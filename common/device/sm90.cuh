@@ -385,14 +385,20 @@ __device__ __forceinline__ uint64_t matrix_descriptor_advance(uint64_t desc, uin
 }
 
 // The accumulator registers of one m64nN instruction, spelled out for the asm statements below (an
-// asm operand list cannot be written as a loop): 16 at a time.
+// asm operand list cannot be written as a loop): 16 at a time, and 8 for the n80 shape.
 #define FS_SM90_D16(p)                                                                                           \
   "+f"((p)[0]), "+f"((p)[1]), "+f"((p)[2]), "+f"((p)[3]), "+f"((p)[4]), "+f"((p)[5]), "+f"((p)[6]), "+f"((p)[7]), \
       "+f"((p)[8]), "+f"((p)[9]), "+f"((p)[10]), "+f"((p)[11]), "+f"((p)[12]), "+f"((p)[13]), "+f"((p)[14]),     \
       "+f"((p)[15])
+#define FS_SM90_D8(p) \
+  "+f"((p)[0]), "+f"((p)[1]), "+f"((p)[2]), "+f"((p)[3]), "+f"((p)[4]), "+f"((p)[5]), "+f"((p)[6]), "+f"((p)[7])
 #define FS_SM90_REGS_32                                                       \
   "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
   "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}"
+#define FS_SM90_REGS_40 \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
+  "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
+  "%32, %33, %34, %35, %36, %37, %38, %39}"
 #define FS_SM90_REGS_64                                                               \
   "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "         \
   "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
@@ -431,6 +437,7 @@ __device__ __forceinline__ uint64_t matrix_descriptor_advance(uint64_t desc, uin
                  "n"(int32_t(kTransB))                                                                  \
                : "memory")
 #define FS_SM90_OPS_AFTER_32 "%32", "%33", "%34", "%35", "%36"
+#define FS_SM90_OPS_AFTER_40 "%40", "%41", "%42", "%43", "%44"
 #define FS_SM90_OPS_AFTER_64 "%64", "%65", "%66", "%67", "%68"
 #define FS_SM90_OPS_AFTER_96 "%96", "%97", "%98", "%99", "%100"
 #define FS_SM90_OPS_AFTER_128 "%128", "%129", "%130", "%131", "%132"
@@ -446,17 +453,25 @@ __device__ __forceinline__ uint64_t matrix_descriptor_advance(uint64_t desc, uin
 // owns rows 16w .. 16w+15; lane 4g+t of it holds, for each n8 block j = 0 .. N/8-1,
 //   d[4j + 0], d[4j + 1] = D[16w + g][8j + 2t], D[16w + g][8j + 2t + 1]
 //   d[4j + 2], d[4j + 3] = D[16w + g + 8][8j + 2t], D[16w + g + 8][8j + 2t + 1]
-// N = 64, 128, 192 or 256 here (any multiple of 8 up to 256 exists; these are the ones the kernels use).
+// N = 64, 80, 128, 192 or 256 here (any multiple of 8 up to 256 exists; these are the ones the kernels use).
 template <int N, class T, bool kTransA, bool kTransB>
 __device__ __forceinline__ void wgmma_m64nNk16(float (&d)[N / 2], uint64_t desc_a, uint64_t desc_b, bool accumulate) {
   static_assert(std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>, "fp16 or bf16 operands");
-  static_assert(N == 64 || N == 128 || N == 192 || N == 256, "m64n64k16, m64n128k16, m64n192k16 or m64n256k16");
+  static_assert(N == 64 || N == 80 || N == 128 || N == 192 || N == 256,
+                "m64n64k16, m64n80k16, m64n128k16, m64n192k16 or m64n256k16");
   constexpr bool kHalf = std::is_same_v<T, __half>;
   if constexpr (N == 64) {
     if constexpr (kHalf)
       FS_SM90_WGMMA("m64n64k16", "f16", FS_SM90_REGS_32, FS_SM90_OPS_AFTER_32, FS_SM90_D16(d), FS_SM90_D16(d + 16));
     else
       FS_SM90_WGMMA("m64n64k16", "bf16", FS_SM90_REGS_32, FS_SM90_OPS_AFTER_32, FS_SM90_D16(d), FS_SM90_D16(d + 16));
+  } else if constexpr (N == 80) {
+    if constexpr (kHalf)
+      FS_SM90_WGMMA("m64n80k16", "f16", FS_SM90_REGS_40, FS_SM90_OPS_AFTER_40, FS_SM90_D16(d), FS_SM90_D16(d + 16),
+                    FS_SM90_D8(d + 32));
+    else
+      FS_SM90_WGMMA("m64n80k16", "bf16", FS_SM90_REGS_40, FS_SM90_OPS_AFTER_40, FS_SM90_D16(d), FS_SM90_D16(d + 16),
+                    FS_SM90_D8(d + 32));
   } else if constexpr (N == 128) {
     if constexpr (kHalf)
       FS_SM90_WGMMA("m64n128k16", "f16", FS_SM90_REGS_64, FS_SM90_OPS_AFTER_64, FS_SM90_D16(d), FS_SM90_D16(d + 16),
@@ -655,16 +670,21 @@ __device__ __forceinline__ void wgmma_m64nNk32_e4m3_rs(float (&d)[N / 2], const 
 #undef FS_SM90_WGMMA_S8
 #undef FS_SM90_WGMMA_S8_IMPL
 #undef FS_SM90_OPS_AFTER_128
+#undef FS_SM90_OPS_AFTER_96
 #undef FS_SM90_OPS_AFTER_64
+#undef FS_SM90_OPS_AFTER_40
 #undef FS_SM90_OPS_AFTER_32
 #undef FS_SM90_OPS_RS_AFTER_32
 #undef FS_SM90_OPS_RS_AFTER_64
 #undef FS_SM90_OPS_RS_AFTER_128
 #undef FS_SM90_OPS_S8_AFTER_128
 #undef FS_SM90_REGS_128
+#undef FS_SM90_REGS_96
 #undef FS_SM90_REGS_64
+#undef FS_SM90_REGS_40
 #undef FS_SM90_REGS_32
 #undef FS_SM90_D16
+#undef FS_SM90_D8
 #undef FS_SM90_D16_S32
 
 // ---- A warpgroup's accumulators into shared memory --------------------------------------------

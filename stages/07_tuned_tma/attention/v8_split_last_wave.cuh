@@ -5,27 +5,29 @@
 // What changes from v7: the end of the grid. A v7 block fills its SM (512 threads, up to 209 KiB of
 // shared memory), so a grid of equal tiles runs in waves of 132 blocks, and the last wave holds what
 // is left: at D = 128, N = 8192, B = 2, H = 16 the 1376 tiles of 192 rows are 10 whole waves and 56
-// tiles, which keep 56 SMs busy for a whole tile while 76 wait. ncu showed it: v7 keeps its tensor pipe
-// busy for the same share of its SMs' active cycles as cuDNN's persistent kernel (77.2%), but its SMs
-// are active for 94.0% of the kernel's cycles, and it needs 2.7% more cycles than cuDNN.
+// tiles, which keep 56 SMs busy for a whole tile while 76 wait. ncu showed it (v7 with 64-key blocks
+// then): v7 kept its tensor pipe busy for the same share of its SMs' active cycles as cuDNN's
+// persistent kernel (77.2%), but its SMs were active for 94.0% of the kernel's cycles, and it needed
+// 2.7% more cycles than cuDNN.
 //   v8 runs the whole waves as v7 does (v7's consumer) and gives each of the last tiles `splits` blocks,
 // each over one slice of its key blocks (v5's slices, attn::key_slice): the last wave becomes
 // ceil(56 · splits / 132) waves of slices 1/splits of a tile long (2 splits: 112 blocks, half a tile).
 // A slice block stores its own result, O_s and LSE_s in fp32, to a workspace ([tail tiles][splits][Br]
 // rows), and merge_last_wave_kernel combines each row's slices with v5's merge (attn::merge_row). How
 // many tiles and splits is host code (last_wave.cuh): last_wave_split (common/lib/split_kv.h) from
-// the tiles, their keys (slices of at least 4096, 64 key blocks at D = 128: a slice pays a Q load, a
+// the tiles, their keys (slices of at least 4096, 52 key blocks at D = 128: a slice pays a Q load, a
 // pipeline fill and the partials' round trip, about 10 key blocks' time) and one block per SM. Causal tiles differ in length
 // (longest first), so whole waves of them do not end together and v8 leaves them to the hardware's
 // block scheduler, as v7 does, except in a grid of fewer tiles than SMs, which it splits whole (v5's
 // case: short queries against long keys). Extra memory: tail tiles · splits · Br · (D + 1) · 4 bytes
 // (11 MiB at that shape).
 // Measured (H100, N = 8192, fp16, non-causal; stage07_attention.json, one run with every version, stage 04's v5, SDPA):
-//   D = 128: <!-- value: [stage07/attention/v8/fp16/D:128/N:8192/causal:0] | .0f -->612<!-- /value --> TFLOPS, <!-- value: [stage07/attention/v8/fp16/D:128/N:8192/causal:0] / [stage07/attention/v7/fp16/D:128/N:8192/causal:0] | .2f -->1.04<!-- /value -->× v7, <!-- value: [stage07/attention/v8/fp16/D:128/N:8192/causal:0] / [sdpa_cudnn/fp16/D:128/N:8192/causal:0@stage07_attention.json] | .2f -->1.06<!-- /value -->× cuDNN
-//   ncu at its locked clock: 2.70 M cycles and 17.7 k for the merge against v7's 2.80 M (SMs active 97.6%
-//   of the cycles against 94.0%) and cuDNN's 2.73 M. In two more rounds of the same calls 1.00–1.01× v7
-//   and 0.97–1.04× cuDNN: the boost clock under the 700 W limit gives back part of what the idle SMs
-//   cost (the stage README, "v8"). Where it splits nothing v8 is v7.
+//   D = 128: <!-- value: [stage07/attention/v8/fp16/D:128/N:8192/causal:0] | .0f -->610<!-- /value --> TFLOPS, <!-- value: [stage07/attention/v8/fp16/D:128/N:8192/causal:0] / [stage07/attention/v7/fp16/D:128/N:8192/causal:0] | .2f -->1.01<!-- /value -->× v7, <!-- value: [stage07/attention/v8/fp16/D:128/N:8192/causal:0] / [sdpa_cudnn/fp16/D:128/N:8192/causal:0@stage07_attention.json] | .2f -->1.07<!-- /value -->× cuDNN
+//   ncu at its locked clock, with 64-key blocks: 2.70 M cycles and 17.7 k for the merge against v7's
+//   2.80 M (SMs active 97.6% of the cycles against 94.0%) and cuDNN's 2.73 M; with v7's 80-key blocks
+//   2.61 M and 17.5 k. Against cuDNN in one process, seven alternating rounds: 1.025–1.055× (fp16),
+//   1.002–1.061× (bf16); the boost clock under the 700 W limit gives back part of what the idle SMs
+//   cost, so v8 is 1.01–1.02× v7 there (the stage README, "v8"). Where it splits nothing v8 is v7.
 //
 // Run: build/h100/stages/07_tuned_tma/attention/stage07_attention --dtype fp16 --seq 8192 --dim 128 --batch 2 --heads 16 --version v8
 #pragma once

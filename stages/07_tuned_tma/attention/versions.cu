@@ -77,7 +77,7 @@ const KernelDesc kFlashTmaV6 = attention_kernel(
 
 const KernelDesc kFlashTmaV7 = version(
     {"fs_flash_fwd_tma_v7", "stage07/attention", "v7",
-     "v3 with three consumer warpgroups (Br = 192) at D = 64 and 128, 160 registers each: Bc = 128 and 64"},
+     "v3 with three consumer warpgroups (Br = 192) at D = 64 and 128, 160 registers each: Bc = 128 and 80"},
     flash_tma::max_smem_bytes<flash_tma::v7::Config>(), flash_tma::run_v7);
 
 const KernelDesc kFlashTmaV8 = attention_kernel(
