@@ -8,9 +8,9 @@ The stage benchmarks (Google Benchmark, C++) and plots/sdpa_bench.py time our ke
 processes, one after the other. Under the H100's power limit the clock a kernel gets depends on what
 ran just before it and for how long, so two such runs a minute apart can differ by several percent,
 which is the size of the margins the stage 07 goal asks about. This script takes the order out of the
-comparison: for each shape, dtype and mask it times every member (each --kernel, through the library's
-C entry, and each --backend of SDPA) once per round, with the members in reversed order every other
-round, each timed exactly as sdpa_bench.py times a point (10 warm-up calls, 0.2 s of calls back to back,
+comparison: for each shape, dtype and mask it runs every member (each --kernel, through the library's
+C entry, and each --backend of SDPA) back to back for --heat seconds, then times each once per round,
+with the members in reversed order every other round, each timed exactly as sdpa_bench.py times a point (10 warm-up calls, 0.2 s of calls back to back,
 30 timed calls with the L2 flushed and the host's dispatch covered before each, the median kept). It
 prints each round's TFLOPS and each kernel's ratio to each backend, then the ratios' range over the
 rounds, and writes every round's row in Google Benchmark's JSON layout:
@@ -23,13 +23,15 @@ Q, K, V [B, H, N, D] random normal (never zeros), O written by each member into 
 causal mask is the project's, bottom-right; with Nq = Nk as here that is PyTorch's is_causal. FLOPs =
 4·B·H·N²·D, halved for causal (common/lib/flops.h). The library is found as the Python package finds
 it (python/README.md: $FLASHSTAGES_LIBRARY, then the checkout's build tree). Without PyTorch or CUDA this
-prints a skip line and exits 0.
+prints a skip line and exits 0; so it does, after a note, when no --kernel can run on this GPU (stage 07's
+need Hopper).
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import ctypes
 import statistics
 import sys
 import time
@@ -57,13 +59,15 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--backend", nargs="+", choices=list(sdpa_bench.BACKENDS), default=["cudnn"],
                    help="SDPA backends to time against (default cudnn; the first is the check's reference)")
     p.add_argument("--rounds", type=int, default=5, help="rounds per shape, dtype and mask (default 5)")
+    p.add_argument("--heat", type=float, default=2.0,
+                   help="seconds of every member back to back before a cell's first round (default 2)")
     p.add_argument("--warmup", type=int, default=10, help="untimed calls before timing (default 10)")
     p.add_argument("--runs", type=int, default=30, help="timed calls; the median is kept (default 30)")
     p.add_argument("--no-l2-flush", action="store_true", help="do not overwrite L2 before each timed call")
     p.add_argument("--out", type=Path, default=None, help="JSON file to write (default: print only)")
     args = p.parse_args(argv)
-    if args.rounds < 1 or args.warmup < 0 or args.runs < 1:
-        p.error("--rounds and --runs must be >= 1, --warmup >= 0")
+    if args.rounds < 1 or args.warmup < 0 or args.runs < 1 or not args.heat >= 0:
+        p.error("--rounds and --runs must be >= 1, --warmup and --heat >= 0")
     args.kernel = list(dict.fromkeys(args.kernel))
     return args
 
@@ -97,6 +101,18 @@ def series_of(info) -> str:
 def rel_l2(torch, out, ref) -> float:
     diff = (out.double() - ref.double()).norm()
     return float(diff / ref.double().norm().clamp_min(1e-30))
+
+
+def heat(torch, members, seconds: float) -> None:
+    """Every member in turn, back to back, for `seconds`: the first round then starts on a GPU at its
+    sustained clock. On a GPU that has just been idle the member timed first ran up to 7% faster than in
+    the next round (cuDNN, bf16 D = 128 on the H100, 2026-11-25), more than the margins compared here."""
+    start = time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        for _, fn, chosen in members:
+            with chosen():
+                fn()
+        torch.cuda.synchronize()
 
 
 def dispatch_us(torch, fn, calls: int = 20) -> float:
@@ -169,6 +185,7 @@ def run(torch, fs, lib, infos: dict, args: argparse.Namespace) -> tuple[list[dic
                 cell = f"{dtype_name}/D:{d}/N:{n}/causal:{int(causal)}"
                 if (b, h) != sdpa_bench.default_batch_heads(n, d):
                     cell += f"/B:{b}/H:{h}"
+                heat(torch, members, args.heat)
                 tflops = {series: [] for series, _, _ in members}
                 for r in range(1, args.rounds + 1):
                     order = members if r % 2 else members[::-1]
@@ -214,6 +231,16 @@ def main(argv: list[str] | None = None) -> int:
     infos = check_kernels(_capi, lib, args.kernel, args.shape, args.dtype)
     torch = sdpa_bench.import_cuda_torch(SKIP_LINE)
     if torch is None:
+        return 0
+    device = torch.cuda.current_device()
+    for name in list(infos):  # e.g. stage 07's kernels on a GPU other than Hopper
+        code = lib.fs_kernel_check_device(ctypes.byref(infos[name]), device)
+        if code != 0:
+            print(f"head_to_head: note: {name} cannot run on {torch.cuda.get_device_name(device)} "
+                  f"({_capi.status_name(lib, code)}); skipped")
+            del infos[name]
+    if not infos:
+        print("head_to_head: skipped — no --kernel runs on this GPU")
         return 0
     context = sdpa_bench.make_context(torch, args)
     context["executable"] = "plots/head_to_head.py"

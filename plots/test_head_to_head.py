@@ -44,6 +44,7 @@ class HeadToHeadTest(unittest.TestCase):
                      ["--kernel", "fs_flash_fwd_tma_v8", "--shape", "0,16,8192,128"],
                      ["--kernel", "fs_flash_fwd_tma_v8", "--shape", "2,16,8192,128", "--rounds", "0"],
                      ["--kernel", "fs_flash_fwd_tma_v8", "--shape", "2,16,8192,128", "--runs", "0"],
+                     ["--kernel", "fs_flash_fwd_tma_v8", "--shape", "2,16,8192,128", "--heat", "-1"],
                      ["--kernel", "fs_flash_fwd_tma_v8", "--shape", "2,16,8192,128", "--dtype", "fp32"],
                      ["--kernel", "fs_flash_fwd_tma_v8", "--shape", "2,16,8192,128", "--backend", "math"]):
             with self.subTest(argv=argv):
