@@ -133,7 +133,6 @@ def run(torch, fs, lib, infos: dict, args: argparse.Namespace) -> tuple[list[dic
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
     dtypes = {"fp16": torch.float16, "bf16": torch.bfloat16}
-    codes = {"fp16": fs.FP16, "bf16": fs.BF16}
     flush = None if args.no_l2_flush else sdpa_bench.l2_flush_buffer(torch)
     stream = torch.cuda.current_stream().cuda_stream
     props = torch.cuda.get_device_properties(torch.cuda.current_device())
@@ -166,9 +165,7 @@ def run(torch, fs, lib, infos: dict, args: argparse.Namespace) -> tuple[list[dic
                     members.append((series, sdpa_call, chosen))
                 for name, info in infos.items():
                     o = torch.empty_like(q)
-                    params = fs.AttentionParams(b, h, n, n, d, 0.0, int(causal), codes[dtype_name], q.data_ptr(),
-                                                k.data_ptr(), v.data_ptr(), o.data_ptr(), None)
-                    params.kv_heads = h
+                    params = fs.attention_params(q, k, v, o, causal=causal)
 
                     def fs_call(name=name, params=params, o=o):  # o stays alive while params points at it
                         fs.call(lib, name, params, stream)
@@ -222,13 +219,12 @@ def run(torch, fs, lib, infos: dict, args: argparse.Namespace) -> tuple[list[dic
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     import flashstages as fs
-    from flashstages import _capi
 
     try:
         lib = fs.library()
     except (FileNotFoundError, OSError) as err:
         raise SystemExit(f"head_to_head: error: {err}")
-    infos = check_kernels(_capi, lib, args.kernel, args.shape, args.dtype)
+    infos = check_kernels(fs, lib, args.kernel, args.shape, args.dtype)
     torch = sdpa_bench.import_cuda_torch(SKIP_LINE)
     if torch is None:
         return 0
@@ -237,7 +233,7 @@ def main(argv: list[str] | None = None) -> int:
         code = lib.fs_kernel_check_device(ctypes.byref(infos[name]), device)
         if code != 0:
             print(f"head_to_head: note: {name} cannot run on {torch.cuda.get_device_name(device)} "
-                  f"({_capi.status_name(lib, code)}); skipped")
+                  f"({fs.status_name(lib, code)}); skipped")
             del infos[name]
     if not infos:
         print("head_to_head: skipped — no --kernel runs on this GPU")
@@ -245,7 +241,7 @@ def main(argv: list[str] | None = None) -> int:
     context = sdpa_bench.make_context(torch, args)
     context["executable"] = "plots/head_to_head.py"
     context["rounds"] = str(args.rounds)
-    rows, summary = run(torch, _capi, lib, infos, args)
+    rows, summary = run(torch, fs, lib, infos, args)
     print("head_to_head: each kernel's TFLOPS over each backend's, round by round:")
     for line in summary:
         print("  " + line)

@@ -22,7 +22,7 @@ from ._capi import (BF16, DTYPE_NAMES, FP8_E4M3, FP16, FP32, INT8, INT32, LIBRAR
                     FlashstagesError, GemmParams, KernelInfo, call, find_library, kernels, library_candidates, load,
                     status_name)
 
-__all__ = ["attention", "flash_attention", "library", "kernels", "call", "load", "find_library", "FlashstagesError",
+__all__ = ["attention", "attention_params", "flash_attention", "library", "kernels", "call", "load", "find_library", "FlashstagesError",
            "AttentionParams", "AttentionBwdParams", "GemmParams", "KernelInfo"]
 
 DEFAULT_KERNEL = "fs_flash_fwd_v5"  # stage 04's fastest on its whole sweep (stages/04_flash_fwd/README.md)
@@ -123,6 +123,19 @@ def _check_attention(info, q, k, v, out, lse, make_contiguous,
     return inputs
 
 
+def attention_params(q, k, v, out, lse=None, *, causal=False, scale=None):
+    """The AttentionParams of O = attention(q, k, v) into `out` (and the LSE into `lse`, when given):
+    sizes, K/V heads, dtype and the tensors' addresses, scale None for 1/sqrt(D). Checks nothing: the
+    callers have (attention(), flash_attention()), or build their tensors to fit (plots/head_to_head.py).
+    The struct holds raw addresses: the tensors must outlive every call made with it."""
+    b, h, nq, d = q.shape
+    params = AttentionParams(b, h, nq, k.shape[2], d, 0.0 if scale is None else float(scale), int(bool(causal)),
+                             _DTYPES[str(q.dtype)], q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(),
+                             lse.data_ptr() if lse is not None else None)
+    params.kv_heads = k.shape[1]  # K, V: [B, KVH, Nk, D]
+    return params
+
+
 def attention(q, k, v, *, causal=False, scale=None, out=None, lse=None, kernel=DEFAULT_KERNEL,
               make_contiguous=False):
     """O = softmax(scale · Q Kᵀ [causal mask]) V with one of the library's attention kernels.
@@ -142,11 +155,7 @@ def attention(q, k, v, *, causal=False, scale=None, out=None, lse=None, kernel=D
     q, k, v = _check_attention(info, q, k, v, out, lse, make_contiguous)
     if out is None:
         out = torch.empty_like(q)
-    b, h, nq, d = q.shape
-    params = AttentionParams(b, h, nq, k.shape[2], d, 0.0 if scale is None else float(scale), int(bool(causal)),
-                             _DTYPES[str(q.dtype)], q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(),
-                             lse.data_ptr() if lse is not None else None)
-    params.kv_heads = k.shape[1]
+    params = attention_params(q, k, v, out, lse, causal=causal, scale=scale)
     with torch.cuda.device(q.device):
         call(lib, kernel, params, torch.cuda.current_stream(q.device).cuda_stream)
     return out
@@ -196,13 +205,10 @@ def _flash_attention_function():
 
         @staticmethod
         def forward(ctx, q, k, v, causal, scale, deterministic, kernel, backward_kernel):
-            b, h, nq, d = q.shape
+            b, h, nq, _ = q.shape
             out = torch.empty_like(q)
             lse = torch.empty(b, h, nq, device=q.device, dtype=torch.float32)  # the backward needs it
-            params = AttentionParams(b, h, nq, k.shape[2], d, 0.0 if scale is None else float(scale),
-                                     int(bool(causal)), _DTYPES[str(q.dtype)], q.data_ptr(), k.data_ptr(),
-                                     v.data_ptr(), out.data_ptr(), lse.data_ptr())
-            params.kv_heads = k.shape[1]
+            params = attention_params(q, k, v, out, lse, causal=causal, scale=scale)
             with torch.cuda.device(q.device):
                 call(library(), kernel, params, torch.cuda.current_stream(q.device).cuda_stream)
             ctx.save_for_backward(q, k, v, out, lse)
@@ -217,11 +223,8 @@ def _flash_attention_function():
             if d_o.dtype != q.dtype:
                 d_o = d_o.to(q.dtype)
             dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
-            b, h, nq, d = q.shape
-            fwd = AttentionParams(b, h, nq, k.shape[2], d, 0.0 if ctx.scale is None else float(ctx.scale),
-                                  int(bool(ctx.causal)), _DTYPES[str(q.dtype)], q.data_ptr(), k.data_ptr(),
-                                  v.data_ptr(), out.data_ptr(), lse.data_ptr())
-            fwd.kv_heads = k.shape[1]  # dk, dv: [B, KVH, Nk, D], the sums over each group of query heads
+            # dk, dv: [B, KVH, Nk, D], the sums over each group of query heads (fwd.kv_heads)
+            fwd = attention_params(q, k, v, out, lse, causal=ctx.causal, scale=ctx.scale)
             params = _bwd_params(fwd, d_o, dq, dk, dv, ctx.deterministic)
             with torch.cuda.device(q.device):
                 call(library(), ctx.backward_kernel, params, torch.cuda.current_stream(q.device).cuda_stream)
