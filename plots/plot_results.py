@@ -687,9 +687,13 @@ class Headline:
 
 def headline_entries(results: Results) -> list[Headline]:
     """The fastest version of every stage, per dtype in HEADLINE_DTYPES, at the headline shape, then
-    the peers at the same shape; attention before GEMM, fp32 before fp16 before int8."""
+    the peers at the same shape; attention before GEMM, fp32 before fp16 before int8.
+
+    A peer is taken from the run of the fastest stage it stands beside (same group and dtype, forward
+    or backward) where that run measured it too: the ratio a reader takes from the ladder is then one
+    of a single run (cuDNN in stage 07 attention's call, not in stage 04's); elsewhere, the first read."""
     best: dict[tuple[str, str, str], Run] = {}
-    peers: list[Headline] = []
+    peers: list[Run] = []
     for r in results.runs:
         group = headline_group(r.name)
         if group is None or r.tflops is None or r.name.dtype not in HEADLINE_DTYPES:
@@ -700,9 +704,19 @@ def headline_entries(results: Results) -> list[Headline]:
             if key not in best or r.tflops > best[key].tflops:
                 best[key] = r
         elif r.name.series in HEADLINE_PEERS:
-            peers.append(Headline(group, r, r.name.series, "", True))
+            peers.append(r)
+    fastest: dict[tuple[str, str, bool], Run] = {}
+    for (group, dtype, stage), r in best.items():
+        key = (group, dtype, STAGE_NOTES.get(stage) == "backward")
+        if key not in fastest or r.tflops > fastest[key].tflops:
+            fastest[key] = r
     entries = [Headline(group, r, stage, STAGE_SERIES.match(r.name.series).group(2) or "", False)
-               for (group, _, stage), r in best.items()] + peers
+               for (group, _, stage), r in best.items()]
+    for r in peers:
+        group = headline_group(r.name)
+        beside = fastest.get((group, r.name.dtype, r.name.series.endswith(BACKWARD_PEER_SUFFIX)))
+        run = results.same_run(r, {beside.source}) if beside is not None else r
+        entries.append(Headline(group, run, r.name.series, "", True))
 
     def order(e: Headline) -> tuple:
         within = (HEADLINE_PEERS.index(e.stage),) if e.peer else tuple(_natural(e.stage))
@@ -1077,7 +1091,8 @@ def draw_ladder(results: Results, out_dir: Path) -> list[Path]:
         if value:
             peaks.append(f"{dtype} {format_number(value)}")
     subtitle = (f"{setup_caption(results, sources)}\n"
-                f"fastest version of each stage, peers from the same files · {statistic_text(used)}"
+                "fastest version of each stage, peers from the fastest stage's run where it has them"
+                f" · {statistic_text(used)}"
                 + (f" · peaks: {', '.join(peaks)}" if peaks else ""))
     _caption_axes(fig, grid[0, :], subtitle)
     fig.suptitle("The ladder: every stage at the headline shape", fontsize=12, fontweight="bold")
@@ -1451,7 +1466,7 @@ def ladder_tables(results: Results, prefix: tuple[str, ...] | None) -> tuple[lis
     used = [e.run for e in entries]
     ceilings = {e.dtype: ceiling_of(results, e.dtype) for e in entries}
     with_ceiling = any(ceilings.values())
-    header = ["stage", "version", "arithmetic", "shape", "TFLOPS", "% of peak"]
+    header = ["stage", "version", "arithmetic", "shape", "run", "TFLOPS", "% of peak"]
     if with_ceiling:
         header.append("% of instruction ceiling")
     rows = []
@@ -1460,14 +1475,15 @@ def ladder_tables(results: Results, prefix: tuple[str, ...] | None) -> tuple[lis
         stage = f"{e.stage} ({STAGE_NOTES[e.stage]})" if e.stage in STAGE_NOTES else e.stage
         cells = [f"{e.stage} (peer)" if e.peer else stage, e.version or "—", e.dtype,
                  ("attention " if e.group == "attention" else "GEMM ") + headline_shape_text(e.group),
-                 format_number(e.run.tflops), format_percent(percent(e.run.tflops, peak))]
+                 f"`{e.run.source}`", format_number(e.run.tflops), format_percent(percent(e.run.tflops, peak))]
         if with_ceiling:
             ceiling = ceilings[e.dtype]
             cells.append(format_percent(percent(e.run.tflops, ceiling.tflops)) if ceiling else "—")
         rows.append(cells)
     dtypes = _unique(e.dtype for e in entries)
     text = ("**The ladder** — the fastest version of each stage at the headline shape, and the peers "
-            "measured at the same shape; TFLOPS (TOPS for int8)")
+            "measured at the same shape, each from the run of the fastest stage beside it where that run "
+            "measured it (run: the file a row comes from); TFLOPS (TOPS for int8)")
     peaks = _peaks_text(results, dtypes)
     if peaks:
         text += f"; % of peak: of {peaks} (SM clock × units, from the context)"
@@ -1475,7 +1491,7 @@ def ladder_tables(results: Results, prefix: tuple[str, ...] | None) -> tuple[lis
         named = [f"`{c.plain}` = {format_number(c.tflops)}" for c in _unique_runs(ceilings.values())]
         used += _unique_runs(ceilings.values())
         text += f"; % of instruction ceiling: of the measured rate of the arithmetic's instruction ({', '.join(named)})"
-    return [text, ""] + markdown_grid(header, rows, 4) + [""], used
+    return [text, ""] + markdown_grid(header, rows, 5) + [""], used
 
 
 def _unique_runs(runs) -> list[Run]:

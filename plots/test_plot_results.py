@@ -625,29 +625,59 @@ class LadderTest(unittest.TestCase):
         self.assertEqual(entries[3].run.tflops, 360.0)
         self.assertEqual(entries[5].run.name.params, (("D", 128), ("N", 8192), ("causal", 0)))
 
+    def test_peers_from_the_run_of_the_fastest_stage_beside_them(self):
+        def doc(rows: dict[str, float]) -> dict:
+            return {"context": {}, "benchmarks": [
+                {"name": name, "real_time": 1.0, "time_unit": "ms", "TFLOPS": tflops} for name, tflops in rows.items()]}
+        cell = "fp16/D:128/N:8192/causal:0"
+        files = {
+            "sdpa.json": doc({f"sdpa_cudnn/{cell}": 560.0, f"sdpa_flash/{cell}": 330.0}),
+            "sdpa_bwd.json": doc({f"sdpa_cudnn_bwd/{cell}": 500.0}),
+            "stage04.json": doc({f"stage04/v5/{cell}": 360.0}),
+            "stage05.json": doc({f"stage05/v10/{cell}": 300.0, f"sdpa_cudnn_bwd/{cell}": 510.0}),
+            # stage 07's call re-measured cuDNN, not flash: cuDNN comes from it, flash from sdpa.json.
+            "stage07_attention.json": doc({f"stage07/attention/v8/{cell}": 610.0, f"stage04/v5/{cell}": 355.0,
+                                           f"sdpa_cudnn/{cell}": 575.0}),
+        }
+        with tempfile.TemporaryDirectory() as tmp:
+            folder = Path(tmp)
+            for file_name, content in files.items():
+                (folder / file_name).write_text(json.dumps(content), encoding="utf-8")
+            with contextlib.redirect_stderr(io.StringIO()):  # the re-measured names are reported
+                entries = pr.headline_entries(pr.load_results(folder))
+        peers = {e.stage: (e.run.source, e.run.tflops) for e in entries if e.peer}
+        self.assertEqual(peers, {"sdpa_cudnn": ("stage07_attention.json", 575.0),
+                                 "sdpa_flash": ("sdpa.json", 330.0),
+                                 "sdpa_cudnn_bwd": ("stage05.json", 510.0)})
+        stage04 = next(e for e in entries if e.stage == "stage04")
+        self.assertEqual((stage04.run.source, stage04.run.tflops), ("stage04.json", 360.0))
+
     def test_table_without_ceilings(self):
         text = pr.render_block("ladder", load(LADDER_FIXTURE))
-        self.assertIn("| stage | version | arithmetic | shape | TFLOPS | % of peak |\n", text)
-        self.assertIn("| stage01 | v1 | fp32 | attention D = 128, N = 8192, non-causal | 0.90 | 1.3% |", text)
-        self.assertIn("| stage04 | v2 | fp16 | attention D = 128, N = 8192, non-causal | 360 | 33.6% |", text)
-        self.assertIn("| stage05 (backward) | v1 | fp16 |", text)
-        self.assertIn("| sdpa_cudnn (peer) | — | fp16 | attention D = 128, N = 8192, non-causal | 610 | 57.0% |",
+        self.assertIn("| stage | version | arithmetic | shape | run | TFLOPS | % of peak |\n", text)
+        self.assertIn("| stage01 | v1 | fp32 | attention D = 128, N = 8192, non-causal | `stage01.json` | 0.90 | 1.3% |",
                       text)
-        self.assertIn("| cublaslt (peer) | — | int8 | GEMM M = N = K = 4096 | 1300 | 60.7% |", text)
+        self.assertIn("| stage04 | v2 | fp16 | attention D = 128, N = 8192, non-causal | `stage04.json` | 360 | 33.6% |",
+                      text)
+        self.assertIn("| stage05 (backward) | v1 | fp16 |", text)
+        self.assertIn("| sdpa_cudnn (peer) | — | fp16 | attention D = 128, N = 8192, non-causal | `sdpa.json` | 610 "
+                      "| 57.0% |", text)
+        self.assertIn("| cublaslt (peer) | — | int8 | GEMM M = N = K = 4096 | `stage06.json` | 1300 | 60.7% |", text)
         self.assertIn("`peak_fp16_tflops` = 1071", text)
         self.assertNotIn("ceiling", text)
 
     def test_table_with_ceilings(self):
         text = pr.render_block("ladder", load(LADDER_FIXTURE, ceilings=True))
         self.assertIn("| TFLOPS | % of peak | % of instruction ceiling |", text)
-        self.assertIn("| stage04 | v2 | fp16 | attention D = 128, N = 8192, non-causal | 360 | 33.6% | 55.2% |", text)
-        self.assertIn("| stage06 | v1 | fp32 | GEMM M = N = K = 4096 | 45.0 | 67.3% | 71.2% |", text)
+        self.assertIn("| stage04 | v2 | fp16 | attention D = 128, N = 8192, non-causal | `stage04.json` | 360 | 33.6% "
+                      "| 55.2% |", text)
+        self.assertIn("| stage06 | v1 | fp32 | GEMM M = N = K = 4096 | `stage06.json` | 45.0 | 67.3% | 71.2% |", text)
         self.assertIn("`ceiling/mma_m16n8k32/int8` = 1288", text)
 
     def test_no_peak_in_the_context_gives_no_percent(self):
         results = load(FIXTURE)  # no peaks in these contexts: % of peak is unknown, not invented
         text = pr.render_block("ladder", results)
-        self.assertIn("| stage06 | v2 | fp16 | GEMM M = N = K = 4096 | 294 | — |", text)
+        self.assertIn("| stage06 | v2 | fp16 | GEMM M = N = K = 4096 | `stage06.json` | 294 | — |", text)
 
 
 class CliffTest(unittest.TestCase):
