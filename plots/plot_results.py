@@ -693,7 +693,7 @@ def headline_entries(results: Results) -> list[Headline]:
     or backward) where that run measured it too: the ratio a reader takes from the ladder is then one
     of a single run (cuDNN in stage 07 attention's call, not in stage 04's); elsewhere, the first read."""
     best: dict[tuple[str, str, str], Run] = {}
-    peers: list[Run] = []
+    peers: list[tuple[str, Run]] = []
     for r in results.runs:
         group = headline_group(r.name)
         if group is None or r.tflops is None or r.name.dtype not in HEADLINE_DTYPES:
@@ -704,7 +704,7 @@ def headline_entries(results: Results) -> list[Headline]:
             if key not in best or r.tflops > best[key].tflops:
                 best[key] = r
         elif r.name.series in HEADLINE_PEERS:
-            peers.append(r)
+            peers.append((group, r))
     fastest: dict[tuple[str, str, bool], Run] = {}
     for (group, dtype, stage), r in best.items():
         key = (group, dtype, STAGE_NOTES.get(stage) == "backward")
@@ -712,8 +712,7 @@ def headline_entries(results: Results) -> list[Headline]:
             fastest[key] = r
     entries = [Headline(group, r, stage, STAGE_SERIES.match(r.name.series).group(2) or "", False)
                for (group, _, stage), r in best.items()]
-    for r in peers:
-        group = headline_group(r.name)
+    for group, r in peers:
         beside = fastest.get((group, r.name.dtype, r.name.series.endswith(BACKWARD_PEER_SUFFIX)))
         run = results.same_run(r, {beside.source}) if beside is not None else r
         entries.append(Headline(group, run, r.name.series, "", True))
