@@ -20,7 +20,7 @@ inline const GemmSupport kHalfSupport{Dtypes<DType::FP16, DType::BF16>::kMask,
                                       Dtypes<DType::FP32, DType::FP16, DType::BF16>::kMask};
 
 extern const KernelDesc kGemmV1, kGemmV2, kGemmV3, kGemmV4, kGemmV5, kGemmV6, kGemmV7, kGemmV8, kGemmV9, kGemmV10,
-    kGemmV11, kGemmV12, kGemmV13;
+    kGemmV11, kGemmV12, kGemmV13, kGemmV14;
 
 // v11: how many tile configurations it chooses among (v9's first), each one's name ("128x256x64 3
 // stages 8 warps 144KB"), each as a descriptor that always runs it (validated and device-checked like

@@ -435,11 +435,14 @@ struct WholeTileStream {
   int64_t row_stride;  // kRowStep stored rows, in elements
   uint32_t dst;        // the first copy's byte offset in the (swizzled) tile
 
-  // As SwizzledTileStream's; X and K are not needed: every k-tile lies inside the matrix.
-  __device__ WholeTileStream(const T* x, int64_t ld, int64_t x0, int64_t /*X*/, int64_t /*K*/, int tid)
+  // As SwizzledTileStream's; X and K are not needed: every k-tile lies inside the matrix. The first
+  // k-tile starts at k = k0 (v14: after K's tail; a multiple of the copy's elements where k runs along
+  // the stored rows).
+  __device__ WholeTileStream(const T* x, int64_t ld, int64_t x0, int64_t /*X*/, int64_t /*K*/, int tid,
+                             int64_t k0 = 0)
       : row_stride(kRowStep * ld) {
     const int r = tid / Checked::kPerRow, c = tid % Checked::kPerRow * Checked::kElems;
-    p = x + (Tile::kKContig ? (x0 + r) * ld + c : r * ld + x0 + c);  // at k0 = 0
+    p = x + (Tile::kKContig ? (x0 + r) * ld + k0 + c : (k0 + r) * ld + x0 + c);
     dst = Tile::offset(r, c * int(sizeof(T)));
   }
   // Issues this thread's copies of the current k-tile into `s` (one stage's Tile).

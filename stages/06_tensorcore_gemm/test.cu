@@ -139,6 +139,7 @@ FS_CPU_TEST_CASE("stage06 validation returns each named code in order") {
   CHECK(fs_gemm_v11(nullptr, nullptr) == FS_ERR_NULL_POINTER);
   CHECK(fs_gemm_v12(nullptr, nullptr) == FS_ERR_NULL_POINTER);
   CHECK(fs_gemm_v13(nullptr, nullptr) == FS_ERR_NULL_POINTER);
+  CHECK(fs_gemm_v14(nullptr, nullptr) == FS_ERR_NULL_POINTER);
   // Every version validates before anything else (no GPU is touched on these paths).
   for (const KernelDesc* k : kAll) {
     INFO(k->qualified());
