@@ -1990,9 +1990,10 @@ def _walk(folder: Path, keep) -> list[Path]:
     return out
 
 
-def repo_doc_files(root: Path) -> list[Path]:
+def repo_doc_files(root: Path, results: Path | None = None) -> list[Path]:
     """Every file of the repository that can hold markers: the READMEs, docs/, the stages' and
-    common/'s sources, ceilings/."""
+    common/'s sources, ceilings/; of the results/<gpu>/ READMEs only the one beside `results` (each
+    GPU's tables come from its own files; None: every one)."""
     def suffix_in(suffixes):
         return lambda name: Path(name).suffix.lower() in suffixes
     files = [root / "README.md", root / "plots" / "README.md"]
@@ -2000,9 +2001,10 @@ def repo_doc_files(root: Path) -> list[Path]:
     files += _walk(root / "stages", lambda name: name == "README.md" or Path(name).suffix in {".cu", ".cuh", ".h"})
     files += _walk(root / "ceilings", suffix_in(SOURCE_SUFFIXES | {".md"}))
     files += _walk(root / "common", suffix_in(SOURCE_SUFFIXES))
-    results = root / "results"
-    if results.is_dir():
-        files += sorted(p / "README.md" for p in results.iterdir() if p.is_dir() and not _skipped_dir(p.name))
+    results_root = root / "results"
+    if results_root.is_dir():
+        files += sorted(p / "README.md" for p in results_root.iterdir() if p.is_dir() and not _skipped_dir(p.name)
+                        and (results is None or p.resolve() == results.resolve()))
     return [p for p in files if p.is_file()]
 
 
@@ -2070,7 +2072,7 @@ def marked_files(args: argparse.Namespace) -> list[tuple[Path, str]]:
     if args.repo_docs:
         if not args.repo_root.is_dir():
             raise ResultsError(f"--repo-root {args.repo_root} does not exist")
-        candidates += [(p, _display(p, args.repo_root)) for p in repo_doc_files(args.repo_root)]
+        candidates += [(p, _display(p, args.repo_root)) for p in repo_doc_files(args.repo_root, args.results)]
     for path, shown in candidates:
         if path.resolve() not in seen:
             seen.add(path.resolve())

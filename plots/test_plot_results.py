@@ -960,20 +960,24 @@ class RepoDocsTest(unittest.TestCase):
             "common/device/sm80.cuh", "common/lib/timer.cpp"]
     NOT_READ = ["build/README.md", "build/release/docs/x.md", "stages/04_flash_fwd/build/v1.cuh", ".old/docs/a.md",
                 "docs/.old/a.md", ".deps/common/x.h", ".venv/README.md", "common/.venv/x.h",
-                "stages/04_flash_fwd/bench.py", "docs/notes.txt", "results/some-gpu/logs/README.md", "LICENSE.md"]
+                "stages/04_flash_fwd/bench.py", "docs/notes.txt", "results/some-gpu/logs/README.md", "LICENSE.md",
+                # another GPU's results: its tables come from its own files, never from these
+                "results/other-gpu/README.md"]
 
     def test_every_file_that_can_hold_markers_and_no_other(self):
         with tempfile.TemporaryDirectory() as tmp:
             root = Path(tmp) / "repo"
-            results = write_results(Path(tmp) / "results", LADDER_FIXTURE)
+            results = write_results(root / "results" / "some-gpu", LADDER_FIXTURE)
             for name in self.READ + self.NOT_READ:
                 (root / name).parent.mkdir(parents=True, exist_ok=True)
                 (root / name).write_text(f"x {self.MARKER} y\n", encoding="utf-8")
             (root / "docs" / "plain.md").write_text("no markers\n", encoding="utf-8")
             plain_time = (root / "docs" / "plain.md").stat().st_mtime_ns
 
-            listed = {p.relative_to(root).as_posix() for p in pr.repo_doc_files(root)}
+            listed = {p.relative_to(root).as_posix() for p in pr.repo_doc_files(root, results)}
             self.assertEqual(listed, set(self.READ) | {"docs/plain.md"})
+            every = {p.relative_to(root).as_posix() for p in pr.repo_doc_files(root)}
+            self.assertEqual(every, set(self.READ) | {"docs/plain.md", "results/other-gpu/README.md"})
 
             status, log = run_main(["--results", str(results), "--repo-docs", "--repo-root", str(root),
                                     "--no-plots", "--check"])

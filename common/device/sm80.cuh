@@ -10,7 +10,8 @@
 //   ldmatrix_x4_trans     the same, transposed on the way (a tile whose rows are k)
 //   cp_async_cg_16        cp.async.cg.shared.global, 16 bytes global → shared, no registers
 //   cp_async_cg_16_zfill  the same with a source size: 0 reads nothing and writes 16 zero bytes
-//   cp_async_ca_zfill<N>  cp.async.ca.shared.global, N = 4, 8 or 16 bytes, with a source size (.cg takes 16 only)
+//   cp_async_ca<N>        cp.async.ca.shared.global, N = 4, 8 or 16 bytes (.cg takes 16 only)
+//   cp_async_ca_zfill<N>  the same with a source size
 //   cp_async_commit_group / cp_async_wait_group<N>   close a group of copies / wait until <= N pend
 //   ex2_approx_ftz        ex2.approx.ftz.f32: 2^x on the special-function unit, one instruction
 //   red_global_add_f32    red.global.add.f32: *p += x in global memory, atomically, no value returned
@@ -97,10 +98,17 @@ __device__ __forceinline__ void cp_async_cg_16_zfill(void* dst, const void* src,
                "r"(src_bytes));
 }
 
-// Copies N = 4, 8 or 16 bytes global → shared (both addresses N-byte aligned), reading the first src_bytes
-// (0 or N here) and zero-filling the rest. The .ca form, cached in L1 too, is the one that takes sizes
-// below 16: it stands for the loop `for (i < N) dst[i] = i < src_bytes ? src[i] : 0;`, done
-// asynchronously, in the same commit groups as the 16-byte copies.
+// Copies N = 4, 8 or 16 bytes global → shared (both addresses N-byte aligned): `memcpy(dst, src, N)`,
+// done asynchronously, in the same commit groups as the 16-byte copies. The .ca form, cached in L1 too,
+// is the one that takes sizes below 16.
+template <int N>
+__device__ __forceinline__ void cp_async_ca(void* dst, const void* src) {
+  static_assert(N == 4 || N == 8 || N == 16, "cp.async copies 4, 8 or 16 bytes");
+  asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(smem_address(dst)), "l"(src), "n"(N));
+}
+
+// The same, reading only the first src_bytes (0 or N here) and zero-filling the rest: the loop
+// `for (i < N) dst[i] = i < src_bytes ? src[i] : 0;`, done asynchronously.
 template <int N>
 __device__ __forceinline__ void cp_async_ca_zfill(void* dst, const void* src, int src_bytes) {
   static_assert(N == 4 || N == 8 || N == 16, "cp.async copies 4, 8 or 16 bytes");

@@ -2,7 +2,7 @@
 // 128-bit loads (v3), shared tiles in their stored orientation, element copies and the staged store
 // of C (v6), cp.async tile streams (the sm80 wrappers of common/device/sm80.cuh) and the grouped tile
 // order (v7), the int8 panel tile (v8), the swizzled tile with its copy stream of any width and
-// ldmatrix addressing (v9), the int8 byte transpose (v10), the copy of whole tiles (v12). Kept here
+// ldmatrix addressing (v9), the int8 byte transpose (v10), the copy of whole tiles (v12, v15). Kept here
 // once so that each vN_*.cuh shows only its own idea. The alpha/beta epilogue (v1) and its pair store
 // (v9), which stage 07 shares, are common/device/gemm_epilogue.cuh.
 #pragma once
@@ -421,23 +421,24 @@ __device__ __forceinline__ void transpose_s8(unsigned char* dst, const unsigned 
 // the copies of a k-tile take 72 instructions per warp, their 6 cp.async among them, beside 64 MMAs
 // and 16 ldmatrix (ncu's source page at 4096³). Yet in most blocks every k-tile lies wholly inside.
 // WholeTileStream is the copy for those blocks, with SwizzledTileStream's interface and no bounds: its
-// kCopies copies of 16 bytes sit kRowStep stored rows apart in the matrix and, the swizzle key
-// repeating every 8 rows (or 8 lines of two rows), exactly kRowStep·kRowBytes bytes apart in shared
-// memory: per copy one 64-bit add and one cp.async whose shared address is the thread's offset plus a
-// constant.
-template <class Tile, int kThreads, class T>
+// kCopies copies sit kRowStep stored rows apart in the matrix and, the swizzle key repeating every 8
+// rows (or 8 lines of two rows), exactly kRowStep·kRowBytes bytes apart in shared memory: per copy one
+// 64-bit add and one cp.async whose shared address is the thread's offset plus a constant. Copies are
+// 16 bytes (v12-v14) or, for rows only 8-byte aligned, 8 (v15: twice the copies, the same walk).
+template <class Tile, int kThreads, class T, int kCopyBytes = 16>
 struct WholeTileStream {
-  using Checked = SwizzledTileStream<Tile, kThreads, 16, T>;  // the same copies, the same threads
+  using Checked = SwizzledTileStream<Tile, kThreads, kCopyBytes, T>;  // the same copies, the same threads
   static constexpr int kRowStep = Checked::kRowStep, kCopies = Checked::kCopies;
   static constexpr int kDstStep = kRowStep * Tile::kRowBytes;  // bytes between a thread's copies in shared memory
+  static_assert(kCopyBytes == 16 || kCopyBytes == 8, "16- or 8-byte copies");
   static_assert((kDstStep >> Tile::kLineShift) % 8 == 0, "kRowStep rows on, the same swizzle key");
   const T* p;          // this thread's first copy in the current k-tile
   int64_t row_stride;  // kRowStep stored rows, in elements
   uint32_t dst;        // the first copy's byte offset in the (swizzled) tile
 
   // As SwizzledTileStream's; X and K are not needed: every k-tile lies inside the matrix. The first
-  // k-tile starts at k = k0 (v14: after K's tail; a multiple of the copy's elements where k runs along
-  // the stored rows).
+  // k-tile starts at k = k0 (v14, v15: after K's tail; a multiple of the copy's elements where k runs
+  // along the stored rows).
   __device__ WholeTileStream(const T* x, int64_t ld, int64_t x0, int64_t /*X*/, int64_t /*K*/, int tid,
                              int64_t k0 = 0)
       : row_stride(kRowStep * ld) {
@@ -448,7 +449,10 @@ struct WholeTileStream {
   // Issues this thread's copies of the current k-tile into `s` (one stage's Tile).
   __device__ void copy(unsigned char* s, const T* /*base*/) const {
 #pragma unroll
-    for (int i = 0; i < kCopies; ++i) sm80::cp_async_cg_16(s + dst + i * kDstStep, p + i * row_stride);
+    for (int i = 0; i < kCopies; ++i) {
+      if constexpr (kCopyBytes == 16) sm80::cp_async_cg_16(s + dst + i * kDstStep, p + i * row_stride);
+      else sm80::cp_async_ca<kCopyBytes>(s + dst + i * kDstStep, p + i * row_stride);
+    }
   }
   __device__ void advance() {  // to the next k-tile, as SwizzledTileStream
     if (Tile::kKContig) p += Tile::kBK;

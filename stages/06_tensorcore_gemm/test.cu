@@ -37,10 +37,11 @@ const std::vector<const KernelDesc*> kSimt = taking(DType::FP32), kFp16 = taking
                                      kAll = find_kernels("stage06");
 
 // The versions that copy with cp.async as wide as the rows allow (16, 8 or 4 bytes): v9, v10, and v11,
-// v12, v13, v14 (v9 or v10 itself where rows are not 16-byte aligned).
+// v12, v13, v14 (v9 or v10 itself where rows are not 16-byte aligned), v15 (its own kernel at 8 bytes,
+// v10 at 4).
 bool picks_copy_width(const KernelDesc& k) {
   const std::string v = k.info.version;
-  return v == "v9" || v == "v10" || v == "v11" || v == "v12" || v == "v13" || v == "v14";
+  return v == "v9" || v == "v10" || v == "v11" || v == "v12" || v == "v13" || v == "v14" || v == "v15";
 }
 
 // A dtype the mask lacks: the code a launcher must refuse.
@@ -51,8 +52,8 @@ int32_t not_in(uint32_t mask) {
 }
 
 // Each of M, N, K takes 1, 17 and L = 1000, in every pairing; 300×520×200 adds whole interior tiles
-// in both directions next to tails, and K = L runs the 3- and 4-stage pipelines (v7–v14) around several
-// times. 384×512×320 has no tail at all: every block copies every k-tile whole (v12–v14).
+// in both directions next to tails, and K = L runs the 3- and 4-stage pipelines (v7–v15) around several
+// times. 384×512×320 has no tail at all: every block copies every k-tile whole (v12–v15).
 // Under the sanitizer L is 300: still several 64-deep k-tiles and a tail in every direction.
 std::vector<Mnk> odd_sizes() {
   const int64_t L = testing::size_for_run(1000, 300);
@@ -140,6 +141,7 @@ FS_CPU_TEST_CASE("stage06 validation returns each named code in order") {
   CHECK(fs_gemm_v12(nullptr, nullptr) == FS_ERR_NULL_POINTER);
   CHECK(fs_gemm_v13(nullptr, nullptr) == FS_ERR_NULL_POINTER);
   CHECK(fs_gemm_v14(nullptr, nullptr) == FS_ERR_NULL_POINTER);
+  CHECK(fs_gemm_v15(nullptr, nullptr) == FS_ERR_NULL_POINTER);
   // Every version validates before anything else (no GPU is touched on these paths).
   for (const KernelDesc* k : kAll) {
     INFO(k->qualified());
@@ -301,7 +303,7 @@ FS_GPU_TEST_CASE("stage06 misaligned bases take the element-copy path and stay c
 // v9 and v10 (and v11-v13 through them) copy 8 or 4 bytes at a time where the rows allow no wider
 // copy: leading dimensions whose rows are w-byte but not 2w-byte aligned, bases shifted to w bytes. C,
 // with ldc odd, takes the element-wise epilogue instead of pair stores.
-FS_GPU_TEST_CASE("stage06 v9 to v14 take 8- and 4-byte copies where rows allow no 16 and stay exact") {
+FS_GPU_TEST_CASE("stage06 v9 to v15 take 8- and 4-byte copies where rows allow no 16 and stay exact") {
   FS_SKIP_WITHOUT_GPU();
   uint64_t seed = 9700;
   for (const KernelDesc* k : kAll) {
