@@ -237,7 +237,10 @@ FS_API int fs_flash_bwd_v10(const fs_attention_bwd_params* params, void* stream)
  * v14: v12's types and rules, and its blocks at M's and N's edges and with K's tail copy without checks
  * too where the sizes keep 16-byte copies (stages/06_tensorcore_gemm/v14_shifted_edges.cuh).
  * v15: v13's types, with v14's rules at 16- and 8-byte rows; narrower rows run v10
- * (stages/06_tensorcore_gemm/v15_shifted_edges_int8.cuh).
+ * (stages/06_tensorcore_gemm/v15_shifted_edges_int8.cuh). v16: v15's types; with A untransposed and B
+ * transposed, rows that are not 16-byte aligned are first repacked into a workspace of (M + N)·K' bytes
+ * (K' = K rounded up to 64; FS_ERR_OUT_OF_MEMORY when the device's memory pool cannot supply it), then
+ * v15 runs on the copies; otherwise v16 is v15.
  * Pointers need only their element alignment; any M, N, K >= 1. */
 FS_API int fs_gemm_v1(const fs_gemm_params* params, void* stream); /* shared-memory tiling */
 FS_API int fs_gemm_v2(const fs_gemm_params* params, void* stream); /* 2D register blocking */
@@ -254,6 +257,7 @@ FS_API int fs_gemm_v12(const fs_gemm_params* params, void* stream); /* v9, whole
 FS_API int fs_gemm_v13(const fs_gemm_params* params, void* stream); /* v10, whole k-tiles unchecked */
 FS_API int fs_gemm_v14(const fs_gemm_params* params, void* stream); /* v12, edge tiles moved inside */
 FS_API int fs_gemm_v15(const fs_gemm_params* params, void* stream); /* v13, the same, 8-byte rows too */
+FS_API int fs_gemm_v16(const fs_gemm_params* params, void* stream); /* v15 on rows repacked to 16 bytes */
 
 /* Stage 07 gemm: Hopper only (sm_90a; FS_ERR_UNSUPPORTED_DEVICE on any other GPU), the same arguments.
  * v1-v5: ab_dtype FS_FP16 or FS_BF16, c_dtype FS_FP32, FS_FP16 or FS_BF16, every transpose (v6: see

@@ -47,6 +47,8 @@ struct KernelDesc {
   // Backward: what a deterministic call allocates, where that differs from extra_bytes (stage 05 v2
   // needs its fp32 dQ workspace only for the atomics); null: the same.
   std::size_t (*deterministic_extra_bytes)(const AttentionParams&) = nullptr;
+  // GEMM: device memory the launch allocates for these params (stage 06 v16's repacked rows); null: none.
+  std::size_t (*gemm_extra_bytes)(const GemmParams&) = nullptr;
 
   std::size_t bwd_extra_bytes(const AttentionParams& shape, bool deterministic) const {
     return deterministic && deterministic_extra_bytes ? deterministic_extra_bytes(shape) : extra_bytes(shape);
@@ -139,12 +141,14 @@ constexpr KernelDesc attention_bwd_kernel(const KernelName& n, const AttentionSu
   return k;
 }
 
-// A GEMM version.
+// A GEMM version; extra_bytes: the workspace it allocates, where it takes one.
 constexpr KernelDesc gemm_kernel(const KernelName& n, const GemmSupport& support, const ArchSet& archs,
-                                 std::size_t smem_bytes, GemmRun run) {
+                                 std::size_t smem_bytes, GemmRun run,
+                                 std::size_t (*extra_bytes)(const GemmParams&) = nullptr) {
   KernelDesc k{kernel_info(n, FS_PROBLEM_GEMM, support.ab_dtypes, support.c_dtypes, archs, smem_bytes)};
   k.gemm = support;
   k.run_gemm = run;
+  k.gemm_extra_bytes = extra_bytes;
   return k;
 }
 

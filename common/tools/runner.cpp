@@ -371,7 +371,9 @@ class GemmJob : public Problem {
     return gemm_min_bytes(s.m, s.n, s.k, double(dtype_size(DType(s.ab_dtype))), double(dtype_size(DType(s.c_dtype))),
                           s.beta != 0.0f);
   }
-  double extra_bytes(const KernelDesc*) const override { return -1; }
+  double extra_bytes(const KernelDesc* k) const override {
+    return k && k->gemm_extra_bytes ? double(k->gemm_extra_bytes(fixture_.params())) : -1;
+  }
   std::string check(const KernelDesc*, const std::function<Status()>& launch) override {
     const GemmCheck c = fixture_.run([&](const GemmParams&) { return launch(); });
     if (c.status != Status::Success) {

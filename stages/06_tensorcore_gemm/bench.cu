@@ -3,7 +3,7 @@
 //   stage06/v1..v5/fp32/M:m/N:n/K:k   and  cublas/fp32/…     (A, B untransposed)
 //   stage06/v6,v7,v9,v11,v12,v14/fp16/…  (fp16 out)  and  cublas/fp16/…
 //   stage06/v9,v11,v12,v14/bf16/…        (bf16 out)  and  cublas/bf16/…
-//   stage06/v8,v10,v13,v15/int8/…        (int32 out) and  cublaslt/int8/…   (B transposed: cuBLASLt's int8 layout)
+//   stage06/v8,v10,v13,v15,v16/int8/…    (int32 out) and  cublaslt/int8/…   (B transposed: cuBLASLt's int8 layout)
 // Counters: TFLOPS (for int8 these are integer operations, TOPS) and GB/s of the least traffic.
 #include <memory>
 

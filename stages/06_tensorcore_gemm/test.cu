@@ -38,10 +38,11 @@ const std::vector<const KernelDesc*> kSimt = taking(DType::FP32), kFp16 = taking
 
 // The versions that copy with cp.async as wide as the rows allow (16, 8 or 4 bytes): v9, v10, and v11,
 // v12, v13, v14 (v9 or v10 itself where rows are not 16-byte aligned), v15 (its own kernel at 8 bytes,
-// v10 at 4).
+// v10 at 4), v16 (rows narrower than 16 bytes repacked, read 8, 4 or 1 byte at a time).
 bool picks_copy_width(const KernelDesc& k) {
   const std::string v = k.info.version;
-  return v == "v9" || v == "v10" || v == "v11" || v == "v12" || v == "v13" || v == "v14" || v == "v15";
+  return v == "v9" || v == "v10" || v == "v11" || v == "v12" || v == "v13" || v == "v14" || v == "v15" ||
+         v == "v16";
 }
 
 // A dtype the mask lacks: the code a launcher must refuse.
@@ -52,8 +53,8 @@ int32_t not_in(uint32_t mask) {
 }
 
 // Each of M, N, K takes 1, 17 and L = 1000, in every pairing; 300×520×200 adds whole interior tiles
-// in both directions next to tails, and K = L runs the 3- and 4-stage pipelines (v7–v15) around several
-// times. 384×512×320 has no tail at all: every block copies every k-tile whole (v12–v15).
+// in both directions next to tails, and K = L runs the 3- and 4-stage pipelines (v7–v16) around several
+// times. 384×512×320 has no tail at all: every block copies every k-tile whole (v12–v16).
 // Under the sanitizer L is 300: still several 64-deep k-tiles and a tail in every direction.
 std::vector<Mnk> odd_sizes() {
   const int64_t L = testing::size_for_run(1000, 300);
@@ -142,6 +143,7 @@ FS_CPU_TEST_CASE("stage06 validation returns each named code in order") {
   CHECK(fs_gemm_v13(nullptr, nullptr) == FS_ERR_NULL_POINTER);
   CHECK(fs_gemm_v14(nullptr, nullptr) == FS_ERR_NULL_POINTER);
   CHECK(fs_gemm_v15(nullptr, nullptr) == FS_ERR_NULL_POINTER);
+  CHECK(fs_gemm_v16(nullptr, nullptr) == FS_ERR_NULL_POINTER);
   // Every version validates before anything else (no GPU is touched on these paths).
   for (const KernelDesc* k : kAll) {
     INFO(k->qualified());
@@ -303,7 +305,7 @@ FS_GPU_TEST_CASE("stage06 misaligned bases take the element-copy path and stay c
 // v9 and v10 (and v11-v13 through them) copy 8 or 4 bytes at a time where the rows allow no wider
 // copy: leading dimensions whose rows are w-byte but not 2w-byte aligned, bases shifted to w bytes. C,
 // with ldc odd, takes the element-wise epilogue instead of pair stores.
-FS_GPU_TEST_CASE("stage06 v9 to v15 take 8- and 4-byte copies where rows allow no 16 and stay exact") {
+FS_GPU_TEST_CASE("stage06 v9 to v16 take 8- and 4-byte copies where rows allow no 16 and stay exact") {
   FS_SKIP_WITHOUT_GPU();
   uint64_t seed = 9700;
   for (const KernelDesc* k : kAll) {
@@ -328,6 +330,32 @@ FS_GPU_TEST_CASE("stage06 v9 to v15 take 8- and 4-byte copies where rows allow n
           check_gemm(*k, g, ++seed);
         }
   }
+}
+
+// v16's workspace is (M + N)·K' bytes, as large as A and B: asked for more than the GPU holds (A and B
+// of 0.6 of its memory each, at fake addresses that nothing may read), it must answer before any launch.
+FS_GPU_TEST_CASE("stage06 v16 reports FS_ERR_OUT_OF_MEMORY when its repacked rows cannot fit, before any launch") {
+  FS_SKIP_WITHOUT_GPU();
+  if (!testing::runs_here(kGemmV16)) return;
+  std::size_t free_bytes = 0, total_bytes = 0;
+  FS_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+  GemmParams p{};
+  p.m = int64_t(1) << 12;  // the largest power of two whose M×M int32 C takes at most a quarter of the GPU
+  while (4.0 * double(2 * p.m) * double(2 * p.m) <= 0.25 * double(total_bytes)) p.m *= 2;
+  p.n = p.m;
+  p.k = int64_t(0.6 * double(total_bytes) / double(p.m)) / 16 * 16 + 8;  // rows 8-byte, not 16-byte, aligned
+  p.trans_b = 1;
+  p.ab_dtype = FS_INT8;
+  p.c_dtype = FS_INT32;
+  p.alpha = 1.0f;
+  p.a = reinterpret_cast<const void*>(std::uintptr_t(1) << 40);
+  p.b = reinterpret_cast<const void*>(std::uintptr_t(2) << 40);
+  p.c = reinterpret_cast<void*>(std::uintptr_t(3) << 40);
+  p.lda = p.ldb = p.k;
+  p.ldc = p.n;
+  REQUIRE(kGemmV16.gemm_extra_bytes(p) > total_bytes);
+  CHECK(launch(kGemmV16, p, nullptr) == Status::OutOfMemory);
+  FS_CUDA_CHECK(cudaDeviceSynchronize());  // nothing was launched: no error, sticky or not
 }
 
 FS_GPU_TEST_CASE("stage06 every version rejects bad inputs and writes nothing") {
