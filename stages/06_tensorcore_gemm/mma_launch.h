@@ -29,16 +29,27 @@ cudaError_t launch_half_kernel(Kernel kernel, std::size_t smem, int bm, int bn, 
   return cudaSuccess;
 }
 
-// The same for a kernel with v10's signature (int8 in, int32 out).
+// The same for a kernel with v10's signature (int8 in, int32 out). dependent: launched as a programmatic
+// dependent of the kernel before it on the stream (compute capability 9.0 and later; v16's product
+// behind its repack). Its blocks may then be scheduled before that kernel has finished, and must wait
+// in griddepcontrol.wait before they read what it writes, as v15's kernel does.
 template <class Kernel>
 cudaError_t launch_int8_kernel(Kernel kernel, std::size_t smem, int bm, int bn, int threads, const GemmParams& p,
-                               cudaStream_t stream) {
+                               cudaStream_t stream, bool dependent = false) {
   if (const cudaError_t err = allow_smem(kernel, smem); err != cudaSuccess) return err;
   const bool c_pairs = pairs_aligned(p.c, p.ldc, 4);
-  kernel<<<tile_count(p, bm, bn), threads, smem, stream>>>(p.m, p.n, p.k, p.alpha, static_cast<const int8_t*>(p.a),
-                                                           p.lda, static_cast<const int8_t*>(p.b), p.ldb, p.beta,
-                                                           static_cast<int32_t*>(p.c), p.ldc, c_pairs);
-  return cudaSuccess;
+  cudaLaunchAttribute after_previous{};
+  after_previous.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  after_previous.val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(tile_count(p, bm, bn));
+  config.blockDim = dim3(unsigned(threads));
+  config.dynamicSmemBytes = smem;
+  config.stream = stream;
+  config.attrs = dependent ? &after_previous : nullptr;
+  config.numAttrs = dependent ? 1 : 0;
+  return cudaLaunchKernelEx(&config, kernel, p.m, p.n, p.k, p.alpha, static_cast<const int8_t*>(p.a), p.lda,
+                            static_cast<const int8_t*>(p.b), p.ldb, p.beta, static_cast<int32_t*>(p.c), p.ldc, c_pairs);
 }
 
 }  // namespace fs::gemm

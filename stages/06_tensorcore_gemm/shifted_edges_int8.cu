@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "common/lib/device.h"
 #include "common/lib/gemm_launch.h"
 #include "common/lib/workspace.h"
 #include "gemm.h"
@@ -18,11 +19,12 @@ namespace {
 
 template <int kCopyBytes>
 struct V15 {
+  // dependent: behind v16's repack, as its programmatic dependent (gemm::launch_int8_kernel).
   template <bool kTA, bool kTB>
-  static cudaError_t run(const GemmParams& p, cudaStream_t stream) {
+  static cudaError_t run(const GemmParams& p, cudaStream_t stream, bool dependent = false) {
     using namespace gemm_v15;
     return gemm::launch_int8_kernel(gemm_v15_kernel<kTA, kTB, kCopyBytes>, Config<kTA, kTB>::kSmemBytes, kBM, kBN,
-                                    kThreads, p, stream);
+                                    kThreads, p, stream, dependent);
   }
 };
 
@@ -44,6 +46,9 @@ Status run_v16(const GemmParams& p, cudaStream_t stream) {
   const int width = gemm::operand_copy_bytes(p, 1);  // 8, 4 or 1 (element copies)
   const gemm_v16::RepackPlan plan = gemm_v16::plan_repack(p);
   if (plan.bytes == 0) return Status::InvalidSize;
+  DeviceProps dev;
+  FS_RETURN_IF_ERROR(current_device(&dev));
+  const bool dependent = dev.cc >= 90;  // programmatic dependent launch: Hopper on
   return with_workspace(std::size_t(plan.bytes), stream, [&](void* ws) -> Status {
     gemm_v16::Repack a = plan.a, b = plan.b;
     a.dst = static_cast<int8_t*>(ws);
@@ -62,7 +67,9 @@ Status run_v16(const GemmParams& p, cudaStream_t stream) {
     q.b = b.dst;
     q.ldb = b.ld_out;
     q.k = plan.k_padded;
-    return gemm::launch_transposes<V15<16>>(q, stream);
+    // The product is launched while the repack runs and waits for its writes in griddepcontrol.wait:
+    // the launch and the blocks' start overlap the repack's last blocks.
+    return gemm::launch_transposes<V15<16>>(q, stream, dependent);
   });
 }
 

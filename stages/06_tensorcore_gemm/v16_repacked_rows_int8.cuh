@@ -10,6 +10,11 @@
 //     K' = K rounded up to a multiple of the k-tile (64), the bytes past K zeros. A zero adds nothing
 //     to a sum of products: the results are bit-identical.
 //  2. v15 runs on the copies with K': 16-byte copies, no K tail, every block on the unchecked loop.
+//  3. On Hopper the product is launched as the repack's programmatic dependent (PDL: the launch
+//     attribute cudaLaunchAttributeProgrammaticStreamSerialization, griddepcontrol in the kernels): the
+//     repack's blocks let it be scheduled as soon as they start, its blocks wait in griddepcontrol.wait
+//     until the repack's writes are visible, so the second launch and the blocks' start-up overlap the
+//     repack instead of following it.
 // The cost is (M + N)·K' bytes of workspace (stream-ordered, from the device's memory pool: after the
 // first call of a size, nothing new is allocated) and one memory-bound pass: A and B read once, written
 // once. Only where both operands are stored k-contiguous (A untransposed, B transposed: cuBLASLt's int8
@@ -17,13 +22,13 @@
 // 1000³ repacking them ran slower than v15 (no 16-byte moved origin at M, N = 1000; H200, call s147).
 // So every other layout, and rows already 16-byte aligned, are v15's call.
 //
-// Measured on an H200 (call s148; results/nvidia-h200/stage06.json, one run beside v13, v15 and
-// cuBLASLt): 4096 × 4096 × 1000 at 0.85× its K = 1024 neighbour (v15 0.73×), 481 TOPS where v15 ran
-// 416 and cuBLASLt 354; 1000³ at 0.66× its 1024³ rate (v15 0.56×, cuBLASLt 0.61×), 89.1 TOPS where
-// v15 ran 76.1: still under the rule's 0.7×, which asks for the whole call in 21.1 µs where it took
-// 22.4. The repack alone took 3.9 µs at 1000³ and 7.3 µs at 4096 × 4096 × 1000 under Nsight Compute
-// (call s147, caches flushed; the product after it 22.7 and 67.2 µs there). 4096³ and 8192³ have
-// 16-byte rows: v15's rate, 0.61× and 0.70× cuBLASLt.
+// Measured on an H200 (call s149; results/nvidia-h200/stage06.json, one run beside v15 and cuBLASLt):
+// 1000³ at 0.72× its 1024³ rate (v15 0.58×, cuBLASLt 0.61×), 94.4 TOPS where v15 ran 75.4: the whole
+// call in 21.2 µs. 4096 × 4096 × 1000 at 0.87× its K = 1024 neighbour (v15 0.74×), 484 TOPS where
+// v15 ran 413 and cuBLASLt 354. Without step 3 (call s148) 1000³ ran at 89.1 TOPS, 0.66×: 22.4 µs, of
+// which the repack alone took 3.9 µs under Nsight Compute (7.3 µs at 4096 × 4096 × 1000; call s147,
+// caches flushed). 4096³ and 8192³ have 16-byte rows and run v15's kernel: 0.61× and 0.68× cuBLASLt
+// in that run (v15 itself 0.61× and 0.70×; the run-to-run spread at 8192³ was 3%).
 // Run: build/h100/stages/06_tensorcore_gemm/stage06_gemm --dtype int8 --trans-b 1 --version v16 --m 1000 --n 1000 --k 1000
 //      build/h100/stages/06_tensorcore_gemm/stage06_bench --benchmark_filter='stage06/v1[56]/int8|cublaslt'
 #pragma once
@@ -76,6 +81,12 @@ inline RepackPlan plan_repack(const GemmParams& p) {
 template <int kLoadBytes>
 __global__ void repack_rows_kernel(Repack a, Repack b) {
   static_assert(kLoadBytes == 8 || kLoadBytes == 4 || kLoadBytes == 1, "a load width below 16 bytes");
+#if __CUDA_ARCH__ >= 900
+  // griddepcontrol.launch_dependents: once every block has been here, the product (launched as this
+  // kernel's programmatic dependent) may be scheduled. Its blocks wait for this grid's writes before
+  // reading (griddepcontrol.wait in v15's kernel); what starts early is only their launch.
+  cudaTriggerProgrammaticLaunchCompletion();
+#endif
   const int64_t chunks_a = a.chunks(), total = chunks_a + b.chunks();
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
     const Repack r = i < chunks_a ? a : b;
