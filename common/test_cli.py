@@ -4,7 +4,7 @@ and a bad flag is refused with a message that names it, exit code 2, before any 
 
     python3 common/test_cli.py build/.../stage01_naive build/.../stage03_online_softmax \
         build/.../stage04_flash_fwd build/.../stage06_gemm build/.../stage05_flash_bwd build/.../stage07_gemm \
-        build/.../stage07_attention
+        build/.../stage07_attention build/.../stage06_cublaslt_algos
 """
 import os
 import subprocess
@@ -133,6 +133,20 @@ class CommandLine(unittest.TestCase):
         code, out = run("stage04", "--help")
         self.assertNotIn("--deterministic", out)  # a forward stage has nothing to make deterministic
 
+    def test_cublaslt_algos_tool(self):
+        # stage06_cublaslt_algos: its own flags, the same rules (help with defaults, code 2 before any GPU).
+        code, out = run("stage06algos", "--help")
+        self.assertEqual(code, 0, out)
+        for flag in ("--m", "--n", "--k", "--dtype", "--repeats", "--configs", "4096"):
+            self.assertIn(flag, out)
+        for args, names in ((["--m", "0"], "--m"), (["--k", "x"], "--k"), (["--dtype", "int8"], "--dtype"),
+                            (["--repeats", "0"], "--repeats"), (["--configs", "1:2"], "--configs"),
+                            (["--configs", "pick,21:24:-1"], "--configs"), (["--configs", "21:24:12x"], "--configs"),
+                            (["--bogus"], "--bogus")):
+            self.refused("stage06algos", args, names)
+        code, out = run("stage06algos", "--m", "64", "--n", "64", "--k", "64", "--repeats", "1")
+        self.assertEqual(code, 2 if "no NVIDIA GPU or driver was found" in out else 0, out)
+
     def test_valid_flags_reach_the_gpu_check(self):
         # With valid flags the executable goes on to look for a GPU: without one it says so plainly.
         code, out = run("stage04", "--seq", "17", "--dim", "64", "--causal=1", "--version", "v3", "--check", "0",
@@ -145,10 +159,11 @@ class CommandLine(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    names = ("stage01", "stage03", "stage04", "stage06", "stage05", "stage07", "stage07a", "bench")
-    if len(sys.argv) < 8:
-        sys.exit("usage: test_cli.py stage01 stage03 stage04 stage06 stage05 stage07 stage07a [stage01_bench] "
-                 "(paths to the executables; stage07a: stage07_attention)")
+    names = ("stage01", "stage03", "stage04", "stage06", "stage05", "stage07", "stage07a", "stage06algos", "bench")
+    if len(sys.argv) < 9:
+        sys.exit("usage: test_cli.py stage01 stage03 stage04 stage06 stage05 stage07 stage07a stage06algos "
+                 "[stage01_bench] (paths to the executables; stage07a: stage07_attention, stage06algos: "
+                 "stage06_cublaslt_algos)")
     given = [a for a in sys.argv[1:] if not a.startswith("-")]
     EXES.update(zip(names, given))
     del sys.argv[1:1 + len(given)]

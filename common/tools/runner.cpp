@@ -485,6 +485,19 @@ bool selected(const KernelDesc& k, const std::string& only) {
 
 }  // namespace
 
+int parse_command_line(CLI::App& app, int argc, char** argv) {
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    std::printf("%s", app.help().c_str());
+    return 0;
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "error: %s\nRun with --help for the options and their defaults.\n", e.what());
+    return 2;
+  }
+  return -1;
+}
+
 int run_stage(int argc, char** argv, const StageRun& stage) {
   const std::vector<const KernelDesc*> own = resolve(stage.kernels), baselines = resolve(stage.baselines);
   if (own.empty()) {
@@ -519,15 +532,7 @@ int run_stage(int argc, char** argv, const StageRun& stage) {
   for (const KernelDesc* k : baselines) versions.push_back(k->qualified());
   for (const KernelDesc* k : own) versions.push_back(k->qualified());
   app.add_option("--version", common.only_version, "run only this version (vN or stageNN/vN): " + join(versions));
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp&) {
-    std::printf("%s", app.help().c_str());
-    return 0;
-  } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "error: %s\nRun with --help for the options and their defaults.\n", e.what());
-    return 2;
-  }
+  if (const int code = parse_command_line(app, argc, argv); code >= 0) return code;
 
   // Everything the arguments decide is checked here, before any GPU is looked for: each selected
   // version validates the problem as its launch would (on fake pointers), and a version that refuses

@@ -21,6 +21,10 @@
 
 #include "common/lib/gemm.h"
 
+namespace CLI {
+class App;
+}
+
 namespace fs {
 
 // A vendor library run beside the GEMM versions on the same problem ("kernel 0").
@@ -41,5 +45,10 @@ struct StageRun {
 };
 
 int run_stage(int argc, char** argv, const StageRun& stage);
+
+// The command line into `app`, as every executable of the project reads it: --help prints the options
+// with their defaults (exit code 0), a bad flag "error: ..." naming it (exit code 2). -1 when the
+// program goes on.
+int parse_command_line(CLI::App& app, int argc, char** argv);
 
 }  // namespace fs
