@@ -2,12 +2,15 @@
 // tile and pipeline depth, timed in one run beside the configuration cuBLASLt's heuristic picks and
 // beside the project's cuBLAS baseline (cublasGemmEx, common/tools/cublas_gemm.h).
 //
-// Why: v9–v16 are written with mma.sync, cuBLAS on Hopper picks wgmma kernels, and issue 10's fp16
+// Why: v9–v16 are written with mma.sync, cuBLAS on Hopper picks wgmma kernels, and the stage's fp16
 // goal (0.7× cuBLAS) asks how far mma.sync can go on this GPU. cuBLASLt also carries mma.sync
-// kernels (their names start with sm80_ or ampere_, the wgmma ones with sm90_ or nvjet_), and this
+// kernels (named cutlass_80_…, sm80_… or ampere_…; the wgmma ones sm90_… or nvjet_sm90_…), and this
 // tool times them on the same problem. The API does not say which kernel an algorithm runs, the
 // profiler does: --configs launches the listed configurations once each, in order, so that Nsight
 // Compute names them.
+// Measured on an H200 (call s153, stage README "What mma.sync reaches in cuBLAS itself"): the fastest
+// mma.sync algorithm, a CUTLASS 2.x 128×256 kernel, at 0.62–0.66× cuBLAS at 4096³ and 8192³ (fp16,
+// bf16); v12 and v14 at 0.98–1.01× of it.
 //   stage06_cublaslt_algos --dtype fp16 --m 4096 --n 4096 --k 4096
 //   ncu --clock-control none --metrics gpu__time_duration.sum stage06_cublaslt_algos --configs pick,21:24:12
 //
