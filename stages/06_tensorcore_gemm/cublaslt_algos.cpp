@@ -10,7 +10,7 @@
 // Compute names them.
 // Measured on an H200 (call s153, stage README "What mma.sync reaches in cuBLAS itself"): the fastest
 // mma.sync algorithm, a CUTLASS 2.x 128×256 kernel, at 0.62–0.66× cuBLAS at 4096³ and 8192³ (fp16,
-// bf16); v12 and v14 at 0.98–1.01× of it.
+// bf16); v12 and v14 at 0.97–1.01× of it, the better of the two at 0.98–1.01×.
 //   stage06_cublaslt_algos --dtype fp16 --m 4096 --n 4096 --k 4096
 //   ncu --clock-control none --metrics gpu__time_duration.sum stage06_cublaslt_algos --configs pick,21:24:12
 //
