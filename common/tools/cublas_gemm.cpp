@@ -25,10 +25,6 @@ cudaDataType_t cuda_type(int32_t dtype) {
   }
 }
 
-// cuBLAS and cuBLASLt scratch: 32 MiB, what PyTorch gives cuBLAS on Hopper and what NVIDIA's cuBLAS
-// documentation recommends there (its split-K and stream-K kernels need it at the benchmark sizes).
-constexpr std::size_t kWorkspaceBytes = 32u << 20;
-
 }  // namespace
 
 struct CublasGemm::Impl {
@@ -49,11 +45,11 @@ CublasGemm::CublasGemm(const GemmParams& p) : impl_(std::make_unique<Impl>()) {
   if (p.ab_dtype != FS_INT8) {
     // Set up as PyTorch sets up its handle for torch.matmul: default math (no TF32 for fp32; for fp16
     // and bf16, reduced-precision reductions allowed, PyTorch's default) and a workspace of its own on
-    // the handle, kWorkspaceBytes, the size PyTorch gives cuBLAS on this GPU (plots/matmul_bench.py
+    // the handle, kCublasWorkspaceBytes, the size PyTorch gives cuBLAS on this GPU (plots/matmul_bench.py
     // reads PyTorch's size back and records it beside its timings).
     FS_CUBLAS_CHECK(cublasCreate(&m.handle));
     FS_CUBLAS_CHECK(cublasSetMathMode(m.handle, CUBLAS_DEFAULT_MATH));
-    m.workspace = DeviceBuffer<unsigned char>(kWorkspaceBytes);
+    m.workspace = DeviceBuffer<unsigned char>(kCublasWorkspaceBytes);
     return;
   }
   m.lt = true;
@@ -72,7 +68,7 @@ CublasGemm::CublasGemm(const GemmParams& p) : impl_(std::make_unique<Impl>()) {
 
   cublasLtMatmulPreference_t pref = nullptr;
   FS_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
-  const std::size_t ws = kWorkspaceBytes;
+  const std::size_t ws = kCublasWorkspaceBytes;
   FS_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
   cublasLtMatmulHeuristicResult_t result{};
   int found = 0;
@@ -82,7 +78,7 @@ CublasGemm::CublasGemm(const GemmParams& p) : impl_(std::make_unique<Impl>()) {
   if (st != CUBLAS_STATUS_SUCCESS || found == 0)
     throw CudaError("cuBLASLt has no int8 kernel for this layout (its int8 path wants A untransposed, B transposed)");
   m.algo = result.algo;
-  m.workspace = DeviceBuffer<unsigned char>(kWorkspaceBytes);
+  m.workspace = DeviceBuffer<unsigned char>(kCublasWorkspaceBytes);
 }
 
 CublasGemm::~CublasGemm() {

@@ -7,12 +7,18 @@
 
 #include <cuda_runtime.h>
 
+#include <cstddef>
 #include <memory>
 
 #include "common/lib/gemm.h"
 #include "common/tools/runner.h"
 
 namespace fs {
+
+// cuBLAS and cuBLASLt scratch: 32 MiB, what PyTorch gives cuBLAS on Hopper and what NVIDIA's cuBLAS
+// documentation recommends there (its split-K and stream-K kernels need it at the benchmark sizes).
+// Also what stage06_cublaslt_algos gives every algorithm it times.
+inline constexpr std::size_t kCublasWorkspaceBytes = 32u << 20;
 
 class CublasGemm : public GemmPeer {
  public:

@@ -45,7 +45,6 @@
 
 namespace {
 
-constexpr std::size_t kWorkspaceBytes = 32u << 20;
 
 // One configuration of one algorithm: what --configs names as id:tile:stages ("pick": the heuristic's
 // choice, as it comes).
@@ -103,7 +102,7 @@ class LtGemm {
     FS_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&la_, type, k, m, k));  // A, M×K row-major
     FS_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&lc_, type, n, m, n));  // C, M×N row-major
     FS_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref_));
-    const std::size_t ws = kWorkspaceBytes;
+    const std::size_t ws = fs::kCublasWorkspaceBytes;
     FS_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref_, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
   }
   ~LtGemm() {
@@ -154,7 +153,7 @@ class LtGemm {
                   CUBLAS_STATUS_SUCCESS;
     cublasLtMatmulHeuristicResult_t result{};
     ok = ok && cublasLtMatmulAlgoCheck(handle_, desc_, lb_, la_, lc_, lc_, algo, &result) == CUBLAS_STATUS_SUCCESS &&
-         result.workspaceSize <= kWorkspaceBytes;
+         result.workspaceSize <= fs::kCublasWorkspaceBytes;
     return ok;
   }
   // The heuristic's first choice, as cublasLtMatmul without an algorithm would run it.
@@ -167,7 +166,7 @@ class LtGemm {
   }
   fs::Status run(const cublasLtMatmulAlgo_t& algo, const void* a, const void* b, void* c, void* ws) const {
     const float alpha = 1.0f, beta = 0.0f;
-    return cublasLtMatmul(handle_, desc_, &alpha, b, lb_, a, la_, &beta, c, lc_, c, lc_, &algo, ws, kWorkspaceBytes,
+    return cublasLtMatmul(handle_, desc_, &alpha, b, lb_, a, la_, &beta, c, lc_, c, lc_, &algo, ws, fs::kCublasWorkspaceBytes,
                           nullptr) == CUBLAS_STATUS_SUCCESS
                ? fs::Status::Success
                : fs::Status::CudaError;
@@ -252,7 +251,7 @@ int main(int argc, char** argv) {
     const fs::DType type = dtype == "fp16" ? fs::DType::FP16 : fs::DType::BF16;
     const LtGemm gemm(m, n, k, dtype == "fp16" ? CUDA_R_16F : CUDA_R_16BF);
     fs::DeviceBuffer<uint16_t> a(std::size_t(m * k)), b(std::size_t(k * n)), c(std::size_t(m * n));
-    fs::DeviceBuffer<unsigned char> ws(kWorkspaceBytes);
+    fs::DeviceBuffer<unsigned char> ws(fs::kCublasWorkspaceBytes);
     FS_CHECK_STATUS(fs::fill_random_device(a.get(), a.size(), type, 1));
     FS_CHECK_STATUS(fs::fill_random_device(b.get(), b.size(), type, 2));
     std::printf("%s; %s M=%lld N=%lld K=%lld, C = A·B row-major, fp32 accumulation\n", dev->summary().c_str(),
@@ -274,23 +273,10 @@ int main(int argc, char** argv) {
 
     const cublasLtMatmulAlgo_t picked = gemm.heuristic();
     std::printf("the heuristic's pick: %s\n", describe(picked).c_str());
-    fs::L2Flusher flusher(dev->l2_bytes);
-    fs::GpuTimer timer;
-    auto time_once = [&](const std::function<fs::Status()>& launch) {
-      flusher.flush();
-      FS_CHECK_STATUS(timer.begin(nullptr));
-      FS_CHECK_STATUS(launch());
-      float ms = 0.0f;
-      FS_CHECK_STATUS(timer.end(nullptr, &ms));
-      return ms;
-    };
+    auto run = [&](const cublasLtMatmulAlgo_t& algo) { return gemm.run(algo, a.get(), b.get(), c.get(), ws.get()); };
 
-    // Each algorithm's fastest few configurations, from one run of every configuration it accepts.
-    struct Contender {
-      std::function<fs::Status()> launch;
-      std::vector<float> ms;
-    };
-    std::vector<cublasLtMatmulAlgo_t> algos;  // owned here: the contenders' launches refer to them
+    // Each algorithm's fastest few configurations, from one run of every configuration it accepts
+    // (the L2 flushed first, as in every timed run: fs::time_runs).
     std::vector<Config> configs;
     int tried = 0;
     for (const int id : gemm.algo_ids()) {
@@ -302,45 +288,42 @@ int main(int argc, char** argv) {
           cublasLtMatmulAlgo_t algo{};
           if (!gemm.configure(cfg, &algo)) continue;
           ++tried;
-          once.push_back({time_once([&] { return gemm.run(algo, a.get(), b.get(), c.get(), ws.get()); }), cfg});
+          once.push_back({fs::time_runs([&] { return run(algo); }, {0, 1}, dev->l2_bytes)[0], cfg});
         }
       std::sort(once.begin(), once.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
       for (std::size_t i = 0; i < once.size() && i < 3; ++i) configs.push_back(once[i].second);
     }
-    algos.resize(configs.size() + 1);
-    algos[0] = picked;
-    std::vector<Contender> contenders;
     fs::GemmParams p{};
     p.m = m, p.n = n, p.k = k, p.ab_dtype = p.c_dtype = dtype == "fp16" ? FS_FP16 : FS_BF16;
     p.alpha = 1.0f, p.a = a.get(), p.lda = k, p.b = b.get(), p.ldb = n, p.c = c.get(), p.ldc = n;
     fs::CublasGemm cublas(p);
-    contenders.push_back({[&] {
-                            cublas.run(p);  // throws on an error
-                            return fs::Status::Success;
-                          },
-                          {}});
-    contenders.push_back({[&] { return gemm.run(algos[0], a.get(), b.get(), c.get(), ws.get()); }, {}});
-    for (std::size_t i = 0; i < configs.size(); ++i) {
-      if (!gemm.configure(configs[i], &algos[i + 1])) throw fs::CudaError("cuBLASLt refused " + configs[i].key() + " the second time");
-      const cublasLtMatmulAlgo_t* algo = &algos[i + 1];
-      contenders.push_back({[&, algo] { return gemm.run(*algo, a.get(), b.get(), c.get(), ws.get()); }, {}});
+    // The contenders: the baseline, the pick, then `configs` in order.
+    std::vector<std::function<fs::Status()>> contenders;
+    contenders.push_back([&] {
+      cublas.run(p);  // throws on an error
+      return fs::Status::Success;
+    });
+    contenders.push_back([&, picked] { return run(picked); });
+    for (const Config& cfg : configs) {
+      cublasLtMatmulAlgo_t algo{};
+      if (!gemm.configure(cfg, &algo)) throw fs::CudaError("cuBLASLt refused " + cfg.key() + " the second time");
+      contenders.push_back([&, algo] { return run(algo); });
     }
-    for (Contender& ct : contenders) {
-      FS_CHECK_STATUS(fs::warm_up_for(ct.launch, fs::kSustainedWarmupSeconds, nullptr));
-      for (int r = 0; r < repeats; ++r) ct.ms.push_back(time_once(ct.launch));
-    }
+    std::vector<float> median_ms;
+    for (const auto& launch : contenders)
+      median_ms.push_back(fs::median(fs::time_runs(launch, {0, repeats, fs::kSustainedWarmupSeconds}, dev->l2_bytes)));
 
     // One row per algorithm (its fastest configuration) after the two baselines.
     std::map<int, std::pair<float, std::string>> best;
     for (std::size_t i = 0; i < configs.size(); ++i) {
-      const float ms = fs::median(contenders[i + 2].ms);
+      const float ms = median_ms[i + 2];
       auto it = best.find(configs[i].id);
       if (it == best.end() || ms < it->second.first) best[configs[i].id] = {ms, configs[i].key()};
     }
     std::vector<std::pair<float, std::string>> rows(best.size());
     std::transform(best.begin(), best.end(), rows.begin(), [](const auto& e) { return e.second; });
     std::sort(rows.begin(), rows.end());
-    const float cublas_ms = fs::median(contenders[0].ms), pick_ms = fs::median(contenders[1].ms);
+    const float cublas_ms = median_ms[0], pick_ms = median_ms[1];
     std::printf("%d configurations of %zu algorithms ran once; each algorithm's 3 fastest again, each after its "
                 "own warm-up, median of %d runs; each algorithm's fastest:\n",
                 tried, best.size(), repeats);
