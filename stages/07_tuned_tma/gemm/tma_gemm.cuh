@@ -284,6 +284,13 @@ __device__ __forceinline__ void pack_accumulators(uint32_t (&p)[N / 4], const fl
   for (int q = 0; q < N / 4; ++q) p[q] = sm80::pack2<TOut>(alpha * d[2 * q], alpha * d[2 * q + 1]);
 }
 
+// The same for alpha = 1 (v10): the rounding alone, 64 conversions and no multiply.
+template <class TOut, int N>
+__device__ __forceinline__ void pack_accumulators(uint32_t (&p)[N / 4], const float (&d)[N / 2]) {
+#pragma unroll
+  for (int q = 0; q < N / 4; ++q) p[q] = sm80::pack2<TOut>(d[2 * q], d[2 * q + 1]);
+}
+
 template <int N>
 __device__ __forceinline__ void stage_packed_box(unsigned char* slot, const uint32_t (&p)[N / 4], int box) {
   static_assert(N % 64 == 0, "whole 64-column boxes");
