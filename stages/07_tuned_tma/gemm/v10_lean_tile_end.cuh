@@ -9,8 +9,8 @@
 // products and before the next tile's first (a consumer's next products overwrite the accumulators
 // being rounded). Each SM sub-partition runs two consumer warps, and the multiplies were 128 of
 // the 192 instructions each warp issues there.
-// Result (H200, ncu's base clock, v9 and v10 alternated in one call, 4096³ fp16 three times and 8192³
-// three times over calls s158 and s159: results/nvidia-h200/logs/ncu_stage07_gemm_v9_v10_baseclock_2026-11-28s.txt):
+// Result (H200, ncu's base clock, v9 and v10 alternated within each call, 4096³ fp16 three times (call
+// s158) and 8192³ three times (s158, s159): results/nvidia-h200/logs/ncu_stage07_gemm_v9_v10_baseclock_2026-11-28s.txt):
 // SM active cycles at 4096³ 269.1 k against v9's 270.1 k (−0.36%, every v10 run below every v9 run),
 // elapsed 287.4 k against 287.9 k (−0.2%, inside the runs' spread of ±1 k); at 8192³ active 2067.3 k
 // against 2072.3 k (−0.24%), elapsed 2186.3 k against 2196.9 k (−0.5%, the runs overlapping); bf16
