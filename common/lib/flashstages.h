@@ -282,6 +282,8 @@ FS_API int fs_gemm_tma_v8(const fs_gemm_params* params, void* stream); /* v7, C 
 FS_API int fs_gemm_tma_v9(const fs_gemm_params* params, void* stream); /* v8, C stored under the next tile */
 /* v10: v7's arguments and rules. */
 FS_API int fs_gemm_tma_v10(const fs_gemm_params* params, void* stream); /* v9, a leaner tile end */
+/* v11: v7's arguments and rules. */
+FS_API int fs_gemm_tma_v11(const fs_gemm_params* params, void* stream); /* v10, a lean k-loop */
 
 /* ---- Stage 07 attention ---------------------------------------------------------------------- */
 

@@ -89,10 +89,13 @@ struct OperandTile {
   //             LBO = one panel (the next 64 of x).
   __device__ static uint64_t descriptor(uint32_t tile, int x, int ks) {
     if constexpr (kMNMajor)
-      return sm90::matrix_descriptor_sw128(tile + x / 64 * kPanelBytes + ks * 2 * kAtomBytes, kPanelBytes, kAtomBytes);
+      return sm90::matrix_descriptor_sw128(tile + x / 64 * kPanelBytes + ks * kSliceBytes, kPanelBytes, kAtomBytes);
     else
-      return sm90::matrix_descriptor_sw128(tile + x * kRowBytes + ks * kWgmmaK * 2, 16, kAtomBytes);
+      return sm90::matrix_descriptor_sw128(tile + x * kRowBytes + ks * kSliceBytes, 16, kAtomBytes);
   }
+  // The bytes from slice ks to ks + 1 above: descriptor(tile, x, ks) is descriptor(tile, x, 0) moved on
+  // by ks·kSliceBytes (sm90::matrix_descriptor_advance), how v11 walks a tile's slices.
+  static constexpr uint32_t kSliceBytes = kMNMajor ? 2 * kAtomBytes : kWgmmaK * 2;
 };
 
 // A's tile is MN-major when A is stored K×M (trans_a); B's when B is stored K×N (not trans_b).
