@@ -17,16 +17,20 @@
 // fewer instructions around them save few cycles; but at the power limit, where v9 and cuBLAS both
 // hold the H200 at 700 W, v9 ran 1–2% below cuBLAS's clock (call s156), and issued instructions
 // cost energy.
-// Result (H200, calls s161–s165; results/nvidia-h200/logs/ncu_stage07_gemm_v10_v11_baseclock_2026-11-28y.txt):
+// Result (H200, calls s161–s168; results/nvidia-h200/logs/ncu_stage07_gemm_v10_v11_baseclock_2026-11-28y.txt):
 // the k-loop's common path is 68 instructions per warp and k-tile where v10's is about 115, every
 // descriptor and barrier address in uniform registers (SASS: ULEA.HI per descriptor, no R2UR in the
 // loop). Warp instructions at 4096³ fp16: 22.1 M against v10's 34.4 M (cuBLAS 16.9 M); at 8192³
 // 170.9 M against 269.3 M (cuBLAS 183.2 M). At ncu's base clock, v10 and v11 alternated: SM active
 // cycles at 4096³ 267.9–268.2 k in five runs against v10's 268.8–269.1 k in five (−0.34%, every v11
-// run below every v10 run; cuBLAS 266.7–267.2 k), elapsed 286.4–287.6 k against 287.0–287.7 k; at
+// run below every v10 run; cuBLAS 266.7–267.2 k), elapsed 286.4–288.3 k against 287.0–287.7 k; at
 // 8192³ active 2063.3 k and 2063.8 k against 2067.0 k and 2066.8 k (−0.17%). At the power limit
-// (executable, 15000 runs at 4096³, call s162, one run each) v11's clock was 0.986× cuBLAS's in fp16
-// and 0.993× in bf16 where v10's was 0.984× and 0.980×: too little, once, to say the energy went down.
+// (executable, 15000 runs at 4096³, three rounds in call s168, v10 and v11 alternated;
+// results/nvidia-h200/logs/stage07_gemm_v10_v11_cublas_power_clock_4096_x3_2026-11-28za.log) v11's
+// clock was 0.991–0.997× cuBLAS's in fp16 where v10's was 0.986–0.988×, 0.987–0.994× in bf16 against
+// 0.978–0.989×: the instructions cost energy, and half of v10's fp16 clock deficit goes with them.
+// Its rate against cuBLAS there: 0.987–0.990× in fp16 (v10 0.983–0.984×), 0.971–0.975× in bf16 (v10
+// 0.969–0.972×).
 // Timed against cuBLAS (two interleaved benchmark runs, s165) v11 is 1.02× and 1.01× at 4096³ fp16,
 // 0.99× and 0.97× in bf16, v10 1.02× / 1.00× and 0.96× / 1.00×: the same, inside the runs' spread.
 //
