@@ -211,7 +211,7 @@ __global__ void __cluster_dims__(kClusterM, 1, 1) __launch_bounds__(kThreads, 1)
     // So what is made from cw below (A's descriptor) is kept in uniform registers, where wgmma takes
     // its descriptors, rather than moved there before every wgmma.
     const int cw = __shfl_sync(0xffffffffu, wg, 0) - 1;
-    float acc[kBN / 2];     // (128): this warpgroup's m64n256 fp32 fragment (sm90::wgmma_m64nNk16)
+    float acc[kBN / 2];  // (128): this warpgroup's m64n256 fp32 fragment (sm90::wgmma_m64nNk16)
     // (64): the previous tile's C, alpha applied, rounded to C's type, two columns to a register
     // (gemm_tma::pack_accumulators), until its rounds have staged it; with its place in C.
     uint32_t packed[kBN / 4];
@@ -220,12 +220,12 @@ __global__ void __cluster_dims__(kClusterM, 1, 1) __launch_bounds__(kThreads, 1)
     const uint32_t smem0 = sm90::smem_address(smem);
     unsigned char* slots = smem + Cfg::kStagingOffset + cw * kCStagingBytes;  // this warpgroup's two C slots
     const bool issuer = tid % kWarpgroup == 0;  // issues this warpgroup's TMA stores and waits on them
-    // Lane 0 releases k-tile j's stage for this warp in both blocks: one of the 16 arrivals of that
-    // use on empty[j % 4] of each (this block's own through its cluster address: one code path).
-    // Its wgmma_wait_group has completed this warp's reads of the stage, so either producer may refill
-    // it (sm90::mbarrier_arrive_cluster says why the default semantics suffice and what the .cluster
-    // ones cost). Lane 0 speaks for the warp: the wait before it is warp-synchronous.
-    // The empty barriers of stage 0 in both blocks, mapped once: stage j's are 8·j bytes on in each.
+    // Lane 0 releases stage j for this warp in both blocks: one of the 16 arrivals of that use on
+    // empty[j] of each (this block's own through its cluster address: one code path). Its
+    // wgmma_wait_group has completed this warp's reads of the stage, so either producer may refill it
+    // (sm90::mbarrier_arrive_cluster says why the default semantics suffice and what the .cluster ones
+    // cost). Lane 0 speaks for the warp: the wait before it is warp-synchronous. empty[0] of both
+    // blocks is mapped once; empty[j] is 8·j bytes on in each.
     const uint32_t empty_at[kClusterM] = {sm90::mapa_shared_cluster(empty, 0), sm90::mapa_shared_cluster(empty, 1)};
     static_assert(kClusterM == 2, "empty_at's two blocks");
     auto release = [&](int j) {
