@@ -284,6 +284,8 @@ FS_API int fs_gemm_tma_v9(const fs_gemm_params* params, void* stream); /* v8, C 
 FS_API int fs_gemm_tma_v10(const fs_gemm_params* params, void* stream); /* v9, a leaner tile end */
 /* v11: v7's arguments and rules. */
 FS_API int fs_gemm_tma_v11(const fs_gemm_params* params, void* stream); /* v10, a lean k-loop */
+/* v12: v7's arguments and rules. */
+FS_API int fs_gemm_tma_v12(const fs_gemm_params* params, void* stream); /* v11, C one box per k-tile */
 
 /* ---- Stage 07 attention ---------------------------------------------------------------------- */
 

@@ -10,7 +10,7 @@
 namespace fs {
 
 extern const KernelDesc kGemmTmaV1, kGemmTmaV2, kGemmTmaV3, kGemmTmaV4, kGemmTmaV5, kGemmTmaV6, kGemmTmaV7, kGemmTmaV8,
-    kGemmTmaV9, kGemmTmaV10, kGemmTmaV11;
+    kGemmTmaV9, kGemmTmaV10, kGemmTmaV11, kGemmTmaV12;
 
 namespace gemm_tma {
 

@@ -4,7 +4,7 @@
 // and with tight ones wherever those keep TMA's 16-byte rows; fractional inputs within the fp32
 // tolerance; more tiles than SMs, so that a persistent version's blocks loop over several tiles each;
 // every M from 1 to 129 and an odd number of tile-rows (a clustered version's second block past M);
-// 16-bit C in 16-byte rows, the C v7–v11 write with TMA stores, at all of those sizes; alpha
+// 16-bit C in 16-byte rows, the C v7–v12 write with TMA stores, at all of those sizes; alpha
 // and beta (a NaN-poisoned C with beta = 0 must not leak through); and every status code a launcher
 // can return, with C left untouched: TMA's alignment refused by name, the device check and the
 // clustered grid decided on made-up GPUs (CPU). The int8 version (v6) the same way in its one
@@ -33,7 +33,7 @@ namespace {
 
 const std::vector<const KernelDesc*> kAll = find_kernels("stage07/gemm");
 
-// The versions that take `ab` as inputs: v1–v5, v7–v11 fp16 and bf16, v6 int8.
+// The versions that take `ab` as inputs: v1–v5, v7–v12 fp16 and bf16, v6 int8.
 std::vector<const KernelDesc*> taking(DType ab) {
   std::vector<const KernelDesc*> out;
   for (const KernelDesc* k : kAll)
@@ -173,6 +173,7 @@ FS_CPU_TEST_CASE("stage07 gemm validation refuses what TMA cannot read by name b
   CHECK(fs_gemm_tma_v9(nullptr, nullptr) == FS_ERR_NULL_POINTER);
   CHECK(fs_gemm_tma_v10(nullptr, nullptr) == FS_ERR_NULL_POINTER);
   CHECK(fs_gemm_tma_v11(nullptr, nullptr) == FS_ERR_NULL_POINTER);
+  CHECK(fs_gemm_tma_v12(nullptr, nullptr) == FS_ERR_NULL_POINTER);
 }
 
 FS_CPU_TEST_CASE("stage07 gemm int8 takes A stored MxK and B stored NxK alone in 16-byte rows and refuses the rest by name") {
@@ -313,18 +314,19 @@ FS_GPU_TEST_CASE("stage07 gemm is exact at every M from 1 to 129 and with an odd
 
 FS_GPU_TEST_CASE("stage07 gemm is exact with 16-bit C in 16-byte rows at every size: across tiles and past M") {
   FS_SKIP_WITHOUT_GPU();
-  // The C a TMA store can write: fp16 or bf16, beta = 0, base and rows 16-byte multiples. v7–v11
+  // The C a TMA store can write: fp16 or bf16, beta = 0, base and rows 16-byte multiples. v7–v12
   // write it through shared memory and TMA stores clipped at M and N where N is a multiple of 8 (the
-  // other versions, and v7–v11 elsewhere, from registers: a ragged N's padding must stay untouched too).
-  // alpha = −2 in two transposes, applied before the one rounding, and 1 in the other two (v10 and v11
+  // other versions, and v7–v12 elsewhere, from registers: a ragged N's padding must stay untouched too).
+  // alpha = −2 in two transposes, applied before the one rounding, and 1 in the other two (v10 to v12
   // round without multiplying then); C's NaN padding must stay untouched. The sizes of
   // check_sizes, with C padded to 16 elements and tight where N is a multiple of 8; M from 1 to 257
   // around the tile's 64-row warpgroup halves, the 128-row block and the 256-row cluster tile (N = 300:
   // a 256-wide tile and a tail); then more tiles than SMs (3000 × 5000) and an odd number of tile-rows
   // (2900 × 5000: the last cluster-row's second blocks store nothing), with K = 300 (5 k-tiles), 40 (one:
-  // v9–v11 store a tile's C during the next tile's first two k-tiles, so one k-tile leaves a round
-  // for the tile's end) and 100 (two, the second a tail). Under the sanitizer the small sizes in one
-  // transpose each and the large ones untransposed.
+  // v9–v11 store a tile's C during the next tile's first two k-tiles and v12 during its first four, so
+  // one k-tile leaves rounds for the tile's end) and 100 (two, the second a tail; v12 leaves two rounds
+  // for the tile's end). Under the sanitizer the small sizes in one transpose each and the large ones
+  // untransposed.
   uint64_t seed = 79000;
   const bool sanitizer = testing::sanitizer_sizes();
   std::vector<Mnk> sizes = odd_sizes();

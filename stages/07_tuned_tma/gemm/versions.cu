@@ -7,7 +7,7 @@ namespace fs {
 KernelList stage07_gemm_kernels() {
   static const KernelDesc* const versions[] = {&kGemmTmaV1, &kGemmTmaV2, &kGemmTmaV3, &kGemmTmaV4,
                                                &kGemmTmaV5, &kGemmTmaV6, &kGemmTmaV7, &kGemmTmaV8,
-                                               &kGemmTmaV9, &kGemmTmaV10, &kGemmTmaV11};
+                                               &kGemmTmaV9, &kGemmTmaV10, &kGemmTmaV11, &kGemmTmaV12};
   return kernel_list(versions);
 }
 
