@@ -17,7 +17,7 @@
 // measurement bears the guess out; no counter was read that shows the contention itself.
 // Result (H200, call s183; results/nvidia-h200/logs/ncu_bursts_stage07_gemm_v12_2026-11-28zm.txt): at the
 // same clock (Nsight Compute leaving the clocks alone, M = N = 4096, K = 1024 and 4096) the fixed part is
-// 19.0 k cycles against v11's 22.0 k and cuBLAS's 18.5 k, the cost per 1024 of K 66.9 k in all three;
+// 19.0 k cycles against v11's 22.0 k and cuBLAS's 18.5 k, the cost per 1024 of K 66.9–67.1 k in all three;
 // at 4096³ 286.7 k elapsed cycles against v11's 290.3 k and cuBLAS's 286.1 k. Timed inside bursts of
 // back-to-back GEMMs, 4096³: 0.998× cuBLAS in fp16 and 1.000× in bf16 (v11 0.990×, 0.992×). In one
 // interleaved benchmark run: 0.988× and 0.984× at 4096³ (v11 0.969×, 0.958×), 1.013× and 1.043× at
