@@ -942,21 +942,39 @@ def _square_size(name: BenchName) -> int | None:
     return m if m == n == k else None
 
 
+def gemm_lines(runs: list[Run]) -> tuple[dict[str, dict[int, float]], dict[str, str]]:
+    """One dtype's square GEMM runs as lines: label → {M = N = K: TFLOPS}, and label → series. A peer that
+    several files timed (cuBLAS, in both GEMM stages' runs) gets one line per file, labelled with it:
+    one line through two runs' points would set each stage beside the other run's peer."""
+    files: dict[str, set[str]] = {}
+    for r in runs:
+        files.setdefault(r.name.series, set()).add(r.source)
+    lines: dict[str, dict[int, float]] = {}
+    series_of: dict[str, str] = {}
+    for r in runs:
+        label = r.name.series
+        if len(files[label]) > 1:
+            label = f"{label} ({r.source.removesuffix('.json')})"
+        series_of[label] = r.name.series
+        lines.setdefault(label, {})[_square_size(r.name)] = r.tflops
+    return lines, series_of
+
+
 def draw_gemm(results: Results, out_dir: Path, colors: dict[str, str]) -> list[Path]:
-    """gemm_<dtype>.png: TFLOPS vs M = N = K, one line per series."""
+    """gemm_<dtype>.png: TFLOPS vs M = N = K, one line per series (per series and file: gemm_lines)."""
     written = []
-    runs = [r for r in results.of_kind("gemm") if r.tflops is not None and _square_size(r.name)]
+    runs = [r for r in results.of_kind("gemm") + [s for s in results.shadowed if s.name.kind == "gemm"]
+            if r.tflops is not None and _square_size(r.name)]
     for dtype in sorted({r.name.dtype for r in runs}, key=dtype_order):
         chosen = [r for r in runs if r.name.dtype == dtype]
         fig, ax = _new_figure()
-        lines: dict[str, dict[int, float]] = {}
-        for r in chosen:
-            lines.setdefault(r.name.series, {})[_square_size(r.name)] = r.tflops
+        lines, series_of = gemm_lines(chosen)
         order = sorted(lines, key=series_order)
         shown = figure_colors(order, colors)
-        for series in order:
-            sizes = sorted(lines[series])
-            ax.plot(sizes, [lines[series][s] for s in sizes], label=series, **_style(series, shown))
+        for label in order:
+            sizes = sorted(lines[label])
+            style = _style(series_of[label], {series_of[label]: shown[label]})
+            ax.plot(sizes, [lines[label][s] for s in sizes], label=label, **style)
         _log2_axis(ax, sorted({_square_size(r.name) for r in chosen}), "M = N = K")
         ax.set_ylabel("TOPS" if dtype == "int8" else "TFLOPS")
         ax.set_ylim(bottom=0)

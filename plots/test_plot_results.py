@@ -280,6 +280,21 @@ class SameRunPeersTest(unittest.TestCase):
         with self.assertRaisesRegex(pr.MarkerError, "no file 'stage08.json'"):
             pr.render_value("[cublas/fp16/M:4096/N:4096/K:4096@stage08.json] | .0f", results)
 
+    def test_figures_draw_a_peer_once_per_run(self):
+        with tempfile.TemporaryDirectory() as tmp, contextlib.redirect_stderr(io.StringIO()):
+            results = pr.load_results(self.folder(tmp))
+        runs = [r for r in results.runs + results.shadowed if r.name.kind == "gemm"]
+        lines, series_of = pr.gemm_lines(runs)
+        self.assertEqual(lines["cublas (stage06)"], {4096: 650.0})
+        self.assertEqual(lines["cublas (stage07_gemm)"], {4096: 680.0, 8192: 640.0})
+        self.assertEqual(lines["stage07/gemm/v1"], {4096: 500.0})  # a series one file timed keeps its name
+        self.assertNotIn("cublas", lines)
+        self.assertEqual(series_of["cublas (stage06)"], "cublas")
+        if HAVE_MATPLOTLIB:
+            with tempfile.TemporaryDirectory() as tmp:
+                names = {p.name for p in pr.draw_gemm(results, Path(tmp), {})}
+            self.assertEqual(names, {"gemm_fp16.png"})
+
 
 class SdpaBenchShapesTest(unittest.TestCase):
     """plots/sdpa_bench.py's names and FLOP counts, without PyTorch."""

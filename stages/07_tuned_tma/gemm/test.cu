@@ -324,9 +324,9 @@ FS_GPU_TEST_CASE("stage07 gemm is exact with 16-bit C in 16-byte rows at every s
   // a 256-wide tile and a tail); then more tiles than SMs (3000 × 5000) and an odd number of tile-rows
   // (2900 × 5000: the last cluster-row's second blocks store nothing), with K = 300 (5 k-tiles), 40 (one:
   // v9–v11 store a tile's C during the next tile's first two k-tiles and v12 during its first four, so
-  // one k-tile leaves rounds for the tile's end) and 100 (two, the second a tail; v12 leaves two rounds
-  // for the tile's end). Under the sanitizer the small sizes in one transpose each and the large ones
-  // untransposed.
+  // one k-tile leaves rounds for the tile's end), 100 (two, the second a tail; v12 leaves two rounds for
+  // the tile's end) and 150 (three, the third a tail; v12 leaves one). Under the sanitizer the small
+  // sizes in one transpose each and the large ones untransposed.
   uint64_t seed = 79000;
   const bool sanitizer = testing::sanitizer_sizes();
   std::vector<Mnk> sizes = odd_sizes();
@@ -344,7 +344,8 @@ FS_GPU_TEST_CASE("stage07 gemm is exact with 16-bit C in 16-byte rows at every s
           check_gemm(*k, padded_c16(g), ++seed, rows);
           if (mnk.n % 8 == 0 && tight_is_aligned(g.shape)) check_gemm(*k, g, ++seed, rows);
         }
-      for (const Mnk& mnk : {Mnk{3000, 5000, 300}, Mnk{2900, 5000, 300}, Mnk{3000, 5000, 40}, Mnk{2900, 5000, 100}})
+      for (const Mnk& mnk : {Mnk{3000, 5000, 300}, Mnk{2900, 5000, 300}, Mnk{3000, 5000, 40}, Mnk{2900, 5000, 100},
+                             Mnk{3000, 5000, 150}})
         for (int t = 0; t < (sanitizer ? 1 : 4); ++t) {
           GemmCase g = padded_c16(sized(integer_case(ab, ab), mnk, t));
           g.shape.alpha = t % 2 ? 1.0f : -2.0f;
