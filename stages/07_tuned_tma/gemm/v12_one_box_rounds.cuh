@@ -24,7 +24,7 @@
 // 8192³ (v11 1.009×, 1.050×); over ten more runs (calls s184, s186) the median is 1.005× and 1.006× at
 // 4096³ (single runs 0.965–1.071×), 1.015× and 1.030× at 8192³. At the 700 W cap over 15000 runs
 // (call s185) 0.990–0.993× and 0.983–0.986× at 4096³ (v11 0.982–0.990×, 0.974–0.978×) at v11's clock:
-// it still spends 1.0–2.4% more energy per GEMM than cuBLAS there.
+// it still spends 1.4–1.5% more energy per GEMM than cuBLAS there (median of nine rounds, calls s185–s188).
 //
 // The protocol, the block, registers, shared memory, tails and the C that does not leave by TMA: v9's
 // (v9_epilogue_overlap.cuh); the tile's end: v10's; the k-loop: v11's.
