@@ -218,6 +218,10 @@ class Results:
     def of_kind(self, kind: str) -> list[Run]:
         return [r for r in self.runs if r.name.kind == kind]
 
+    def of_kind_every_file(self, kind: str) -> list[Run]:
+        """of_kind with the re-measurements by later files too (label_by_file tells them apart)."""
+        return [r for r in self.runs + self.shadowed if r.name.kind == kind]
+
     def find(self, name: BenchName, source: str | None = None) -> Run | None:
         """The run of that name: from the file SOURCE when given, else the first read."""
         for r in self.runs if source is None else self.runs + self.shadowed:
@@ -942,19 +946,23 @@ def _square_size(name: BenchName) -> int | None:
     return m if m == n == k else None
 
 
-def gemm_lines(runs: list[Run]) -> tuple[dict[str, dict[int, float]], dict[str, str]]:
-    """One dtype's square GEMM runs as lines: label → {M = N = K: TFLOPS}, and label → series. A peer that
-    several files timed (cuBLAS, in both GEMM stages' runs) gets one line per file, labelled with it:
-    one line through two runs' points would set each stage beside the other run's peer."""
+def label_by_file(runs: list[Run]) -> list[str]:
+    """Each run's series, or, for a series several of these files timed (cuBLAS, in both GEMM stages'
+    runs), the series with its file: "cublas (stage06)". One line or table row through two runs'
+    points would set each stage beside the other run's peer."""
     files: dict[str, set[str]] = {}
     for r in runs:
         files.setdefault(r.name.series, set()).add(r.source)
+    return [r.name.series if len(files[r.name.series]) == 1 else f"{r.name.series} ({r.source.removesuffix('.json')})"
+            for r in runs]
+
+
+def gemm_lines(runs: list[Run]) -> tuple[dict[str, dict[int, float]], dict[str, str]]:
+    """One dtype's square GEMM runs as lines (label_by_file): label → {M = N = K: TFLOPS}, and label →
+    series."""
     lines: dict[str, dict[int, float]] = {}
     series_of: dict[str, str] = {}
-    for r in runs:
-        label = r.name.series
-        if len(files[label]) > 1:
-            label = f"{label} ({r.source.removesuffix('.json')})"
+    for r, label in zip(runs, label_by_file(runs)):
         series_of[label] = r.name.series
         lines.setdefault(label, {})[_square_size(r.name)] = r.tflops
     return lines, series_of
@@ -963,8 +971,7 @@ def gemm_lines(runs: list[Run]) -> tuple[dict[str, dict[int, float]], dict[str, 
 def draw_gemm(results: Results, out_dir: Path, colors: dict[str, str]) -> list[Path]:
     """gemm_<dtype>.png: TFLOPS vs M = N = K, one line per series (per series and file: gemm_lines)."""
     written = []
-    runs = [r for r in results.of_kind("gemm") + [s for s in results.shadowed if s.name.kind == "gemm"]
-            if r.tflops is not None and _square_size(r.name)]
+    runs = [r for r in results.of_kind_every_file("gemm") if r.tflops is not None and _square_size(r.name)]
     for dtype in sorted({r.name.dtype for r in runs}, key=dtype_order):
         chosen = [r for r in runs if r.name.dtype == dtype]
         fig, ax = _new_figure()
@@ -1375,8 +1382,10 @@ def _is_power_of_two(x: int) -> bool:
 
 
 def gemm_tables(results: Results, prefix: tuple[str, ...] | None) -> tuple[list[str], list[Run]]:
-    """Per dtype: square power-of-two sizes as columns; every other shape in a second table."""
-    runs = [r for r in results.of_kind("gemm") if r.tflops is not None]
+    """Per dtype: square power-of-two sizes as columns; every other shape in a second table. Without a
+    prefix, a peer several files timed gets a row per file (label_by_file)."""
+    every = results.of_kind("gemm") if prefix is not None else results.of_kind_every_file("gemm")
+    runs = [r for r in every if r.tflops is not None]
     out: list[str] = []
     used: list[Run] = []
     for dtype in sorted({r.name.dtype for r in runs}, key=dtype_order):
@@ -1389,19 +1398,20 @@ def gemm_tables(results: Results, prefix: tuple[str, ...] | None) -> tuple[list[
             chosen = with_own_peers(results, [r for r in chosen if r.name.series.startswith(prefix)
                                               or (is_peer(r.name.series) and r.name.params in own)], prefix)
         used += chosen
-        series_list = sorted({r.name.series for r in chosen}, key=series_order)
+        label = dict(zip(map(id, chosen), label_by_file(chosen)))
+        series_list = sorted(set(label.values()), key=series_order)
         square = [r for r in chosen if _square_size(r.name) and _is_power_of_two(_square_size(r.name))]
         other = [r for r in chosen if r not in square]
         if square:
             sizes = sorted({_square_size(r.name) for r in square})
-            cell = {(r.name.series, _square_size(r.name)): r.tflops for r in square}
+            cell = {(label[id(r)], _square_size(r.name)): r.tflops for r in square}
             rows = [(s, [format_number(cell.get((s, n))) for n in sizes])
                     for s in series_list if any((s, n) in cell for n in sizes)]
             out += [f"**{dtype}, square M = N = K** — TFLOPS", ""]
             out += markdown_table("series \\ M=N=K", [str(n) for n in sizes], rows) + [""]
         if other:
             shapes = sorted({(r.name.get("M"), r.name.get("N"), r.name.get("K")) for r in other})
-            cell = {(r.name.series, (r.name.get("M"), r.name.get("N"), r.name.get("K"))): r.tflops for r in other}
+            cell = {(label[id(r)], (r.name.get("M"), r.name.get("N"), r.name.get("K"))): r.tflops for r in other}
             rows = [(s, [format_number(cell.get((s, shape))) for shape in shapes])
                     for s in series_list if any((s, shape) in cell for shape in shapes)]
             out += [f"**{dtype}, other shapes (M×N×K)** — TFLOPS", ""]

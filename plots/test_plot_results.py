@@ -283,8 +283,7 @@ class SameRunPeersTest(unittest.TestCase):
     def test_figures_draw_a_peer_once_per_run(self):
         with tempfile.TemporaryDirectory() as tmp, contextlib.redirect_stderr(io.StringIO()):
             results = pr.load_results(self.folder(tmp))
-        runs = [r for r in results.runs + results.shadowed if r.name.kind == "gemm"]
-        lines, series_of = pr.gemm_lines(runs)
+        lines, series_of = pr.gemm_lines(results.of_kind_every_file("gemm"))
         self.assertEqual(lines["cublas (stage06)"], {4096: 650.0})
         self.assertEqual(lines["cublas (stage07_gemm)"], {4096: 680.0, 8192: 640.0})
         self.assertEqual(lines["stage07/gemm/v1"], {4096: 500.0})  # a series one file timed keeps its name
@@ -294,6 +293,14 @@ class SameRunPeersTest(unittest.TestCase):
             with tempfile.TemporaryDirectory() as tmp:
                 names = {p.name for p in pr.draw_gemm(results, Path(tmp), {})}
             self.assertEqual(names, {"gemm_fp16.png"})
+
+    def test_the_table_of_every_stage_gives_a_peer_a_row_per_run(self):
+        with tempfile.TemporaryDirectory() as tmp, contextlib.redirect_stderr(io.StringIO()):
+            results = pr.load_results(self.folder(tmp))
+        table = pr.render_block("gemm", results)
+        self.assertIn("| cublas (stage06) | 650 | — |", table)
+        self.assertIn("| cublas (stage07_gemm) | 680 | 640 |", table)
+        self.assertNotIn("| cublas |", table)
 
 
 class SdpaBenchShapesTest(unittest.TestCase):
