@@ -24,7 +24,7 @@
 // 8192³ (v11 1.009×, 1.050×); over ten more runs (calls s184, s186) the median is 1.005× and 1.006× at
 // 4096³ (single runs 0.965–1.071×), 1.015× and 1.030× at 8192³. At the 700 W cap, launches queued ahead
 // and the order balanced (cuBLAS, v12, v12, cuBLAS; calls s191, s192): 0.998–1.007× in fp16 and
-// 0.997–1.005× in bf16 at 4096³ (v11 0.996–0.999×, 0.993–0.995×), 1.023–1.029× at 8192³; and the same
+// 0.997–1.006× in bf16 at 4096³ (v11 0.996–0.999×, 0.993–0.995×), 1.023–1.029× at 8192³; and the same
 // energy per GEMM as cuBLAS (within 0.5%, call s190). The 1.4–1.5% more energy measured in calls
 // s185–s188 was the order of the windows there (cuBLAS always first), not v12.
 //
