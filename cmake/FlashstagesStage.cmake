@@ -1,7 +1,16 @@
 # How a stage joins the build.
 #
-# flashstages_add_stage(<prefix> KERNELS <cu files> [ARCHS <CUDA architectures>] [MAIN main.cu]
+# flashstages_add_stage(<prefix> ENTRY <C name> PROBLEM <ATTENTION|ATTENTION_BWD|GEMM> VERSIONS v1 v2 …
+#                       [SOURCES <more .cu files>] [ARCHS <CUDA architectures>] [MAIN main.cu]
 #                       [TEST test.cu] [BENCH bench.cu] [EXE name] [TOOLS <libraries>])
+#
+# A stage's folder holds one translation unit per version, vN.cu (its launch, descriptor and C entry,
+# which includes the version's kernel, vN_<technique>.cuh), and versions.cu, its registry. Those are
+# the stage's kernels, with SOURCES where the stage has more host code; VERSIONS lists the versions in
+# order, so adding one is a word here. The C entry of version vN is <ENTRY>_vN, taking the PROBLEM's
+# params struct (fs_attention_params, fs_attention_bwd_params, fs_gemm_params): CMake declares every
+# stage's entries in the generated public header flashstages_entries.h, which flashstages.h includes,
+# so a new version needs no edit outside its stage.
 #
 # The stage's kernels and launchers are an object library, <prefix>_kernels, compiled for the stage's
 # own CUDA architectures (ARCHS, default CMAKE_CUDA_ARCHITECTURES; stage 07 gives 90a) and linked into
@@ -16,7 +25,7 @@
 # e.g. flashstages_cublas). A stage of two rungs (stage 07: gemm/, attention/) adds each as its own
 # prefix (stage07_gemm), whose executable is then the prefix alone.
 # Stage sources include each other's headers only by stage-qualified paths
-# ("stages/04_flash_fwd/flash_fwd.h"): no stage folder is on any include path.
+# ("stages/04_flash_fwd/versions.h"): no stage folder is on any include path.
 
 # Compute capabilities a GPU can have, for expanding an architecture into the GPUs its code runs on.
 set(FLASHSTAGES_KNOWN_CCS 80 86 87 89 90 100 103 110 120 121)
@@ -60,13 +69,34 @@ function(flashstages_kernel_options target)
 endfunction()
 
 function(flashstages_add_stage prefix)
-  cmake_parse_arguments(ARG "" "MAIN;TEST;BENCH;EXE" "KERNELS;ARCHS;TOOLS" ${ARGN})
+  cmake_parse_arguments(ARG "" "MAIN;TEST;BENCH;EXE;ENTRY;PROBLEM" "VERSIONS;SOURCES;ARCHS;TOOLS" ${ARGN})
+  if(NOT ARG_ENTRY OR NOT ARG_VERSIONS)
+    message(FATAL_ERROR "flashstages_add_stage(${prefix}): name its C entry (ENTRY fs_flash_fwd) and its VERSIONS")
+  endif()
+  if(NOT ARG_PROBLEM MATCHES "^(ATTENTION|ATTENTION_BWD|GEMM)$")
+    message(FATAL_ERROR "flashstages_add_stage(${prefix}): PROBLEM is ATTENTION, ATTENTION_BWD or GEMM, not '${ARG_PROBLEM}'")
+  endif()
+  # TRANSITION (issue 50): versions.cu and vN.cu join where they exist yet; strict once every stage has them.
+  set(kernels ${ARG_SOURCES})
+  if(EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/versions.cu)
+    list(APPEND kernels versions.cu)
+  endif()
+  foreach(version IN LISTS ARG_VERSIONS)
+    if(NOT version MATCHES "^v[0-9]+$")
+      message(FATAL_ERROR "flashstages_add_stage(${prefix}): a version is v<number>, not '${version}'")
+    endif()
+    if(EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/${version}.cu)
+      list(APPEND kernels ${version}.cu)
+    endif()
+  endforeach()
+  string(REPLACE ";" "," versions "${ARG_VERSIONS}")  # one item of the global list per stage
+  set_property(GLOBAL APPEND PROPERTY FLASHSTAGES_ENTRIES "${prefix}|${ARG_ENTRY}|${ARG_PROBLEM}|${versions}")
   if(NOT ARG_ARCHS)
     set(ARG_ARCHS ${CMAKE_CUDA_ARCHITECTURES})
   endif()
   flashstages_runs_on(ccs "${ARG_ARCHS}")
 
-  add_library(${prefix}_kernels OBJECT ${ARG_KERNELS})
+  add_library(${prefix}_kernels OBJECT ${kernels})
   set_target_properties(${prefix}_kernels PROPERTIES CUDA_ARCHITECTURES "${ARG_ARCHS}")
   target_compile_definitions(${prefix}_kernels PRIVATE "FS_STAGE_ARCHS=\"${ccs}\"")
   target_link_libraries(${prefix}_kernels PRIVATE flashstages_headers)
@@ -98,7 +128,8 @@ function(flashstages_add_stage prefix)
 endfunction()
 
 # The registry's table (common/lib/kernel.cpp reads it): one KernelList per stage, in the order the
-# stages were added. Each stage defines <prefix>_kernels() beside its descriptors.
+# stages were added. Each stage defines <prefix>_kernels() in its versions.cu. And the public header
+# of every stage's C entries, flashstages_entries.h (flashstages.h includes it; installed beside it).
 function(flashstages_write_kernel_table)
   get_property(stages GLOBAL PROPERTY FLASHSTAGES_STAGES)
   set(decls "")
@@ -123,4 +154,39 @@ extern const int kStageCount = ${count};
 }  // namespace fs
 ")
   target_sources(flashstages PRIVATE ${file})
+
+  set(params_ATTENTION fs_attention_params)
+  set(params_ATTENTION_BWD fs_attention_bwd_params)
+  set(params_GEMM fs_gemm_params)
+  get_property(entries GLOBAL PROPERTY FLASHSTAGES_ENTRIES)
+  set(lines "")
+  foreach(entry IN LISTS entries)
+    string(REPLACE "|" ";" fields "${entry}")
+    list(GET fields 0 stage)
+    list(GET fields 1 name)
+    list(GET fields 2 problem)
+    list(GET fields 3 versions)
+    string(REPLACE "," ";" versions "${versions}")
+    string(APPEND lines "\n/* ${stage} */\n")
+    foreach(version IN LISTS versions)
+      string(APPEND lines "FS_API int ${name}_${version}(const ${params_${problem}}* params, void* stream);\n")
+    endforeach()
+  endforeach()
+  file(CONFIGURE OUTPUT ${FLASHSTAGES_ENTRIES_HEADER} CONTENT
+"/* Written by CMake (cmake/FlashstagesStage.cmake) from each stage's list of versions: the C entry of every
+ * version of every stage, all with the same arguments as their stage's first. flashstages.h includes this
+ * file; fs_kernel_count / fs_kernel_at describe each entry (what it takes, the GPUs it runs on). */
+#ifndef FLASHSTAGES_ENTRIES_H
+#define FLASHSTAGES_ENTRIES_H
+
+#ifdef __cplusplus
+extern \"C\" {
+#endif
+${lines}
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* FLASHSTAGES_ENTRIES_H */
+")
 endfunction()

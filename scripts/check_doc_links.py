@@ -24,7 +24,8 @@ WORDS = re.compile(r"^(here|this|there|it|the [a-z ]+|v\d+)$")
 def documents():
     yield ROOT / "README.md"
     yield from sorted((ROOT / "docs").glob("*.md"))
-    yield from sorted((ROOT / "stages").glob("*/README.md"))
+    yield from sorted((ROOT / "stages").glob("**/README.md"))
+    yield from sorted((ROOT / "stages").glob("**/NOTES.md"))
     yield from sorted((ROOT / "plots").glob("README.md"))
     yield from sorted((ROOT / "results").glob("*/README.md"))
 

@@ -166,19 +166,14 @@ FS_API int fs_kernel_check_device(const fs_kernel_info* kernel, int device);
 
 /* ---- Attention -------------------------------------------------------------------------------- */
 
-/* Attention launchers, one per stage version. `stream` is a cudaStream_t (null: the default stream).
- * They return once the work is queued; errors in queued work surface at the next synchronization. */
-FS_API int fs_naive_v1(const fs_attention_params* params, void* stream);
-FS_API int fs_tiled_v1(const fs_attention_params* params, void* stream);
-FS_API int fs_online_softmax_v1(const fs_attention_params* params, void* stream);
-
-/* Stage 04: tensor-core FlashAttention forward. */
-FS_API int fs_flash_fwd_v1(const fs_attention_params* params, void* stream);
-FS_API int fs_flash_fwd_v2(const fs_attention_params* params, void* stream);
-FS_API int fs_flash_fwd_v3(const fs_attention_params* params, void* stream);
-FS_API int fs_flash_fwd_v4(const fs_attention_params* params, void* stream);
-FS_API int fs_flash_fwd_v5(const fs_attention_params* params, void* stream);
-FS_API int fs_flash_fwd_v6(const fs_attention_params* params, void* stream);
+/* The C entries are declared in flashstages_entries.h (included at the end of this file), which CMake
+ * writes from each stage's list of versions: <name>_vN for version N of a stage, all of a stage's entries
+ * with the same arguments. `stream` is a cudaStream_t (null: the default stream). They return once the
+ * work is queued; errors in queued work surface at the next synchronization. fs_kernel_at describes each
+ * (the dtypes, head_dims and GPUs it takes).
+ *
+ * Forward attention, fs_attention_params: stages 01-03 fs_naive_v1, fs_tiled_v1, fs_online_softmax_v1;
+ * stage 04 (tensor-core FlashAttention forward) fs_flash_fwd_vN. */
 
 /* Checks a variable-length layout on the host, once, outside the launch path: copies seq_lens or
  * cu_seqlens_q/k to the host, synchronizes `stream`, and returns FS_ERR_INVALID_SEQLENS (values that
@@ -210,106 +205,53 @@ typedef struct fs_attention_bwd_params {
   int32_t deterministic;
 } fs_attention_bwd_params;
 
-/* Stage 05: FlashAttention backward, one entry per version, all with the same arguments. */
-FS_API int fs_flash_bwd_v0(const fs_attention_bwd_params* params, void* stream);
-FS_API int fs_flash_bwd_v1(const fs_attention_bwd_params* params, void* stream);
-FS_API int fs_flash_bwd_v2(const fs_attention_bwd_params* params, void* stream);
-FS_API int fs_flash_bwd_v3(const fs_attention_bwd_params* params, void* stream);
-FS_API int fs_flash_bwd_v4(const fs_attention_bwd_params* params, void* stream);
-FS_API int fs_flash_bwd_v5(const fs_attention_bwd_params* params, void* stream);
-FS_API int fs_flash_bwd_v6(const fs_attention_bwd_params* params, void* stream);
-FS_API int fs_flash_bwd_v7(const fs_attention_bwd_params* params, void* stream);
-FS_API int fs_flash_bwd_v8(const fs_attention_bwd_params* params, void* stream);
-FS_API int fs_flash_bwd_v9(const fs_attention_bwd_params* params, void* stream);
-FS_API int fs_flash_bwd_v10(const fs_attention_bwd_params* params, void* stream);
+/* Stage 05 (FlashAttention backward): fs_flash_bwd_vN, one entry per version, all taking
+ * fs_attention_bwd_params. */
 
 /* ---- GEMM ------------------------------------------------------------------------------------- */
 
-/* Stage 06: GEMM. One entry per version, all with the same arguments (fs_gemm_params above).
- * v1-v5: SIMT, ab_dtype FS_FP32, c_dtype FS_FP32. v6, v7: WMMA, ab_dtype FS_FP16, c_dtype FS_FP32 or
- * FS_FP16. v8: WMMA, ab_dtype FS_INT8, c_dtype FS_INT32 (alpha·acc + beta·C rounded to nearest).
- * v9: mma.sync, ab_dtype FS_FP16 or FS_BF16, c_dtype FS_FP32, FS_FP16 or FS_BF16. v10: mma.sync,
- * ab_dtype FS_INT8, c_dtype FS_INT32 (as v8). v11: v9's types, with v9's tile configuration or another
- * picked by timing at the first call for each (GPU, types, transposes, M, N, K). v12, v13: v9's and v10's
- * types; blocks whose tile lies inside M and N, with K a multiple of the k-tile, copy without bounds
- * checks where A and B have 16-byte rows (16-byte aligned bases, lda and ldb times the element size
- * multiples of 16); the other blocks run v9's and v10's loop, and narrower rows v9 and v10 themselves.
- * v14: v12's types and rules, and its blocks at M's and N's edges and with K's tail copy without checks
- * too where the sizes keep 16-byte copies (stages/06_tensorcore_gemm/v14_shifted_edges.cuh).
- * v15: v13's types, with v14's rules at 16- and 8-byte rows; narrower rows run v10
- * (stages/06_tensorcore_gemm/v15_shifted_edges_int8.cuh). v16: v15's types; with A untransposed and B
- * transposed, rows that are not 16-byte aligned are first repacked into a workspace of (M + N)·K' bytes
- * (K' = K rounded up to 64; FS_ERR_OUT_OF_MEMORY when the device's memory pool cannot supply it), then
- * v15 runs on the copies; otherwise v16 is v15.
- * Pointers need only their element alignment; any M, N, K >= 1. */
-FS_API int fs_gemm_v1(const fs_gemm_params* params, void* stream); /* shared-memory tiling */
-FS_API int fs_gemm_v2(const fs_gemm_params* params, void* stream); /* 2D register blocking */
-FS_API int fs_gemm_v3(const fs_gemm_params* params, void* stream); /* 128-bit loads */
-FS_API int fs_gemm_v4(const fs_gemm_params* params, void* stream); /* warp tiling */
-FS_API int fs_gemm_v5(const fs_gemm_params* params, void* stream); /* double buffering */
-FS_API int fs_gemm_v6(const fs_gemm_params* params, void* stream); /* WMMA fp16 */
-FS_API int fs_gemm_v7(const fs_gemm_params* params, void* stream); /* WMMA fp16, cp.async pipeline */
-FS_API int fs_gemm_v8(const fs_gemm_params* params, void* stream); /* WMMA int8 -> int32 */
-FS_API int fs_gemm_v9(const fs_gemm_params* params, void* stream); /* mma.sync fp16/bf16, ldmatrix, swizzle */
-FS_API int fs_gemm_v10(const fs_gemm_params* params, void* stream); /* mma.sync int8 -> int32 */
-FS_API int fs_gemm_v11(const fs_gemm_params* params, void* stream); /* v9, tile configuration tuned */
-FS_API int fs_gemm_v12(const fs_gemm_params* params, void* stream); /* v9, whole k-tiles unchecked */
-FS_API int fs_gemm_v13(const fs_gemm_params* params, void* stream); /* v10, whole k-tiles unchecked */
-FS_API int fs_gemm_v14(const fs_gemm_params* params, void* stream); /* v12, edge tiles moved inside */
-FS_API int fs_gemm_v15(const fs_gemm_params* params, void* stream); /* v13, the same, 8-byte rows too */
-FS_API int fs_gemm_v16(const fs_gemm_params* params, void* stream); /* v15 on rows repacked to 16 bytes */
-
-/* Stage 07 gemm: Hopper only (sm_90a; FS_ERR_UNSUPPORTED_DEVICE on any other GPU), the same arguments.
- * v1-v5: ab_dtype FS_FP16 or FS_BF16, c_dtype FS_FP32, FS_FP16 or FS_BF16, every transpose (v6: see
- * below); any M, N, K >= 1. A and B are read by TMA: their bases 16-byte aligned (else FS_ERR_MISALIGNED_POINTER)
- * and lda, ldb times the element size multiples of 16 bytes (else FS_ERR_INVALID_LEADING_DIM); C
- * needs only its element alignment. */
-FS_API int fs_gemm_tma_v1(const fs_gemm_params* params, void* stream); /* TMA + wgmma, one warpgroup */
-FS_API int fs_gemm_tma_v2(const fs_gemm_params* params, void* stream); /* 4 stages, 128x256, two warpgroups */
-FS_API int fs_gemm_tma_v3(const fs_gemm_params* params, void* stream); /* v2, warp-specialized producer/consumers */
-FS_API int fs_gemm_tma_v4(const fs_gemm_params* params, void* stream); /* v3, persistent, grouped tile order */
-FS_API int fs_gemm_tma_v5(const fs_gemm_params* params, void* stream); /* v4 in clusters of 2 along M, B multicast */
-/* v6: v4 on int8, ab_dtype FS_INT8, c_dtype FS_INT32 (alpha·acc + beta·C rounded to nearest, as stage 06
- * v8 and v10); A stored M×K and B stored N×K alone (trans_a = 0, trans_b = 1: integer wgmma reads both
- * operands k-contiguous), FS_ERR_UNSUPPORTED_LAYOUT for the other three; lda, ldb multiples of 16. */
-FS_API int fs_gemm_tma_v6(const fs_gemm_params* params, void* stream); /* v4 on int8: wgmma s8.s8 -> s32 */
-/* v7: v5's arguments and rules; 16-bit C with beta = 0, N a multiple of 8 and C's base and ldc 16-byte
- * multiples is written by TMA stores, any other C as v5 writes it. */
-FS_API int fs_gemm_tma_v7(const fs_gemm_params* params, void* stream); /* v5, C through smem and TMA stores */
-/* v8: v7's arguments and rules. */
-FS_API int fs_gemm_tma_v8(const fs_gemm_params* params, void* stream); /* v7, C through a 2-box ring, 4 stages */
-/* v9: v7's arguments and rules. */
-FS_API int fs_gemm_tma_v9(const fs_gemm_params* params, void* stream); /* v8, C stored under the next tile */
-/* v10: v7's arguments and rules. */
-FS_API int fs_gemm_tma_v10(const fs_gemm_params* params, void* stream); /* v9, a leaner tile end */
-/* v11: v7's arguments and rules. */
-FS_API int fs_gemm_tma_v11(const fs_gemm_params* params, void* stream); /* v10, a lean k-loop */
-/* v12: v7's arguments and rules. */
-FS_API int fs_gemm_tma_v12(const fs_gemm_params* params, void* stream); /* v11, C one box per k-tile */
+/* Stage 06 (GEMM): fs_gemm_vN, all taking fs_gemm_params. Pointers need only their element alignment;
+ * any M, N, K >= 1. v1-v5: SIMT, ab_dtype FS_FP32, c_dtype FS_FP32. v6, v7: WMMA, ab_dtype FS_FP16,
+ * c_dtype FS_FP32 or FS_FP16. v8: WMMA, ab_dtype FS_INT8, c_dtype FS_INT32 (alpha·acc + beta·C rounded
+ * to nearest). v9: mma.sync, ab_dtype FS_FP16 or FS_BF16, c_dtype FS_FP32, FS_FP16 or FS_BF16. v10:
+ * mma.sync, ab_dtype FS_INT8, c_dtype FS_INT32 (as v8). v11: v9's types, with v9's tile configuration or
+ * another picked by timing at the first call for each (GPU, types, transposes, M, N, K). v12, v13: v9's
+ * and v10's types; blocks whose tile lies inside M and N, with K a multiple of the k-tile, copy without
+ * bounds checks where A and B have 16-byte rows (16-byte aligned bases, lda and ldb times the element
+ * size multiples of 16); the other blocks run v9's and v10's loop, and narrower rows v9 and v10
+ * themselves. v14: v12's types and rules, and its blocks at M's and N's edges and with K's tail copy
+ * without checks too where the sizes keep 16-byte copies. v15: v13's types, with v14's rules at 16- and
+ * 8-byte rows; narrower rows run v10. v16: v15's types; with A untransposed and B transposed, rows that
+ * are not 16-byte aligned are first repacked into a workspace of (M + N)·K' bytes (K' = K rounded up to
+ * 64; FS_ERR_OUT_OF_MEMORY when the device's memory pool cannot supply it), then v15 runs on the copies;
+ * otherwise v16 is v15.
+ *
+ * Stage 07 gemm: fs_gemm_tma_vN, Hopper only (sm_90a; FS_ERR_UNSUPPORTED_DEVICE on any other GPU),
+ * fs_gemm_params. ab_dtype FS_FP16 or FS_BF16, c_dtype FS_FP32, FS_FP16 or FS_BF16, every transpose,
+ * any M, N, K >= 1. A and B are read by TMA: their bases 16-byte aligned (else
+ * FS_ERR_MISALIGNED_POINTER) and lda, ldb times the element size multiples of 16 bytes (else
+ * FS_ERR_INVALID_LEADING_DIM); C needs only its element alignment. From v7 on, 16-bit C with beta = 0,
+ * N a multiple of 8 and C's base and ldc 16-byte multiples is written by TMA stores, any other C as v5
+ * writes it. v6 alone is int8: ab_dtype FS_INT8, c_dtype FS_INT32 (alpha·acc + beta·C rounded to
+ * nearest, as stage 06 v8 and v10); A stored M×K and B stored N×K alone (trans_a = 0, trans_b = 1:
+ * integer wgmma reads both operands k-contiguous), FS_ERR_UNSUPPORTED_LAYOUT for the other three. */
 
 /* ---- Stage 07 attention ---------------------------------------------------------------------- */
 
-/* Stage 07 attention: the FlashAttention forward on Hopper only (sm_90a; FS_ERR_UNSUPPORTED_DEVICE on any
- * other GPU), stage 04's arguments: fp16 or bf16, head_dim 64, 128 or 256 (FS_ERR_UNSUPPORTED_HEAD_DIM
- * otherwise), grouped-query K/V, the causal mask, any scale, padded and packed batches; Q, K, V, O
- * 16-byte aligned (TMA; else FS_ERR_MISALIGNED_POINTER). */
-FS_API int fs_flash_fwd_tma_v1(const fs_attention_params* params, void* stream); /* TMA + wgmma, one warpgroup */
-FS_API int fs_flash_fwd_tma_v2(const fs_attention_params* params, void* stream); /* v1, producer + 2 consumers */
-FS_API int fs_flash_fwd_tma_v3(const fs_attention_params* params, void* stream); /* v2, softmax under P.V */
-FS_API int fs_flash_fwd_tma_v4(const fs_attention_params* params, void* stream); /* v3, consumers in turns */
-FS_API int fs_flash_fwd_tma_v5(const fs_attention_params* params, void* stream); /* v4, split-KV where the grid underfills */
-FS_API int fs_flash_fwd_tma_v6(const fs_attention_params* params, void* stream); /* v5, a K/V group's query heads in one tile */
-FS_API int fs_flash_fwd_tma_v7(const fs_attention_params* params, void* stream); /* v3, three consumer warpgroups */
-FS_API int fs_flash_fwd_tma_v8(const fs_attention_params* params, void* stream); /* v7, the last wave split over the keys */
-/* v9: fp8 alone: dtype FS_FP8_E4M3 with q_descale, k_descale, v_descale, O in bf16; head_dim 128; dense
- * batches (seq_lens, cu_seqlens: FS_ERR_INVALID_SEQLENS); grouped-query K/V, the causal mask, any scale.
- * It allocates a workspace for Vᵀ, B·KVH·128·(Nk rounded up to 32) bytes (FS_ERR_OUT_OF_MEMORY if it cannot). */
-FS_API int fs_flash_fwd_tma_v9(const fs_attention_params* params, void* stream); /* v3 on fp8 e4m3 */
-/* v10: v8's arguments and rules. */
-FS_API int fs_flash_fwd_tma_v10(const fs_attention_params* params, void* stream); /* v8, K_j released apart from V_j */
+/* Stage 07 attention: fs_flash_fwd_tma_vN, the FlashAttention forward on Hopper only (sm_90a;
+ * FS_ERR_UNSUPPORTED_DEVICE on any other GPU), fs_attention_params as stage 04: fp16 or bf16, head_dim
+ * 64, 128 or 256 (FS_ERR_UNSUPPORTED_HEAD_DIM otherwise), grouped-query K/V, the causal mask, any scale,
+ * padded and packed batches; Q, K, V, O 16-byte aligned (TMA; else FS_ERR_MISALIGNED_POINTER). v9 alone
+ * is fp8: dtype FS_FP8_E4M3 with q_descale, k_descale, v_descale, O in bf16; head_dim 128; dense batches
+ * (seq_lens, cu_seqlens: FS_ERR_INVALID_SEQLENS); grouped-query K/V, the causal mask, any scale. It
+ * allocates a workspace for Vᵀ, B·KVH·128·(Nk rounded up to 32) bytes (FS_ERR_OUT_OF_MEMORY if it
+ * cannot). */
 
 #ifdef __cplusplus
 }
 #endif
+
+/* Every version's C entry, generated (see "Attention" above). */
+#include "flashstages_entries.h"
 
 #endif /* FLASHSTAGES_H */
