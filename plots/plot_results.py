@@ -22,8 +22,8 @@ rows this script
   * rewrites the inline numbers ``<!-- value: EXPR | FORMAT -->RENDERED<!-- /value -->``
     (EXPR: + - * / ( ), numbers, ``[NAME]``, ``[NAME].FIELD``, ``{CONTEXT_KEY}``; ``[NAME@FILE]``
     takes FILE's row where several files measured NAME, else the first file read is taken)
-in each ``--readme`` file and, with ``--repo-docs``, in every file of the repository that can hold
-them. ``--check`` writes nothing and lists what is stale (exit 1).
+in each ``--readme`` file and, with ``--repo-docs``, in every markdown file of the repository that can
+hold them (source files hold none). ``--check`` writes nothing and lists what is stale (exit 1).
 
 Row selection: for each benchmark the ``median`` aggregate when the file has one, otherwise its
 iteration row (of several, the one with the median time). Never a best-of. A stage's own tables
@@ -53,8 +53,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--readme", type=Path, action="append", default=[],
                    help="a file whose results:NAME blocks and value markers are rewritten (repeatable)")
     p.add_argument("--repo-docs", action="store_true",
-                   help="also every file of the repository that can hold markers (READMEs, docs/, "
-                        "stages/ and common/ sources, ceilings/)")
+                   help="also every markdown file of the repository that can hold markers (READMEs, docs/, "
+                        "the stages' README.md and NOTES.md, ceilings/, this results folder's README.md)")
     p.add_argument("--repo-root", type=Path, default=REPO_ROOT,
                    help="the repository --repo-docs reads (default: the parent of plots/)")
     p.add_argument("--check", action="store_true",

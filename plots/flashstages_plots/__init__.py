@@ -8,7 +8,7 @@ Google Benchmark JSON of a results folder. plots/plot_results.py is its command 
     tables.py     the markdown tables: one function per block kind (BLOCK_KINDS), render_block
     figures.py    the PNGs (matplotlib, imported only there and only when drawing)
     markers.py    the doc markers: <!-- results:NAME:begin/end --> blocks and <!-- value: … --> numbers
-    files.py      which files --readme and --repo-docs render, and rendering them
+    files.py      which files --readme and --repo-docs render (markdown only), and rendering them
 
 Each module's tests sit beside it (test_<module>.py); plots/test_plot_results.py runs them all.
 """

@@ -1,6 +1,9 @@
 """Which files hold markers, and rendering them: ``--readme`` files as given, and with ``--repo-docs``
-every file of the repository that can hold them (``repo_doc_files``).
+the repository's markdown (``repo_doc_files``).
 
+Markers live only in markdown: the top README and plots/README.md, docs/, each stage's README.md and
+NOTES.md, ceilings/'s markdown, and the README of the results folder being read. Source files
+(.cu, .cuh, .h, .cpp) hold no markers; the numbers they once quoted are in the generated tables.
 ``render_files`` renders every file and writes none: main() writes them only when nothing failed.
 """
 
@@ -13,8 +16,9 @@ from .markers import is_markdown, render_text
 from .results import Results, ResultsError
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-SOURCE_SUFFIXES = {".h", ".hpp", ".cuh", ".cu", ".cpp", ".c"}
 SKIP_DIRS = {"build", ".old", ".deps", ".venv", ".git", "__pycache__", "node_modules"}
+# The files of a stage's folder that can hold markers: its textbook page and its lab notebook.
+STAGE_DOCS = {"README.md", "NOTES.md"}
 
 
 def _skipped_dir(name: str) -> bool:
@@ -33,17 +37,18 @@ def _walk(folder: Path, keep) -> list[Path]:
     return out
 
 
+def _is_md(name: str) -> bool:
+    return Path(name).suffix.lower() == ".md"
+
+
 def repo_doc_files(root: Path, results: Path | None = None) -> list[Path]:
-    """Every file of the repository that can hold markers: the READMEs, docs/, the stages' and
-    common/'s sources, ceilings/; of the results/<gpu>/ READMEs only the one beside `results` (each
-    GPU's tables come from its own files; None: every one)."""
-    def suffix_in(suffixes):
-        return lambda name: Path(name).suffix.lower() in suffixes
+    """Every file of the repository that can hold markers, all of them markdown: the READMEs, docs/,
+    the stages' README.md and NOTES.md, ceilings/; of the results/<gpu>/ READMEs only the one beside
+    `results` (each GPU's tables come from its own files; None: every one)."""
     files = [root / "README.md", root / "plots" / "README.md"]
-    files += _walk(root / "docs", suffix_in({".md"}))
-    files += _walk(root / "stages", lambda name: name == "README.md" or Path(name).suffix in {".cu", ".cuh", ".h"})
-    files += _walk(root / "ceilings", suffix_in(SOURCE_SUFFIXES | {".md"}))
-    files += _walk(root / "common", suffix_in(SOURCE_SUFFIXES))
+    files += _walk(root / "docs", _is_md)
+    files += _walk(root / "stages", lambda name: name in STAGE_DOCS)
+    files += _walk(root / "ceilings", _is_md)
     results_root = root / "results"
     if results_root.is_dir():
         files += sorted(p / "README.md" for p in results_root.iterdir() if p.is_dir() and not _skipped_dir(p.name)
@@ -79,7 +84,8 @@ def marked_files(readmes: list[Path], repo_root: Path | None, results: Path) -> 
 
 def render_files(files: list[tuple[Path, str]], results: Results) -> tuple[list[tuple[Path, str, str]], list[str]]:
     """Render every file: ([(path, display name, new text) for each file that changes], stale lines).
-    Nothing is written here; any error in any file is raised with all of them listed."""
+    Nothing is written here; any error in any file is raised with all of them listed. A --readme file
+    that is not markdown is read as plain text: backticks there are no code spans."""
     updates, stale, errors = [], [], []
     for path, shown in files:
         try:

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Tests of files.py: which files --repo-docs reads and which it never touches.
+"""Tests of files.py: which files --repo-docs reads (markdown only) and which it never touches.
 
     python3 plots/flashstages_plots/test_files.py      (plots/test_plot_results.py runs every test)
 """
@@ -18,17 +18,20 @@ from flashstages_plots.testing import LADDER_FIXTURE, run_main, write_results  #
 
 
 class RepoDocsTest(unittest.TestCase):
-    """--repo-docs over a small tree laid out like the repository."""
+    """--repo-docs over a small tree laid out like the repository: its markdown is read, its sources never."""
 
     MARKER = "<!-- value: [stage04/v2/fp16/D:128/N:8192/causal:0] | .0f -->0<!-- /value -->"
     READ = ["README.md", "docs/04_flash_fwd.md", "docs/extra/notes.md", "stages/04_flash_fwd/README.md",
-            "stages/04_flash_fwd/v1_mma.cuh", "stages/04_flash_fwd/flash_fwd.cu", "stages/04_flash_fwd/flash_fwd.h",
-            "stages/07_tuned/gemm/README.md", "stages/07_tuned/gemm/v1.cuh", "ceilings/ceilings.cu",
-            "ceilings/README.md", "plots/README.md", "results/some-gpu/README.md", "common/lib/flops.h",
-            "common/device/sm80.cuh", "common/lib/timer.cpp"]
-    NOT_READ = ["build/README.md", "build/release/docs/x.md", "stages/04_flash_fwd/build/v1.cuh", ".old/docs/a.md",
+            "stages/04_flash_fwd/NOTES.md", "stages/07_tuned/gemm/README.md", "stages/07_tuned/gemm/NOTES.md",
+            "ceilings/README.md", "ceilings/notes/ffma.md", "plots/README.md", "results/some-gpu/README.md"]
+    NOT_READ = ["build/README.md", "build/release/docs/x.md", "stages/04_flash_fwd/build/README.md", ".old/docs/a.md",
                 "docs/.old/a.md", ".deps/common/x.h", ".venv/README.md", "common/.venv/x.h",
                 "stages/04_flash_fwd/bench.py", "docs/notes.txt", "results/some-gpu/logs/README.md", "LICENSE.md",
+                "stages/04_flash_fwd/other.md",  # a stage's markdown is its README.md and NOTES.md
+                # source files hold no markers: the numbers live in the generated tables
+                "stages/04_flash_fwd/v1_mma.cuh", "stages/04_flash_fwd/flash_fwd.cu", "stages/04_flash_fwd/flash_fwd.h",
+                "stages/07_tuned/gemm/v1.cuh", "ceilings/ceilings.cu", "common/lib/flops.h", "common/device/sm80.cuh",
+                "common/lib/timer.cpp", "common/README.md",
                 # another GPU's results: its tables come from its own files, never from these
                 "results/other-gpu/README.md"]
 
