@@ -21,7 +21,7 @@ build=build/$preset
 
 # plot_results.py needs matplotlib for the PNGs, not for the tables and numbers in the docs (--no-plots).
 # Use the python that has it: python3, or the project's .venv/ that setup.sh makes when the system's
-# cannot take it. --repo-docs: every README, docs/ chapter and source file that holds a marker.
+# cannot take it. --repo-docs: every README, docs/ chapter and NOTES.md that holds a marker.
 # The docs quote one run, the reference (a test checks them against it): only results in that folder
 # rewrite them. Results from any other GPU get their plots and their own README of generated tables.
 reference=results/nvidia-h100-80gb-hbm3

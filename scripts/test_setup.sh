@@ -34,9 +34,9 @@ fake python3 "case \"\$*\" in
 esac
 PYTHONPATH=$hide exec $python \"\$@\""
 
-# A repository: the scripts under test, plot_results.py, the plots' fixture as two results folders
-# (the reference run the docs quote, and another GPU's) and a README with a stale table. setup.sh finds
-# .venv/ and .deps/ beside its own scripts/ folder.
+# A repository: the scripts under test, plot_results.py and its package flashstages_plots/, the plots'
+# fixture as two results folders (the reference run the docs quote, and another GPU's) and a README
+# with a stale table. setup.sh finds .venv/ and .deps/ beside its own scripts/ folder.
 repo=$tmp/repo
 reference=$repo/results/nvidia-h100-80gb-hbm3
 mkdir -p "$repo/scripts" "$repo/plots" "$repo/results/fake" "$reference"
@@ -45,6 +45,7 @@ cp "$run_all_sh" "$repo/scripts/run_all.sh"
 cp "$here/progress.sh" "$repo/scripts/"
 chmod +x "$repo/scripts/setup.sh" "$repo/scripts/run_all.sh"  # a `git show` copy is not executable
 cp "$here/../plots/plot_results.py" "$repo/plots/"
+cp -r "$here/../plots/flashstages_plots" "$repo/plots/"
 "$python" - "$here/../plots/fixtures/sample_results.json" "$repo/results/fake" "$reference" <<'EOF'
 import json, pathlib, sys
 for name, doc in json.loads(pathlib.Path(sys.argv[1]).read_text()).items():

@@ -1,0 +1,162 @@
+#!/usr/bin/env python3
+"""Tests of tables.py: the ceilings, ladder, roofline, cliff and tuner tables.
+
+    python3 plots/flashstages_plots/test_tables.py      (plots/test_plot_results.py runs every test)
+"""
+
+from __future__ import annotations
+
+import sys
+import unittest
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # plots/, the package's parent
+
+from flashstages_plots.results import Results, ResultsError, parse_name, select_runs  # noqa: E402
+from flashstages_plots.tables import aligned_neighbour, render_block  # noqa: E402
+from flashstages_plots.testing import FIXTURE, LADDER_FIXTURE, load  # noqa: E402
+
+
+class CeilingsTableTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.results = load(FIXTURE, ceilings=True)
+
+    def test_ceilings_block(self):
+        text = render_block("ceilings", self.results)
+        for row in (
+                "| `ceiling/ffma/fp32` | FFMA (fp32 fused multiply-add) | 63.2 TFLOPS | 242 FLOP/clk/SM "
+                "| 66.9 (`peak_fp32_tflops`) | 94.5% |",
+                "| `ceiling/mma_m16n8k16/fp16` | mma.sync m16n8k16, fp16 inputs | 652 TFLOPS | 2495 FLOP/clk/SM "
+                "| 1071 (`peak_fp16_tflops`) | 60.9% |",
+                "| `ceiling/mma_m16n8k32/int8` | mma.sync m16n8k32, int8 inputs | 1288 TOPS | 4928 op/clk/SM "
+                "| 2141 (`peak_int8_tops`) | 60.2% |",
+                "| `ceiling/ex2/fp32` | ex2.approx (MUFU) | 4050 Gop/s | 15.5 op/clk/SM | — | — |",
+                "| `ceiling/dram_copy/fp32` | DRAM copy (read + write) | 2950 GB/s | 11.3 B/clk/SM "
+                "| 3352 (`peak_dram_gbps`) | 88.0% |"):
+            self.assertIn(row, text)
+        self.assertIn("1980 MHz", text)
+        self.assertIn("`ceilings.json`", text)
+
+    def test_new_blocks_take_no_prefix(self):
+        for kind in ("ceilings", "ladder", "roofline"):
+            with self.assertRaisesRegex(ResultsError, "takes no series prefix"):
+                render_block(kind + ":stage04", self.results)
+
+
+class LadderTableTest(unittest.TestCase):
+    def test_table_without_ceilings(self):
+        text = render_block("ladder", load(LADDER_FIXTURE))
+        self.assertIn("| stage | version | arithmetic | shape | run | TFLOPS | % of peak |\n", text)
+        self.assertIn("| stage01 | v1 | fp32 | attention D = 128, N = 8192, non-causal | `stage01.json` | 0.90 | 1.3% |",
+                      text)
+        self.assertIn("| stage04 | v2 | fp16 | attention D = 128, N = 8192, non-causal | `stage04.json` | 360 | 33.6% |",
+                      text)
+        self.assertIn("| stage05 (backward) | v1 | fp16 |", text)
+        self.assertIn("| sdpa_cudnn (peer) | — | fp16 | attention D = 128, N = 8192, non-causal | `sdpa.json` | 610 "
+                      "| 57.0% |", text)
+        self.assertIn("| cublaslt (peer) | — | int8 | GEMM M = N = K = 4096 | `stage06.json` | 1300 | 60.7% |", text)
+        self.assertIn("`peak_fp16_tflops` = 1071", text)
+        self.assertNotIn("ceiling", text)
+
+    def test_table_with_ceilings(self):
+        text = render_block("ladder", load(LADDER_FIXTURE, ceilings=True))
+        self.assertIn("| TFLOPS | % of peak | % of instruction ceiling |", text)
+        self.assertIn("| stage04 | v2 | fp16 | attention D = 128, N = 8192, non-causal | `stage04.json` | 360 | 33.6% "
+                      "| 55.2% |", text)
+        self.assertIn("| stage06 | v1 | fp32 | GEMM M = N = K = 4096 | `stage06.json` | 45.0 | 67.3% | 71.2% |", text)
+        self.assertIn("`ceiling/mma_m16n8k32/int8` = 1288", text)
+
+    def test_no_peak_in_the_context_gives_no_percent(self):
+        results = load(FIXTURE)  # no peaks in these contexts: % of peak is unknown, not invented
+        text = render_block("ladder", results)
+        self.assertIn("| stage06 | v2 | fp16 | GEMM M = N = K = 4096 | `stage06.json` | 294 | — |", text)
+
+
+class RooflineTableTest(unittest.TestCase):
+    def test_table_without_bandwidth(self):
+        text = render_block("roofline", load(LADDER_FIXTURE))
+        self.assertIn("_No DRAM bandwidth in these results", text)
+        self.assertIn("| fp16 tensor-core peak | 1071 TFLOPS (`peak_fp16_tflops`) | — | — |", text)
+        self.assertIn("| stage01 v1 | fp32 | attention D = 128, N = 8192, non-causal | 32.0 | 0.90 "
+                      "| fp32 FFMA peak (no bandwidth known): 66.9 | 1.3% |", text)
+        self.assertIn("| stage04 v2 | fp16 | attention D = 128, N = 8192, non-causal | 4080 | 360 |", text)
+        self.assertNotIn("measured", text)
+
+    def test_table_with_ceilings(self):
+        text = render_block("roofline", load(LADDER_FIXTURE, ceilings=True))
+        self.assertIn("| fp16 tensor-core peak | 1071 TFLOPS (`peak_fp16_tflops`) | 3352 GB/s (`peak_dram_gbps`) "
+                      "| 319 |", text)
+        self.assertIn("| mma.sync m16n8k16 fp16, measured | 652 TFLOPS (`ceiling/mma_m16n8k16/fp16`) "
+                      "| 2950 GB/s (`ceiling/dram_copy/fp32`) | 221 |", text)
+        self.assertIn("| cublas (peer) | fp16 | GEMM M = N = K = 4096 | 1365 | 660 | fp16 tensor-core peak: 1071 "
+                      "| 61.7% | mma.sync m16n8k16 fp16, measured: 652 | 101.2% |", text)
+        self.assertNotIn("_No DRAM bandwidth", text)
+
+
+class CliffTest(unittest.TestCase):
+    @staticmethod
+    def results(rates: dict[str, float]):
+        rows = [{"name": name, "real_time": 1.0, "time_unit": "ms", "TFLOPS": tflops}
+                for name, tflops in rates.items()]
+        return Results(contexts={"stage06.json": {}}, runs=select_runs(rows, "stage06.json"))
+
+    def test_aligned_neighbour(self):
+        self.assertEqual(aligned_neighbour((4096, 4096, 1000)), (4096, 4096, 1024))
+        self.assertEqual(aligned_neighbour((1000, 1000, 1000)), (1024, 1024, 1024))
+        self.assertEqual(aligned_neighbour((17, 17, 17)), (128, 128, 128))
+
+    def test_each_unaligned_shape_against_its_neighbour(self):
+        text = render_block("cliff:stage06", self.results({
+            "stage06/v10/int8/M:4096/N:4096/K:1000": 360.0, "stage06/v10/int8/M:4096/N:4096/K:1024": 400.0,
+            "stage06/v8/int8/M:4096/N:4096/K:1000": 53.0, "stage06/v8/int8/M:4096/N:4096/K:1024": 300.0,
+            "stage06/v9/fp16/M:1000/N:1000/K:1000": 55.0,  # no 1024³ for v9: no row
+            "stage06/v9/fp16/M:4096/N:4096/K:4096": 378.0}))
+        self.assertIn("| int8 | stage06/v8 | 4096×4096×1000 | 4096×4096×1024 | 53.0 | 300 | 0.18× | **no** |", text)
+        self.assertIn("| int8 | stage06/v10 | 4096×4096×1000 | 4096×4096×1024 | 360 | 400 | 0.90× | yes |", text)
+        self.assertNotIn("stage06/v9", text)
+
+    def test_nothing_to_compare_says_so(self):
+        text = render_block("cliff", self.results({"stage06/v9/fp16/M:4096/N:4096/K:1000": 288.0}))
+        self.assertIn("No unaligned shape has its aligned neighbour measured", text)
+
+
+class TunerTest(unittest.TestCase):
+    @staticmethod
+    def results(rates: dict[str, tuple[float, int]]):
+        rows = [{"name": name, "real_time": 1.0, "time_unit": "ms", "TFLOPS": tflops, "picked": picked}
+                for name, (tflops, picked) in rates.items()]
+        return Results(contexts={"stage04.json": {}}, runs=select_runs(rows, "stage04.json"))
+
+    def test_candidates_are_their_own_kind(self):
+        name = parse_name("stage04/v5/fp16/D:128/N:8192/causal:0/tile:2")
+        self.assertEqual(name.kind, "candidate")
+        self.assertEqual(parse_name("stage04/v5/fp16/D:128/N:8192/causal:0").kind, "attention")
+
+    def test_chosen_against_the_fastest(self):
+        text = render_block("tuner:stage04/v5", self.results({
+            "stage04/v5/fp16/D:64/N:512/causal:1/tile:0": (100.0, 0),
+            "stage04/v5/fp16/D:64/N:512/causal:1/tile:3": (90.0, 1),  # chosen, 10% behind: bold
+            "stage04/v5/fp16/D:64/N:8192/causal:1/tile:0": (250.0, 0),
+            "stage04/v5/fp16/D:64/N:8192/causal:1/tile:3": (260.0, 1),  # chosen and fastest
+            "stage04/v5/fp16/D:64/N:8192/causal:1": (259.0, 0)}))  # v5 itself: not a candidate
+        self.assertIn("| series | dtype | D | causal | N = 512 | N = 8192 | worst |", text)
+        self.assertIn("| stage04/v5 | fp16 | 64 | 1 | **0.900 (tile 3; best 0)** | 1.000 (tile 3) | 0.900 |", text)
+
+    def test_shapes_off_the_grid_one_row_each(self):
+        text = render_block("tuner:stage04/v6", self.results({
+            "stage04/v6/fp16/D:128/B:1/H:16/Nq:512/Nk:16384/causal:0/tile:1/splits:2": (330.0, 1),
+            "stage04/v6/fp16/D:128/B:1/H:16/Nq:512/Nk:16384/causal:0/tile:1/splits:4": (345.0, 0)}))
+        self.assertIn("| series | dtype | shape | chosen | fastest | candidates | chosen / fastest |", text)
+        self.assertIn("| stage04/v6 | fp16 | D 128, B 1, H 16, Nq 512, Nk 16384, causal 0 | tile 1, splits 2 | "
+                      "tile 1, splits 4 | 2 | **0.957** |", text)
+
+    def test_a_point_without_one_choice_is_left_out(self):
+        text = render_block("tuner", self.results({
+            "stage04/v5/bf16/D:128/N:1024/causal:0/tile:0": (100.0, 0),
+            "stage04/v5/bf16/D:128/N:1024/causal:0/tile:1": (110.0, 0)}))
+        self.assertIn("No matching results", text)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

@@ -1,0 +1,123 @@
+#!/usr/bin/env python3
+"""CPU tests of plots/sdpa_bench.py, without PyTorch: its names are the stages' names (so plot_results.py
+puts SDPA beside them), its FLOP and byte counts, the shapes it plans.
+
+    python3 plots/test_sdpa_bench.py          (plots/test_plot_results.py runs it with the other plot tests)
+"""
+
+from __future__ import annotations
+
+import sys
+import unittest
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from flashstages_plots.results import parse_name  # noqa: E402
+
+# Stage 04's names for a short query against long keys, and for grouped-query heads (KVH).
+PEER = "sdpa_flash/fp16/D:128/B:1/H:16/Nq:512/Nk:16384/causal:1"
+GQA = "stage04/v6/fp16/D:128/B:1/H:32/KVH:8/Nq:1/Nk:16384/causal:0"
+
+
+class SdpaBenchShapesTest(unittest.TestCase):
+    """plots/sdpa_bench.py's names and FLOP counts, without PyTorch."""
+
+    @classmethod
+    def setUpClass(cls):
+        import sdpa_bench
+        cls.sb = sdpa_bench
+
+    def test_names_match_the_stage(self):
+        self.assertEqual(self.sb.bench_name("sdpa_flash", "fp16", 1, 16, 512, 16384, 128, True),
+                         PEER)
+        self.assertEqual(self.sb.bench_name("sdpa_flash", "fp16", 2, 16, 8192, 8192, 128, False),
+                         "sdpa_flash/fp16/D:128/N:8192/causal:0")
+        self.assertEqual(self.sb.bench_name("sdpa_flash", "fp16", 1, 16, 8192, 8192, 128, False),
+                         "sdpa_flash/fp16/D:128/N:8192/causal:0/B:1/H:16")
+
+    def test_grouped_query_names_and_bytes(self):
+        self.assertEqual(self.sb.bench_name("sdpa_flash", "fp16", 1, 32, 1, 16384, 128, False, 8),
+                         GQA.replace("stage04/v6", "sdpa_flash"))
+        # KVH = H is multi-head attention: the name without KVH, as before.
+        self.assertEqual(self.sb.bench_name("sdpa_flash", "fp16", 1, 16, 512, 16384, 128, True, 16),
+                         PEER)
+        # Q and O with H heads, K and V with KVH.
+        self.assertEqual(self.sb.attention_bytes(2, 32, 1, 8192, 128, 2, 8), 2.0 * 2 * (32 * 1 + 8 * 8192) * 128 * 2)
+        self.assertEqual(self.sb.attention_bytes(2, 4, 10, 20, 64, 2), 2.0 * 2 * 4 * 30 * 64 * 2)
+
+    def test_planned_gqa_shapes(self):
+        shapes = self.sb.planned_gqa_shapes([64, 128], [(1, 32, 8, 1, 16384, 128), (2, 6, 3, 7, 9, 64)])
+        self.assertEqual(shapes[0], (1, 32, 8, 1, 16384, 128))
+        self.assertIn((4, 32, 1, 1, 8192, 128), shapes)
+        self.assertEqual(shapes[-1], (2, 6, 3, 7, 9, 64))
+        self.assertEqual(len(shapes), len(set(shapes)))  # the --shape-gqa equal to a default: once
+        self.assertEqual(self.sb.planned_gqa_shapes([64]), [])  # the defaults are D = 128 only
+        self.assertEqual(self.sb.parse_shape_gqa("1,32,8,1,16384,128"), (1, 32, 8, 1, 16384, 128))
+        for bad in ("1,32,5,1,16384,128", "1,32,8,1,16384", "1,32,0,1,2,3"):
+            with self.assertRaises(self.sb.argparse.ArgumentTypeError):
+                self.sb.parse_shape_gqa(bad)
+
+    def test_causal_flops_count_visible_pairs(self):
+        for nq, nk in ((512, 16384), (1, 8192), (100, 20000), (17, 5), (3, 1)):
+            pairs = sum(min(max(i + nk - nq + 1, 0), nk) for i in range(nq))
+            self.assertEqual(self.sb.causal_visible_pairs(nq, nk), pairs)
+            self.assertEqual(self.sb.attention_flops(2, 3, nq, nk, 64, True), 4.0 * 2 * 3 * 64 * pairs)
+        self.assertEqual(self.sb.attention_flops(2, 16, 8192, 8192, 128, True), 2.0 * 2 * 16 * 8192 * 8192 * 128)
+        self.assertEqual(self.sb.attention_flops(1, 1, 512, 16384, 64, False), 4.0 * 512 * 16384 * 64)
+
+    def test_packed_batches_match_the_stage(self):
+        # The lengths stages/07_tuned_tma/attention/bench.cu times (common/tools/bench.cpp,
+        # packed_lengths): the same splitmix64 stream, so both name and count the same batch.
+        lens = self.sb.packed_lengths(16, 512, 8192)
+        self.assertEqual(lens[:4], [4650, 4496, 3867, 6049])
+        self.assertEqual((len(lens), sum(lens), min(lens), max(lens)), (16, 74555, 681, 7912))
+        self.assertEqual(self.sb.packed_lengths(2, 8192, 8192), [8192, 8192])
+        self.assertEqual(self.sb.packed_name("flash_varlen", "fp16", 16, 512, 8192, 128, 16, True),
+                         "flash_varlen/fp16/D:128/H:16/packed:16x512-8192/causal:1")
+        self.assertEqual(self.sb.packed_name("sdpa_flash", "fp16", 2, 8192, 8192, 64, 32, False),
+                         "sdpa_flash/fp16/D:64/H:32/packed:2x8192/causal:0")
+        self.assertEqual(self.sb.parse_packed("16,512,8192,128"), (16, 512, 8192, 128))
+        for bad in ("16,8192,512,128", "0,1,2,64", "16,512,8192"):
+            with self.assertRaises(self.sb.argparse.ArgumentTypeError):
+                self.sb.parse_packed(bad)
+        args = self.sb.parse_args(["--out", "x.json", "--packed-defaults", "--packed", "2,8192,8192,64"])
+        self.sb.backward_defaults(args)
+        self.assertEqual(args.packed, list(self.sb.DEFAULT_PACKED))  # the repeat of a default: once
+        # A packed row is not an attention grid point: no N, so the plots leave it to the tables.
+        self.assertEqual(parse_name("sdpa_flash/fp16/D:128/H:16/packed:16x512-8192/causal:0").kind, "other")
+
+    def test_backward_names_flops_and_grid(self):
+        # The backward peers line up with stage 05's rows: the same name after the series.
+        self.assertEqual(self.sb.bench_name("sdpa_flash" + self.sb.BACKWARD_SUFFIX, "fp16", 4, 32, 4096, 4096, 64,
+                                            False), "sdpa_flash_bwd/fp16/D:64/N:4096/causal:0")
+        for causal in (False, True):
+            self.assertEqual(self.sb.attention_bwd_flops(2, 16, 8192, 8192, 128, causal),
+                             2.5 * self.sb.attention_flops(2, 16, 8192, 8192, 128, causal))
+        self.assertEqual(self.sb.attention_bwd_bytes(2, 4, 10, 20, 64, 2),
+                         2 * self.sb.attention_bytes(2, 4, 10, 20, 64, 2))
+        args = self.sb.parse_args(["--out", "x.json", "--backward"])
+        self.sb.backward_defaults(args)
+        self.assertEqual(args.seq, [512, 1024, 2048, 4096, 8192])
+        self.assertTrue(args.no_qk and args.no_gqa)
+        args = self.sb.parse_args(["--out", "x.json", "--backward", "--seq", "1024"])
+        self.sb.backward_defaults(args)
+        self.assertEqual(args.seq, [1024])
+        args = self.sb.parse_args(["--out", "x.json"])
+        self.sb.backward_defaults(args)
+        self.assertEqual(args.seq, list(self.sb.DEFAULT_SEQS))
+        self.assertFalse(args.no_qk or args.no_gqa)
+
+    def test_planned_shapes(self):
+        shapes = self.sb.planned_shapes([8192], [128], [(2, 16, 8192, 128)], [(1, 2, 3, 4, 64)])
+        self.assertEqual(shapes[0], (2, 16, 8192, 8192, 128))  # the default rule; the --shape is the same
+        self.assertIn((1, 16, 512, 16384, 128), shapes)
+        self.assertIn((4, 32, 1, 8192, 128), shapes)
+        self.assertEqual(shapes[-1], (1, 2, 3, 4, 64))
+        self.assertEqual(len(shapes), len(set(shapes)))
+        self.assertEqual(self.sb.planned_shapes([512], [64], [], [], ()), [(32, 32, 512, 512, 64)])
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
