@@ -10,7 +10,9 @@
 #   compute-sanitizer tools (default all four); SANITIZE_ONLY runs them one version at a time (below).
 #   compare: BASELINE=<source tree of an earlier commit> is built beside this one and the headline
 #   benchmarks of both run in the same call (old, new, new, old), then scripts/compare_bench.py
-#   prints the ratios (MAP=old=new,... names renamed versions).
+#   prints the ratios (MAP=old=new,... names renamed versions). ROUNDS (default "old1 new1 new2 old2")
+#   runs some of the rounds, so that they can be split over calls to one machine; the ratios are of
+#   every round in $LOGS. TARGETS (e.g. "stage05_bench stage07_gemm_bench") builds only those.
 #   It ends with a short summary table.
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -18,8 +20,15 @@ cd "$root"
 preset=${1:-h100}; shift || true
 steps=${*:-build test sanitize run bench plots}
 tools=${TOOLS:-racecheck initcheck memcheck synccheck}  # the slowest first
-# picked LIST NAME: is stage NAME (stage04_test -> stage04) in the filter LIST (empty: all)?
-picked() { [ -z "$1" ] || [[ " $1 " == *" ${2%%_*} "* ]]; }
+# picked LIST NAME: does an item of the filter LIST (empty: all) name NAME or what NAME belongs to? An
+# item is a stage or a rung: stage07 picks stage07_attention_test and stage07_gemm_bench, stage07_gemm
+# only the gemm rung's binaries, stage06 picks stage06_gemm.
+picked() {
+  [ -z "$1" ] && return 0
+  local item
+  for item in $1; do [[ "$2" == "$item" || "$2" == "${item}_"* ]] && return 0; done
+  return 1
+}
 logs=${LOGS:-logs}
 mkdir -p "$logs"
 build=build/$preset
@@ -35,7 +44,8 @@ out=results/$slug
 
 if has build; then
   start=$SECONDS
-  cmake --preset "$preset" >"$logs/configure.log" 2>&1 && cmake --build --preset "$preset" >"$logs/build.log" 2>&1
+  cmake --preset "$preset" >"$logs/configure.log" 2>&1 &&
+    cmake --build --preset "$preset" ${TARGETS:+--target $TARGETS} >"$logs/build.log" 2>&1
   note "build: rc=$? in $((SECONDS - start)) s"
 fi
 
@@ -260,23 +270,29 @@ if has compare; then
   baseline=${BASELINE:?compare needs BASELINE=<source tree of the earlier commit>}
   start=$SECONDS
   (cd "$baseline" && cmake --preset "$preset" -DCMAKE_PREFIX_PATH="$root/.deps" >"$root/$logs/configure_baseline.log" 2>&1 &&
-    cmake --build --preset "$preset" >"$root/$logs/build_baseline.log" 2>&1)
+    cmake --build --preset "$preset" ${TARGETS:+--target $TARGETS} >"$root/$logs/build_baseline.log" 2>&1)
   note "build baseline: rc=$? in $((SECONDS - start)) s"
-  filters=("stage01/v1/fp32/D:64/N:1024/" "stage0[23]/v1/fp32/D:64/N:4096/" "stage04/v[0-9]/fp16/D:(64|128)/N:8192/"
-           "stage06/v[0-9]/.*/M:4096/N:4096/K:4096")
+  # Each rung's headline shapes: attention at N = 8192, D = 64 and 128, both masks (fp16); GEMM at 4096³.
+  filters=("stage01/v1/fp32/D:64/N:1024/" "stage0[23]/v1/fp32/D:64/N:4096/" "stage0[45]/v[0-9]+/fp16/D:(64|128)/N:8192/"
+           "stage06/v[0-9]+/.*/M:4096/N:4096/K:4096" "stage07/attention/v[0-9]+/fp(16|8)[^/]*/D:(64|128)/N:8192/"
+           "stage07/gemm/v[0-9]+/.*/M:4096/N:4096/K:4096")
   filter=$(IFS='|'; echo "${filters[*]}")
   run_bench() {  # tree label
-    for b in "$1"/build/$preset/stages/*/stage0[0-9]_bench; do
+    for b in "$1"/build/$preset/stages/*/stage0[0-9]_bench "$1"/build/$preset/stages/*/*/stage0[0-9]_*_bench; do
+      [ -x "$b" ] || continue
+      picked "${BENCHES:-}" "$(basename "$b" _bench)" || continue
       FLASHSTAGES_AUTOTUNE=verbose "$b" --benchmark_filter="$filter" \
         --benchmark_out="$logs/compare_$2_$(basename "$b" _bench).json" \
         --benchmark_out_format=json >>"$logs/compare_$2.log" 2>&1 || note "compare: $b failed"
     done
   }
-  for label in old1 new1 new2 old2; do
+  for label in ${ROUNDS:-old1 new1 new2 old2}; do
     case $label in old*) run_bench "$baseline" "$label" ;; new*) run_bench "$root" "$label" ;; esac
   done
-  python3 scripts/compare_bench.py --old "$logs"/compare_old1_*.json --old "$logs"/compare_old2_*.json \
-    --new "$logs"/compare_new1_*.json --new "$logs"/compare_new2_*.json --map "${MAP:-}" | tee "$logs/compare.txt"
+  olds=() news=()  # every round run so far into this $LOGS (ROUNDS may split them over calls)
+  for f in "$logs"/compare_old*_*.json; do [ -f "$f" ] && olds+=(--old "$f"); done
+  for f in "$logs"/compare_new*_*.json; do [ -f "$f" ] && news+=(--new "$f"); done
+  python3 scripts/compare_bench.py "${olds[@]}" "${news[@]}" --map "${MAP:-}" | tee "$logs/compare.txt"
   note "compare: rc=${PIPESTATUS[0]} in $((SECONDS - start)) s"
 fi
 
