@@ -25,7 +25,7 @@
 
 #include "common/tools/attention_check.h"
 #include "common/tools/bench.h"
-#include "flash_fwd.h"
+#include "versions.h"
 
 namespace {
 

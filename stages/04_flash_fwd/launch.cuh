@@ -1,6 +1,6 @@
-// Stage 04: what the launch of every version shares — the instances each version is compiled for
-// (one list: it drives the dispatch and the validation alike) and the launch of a version that has
-// one tile shape per head_dim. Host code.
+// Stage 04: what the launch of every version (vN.cu) shares — the instances each version is compiled
+// for (one list: it drives the dispatch and the validation alike), the launch of a version that has
+// one tile shape per head_dim, and the form of a version's descriptor. Host code.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -10,6 +10,8 @@
 #include "common/device/attention.cuh"
 #include "common/lib/attention.h"
 #include "common/lib/dispatch.h"
+#include "common/lib/flops.h"
+#include "common/lib/kernel.h"
 
 namespace fs::flash {
 
@@ -31,16 +33,8 @@ Status launch_version(const AttentionProblem& pr, cudaStream_t stream, KernelOf 
   });
 }
 
-// Each version's launch (flash_fwd_vN.cu, v5_autotune.cu, flash_fwd_v6.cu): validated params, a GPU that can run it.
-Status run_v1(const AttentionProblem& pr, cudaStream_t stream);
-Status run_v2(const AttentionProblem& pr, cudaStream_t stream);
-Status run_v3(const AttentionProblem& pr, cudaStream_t stream);
-Status run_v4(const AttentionProblem& pr, cudaStream_t stream);
-Status run_v5(const AttentionProblem& pr, cudaStream_t stream);
-Status run_v6(const AttentionProblem& pr, cudaStream_t stream);
-
-// v5's candidate `index` (tile_shapes.cuh's order) for the problem's head_dim: v6 runs it when one
-// split is best.
+// v5's launches that v6 runs (v5.cu). Candidate `index` (tile_shapes.cuh's order) for the problem's
+// head_dim: v6 runs it when one split is best.
 Status run_v5_candidate(const AttentionProblem& pr, int index, cudaStream_t stream);
 // The candidate v5's tuner remembers for (head_dim, dtype, mask) on the current GPU, -1 when it has
 // not tuned it yet (nothing is timed).
@@ -50,6 +44,14 @@ int v5_remembered_choice(int64_t head_dim, DType dtype, bool causal);
 template <template <int> class Config>
 constexpr std::size_t max_smem_bytes() {
   return HeadDimList::max_of([](auto d) { return Config<decltype(d)::value>::kSmemBytes; });
+}
+
+// A version's descriptor: what it takes (kSupport), the GPUs it runs on, the shared memory its largest
+// instance asks for (the device check), its launch, and the device memory a call needs beyond its
+// tensors (by default the LSE it writes, O(B·H·N)).
+constexpr KernelDesc version(const KernelName& name, std::size_t smem_bytes, AttentionRun run,
+                             std::size_t (*extra_bytes)(const AttentionParams&) = lse_extra_bytes) {
+  return attention_kernel(name, kSupport, kStageArchs, smem_bytes, run, extra_bytes);
 }
 
 }  // namespace fs::flash

@@ -14,7 +14,7 @@
 #include "common/lib/numeric.h"
 #include "common/tools/attention_tests.h"
 #include "common/tools/device_buffer.h"
-#include "flash_fwd.h"
+#include "versions.h"
 
 using namespace fs;
 

@@ -1,37 +1,24 @@
 // flashstages · stage 04 · v1 — FlashAttention-2 on tensor cores: mma.sync m16n8k16, warps over query
-// rows, P kept in registers.
+// rows, P kept in registers
 //
-// What changes from stage 03: both products run on the tensor cores, in fp16 or bf16 with fp32
-// accumulators, through mma.sync.m16n8k16 (common/device/sm80.cuh). The work is split as in
-// FlashAttention-2: a block owns Br = 64 query rows and each of its 4 warps owns 16 of them, so a
-// warp computes whole rows of S′ = Q Kᵀ (raw scores: the scale goes into the softmax's exponent) for a
-// key block, runs the online softmax on them without talking to any other warp, turns its P into the
-// A operand of O += P V in registers (flash_common.cuh: p_fragment), and accumulates its own 16 rows
-// of O. Only K and V are shared between the warps, through shared memory.
-//   for each key block j (Bc keys):
-//     sK, sV ← K_j, V_j                     all threads, 16-byte loads (load_tile), then a barrier
-//     rS = S′ = Q K_jᵀ                      per warp: 16 × Bc, (D/16)·(Bc/8) mma
-//     mask, online softmax, P → A fragments per warp, registers only
-//     rO += P V_j                           per warp: 16 × D, (Bc/16)·(D/8) mma
-// The tile loader and the 32-bit fragment gathers from padded shared memory (load_tile, lds_a,
-// lds_b_rows, lds_b_cols), the tile location and the mask are shared with the later versions
-// (common/device/attention.cuh); the softmax and the epilogue too (flash_common.cuh).
-// Why it is faster, measured (H100, D = 128, N = 8192, B = 2, H = 16; results/nvidia-h100-80gb-hbm3/,
-// stage04.json in fp16 against stage 03's fused fp32 kernel in stage03.json):
-//   non-causal <!-- value: [stage04/v1/fp16/D:128/N:8192/causal:0] | .1f -->170.8<!-- /value --> TFLOPS, <!-- value: [stage04/v1/fp16/D:128/N:8192/causal:0] / [stage03/v1/fp32/D:128/N:8192/causal:0] | .2f -->6.24<!-- /value -->× stage 03
-//   causal     <!-- value: [stage04/v1/fp16/D:128/N:8192/causal:1] | .1f -->86.0<!-- /value --> TFLOPS, <!-- value: [stage04/v1/fp16/D:128/N:8192/causal:1] / [stage03/v1/fp32/D:128/N:8192/causal:1] | .2f -->3.27<!-- /value -->× stage 03
-// The measured ceiling rises <!-- value: [ceiling/mma_m16n8k16/fp16] / [ceiling/ffma/fp32] | .0f -->10<!-- /value -->× (mma.sync <!-- value: [ceiling/mma_m16n8k16/fp16] | .0f -->646<!-- /value --> against FFMA <!-- value: [ceiling/ffma/fp32] | .1f -->65.3<!-- /value --> TFLOPS, ceilings.json; 16× in units
-// × clock, 1071 against 66.9; docs/04_flash_fwd.md splits the jump). The causal pass does the full
-// work, so it runs at half the rate that counts only the visible half.
-// What it still lacks: the causal mask is applied element by element to every key block, even those
-// it hides completely (v2 skips them); every tile load stalls the block until it lands (v3: cp.async
-// double buffering); fragments are gathered from shared memory 32 (for V: 16) bits at a time (v4:
-// ldmatrix).
+// What changes from stage 03: both products run on the tensor cores, fp16 or bf16 in, fp32 out
+// (mma.sync.m16n8k16, common/device/sm80.cuh). The work is split as in FlashAttention-2: a block owns
+// Br = 64 query rows and each of its 4 warps owns 16, so a warp computes whole rows of S′ = Q Kᵀ for a
+// key block, runs the online softmax on them alone, turns its P into the A operand of O += P V in
+// registers (fragments.cuh: p_fragment) and accumulates its own rows of O. Only K and V are shared
+// between the warps, through shared memory:
+//   for each key block j:  sK, sV ← K_j, V_j (load_tile, a barrier);  rS = Q K_jᵀ;  mask, online
+//                          softmax, P → A fragments;  rO += P V_j       (per warp, registers only)
+// Why it is faster: the tensor cores' ceiling is about ten times the FFMA one (docs/04_flash_fwd.md
+// splits the jump). (Numbers: the stage README's generated table.)
+// What it still lacks: every key block is visited and masked, even those the causal mask hides (v2);
+// every tile load stalls the block (v3: cp.async); fragments are gathered 32 (for V: 16) bits at a
+// time (v4: ldmatrix).
 //
-// Run: build/h100/stages/04_flash_fwd/stage04_flash_fwd --dtype fp16 --seq 8192 --dim 128 --batch 2 --heads 16 --version v1
+// Run: build/release/stages/04_flash_fwd/stage04_flash_fwd --version v1 --dtype fp16 --seq 8192 --dim 128
 #pragma once
 
-#include "flash_common.cuh"
+#include "fragments.cuh"
 
 namespace fs::flash::v1 {
 

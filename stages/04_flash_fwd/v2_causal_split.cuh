@@ -1,31 +1,24 @@
 // flashstages · stage 04 · v2 — v1 plus causal stage splitting: key blocks above the diagonal are never
-// loaded, blocks below it run without a mask, only blocks that cross it apply one.
+// loaded, blocks below it run without a mask, only blocks that cross it apply one
 //
 // What changes from v1: the key loop is split in two stages (FlashAttention-2, section 3.1.1).
 //   stage 1, j < n_full:            every key visible to every row of the tile → no mask at all
 //   stage 2, n_full <= j < n_blocks: the blocks that cross the diagonal (and the Nk tail) → masked
 //   j >= n_blocks:                  above the diagonal → never loaded, never computed
-// The masked blocks are those that meet the Br - 1 key columns some rows of the tile see and others do
-// not: with Br = Bc = 64, one block when (Nk - Nq) mod Bc is 0 or Bc - 1, two otherwise (the diagonal
-// then runs through two key blocks). The blocks a causal tile visits fall from Nk/Bc to about
-// (q0 + Br + Nk - Nq)/Bc: summed over the tiles, about half of them (docs/04_flash_fwd.md counts it).
-// Non-causal problems gain too: only the Nk tail block is masked now, not every block. The tiles of
-// one head are also launched last-first under the causal mask, so the longest ones start first.
-// Why it is faster, measured (H100, fp16, D = 128, N = 8192, B = 2, H = 16; stage04.json), over v1:
-//   non-causal <!-- value: [stage04/v2/fp16/D:128/N:8192/causal:0] | .1f -->157.7<!-- /value --> TFLOPS, <!-- value: [stage04/v2/fp16/D:128/N:8192/causal:0] / [stage04/v1/fp16/D:128/N:8192/causal:0] | .2f -->0.92<!-- /value -->× v1
-//   causal     <!-- value: [stage04/v2/fp16/D:128/N:8192/causal:1] | .1f -->142.0<!-- /value --> TFLOPS, <!-- value: [stage04/v2/fp16/D:128/N:8192/causal:1] / [stage04/v1/fp16/D:128/N:8192/causal:1] | .2f -->1.65<!-- /value -->× v1
-// Causal: the blocks above the diagonal are gone. Non-causal is slower at D = 128, where the kernel
-// uses 251 registers instead of v1's 168 (ptxas -v, CUDA 13.0, sm_90): two blocks per SM instead of
-// three, the one difference the compiler reports (not profiled; docs/04_flash_fwd.md, section 6).
+// The tiles of one head are launched last-first under the causal mask, so the longest start first.
+// Why it is faster: a causal tile visits about (q0 + Br + Nk - Nq)/Bc key blocks instead of Nk/Bc,
+// about half of them summed over the tiles (docs/04_flash_fwd.md counts it); non-causal problems mask
+// only the Nk tail block now. (Numbers: the stage README's generated table; NOTES.md says why
+// non-causal D = 128 runs slower than v1.)
 // What it still lacks: loads that stall the block until they land (v3) and fragments gathered 32
 // bits at a time (v4).
 //
-// Run: build/h100/stages/04_flash_fwd/stage04_flash_fwd --dtype fp16 --seq 8192 --dim 128 --batch 2 --heads 16 --causal --version v2
+// Run: build/release/stages/04_flash_fwd/stage04_flash_fwd --version v2 --dtype fp16 --seq 8192 --dim 128 --causal
 #pragma once
 
 #include <type_traits>
 
-#include "flash_common.cuh"
+#include "fragments.cuh"
 
 namespace fs::flash::v2 {
 
@@ -119,6 +112,8 @@ __global__ void __launch_bounds__(Config<D>::kThreads) flash_fwd_v2_kernel(const
     }
   };
 
+  // The masked blocks are those that meet the Br - 1 key columns some rows of the tile see and others
+  // do not: with Br = Bc = 64, one block when (Nk - Nq) mod Bc is 0 or Bc - 1, two otherwise.
   const int64_t n_blocks = key_blocks(s, kBr, kBc, a.causal);  // blocks above the diagonal: never visited
   const int64_t n_full = unmasked_blocks(s, kBc, a.causal);
   int64_t j = 0;

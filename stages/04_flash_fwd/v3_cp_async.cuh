@@ -1,30 +1,23 @@
 // flashstages · stage 04 · v3 — v2 with K and V double-buffered through cp.async: key block j + 1 is
-// in flight into shared memory while block j is computed.
+// in flight into shared memory while block j is computed
 //
-// What changes from v2: how tiles reach shared memory. v2 loads a tile with plain 16-byte loads and
-// stores (load_tile): each thread waits for its loads to come back from DRAM before it can store them
-// and go on, and a block computes nothing while its next K and V are on their way. Now
-//   - cp.async (common/device/sm80.cuh) copies 16 bytes global → shared without a register round trip
-//     and without stalling the thread (load_tile_async); a group of copies completes later, at
-//     cp.async.wait_group;
-//   - sK and sV have two stages: the copies of key block j + 1 are issued into one stage right after
-//     the barrier that starts block j, and land while block j is computed from the other;
-//   - that one barrier per block does the work of v2's two: once it is passed, block j has landed for
-//     every thread and every warp is done with block j - 1, whose stage is the one refilled next.
-// The shared layout (padded rows) and the 32-bit fragment gathers are v2's. At D = 256 a key block is
-// Bc = 32 rows so that Q and the two stages of K and V (99 KiB) still fit an A100's 163 KiB.
-// Why it is faster, measured (H100, fp16, D = 128, N = 8192, B = 2, H = 16; stage04.json), over v2:
-//   non-causal <!-- value: [stage04/v3/fp16/D:128/N:8192/causal:0] | .1f -->181.3<!-- /value --> TFLOPS, <!-- value: [stage04/v3/fp16/D:128/N:8192/causal:0] / [stage04/v2/fp16/D:128/N:8192/causal:0] | .2f -->1.15<!-- /value -->× v2
-//   causal     <!-- value: [stage04/v3/fp16/D:128/N:8192/causal:1] | .1f -->179.1<!-- /value --> TFLOPS, <!-- value: [stage04/v3/fp16/D:128/N:8192/causal:1] / [stage04/v2/fp16/D:128/N:8192/causal:1] | .2f -->1.26<!-- /value -->× v2
-// The copies of the next block overlap this block's arithmetic, and one barrier per block is gone.
+// What changes from v2: how tiles reach shared memory. cp.async (common/device/sm80.cuh) copies 16
+// bytes global → shared without a register round trip and without stalling the thread
+// (load_tile_async); sK and sV have two stages, the copies of key block j + 1 issued into one right
+// after the barrier that starts block j; that one barrier per block does the work of v2's two (block
+// j has landed for every thread, and every warp is done with block j - 1, whose stage is refilled
+// next). The padded layout and the 32-bit fragment gathers are v2's. At D = 256 a key block is
+// Bc = 32 rows, so that Q and the two stages of K and V (99 KiB) fit an A100's 163 KiB.
+// Why it is faster: the copies of the next block overlap this block's arithmetic, and one barrier per
+// block is gone. (Numbers: the stage README's generated table.)
 // What it still lacks: fragments gathered 32 bits at a time (v4: ldmatrix, swizzled tiles).
 //
-// Run: build/h100/stages/04_flash_fwd/stage04_flash_fwd --dtype fp16 --seq 8192 --dim 128 --batch 2 --heads 16 --version v3
+// Run: build/release/stages/04_flash_fwd/stage04_flash_fwd --version v3 --dtype fp16 --seq 8192 --dim 128
 #pragma once
 
 #include <type_traits>
 
-#include "flash_common.cuh"
+#include "fragments.cuh"
 
 namespace fs::flash::v3 {
 

@@ -1,41 +1,31 @@
 // flashstages · stage 04 · v6 — split-KV: v4's kernel over one slice of the keys per block, and a
-// second kernel that merges the slices' partial results with their log-sum-exps.
+// second kernel that merges the slices' partial results by their log-sum-exps
 //
-// What changes from v4/v5: the grid. v4 launches one block per (batch entry, head, query tile), and a
-// block walks every key block of its tile. With few query tiles (a chunk of Nq ≤ 1024 queries against
-// Nk ≥ 8192 keys, small B·H) that is fewer blocks than the GPU has SMs: B = 1, H = 16, Nq = 512 at
-// Br = 128 is 64 blocks for 132 SMs, each walking 256 key blocks alone while half the GPU idles.
-// v6 gives each query tile `splits` blocks (blockIdx.y = split): block (tile, s) runs v4's key loop over
-// the s-th slice of the tile's key blocks only and writes its partial result, normalized as a whole
-// attention over its slice would be, to a workspace in fp32 (O_s, LSE_s); a second kernel merges the
-// slices per row by their log-sum-exps. The slice, the partial store and the merge are shared with
-// stage 07's split-KV version: common/device/split_kv.cuh, which derives them. The extra memory is
-// splits · rows · (D + 1) · 4 bytes; one split means no workspace and no merge: v6 then launches v4's
-// kernel exactly as v5 does.
-// How many splits, and which tile shape, is host code (flash_fwd_v6.cu): where the grid fills the GPU,
-// v5's choice with one split; where it underfills, the tuner times a few (tile shape, split count)
-// pairs on the call's shape, the split counts from the wave count (split_kv_heuristic).
-// Why it is faster, measured (H100, fp16, D = 128, B = 1, H = 16, Nq = 512, Nk = 16384; stage04.json):
-//   non-causal <!-- value: [stage04/v6/fp16/D:128/B:1/H:16/Nq:512/Nk:16384/causal:0] | .1f -->344.4<!-- /value --> TFLOPS, <!-- value: [stage04/v6/fp16/D:128/B:1/H:16/Nq:512/Nk:16384/causal:0] / [stage04/v5/fp16/D:128/B:1/H:16/Nq:512/Nk:16384/causal:0] | .2f -->2.36<!-- /value -->× v5, <!-- value: [stage04/v6/fp16/D:128/B:1/H:16/Nq:512/Nk:16384/causal:0] / [sdpa_flash/fp16/D:128/B:1/H:16/Nq:512/Nk:16384/causal:0] | .2f -->1.21<!-- /value -->× SDPA flash
-//   causal     <!-- value: [stage04/v6/fp16/D:128/B:1/H:16/Nq:512/Nk:16384/causal:1] | .1f -->335.3<!-- /value --> TFLOPS, <!-- value: [stage04/v6/fp16/D:128/B:1/H:16/Nq:512/Nk:16384/causal:1] / [stage04/v5/fp16/D:128/B:1/H:16/Nq:512/Nk:16384/causal:1] | .2f -->2.34<!-- /value -->× v5, <!-- value: [stage04/v6/fp16/D:128/B:1/H:16/Nq:512/Nk:16384/causal:1] / [sdpa_flash/fp16/D:128/B:1/H:16/Nq:512/Nk:16384/causal:1] | .2f -->1.24<!-- /value -->× SDPA flash
-// At the headline shape (B = 2, H = 16, N = 8192) the grid fills the GPU and v6 is v5.
+// What changes from v5: the grid. v4 launches one block per (batch entry, head, query tile), each
+// walking every key block of its tile; with few query tiles (Nq ≤ 1024 queries against Nk ≥ 8192
+// keys, small B·H) that is fewer blocks than the GPU has SMs. v6 gives each query tile `splits` blocks
+// (blockIdx.y = split): block (tile, s) runs v4's key loop over the s-th slice of the tile's key
+// blocks and writes its partial O_s, LSE_s (fp32, normalized over its slice) to a workspace; a second
+// kernel merges the slices per row. The slice, the partial store and the merge are shared with stage
+// 07's split-KV version (common/device/split_kv.cuh derives them). Extra memory: splits · rows ·
+// (D + 1) · 4 bytes; one split runs v5's launch, no workspace. How many splits and which tile shape
+// is host code (v6.cu): v5's choice where the grid fills the GPU, else the tuner times a few (tile
+// shape, split count) plans on the call's shape, the split counts from the wave count.
+// Why it is faster: where the grid underfills the GPU, the idle SMs get key slices to work on; where
+// it fills the GPU (the headline shape) v6 is v5. (Numbers: the stage README's generated tables.)
 //
-// Run: build/h100/stages/04_flash_fwd/stage04_flash_fwd --dtype fp16 --batch 1 --heads 16 --seq 512 --seq-k 16384 --dim 128 --version v6
-//      build/h100/stages/04_flash_fwd/stage04_bench --benchmark_filter='stage04/v[456]/.*/Nq:'
-//      FLASHSTAGES_AUTOTUNE=verbose prints every (tile, splits) candidate's time and the pick.
+// Run: build/release/stages/04_flash_fwd/stage04_flash_fwd --version v6 --dtype fp16 --seq 512 --seq-k 16384
+//        --dim 128 --batch 1 --heads 16     (FLASHSTAGES_AUTOTUNE=verbose prints every plan's time)
 #pragma once
 
 #include <cstdint>
 #include <type_traits>
 
 #include "common/device/split_kv.cuh"
-#include "v4_ldmatrix_swizzle.cuh"
+#include "fragments.cuh"
+#include "tiles.cuh"
 
 namespace fs::flash::v6 {
-
-using v4::LaneOffsets;
-using v4::rows_in;
-using v4::TileCopy;
 
 // grid: (B·H·ceil(Nq/Br), splits) blocks of kThreads. Block (x, s) is v4's block x restricted to the
 // s-th slice of the key blocks its tile visits (attn::key_slice).
@@ -79,7 +69,7 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) flash_fwd_v6_kerne
 
   constexpr uint32_t kRowBytes = D * 2;
   const uint32_t q_base = smem_address(sQ) + wr * kRowBytes;  // this warp's rows of sQ
-  const LaneOffsets<D> q_off = v4::q_lane<D>(), k_off = v4::k_lane<D>(), v_off = v4::v_lane<D>();
+  const LaneOffsets<D> q_off = q_lane<D>(), k_off = k_lane<D>(), v_off = v_lane<D>();
   uint32_t rQ[kMT][kKT][4];  // Q as A fragments: [row tile][k step]
   if constexpr (C::kQInRegs)
 #pragma unroll

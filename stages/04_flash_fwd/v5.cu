@@ -1,30 +1,11 @@
-// flashstages · stage 04 · v5 — v4's kernel with the tile shape chosen per (head_dim, dtype, mask) by
-// timing a few candidate shapes on the current GPU at first use, remembered for the process.
-//
-// What changes from v4: nothing inside the kernel; this file is host code. v4 runs one shape (Br = 64,
-// four warps of 16 rows) everywhere; the best shape depends on the head_dim and the GPU, through
-// registers per thread (rO alone is D/2 fp32 registers per thread per 16-row tile), shared memory per
-// block (Q plus two K and V buffers), blocks per SM, and how often a K or V fragment read from shared
-// memory is reused (once per 16-row tile a warp owns). So, like the autotuner the Triton tutorials lean
-// on, v5 keeps a short list of shapes per head_dim (tile_shapes.cuh; the first is v4's) and, the first time it meets a
-// (GPU, head_dim, dtype, mask), times each on a synthetic problem (the grid's N = 8192 point) and keeps the
-// fastest (common/lib/tuner.h: FLASHSTAGES_AUTOTUNE=0 skips the timing and takes v4's shape,
-// FLASHSTAGES_AUTOTUNE=verbose prints every timing).
-//   Br×Bc, warps    the query rows per block and keys per block; warps of 16 or 32 rows (kMT = 1, 2)
-//   Q: regs / smem  Q fragments held in registers for the whole key loop, or re-read at every block
-// The tuning problem is built like any call (prepare), drawn with the common device fill and timed
-// with CUDA events on the caller's stream, its buffers from the stream-ordered pool: tens of
-// milliseconds per key, once (each usable candidate runs 10 times, 1.4 ms or more a run at D = 128:
-// results/nvidia-h100-80gb-hbm3/logs/tuner_picks.txt). A first call made while the stream is capturing a CUDA graph takes v4's
-// shape without tuning (nothing can be timed inside a capture).
-// Why it is faster, measured (H100, fp16, D = 128, N = 8192, B = 2, H = 16; stage04.json), over v4:
-//   non-causal <!-- value: [stage04/v5/fp16/D:128/N:8192/causal:0] | .1f -->366.5<!-- /value --> TFLOPS, <!-- value: [stage04/v5/fp16/D:128/N:8192/causal:0] / [stage04/v4/fp16/D:128/N:8192/causal:0] | .2f -->1.22<!-- /value -->× v4
-//   causal     <!-- value: [stage04/v5/fp16/D:128/N:8192/causal:1] | .1f -->334.4<!-- /value --> TFLOPS, <!-- value: [stage04/v5/fp16/D:128/N:8192/causal:1] / [stage04/v4/fp16/D:128/N:8192/causal:1] | .2f -->1.16<!-- /value -->× v4
-// The shape picked at D = 128 (Br = 128, four warps of 32 rows, Q re-read from shared memory) feeds
-// each K and V fragment to two mma instead of one. SDPA's FlashAttention-2 backend measured
-// <!-- value: [sdpa_flash/fp16/D:128/N:8192/causal:0] | .1f -->335.5<!-- /value --> / <!-- value: [sdpa_flash/fp16/D:128/N:8192/causal:1] | .1f -->301.9<!-- /value --> TFLOPS in the same run (sdpa.json).
-//
-// Run: build/h100/stages/04_flash_fwd/stage04_flash_fwd --dtype fp16 --seq 8192 --dim 128 --batch 2 --heads 16 --version v5
+// Stage 04 v5: the tuner (v5_autotune.cuh says what v5 is). It keeps v5's candidates per head_dim, v4's
+// kernel at each shape of tile_shapes.cuh, and the first time it meets a (GPU, head_dim, dtype, mask)
+// times them on a synthetic problem built like any call (prepare), drawn with the common device fill
+// and timed with CUDA events on the caller's stream, its buffers from the stream-ordered pool; the
+// fastest is remembered for the process (common/lib/tuner.h). A first call made while the stream is
+// capturing a CUDA graph takes v4's shape without tuning (nothing can be timed inside a capture).
+// Then v5's launch, its descriptor and C entry, and the views into the tuner that v6, the tests and
+// the benchmarks take.
 #include <cuda_runtime.h>
 
 #include <string>
@@ -32,10 +13,10 @@
 
 #include "common/lib/device.h"
 #include "common/lib/tuner.h"
-#include "flash_fwd.h"
 #include "launch.cuh"
-#include "tile_shapes.cuh"
-#include "tuning_problem.h"
+#include "tuner.cuh"
+#include "v5_autotune.cuh"
+#include "versions.h"
 
 namespace fs::flash::v5 {
 
@@ -52,7 +33,7 @@ struct Candidate {
 template <class C>
 Status launch_candidate(const AttentionProblem& pr, cudaStream_t stream) {
   return Elements::dispatch(pr.p.dtype, [&](auto t) {
-    return attn::launch_kernel<C>(v4::flash_fwd_v4_kernel<typename decltype(t)::type, C::kHeadDim, C>, pr, stream);
+    return attn::launch_kernel<C>(kernel<typename decltype(t)::type, C>, pr, stream);
   });
 }
 
@@ -64,14 +45,7 @@ std::vector<Candidate> candidate_list(ShapeList<Cs...>) {
 }
 
 const std::vector<Candidate>& candidates(int64_t head_dim) {
-  static const std::vector<Candidate> none;
-  const std::vector<Candidate>* found = &none;
-  HeadDimList::dispatch(head_dim, [&](auto d) {
-    static const std::vector<Candidate> list = candidate_list(typename TileShapes<decltype(d)::value>::type{});
-    found = &list;
-    return Status::Success;
-  });
-  return *found;
+  return shape_table<Candidate>(head_dim, [](auto shapes) { return candidate_list(shapes); });
 }
 
 std::string name(const Candidate& c) {
@@ -80,16 +54,11 @@ std::string name(const Candidate& c) {
          (c.min_blocks > 1 ? " " + std::to_string(c.min_blocks) + "/SM" : "");
 }
 
-bool runs_here(const Candidate& c) {
-  DeviceProps dev;
-  return current_device(&dev) == Status::Success && c.smem_bytes <= dev.smem_per_block_optin;
-}
+bool runs_here(const Candidate& c) { return fits_here(c.smem_bytes); }
 
 // The tuning problem: the benchmark grid's point at N = 8192 for the head_dim, dtype and mask being
-// tuned — B·N = 16384 tokens (B = 2), H = 2048 / D heads, so B·H·D is the same at every head_dim. With
-// B = 1, H = 16 (this problem before), a quarter of that at D = 64, the causal tiles' tail weighed
-// more and the tuner kept Br = 64 at 3 blocks per SM, 3–9% slower than Br = 128 at every grid point
-// from N = 1024 on (the stage README, "The tuner, checked").
+// tuned — B·N = 16384 tokens (B = 2), H = 2048 / D heads, so B·H·D is the same at every head_dim
+// (NOTES.md: why not B = 1, H = 16, the problem before).
 constexpr int64_t kTuneTokens = 16384, kTuneModelDim = 2048, kTuneSeq = 8192;
 AttentionParams tuning_shape(int64_t head_dim, DType dtype, bool causal) {
   AttentionParams p{};
@@ -133,15 +102,16 @@ Status choose(int64_t head_dim, DType dtype, bool causal, cudaStream_t stream, i
       index);
 }
 
+// v5's launch: the candidate the tuner picks for the problem's (head_dim, dtype, mask).
+Status run(const AttentionProblem& pr, cudaStream_t stream) {
+  int index = 0;
+  FS_RETURN_IF_ERROR(choose(pr.p.head_dim, dtype_of(pr.p), pr.p.causal != 0, stream, &index));
+  return candidates(pr.p.head_dim)[index].launch(pr, stream);
+}
+
 }  // namespace
 
 }  // namespace fs::flash::v5
-
-fs::Status fs::flash::run_v5(const AttentionProblem& pr, cudaStream_t stream) {
-  int index = 0;
-  FS_RETURN_IF_ERROR(v5::choose(pr.p.head_dim, dtype_of(pr.p), pr.p.causal != 0, stream, &index));
-  return v5::candidates(pr.p.head_dim)[index].launch(pr, stream);
-}
 
 int fs::flash::v5_remembered_choice(int64_t head_dim, DType dtype, bool causal) {
   DeviceProps dev;
@@ -155,6 +125,13 @@ fs::Status fs::flash::run_v5_candidate(const AttentionProblem& pr, int index, cu
 }
 
 namespace fs {
+
+// v5's first candidate is v4's shape, which every GPU this build runs on can take; the tuner skips
+// the others where they do not fit.
+const KernelDesc kFlashFwdV5 = flash::version(
+    {"fs_flash_fwd_v5", "stage04", "v5",
+     "v4's kernel with the tile shape per (head_dim, dtype, mask) picked by timing candidates on this GPU"},
+    flash::max_smem_bytes<flash::FirstShape>(), flash::v5::run);
 
 using flash::v5::candidates;
 
@@ -186,3 +163,5 @@ int flash_fwd_v5_choice(int64_t head_dim, DType dtype, bool causal, cudaStream_t
 }
 
 }  // namespace fs
+
+FS_EXPORT_ATTENTION(fs_flash_fwd_v5, fs::kFlashFwdV5)

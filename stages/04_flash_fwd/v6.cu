@@ -1,5 +1,5 @@
 // Stage 04 v6: the launch of v6_split_kv.cuh's kernels — how many splits, which tile shape, the
-// workspace. (Its descriptor and C entry are in flash_fwd.cu, beside the other versions'.)
+// workspace — its descriptor and C entry, and the views into its planner the tests and benchmarks take.
 //
 // The plan for a call:
 //   1. v5's tile shape for (head_dim, dtype, mask) (v5's own tuner), and the grid it makes:
@@ -26,11 +26,10 @@
 #include "common/lib/flops.h"
 #include "common/lib/split_kv.h"
 #include "common/lib/tuner.h"
-#include "flash_fwd.h"
 #include "launch.cuh"
-#include "tile_shapes.cuh"
-#include "tuning_problem.h"
+#include "tuner.cuh"
 #include "v6_split_kv.cuh"
+#include "versions.h"
 
 namespace fs::flash::v6 {
 
@@ -83,14 +82,7 @@ std::vector<Tile> tile_list(ShapeList<Cs...>) {
 }
 
 const std::vector<Tile>& tiles(int64_t head_dim) {
-  static const std::vector<Tile> none;
-  const std::vector<Tile>* found = &none;
-  HeadDimList::dispatch(head_dim, [&](auto d) {
-    static const std::vector<Tile> list = tile_list(typename TileShapes<decltype(d)::value>::type{});
-    found = &list;
-    return Status::Success;
-  });
-  return *found;
+  return shape_table<Tile>(head_dim, [](auto shapes) { return tile_list(shapes); });
 }
 
 // One way to run a call: a tile shape and a split count.
@@ -134,10 +126,7 @@ Status grid_of(const AttentionProblem& pr, int tile, Grid* g) {
   return Status::Success;
 }
 
-bool runs_here(const Tile& t) {
-  DeviceProps dev;
-  return current_device(&dev) == Status::Success && t.smem_bytes <= dev.smem_per_block_optin;
-}
+bool runs_here(const Tile& t) { return fits_here(t.smem_bytes); }
 
 // The candidates of an underfilled call, `first` (v5's tile) first with the heuristic's split count:
 // for each tile shape that fits this GPU, its heuristic count h, one split, and 2h where slices stay
@@ -269,17 +258,24 @@ Status plan(const AttentionProblem& pr, cudaStream_t stream, bool tune, Plan* ou
   return Status::Success;
 }
 
+// v6's launch: the plan for the call, tuned the first time its shape comes.
+Status run(const AttentionProblem& pr, cudaStream_t stream) {
+  Plan c{};
+  FS_RETURN_IF_ERROR(plan(pr, stream, /*tune=*/true, &c));
+  return run_plan(pr, c, stream);
+}
+
 }  // namespace
 
 }  // namespace fs::flash::v6
 
-fs::Status fs::flash::run_v6(const AttentionProblem& pr, cudaStream_t stream) {
-  v6::Plan c{};
-  FS_RETURN_IF_ERROR(v6::plan(pr, stream, /*tune=*/true, &c));
-  return v6::run_plan(pr, c, stream);
-}
-
 namespace fs {
+
+// v6 runs v5's shapes too (the largest instance is v4's shape), with a workspace for the splits.
+const KernelDesc kFlashFwdV6 = flash::version(
+    {"fs_flash_fwd_v6", "stage04", "v6",
+     "v5 + split-KV: key slices in separate blocks where the grid underfills the GPU, merged by LSE"},
+    flash::max_smem_bytes<flash::FirstShape>(), flash::v6::run, flash_fwd_v6_extra_bytes);
 
 std::size_t flash_fwd_v6_extra_bytes(const AttentionParams& p) {
   std::size_t bytes = lse_extra_bytes(p);
@@ -320,3 +316,5 @@ Status launch_flash_fwd_v6_plan(const AttentionParams& p, int tile, int splits, 
 }
 
 }  // namespace fs
+
+FS_EXPORT_ATTENTION(fs_flash_fwd_v6, fs::kFlashFwdV6)

@@ -1,13 +1,10 @@
-// flashstages · stage 04 — the register-level steps of the FlashAttention-2 forward pass that do not
-// change from v1 to v5: the online softmax, P as the A operand of the second product, and the
-// epilogue that writes O and LSE. The versions differ in which key blocks are visited and masked (v2),
-// how tiles reach shared memory and fragments (v3, v4) and the tile shape (v5); the arithmetic here is
-// the same in all of them. The online softmax and the epilogue (online_softmax, write_o_lse) are
-// shared with stage 07's wgmma forward, whose accumulators have the same layout:
-// common/device/online_softmax.cuh, which also gives the register layout (rS, rO, m, l). What a tiled
-// attention kernel needs beyond these (the launch arguments, where a block's rows live, the key-block
-// ranges, the mask, the padded loaders) is shared with the other attention stages:
-// common/device/attention.cuh.
+// flashstages · stage 04 — the register-level step every version shares unchanged: P (the fp32 C
+// fragments of S) as the A operand of O += P·V, without leaving registers. The online softmax and the
+// epilogue (online_softmax, write_o_lse) are shared with stage 07's wgmma forward, whose accumulators
+// have the same layout: common/device/online_softmax.cuh, which also gives the register layout (rS,
+// rO, m, l). What a tiled attention kernel needs beyond these (the launch arguments, where a block's
+// rows live, the key-block ranges, the mask, the padded loaders) is shared with the other attention
+// stages: common/device/attention.cuh. Every version's kernel file includes this one.
 #pragma once
 
 #include <cuda_runtime.h>

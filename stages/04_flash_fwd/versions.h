@@ -1,5 +1,6 @@
-// Stage 04 — tensor-core FlashAttention-2 forward (fp16 / bf16). Its versions, as the registry lists
-// them (fs_flash_fwd_v1 … v6 in C), and v5's and v6's tuners as the tests look inside them.
+// Stage 04 — tensor-core FlashAttention-2 forward (fp16 / bf16). Its versions' descriptors (each in
+// its vN.cu; versions.cu lists them, fs_flash_fwd_v1 … v6 in C), and v5's and v6's tuners as the
+// tests and the benchmarks look inside them.
 //
 // Every version takes fp16 or bf16 Q, K, V, O, fp32 LSE, head_dim 32, 64, 128 or 256, 16-byte
 // aligned tensors, and dense, padded (seq_lens) or packed (cu_seqlens) batches.
@@ -17,9 +18,6 @@
 namespace fs {
 
 extern const KernelDesc kFlashFwdV1, kFlashFwdV2, kFlashFwdV3, kFlashFwdV4, kFlashFwdV5, kFlashFwdV6;
-
-// No workspace: only the LSE it writes, O(B·H·N).
-std::size_t flash_fwd_extra_bytes(const AttentionParams& params);
 
 // v5: the tile shapes it chooses among for a head_dim (none for a head_dim it does not take), each
 // one's name ("Br=128 Bc=64 warps=8 Q:regs 96KB"), whether it runs on the current GPU (its shared
