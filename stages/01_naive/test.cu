@@ -1,7 +1,7 @@
 // Stage 01 tests: naive attention against fp64 at odd sizes in every dtype, with K/V shared by groups of
 // query heads (GQA, MQA, decoding; past 65535 heads), and its error paths.
 #include "common/tools/attention_tests.h"
-#include "naive.h"
+#include "stages/01_naive/versions.h"
 
 using namespace fs;
 

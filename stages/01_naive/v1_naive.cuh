@@ -1,10 +1,10 @@
 // flashstages · stage 01 · v1 — naive attention: three kernels and an N×N score matrix in DRAM.
 //
-// What it does: the textbook formula, one step per kernel.
-//   1. scores_kernel   S = scale · Q Kᵀ     one thread per S element, S written to global memory
-//   2. softmax_kernel  P = softmax_rows(S)  one block per row, P written over S, LSE kept
-//                                          (common/device/row_softmax.cuh: stage 02 runs it too)
-//   3. pv_kernel       O = P V              one thread per O element
+// What it does: the textbook formula, one step per kernel (the first rung: nothing to change from).
+//   1. scores_v1_kernel  S = scale · Q Kᵀ     one thread per S element, S written to global memory
+//   2. softmax_kernel    P = softmax_rows(S)  one block per row, P written over S, LSE kept
+//                                            (common/device/row_softmax.cuh: stage 02 runs it too)
+//   3. pv_v1_kernel      O = P V              one thread per O element
 // Why it is slow: S is B·H·Nq·Nk elements and crosses DRAM four times: written by the scores kernel,
 // read once and written once by the softmax (its three passes over a row read DRAM once as long as the
 // row of Nk floats stays in L2 between them: 16 KB at Nk = 4096 does, 64 KB at Nk = 16384 does not,
@@ -12,8 +12,6 @@
 // V and O, N/D = 64× more traffic at N = 4096, D = 64. Yet the traffic is not what sets the time: the
 // scores kernel's warps read 32 different rows of K per load instruction, and both products re-read
 // their operands (through L1/L2) for every output element. docs/01_naive.md counts both with Nsight Compute.
-// Result: <!-- value: [stage01/v1/fp32/D:64/N:4096/causal:0].ms | .0f -->643<!-- /value --> ms, <!-- value: [stage01/v1/fp32/D:64/N:4096/causal:0] | .2f -->0.86<!-- /value --> TFLOPS at B = 4, H = 32, N = 4096, D = 64, fp32 on the H100
-// (benchmark median, results/nvidia-h100-80gb-hbm3/stage01.json, stage01/v1/fp32/D:64/N:4096/causal:0).
 //
 // In fp16/bf16 the scores and probabilities are stored in the input type and the softmax runs in fp32:
 // the same roundings as a framework's plain `softmax(q @ k.T) @ v` — the "same-precision naive" error
@@ -31,7 +29,7 @@
 #include "common/lib/attention.h"
 #include "common/lib/numeric.h"
 
-namespace fs::naive {
+namespace fs::naive::v1 {
 
 // Is key j visible to query i? Causal masks align to the bottom-right corner: offset = Nk - Nq.
 __device__ __forceinline__ bool visible(int64_t i, int64_t j, int64_t offset, bool causal) {
@@ -43,8 +41,8 @@ __device__ __forceinline__ bool visible(int64_t i, int64_t j, int64_t offset, bo
 // warp write 32 consecutive S elements; each of them reads a whole row of K from global memory.
 // kv_head: the K/V head query head bh reads (bh itself unless K/V have fewer heads, attention.h).
 template <class T>
-__global__ void scores_kernel(const T* __restrict__ q, const T* __restrict__ k, T* __restrict__ s, int64_t nq,
-                              int64_t nk, int64_t d, float scale, bool causal, KvHeadOf kv_head) {
+__global__ void scores_v1_kernel(const T* __restrict__ q, const T* __restrict__ k, T* __restrict__ s, int64_t nq,
+                                 int64_t nk, int64_t d, float scale, bool causal, KvHeadOf kv_head) {
   const int64_t j = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
   const int64_t i = blockIdx.y * int64_t(blockDim.y) + threadIdx.y;
   const int64_t bh = blockIdx.z;
@@ -64,8 +62,8 @@ __global__ void scores_kernel(const T* __restrict__ q, const T* __restrict__ k, 
 // (32, 8): threadIdx.x walks c, so a warp reads 32 consecutive elements of each V row. Under the causal
 // mask P is zero past key i + offset, so the loop stops there.
 template <class T>
-__global__ void pv_kernel(const T* __restrict__ p, const T* __restrict__ v, T* __restrict__ o, int64_t nq,
-                          int64_t nk, int64_t d, bool causal, KvHeadOf kv_head) {
+__global__ void pv_v1_kernel(const T* __restrict__ p, const T* __restrict__ v, T* __restrict__ o, int64_t nq,
+                             int64_t nk, int64_t d, bool causal, KvHeadOf kv_head) {
   const int64_t c = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
   const int64_t i = blockIdx.y * int64_t(blockDim.y) + threadIdx.y;
   const int64_t bh = blockIdx.z;
@@ -78,4 +76,4 @@ __global__ void pv_kernel(const T* __restrict__ p, const T* __restrict__ v, T* _
   o[(bh * nq + i) * d + c] = from_float<T>(acc);
 }
 
-}  // namespace fs::naive
+}  // namespace fs::naive::v1

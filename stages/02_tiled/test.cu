@@ -1,7 +1,7 @@
 // Stage 02 tests: tiled attention against fp64 at odd sizes (tails of every tile), with K/V shared by groups
 // of query heads (GQA, MQA, decoding; past 65535 heads), and its error paths.
 #include "common/tools/attention_tests.h"
-#include "tiled.h"
+#include "stages/02_tiled/versions.h"
 
 using namespace fs;
 

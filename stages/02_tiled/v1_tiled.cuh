@@ -7,13 +7,11 @@
 // (common/device/row_softmax.cuh).
 // Why it is faster: stage 01 reads 2 operands from global memory per multiply-add. Here every value a
 // block loads is used 64 times from shared memory, and every value a thread loads from shared memory
-// is used 4 times from registers. The products move the same DRAM bytes as stage 01's and take 30×
-// and 5× less time (Nsight Compute, results/nvidia-h100-80gb-hbm3/logs/ncu_stage02_tiled.csv).
+// is used 4 times from registers. The products move the same DRAM bytes as stage 01's:
+// what tiling saves is load instructions, not DRAM traffic.
 // What it does not fix: S still goes to DRAM and back (4·|S| bytes; at N = 16384 its 64 KiB rows no longer stay
-// in L2 and the softmax reads S three times, logs/ncu_stage02_tiled_N16384.csv); stage 03 removes S. And the
-// products are bound by shared memory: 12 wavefronts per 16 FFMAs cap QKᵀ near 22 TFLOPS (docs/02_tiled.md).
-// Result: <!-- value: [stage02/v1/fp32/D:64/N:4096/causal:0].ms | .0f -->42<!-- /value --> ms, <!-- value: [stage02/v1/fp32/D:64/N:4096/causal:0] | .1f -->13.0<!-- /value --> TFLOPS, <!-- value: [stage02/v1/fp32/D:64/N:4096/causal:0] / [stage01/v1/fp32/D:64/N:4096/causal:0] | .0f -->15<!-- /value -->× stage 01, at B = 4, H = 32, N = 4096, D = 64, fp32 on the H100
-// (benchmark medians, results/nvidia-h100-80gb-hbm3/stage02.json and stage01.json, .../D:64/N:4096/causal:0).
+// in L2 and the softmax reads S three times); stage 03 removes S. And the products are bound by shared
+// memory: 12 wavefronts per 16 FFMAs cap QKᵀ near a third of the FMA rate (docs/02_tiled.md).
 //
 // Run: build/release/stages/02_tiled/stage02_tiled --seq 4096 --dim 64 [--causal]
 #pragma once
@@ -24,7 +22,7 @@
 
 #include "common/lib/attention.h"
 
-namespace fs::tiled {
+namespace fs::tiled::v1 {
 
 constexpr int kBM = 64;       // output tile rows
 constexpr int kBN = 64;       // output tile columns
@@ -46,8 +44,8 @@ enum class Causal {
 // grid (ceil(N/64), ceil(M/64), B·H), block 256.
 template <bool kTransB, Causal kCausal>
 __global__ void __launch_bounds__(kThreads)
-    matmul_tiled_kernel(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c, int64_t m,
-                        int64_t n, int64_t k, float alpha, int64_t causal_offset, KvHeadOf b_head) {
+    matmul_tiled_v1_kernel(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c, int64_t m,
+                           int64_t n, int64_t k, float alpha, int64_t causal_offset, KvHeadOf b_head) {
   // A is stored transposed in shared memory so that a thread's 4 rows sit in one row of sA. Loading
   // walks k fastest (coalesced global reads), so 16 threads store down one column of sA: the +1 pad
   // puts those 16 stores in 16 different banks instead of one.
@@ -117,4 +115,4 @@ __global__ void __launch_bounds__(kThreads)
     }
 }
 
-}  // namespace fs::tiled
+}  // namespace fs::tiled::v1

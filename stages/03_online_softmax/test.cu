@@ -1,7 +1,7 @@
 // Stage 03 tests: the fused kernel against fp64 at odd sizes (tails in both tile directions, Nq ≠ Nk,
 // causal rows that end mid-tile, K/V shared by groups of query heads), its LSE, and its error paths.
 #include "common/tools/attention_tests.h"
-#include "online_softmax.h"
+#include "stages/03_online_softmax/versions.h"
 
 using namespace fs;
 

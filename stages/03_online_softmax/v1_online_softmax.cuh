@@ -4,24 +4,18 @@
 // streams the keys and values past them, Bc rows at a time, through shared memory. For each tile it
 // computes the Br×Bc scores in registers, updates a running row maximum m and running sum l, rescales
 // the output accumulator it already has, and adds P·V for the tile:
-//
-//   m_new = max(m, rowmax(S_tile))
-//   P     = exp(S_tile - m_new)
-//   l     = exp(m - m_new) · l + rowsum(P)
-//   O     = exp(m - m_new) · O + P · V_tile
-//   ...after the last tile: O = O / l, LSE = m + log(l)
-//
+//   m_new = max(m, rowmax(S_tile)),  P = exp(S_tile - m_new)
+//   l = exp(m - m_new) · l + rowsum(P),  O = exp(m - m_new) · O + P · V_tile
+//   after the last tile: O = O / l, LSE = m + log(l)
 // (docs/03_online_softmax.md derives why this gives exactly softmax(S)·V, with a worked example.)
 // Exponentials are base 2: log2(e) is folded into the scale once, so each exp is one exp2.
 // Why it is faster: S and P never leave the chip. DRAM traffic drops from 4·|S| + inputs to about the
 // inputs (K and V are re-read once per query tile, mostly from L2), and extra memory drops from
 // O(B·H·N²) to the O(B·H·N) LSE.
 // What it still lacks: fp32 FMA on the CUDA cores (stage 04 moves to tensor cores); register tiles so
-// small (4×4, 4×2 or 4×8 per thread) that the products need about one shared-memory wavefront per two FFMAs,
-// a cap near half the FMA rate (D = 64: shared-memory pipe 80% busy, logs/ncu_stage03_online_softmax_limits.csv,
-// docs/03_online_softmax.md); and loads that stall the block while each tile arrives (stage 04 double-buffers).
-// Result: <!-- value: [stage03/v1/fp32/D:64/N:4096/causal:0].ms | .1f -->20.4<!-- /value --> ms, <!-- value: [stage03/v1/fp32/D:64/N:4096/causal:0] | .1f -->26.9<!-- /value --> TFLOPS, <!-- value: [stage03/v1/fp32/D:64/N:4096/causal:0] / [stage02/v1/fp32/D:64/N:4096/causal:0] | .2f -->2.06<!-- /value -->× stage 02, at B = 4, H = 32, N = 4096, D = 64, fp32 on the H100
-// (benchmark medians, results/nvidia-h100-80gb-hbm3/stage03.json and stage02.json, .../D:64/N:4096/causal:0).
+// small that the products need about one shared-memory wavefront per two FFMAs, a cap near half the FMA
+// rate (docs/03_online_softmax.md); and loads that stall the block while each tile arrives (stage 04
+// double-buffers).
 //
 // Run: build/release/stages/03_online_softmax/stage03_online_softmax --seq 4096 --dim 64 [--causal]
 #pragma once
@@ -32,7 +26,7 @@
 
 #include "common/device/fp32_tile.cuh"
 
-namespace fs::online {
+namespace fs::online::v1 {
 
 constexpr int kThreads = 256;
 constexpr int kBr = 64;                // query rows per block
@@ -152,4 +146,4 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-}  // namespace fs::online
+}  // namespace fs::online::v1

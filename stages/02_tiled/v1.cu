@@ -1,4 +1,4 @@
-// Stage 02: the launch of the tiled products around the row softmax, with the N×N score buffer they
+// Stage 02 v1: the launch of the tiled products around the row softmax, with the N×N score buffer they
 // need, its descriptor and its C entry.
 #include <algorithm>
 
@@ -6,12 +6,14 @@
 #include "common/lib/cuda_check.h"
 #include "common/lib/flops.h"
 #include "common/lib/workspace.h"
-#include "tiled.h"
-#include "v1_tiled.cuh"
+#include "stages/02_tiled/v1_tiled.cuh"
+#include "stages/02_tiled/versions.h"
 
 namespace fs {
 
 namespace {
+
+namespace v1 = tiled::v1;
 
 using Elements = Dtypes<DType::FP32>;
 constexpr AttentionSupport kSupport = attention_support<Elements, AnyHeadDim<256>>(0, /*varlen=*/false);
@@ -25,26 +27,26 @@ Status run(const AttentionProblem& pr, cudaStream_t stream) {
   return with_workspace(std::size_t(slice * p.seq_q * p.seq_k) * sizeof(float), stream, [&](void* workspace) {
     float* s = static_cast<float*>(workspace);  // [heads, Nq, Nk]
     return for_each_head_slice<float>(p, [&](const HeadSlice<float>& h) {
-      const dim3 grid_s((p.seq_k + tiled::kBN - 1) / tiled::kBN, (p.seq_q + tiled::kBM - 1) / tiled::kBM, h.heads);
-      const dim3 grid_o((p.head_dim + tiled::kBN - 1) / tiled::kBN, (p.seq_q + tiled::kBM - 1) / tiled::kBM, h.heads);
+      const dim3 grid_s((p.seq_k + v1::kBN - 1) / v1::kBN, (p.seq_q + v1::kBM - 1) / v1::kBM, h.heads);
+      const dim3 grid_o((p.head_dim + v1::kBN - 1) / v1::kBN, (p.seq_q + v1::kBM - 1) / v1::kBM, h.heads);
       if (causal)
-        tiled::matmul_tiled_kernel<true, tiled::Causal::MaskOutput>
-            <<<grid_s, tiled::kThreads, 0, stream>>>(h.q, h.k, s, p.seq_q, p.seq_k, p.head_dim, pr.scale, offset,
-                                                     h.kv_head);
+        v1::matmul_tiled_v1_kernel<true, v1::Causal::MaskOutput>
+            <<<grid_s, v1::kThreads, 0, stream>>>(h.q, h.k, s, p.seq_q, p.seq_k, p.head_dim, pr.scale, offset,
+                                                  h.kv_head);
       else
-        tiled::matmul_tiled_kernel<true, tiled::Causal::None>
-            <<<grid_s, tiled::kThreads, 0, stream>>>(h.q, h.k, s, p.seq_q, p.seq_k, p.head_dim, pr.scale, offset,
-                                                     h.kv_head);
+        v1::matmul_tiled_v1_kernel<true, v1::Causal::None>
+            <<<grid_s, v1::kThreads, 0, stream>>>(h.q, h.k, s, p.seq_q, p.seq_k, p.head_dim, pr.scale, offset,
+                                                  h.kv_head);
       rowwise::softmax_kernel<float>
           <<<dim3(p.seq_q, h.heads), rowwise::kSoftmaxThreads, 0, stream>>>(s, h.lse, p.seq_q, p.seq_k);
       if (causal)
-        tiled::matmul_tiled_kernel<false, tiled::Causal::LimitReduction>
-            <<<grid_o, tiled::kThreads, 0, stream>>>(s, h.v, h.o, p.seq_q, p.head_dim, p.seq_k, 1.0f, offset,
-                                                     h.kv_head);
+        v1::matmul_tiled_v1_kernel<false, v1::Causal::LimitReduction>
+            <<<grid_o, v1::kThreads, 0, stream>>>(s, h.v, h.o, p.seq_q, p.head_dim, p.seq_k, 1.0f, offset,
+                                                  h.kv_head);
       else
-        tiled::matmul_tiled_kernel<false, tiled::Causal::None>
-            <<<grid_o, tiled::kThreads, 0, stream>>>(s, h.v, h.o, p.seq_q, p.head_dim, p.seq_k, 1.0f, offset,
-                                                     h.kv_head);
+        v1::matmul_tiled_v1_kernel<false, v1::Causal::None>
+            <<<grid_o, v1::kThreads, 0, stream>>>(s, h.v, h.o, p.seq_q, p.head_dim, p.seq_k, 1.0f, offset,
+                                                  h.kv_head);
       FS_RETURN_IF_CUDA_ERROR(cudaGetLastError());
       return Status::Success;
     });
@@ -56,11 +58,6 @@ Status run(const AttentionProblem& pr, cudaStream_t stream) {
 const KernelDesc kTiledV1 = attention_kernel(
     {"fs_tiled_v1", "stage02", "v1", "shared-memory tiled QK^T and PV (64x64 tiles, 4x4 per thread); S still in DRAM"},
     kSupport, kStageArchs, /*smem_bytes=*/0, run, score_buffer_extra_bytes, score_buffer_traffic_bytes);
-
-KernelList stage02_kernels() {
-  static const KernelDesc* const versions[] = {&kTiledV1};
-  return kernel_list(versions);
-}
 
 }  // namespace fs
 

@@ -1,12 +1,12 @@
-// Stage 01: the launch of v1_naive.cuh's three kernels, with the N×N score buffer they need, its
+// Stage 01 v1: the launch of v1_naive.cuh's three kernels, with the N×N score buffer they need, its
 // descriptor and its C entry.
 #include <algorithm>
 
 #include "common/lib/cuda_check.h"
 #include "common/lib/flops.h"
 #include "common/lib/workspace.h"
-#include "naive.h"
-#include "v1_naive.cuh"
+#include "stages/01_naive/v1_naive.cuh"
+#include "stages/01_naive/versions.h"
 
 namespace fs {
 
@@ -29,12 +29,12 @@ Status run(const AttentionProblem& pr, cudaStream_t stream) {
       return for_each_head_slice<T>(p, [&](const HeadSlice<T>& h) {
         const dim3 block(32, 8);
         const dim3 grid_s((p.seq_k + 31) / 32, (p.seq_q + 7) / 8, h.heads);
-        naive::scores_kernel<T>
+        naive::v1::scores_v1_kernel<T>
             <<<grid_s, block, 0, stream>>>(h.q, h.k, s, p.seq_q, p.seq_k, p.head_dim, pr.scale, causal, h.kv_head);
         rowwise::softmax_kernel<T>
             <<<dim3(p.seq_q, h.heads), rowwise::kSoftmaxThreads, 0, stream>>>(s, h.lse, p.seq_q, p.seq_k);
         const dim3 grid_o((p.head_dim + 31) / 32, (p.seq_q + 7) / 8, h.heads);
-        naive::pv_kernel<T>
+        naive::v1::pv_v1_kernel<T>
             <<<grid_o, block, 0, stream>>>(s, h.v, h.o, p.seq_q, p.seq_k, p.head_dim, causal, h.kv_head);
         FS_RETURN_IF_CUDA_ERROR(cudaGetLastError());
         return Status::Success;
@@ -48,11 +48,6 @@ Status run(const AttentionProblem& pr, cudaStream_t stream) {
 const KernelDesc kNaiveV1 = attention_kernel(
     {"fs_naive_v1", "stage01", "v1", "naive: S = QK^T in DRAM, row softmax, O = PV (three kernels)"}, kSupport,
     kStageArchs, /*smem_bytes=*/0, run, score_buffer_extra_bytes, score_buffer_traffic_bytes);
-
-KernelList stage01_kernels() {
-  static const KernelDesc* const versions[] = {&kNaiveV1};
-  return kernel_list(versions);
-}
 
 }  // namespace fs
 
