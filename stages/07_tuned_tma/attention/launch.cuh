@@ -1,20 +1,29 @@
 // Stage 07 attention: what the launch of every version shares — the instances each version is
 // compiled for (one list: it drives the dispatch and the validation alike), the tensor maps its TMA
-// loads read, and one launch. Host code.
+// loads read, one launch, the descriptors' helpers, and the last wave's split (v8, v10). Host code;
+// each version's own launch, descriptor and C entry are its vN.cu.
 #pragma once
 
 #include <cuda.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstddef>
+#include <cstdint>
 
 #include "common/device/attention.cuh"
 #include "common/device/split_kv.cuh"
 #include "common/lib/attention.h"
+#include "common/lib/device.h"
 #include "common/lib/dispatch.h"
+#include "common/lib/flops.h"
+#include "common/lib/kernel.h"
+#include "common/lib/split_kv.h"
 #include "common/lib/tensor_map.h"
-#include "stages/07_tuned_tma/attention/tma_attention.cuh"
+#include "common/lib/workspace.h"
+#include "stages/07_tuned_tma/attention/block.cuh"
+#include "stages/07_tuned_tma/attention/last_wave.cuh"
 
 namespace fs::flash_tma {
 
@@ -25,10 +34,9 @@ using HeadDimList = HeadDims<64, 128, 256>;
 
 // 16-byte aligned tensors (TMA's rule for a tensor's base; every row, D·2 bytes, is a multiple of 16).
 // Dense, padded and packed batches (TMA zero-fills only at a plane's end, so the kernels zero what a
-// tile brings past a sequence's end themselves: tma_attention.cuh, first_foreign_row).
+// tile brings past a sequence's end themselves: tiles.cuh, first_foreign_row). What v1 to v8 and v10
+// take (v9 takes fp8: v9.cu).
 constexpr AttentionSupport kSupport = attention_support<Elements, HeadDimList>(16, /*varlen=*/true);
-// v9 (v9_fp8.cuh): fp8 Q, K, V at D = 128 (one 128-byte swizzle row), dense batches.
-constexpr AttentionSupport kFp8Support = attention_support<Dtypes<DType::FP8_E4M3>, HeadDims<128>>(16, /*varlen=*/false);
 
 // One tensor of the problem as TMA sees it: `planes` planes of [rows][D], each plane its rows after
 // the last (dense and padded [B, H, N, D]: a plane per (batch entry, head); packed [H, total, D]: a
@@ -118,7 +126,7 @@ struct ConfigTag {
 };
 // Calls f(DtypeTag<t>{}, ConfigTag<C>{}) with the problem's element type and the warp-specialized tile
 // configuration it takes: ws::Config<D>, or at D = 64 for Nk >= ws::kWideFromKeys ws::Config<64,
-// ws::kWideBc> (192-key blocks pay on long sequences and cost on short ones: tma_attention.cuh). Packed
+// ws::kWideBc> (192-key blocks pay on long sequences and cost on short ones: block.cuh). Packed
 // batches take the default: their seq_k is the total of every entry's keys, and the entries' own
 // lengths are on the device.
 template <class F>
@@ -128,7 +136,7 @@ Status with_ws_config(const AttentionProblem& pr, F f) {
   return with_dtype_and_dim(pr, [&](auto t, auto d) { return f(t, ConfigTag<ws::Config<decltype(d)::value>>{}); });
 }
 
-// The launch of a warp-specialized version (v2 to v4, tma_attention.cuh's ws::): kernel_of(DtypeTag<t>{},
+// The launch of a warp-specialized version (v2 to v4, block.cuh's ws::): kernel_of(DtypeTag<t>{},
 // ConfigTag<C>{}) is the version's kernel for element type t and tile configuration C (with_ws_config).
 template <class KernelOf>
 Status launch_ws_version(const AttentionProblem& pr, cudaStream_t stream, KernelOf kernel_of) {
@@ -143,31 +151,144 @@ constexpr std::size_t max_smem_bytes() {
   return HeadDimList::max_of([](auto d) { return Config<decltype(d)::value>::kSmemBytes; });
 }
 
-// Each version's launch (flash_tma_vN.cu): validated params, a GPU that can run it.
-Status run_v1(const AttentionProblem& pr, cudaStream_t stream);
-Status run_v2(const AttentionProblem& pr, cudaStream_t stream);
-Status run_v3(const AttentionProblem& pr, cudaStream_t stream);
+// ---- The descriptors (vN.cu) -----------------------------------------------------------------------
+// A version that takes kSupport, for the GPUs the stage is built for; smem_bytes: its largest block's;
+// extra: what it allocates beyond its tensors (the LSE it writes, by default).
+constexpr KernelDesc descriptor(const KernelName& name, std::size_t smem_bytes, AttentionRun run,
+                                std::size_t (*extra)(const AttentionParams&) = lse_extra_bytes) {
+  return attention_kernel(name, kSupport, kStageArchs, smem_bytes, run, extra);
+}
+
+// v5, v6, v8 and v10: the LSE, plus the workspace kWorkspace(params, SMs) the version takes for these
+// params on the current GPU (none where it cannot tell: no device, or sizes no launch would take).
+template <std::size_t (*kWorkspace)(const AttentionParams&, int)>
+std::size_t workspace_extra_bytes(const AttentionParams& p) {
+  std::size_t bytes = lse_extra_bytes(p);
+  DeviceProps dev;
+  if (validate(p, kSupport) == Status::Success && current_device(&dev) == Status::Success)
+    bytes += kWorkspace(p, dev.sms);
+  return bytes;
+}
+// v5's and v6's workspace: that of the split count kSplits takes.
+template <int (*kSplits)(const AttentionParams&, int)>
+std::size_t split_workspace(const AttentionParams& p, int sms) {
+  return split_workspace_bytes(p, kSplits(p, sms));
+}
+
+// A launch of version k with a forced split (versions.h: the tests' entries), validated as its C entry
+// validates: the params, the GPU, then the split (`bad_split`), before run(prepared problem).
+template <class Run>
+Status launch_forced(const KernelDesc& k, const AttentionParams& p, bool bad_split, Run run) {
+  FS_RETURN_IF_ERROR(validate(p, k.attention));
+  FS_RETURN_IF_ERROR(check_current_device(k.info, largest_tensor_bytes(p)));
+  if (bad_split) return Status::InvalidSize;
+  return run(prepare(p));
+}
+
+// The launches another version's launch falls back to: v5 with one split is v4's launch, v6 where it
+// does not pack is v5's (v4.cu, v5.cu).
 Status run_v4(const AttentionProblem& pr, cudaStream_t stream);
-Status run_v5(const AttentionProblem& pr, cudaStream_t stream);
-Status run_v6(const AttentionProblem& pr, cudaStream_t stream);
-Status run_v7(const AttentionProblem& pr, cudaStream_t stream);
-Status run_v8(const AttentionProblem& pr, cudaStream_t stream);
-Status run_v9(const AttentionProblem& pr, cudaStream_t stream);
-Status run_v10(const AttentionProblem& pr, cudaStream_t stream);
-// v5 and v6 with a forced split count (v5: 1 is v4's launch; v6: 1 writes O directly), for the tests.
 Status run_v5_splits(const AttentionProblem& pr, int splits, cudaStream_t stream);
-Status run_v6_splits(const AttentionProblem& pr, int splits, cudaStream_t stream);
-// The split count v5 and v6 take for a problem on a GPU with `sms` SMs (split_kv_heuristic).
+// The split count v5 takes for a problem on a GPU with `sms` SMs (split_kv_heuristic).
 int v5_splits(const AttentionParams& p, int sms);
-int v6_splits(const AttentionParams& p, int sms);
-// v8 with the grid's last `tail` tiles (at most all of them; 0 or splits = 1: none; tail >= 0, splits >= 1)
-// over `splits` blocks each, for the tests; the workspace of the split v8 takes on a GPU with `sms` SMs
-// (last_wave_split).
-Status run_v8_split(const AttentionProblem& pr, int64_t tail, int splits, cudaStream_t stream);
-std::size_t v8_workspace_bytes(const AttentionParams& p, int sms);
-// v9's workspace: Vᵀ in fp8, [B·KVH][D][Nk rounded up to 32] (v9_fp8.cuh). For validated params.
-std::size_t v9_workspace_bytes(const AttentionParams& p);
-// v10's workspace (v8's last-wave split, over v10's tiles).
-std::size_t v10_workspace_bytes(const AttentionParams& p, int sms);
+
+// ---- The last wave's split (v8, v10: last_wave.cuh) -----------------------------------------------
+// The launch of a version's last-wave kernels for its tile configuration Config<D>: which tiles to split
+// and into how many slices, the workspace, the kernel and the merge. kernel_of(DtypeTag<t>{},
+// ConfigTag<C>{}) is the version's kernel for element type t and tile configuration C.
+namespace last_wave {
+
+// The tiles of the grid for these params and tile configuration C: B·H·ceil(max Nq / Br).
+template <class C>
+int64_t grid_tiles(const AttentionProblem& pr) {
+  return pr.p.batch * pr.p.heads * ((pr.max_seq_q + C::kBr - 1) / C::kBr);
+}
+
+// The workspace of `tail` tiles over `splits` slices each: O_s [tail][splits][Br][D] and LSE_s
+// [tail][splits][Br], fp32.
+template <class C>
+std::size_t workspace_bytes(int64_t tail, int splits) {
+  return std::size_t(tail) * std::size_t(splits) * C::kBr * std::size_t(C::kD + 1) * sizeof(float);
+}
+
+// The kernel of the version, for element type T and tile configuration C, with the last `tail` tiles (at
+// most all of them) over `splits` blocks each, then, if any was split, the merge of their rows, around
+// one workspace allocation. Both on `stream`: the merge starts after every slice is written.
+template <class T, class C>
+Status launch(const AttentionProblem& pr, int64_t tail, int splits, cudaStream_t stream,
+              void (*kernel)(CUtensorMap, CUtensorMap, CUtensorMap, LastWaveArgs<T>)) {
+  constexpr int D = C::kD;
+  CUtensorMap tq, tk, tv;
+  FS_RETURN_IF_ERROR(encode_maps<C>(pr, &tq, &tk, &tv));
+  const int64_t tiles = grid_tiles<C>(pr);
+  if (splits == 1) tail = 0;
+  tail = std::min(tail, tiles);
+  LastWaveArgs<T> la{attn::make_args<T>(pr, C::kBr), tiles - tail, splits, nullptr, nullptr};
+  const int64_t blocks = la.whole_tiles + tail * splits, merge_blocks = tail * (C::kBr / attn::kMergeRows<D>);
+  if (blocks > INT_MAX || merge_blocks > INT_MAX) return Status::InvalidSize;  // gridDim.x limit
+  auto run = [&] {
+    return launch_config<C>(kernel, dim3(unsigned(blocks)), stream, tq, tk, tv, la);
+  };
+  if (tail == 0) return run();
+  const int64_t part_rows = tail * splits * C::kBr;
+  return with_workspace(workspace_bytes<C>(tail, splits), stream, [&](void* ws) {
+    la.o_part = static_cast<float*>(ws);
+    la.lse_part = la.o_part + part_rows * D;
+    FS_RETURN_IF_ERROR(run());
+    merge_last_wave_kernel<T, D, C::kBr><<<unsigned(merge_blocks), attn::kMergeThreads, 0, stream>>>(la);
+    FS_RETURN_IF_CUDA_ERROR(cudaGetLastError());
+    return Status::Success;
+  });
+}
+
+// The split the version of tile configuration Config takes for this problem on a GPU with `sms` SMs:
+// last_wave_split from its tiles, their keys and one block per SM.
+template <template <int> class Config>
+LastWaveSplit split(const AttentionProblem& pr, int sms) {
+  const AttentionParams& p = pr.p;
+  LastWaveSplit w{0, 1};
+  with_dtype_and_dim(pr, [&](auto, auto d) {
+    using C = Config<decltype(d)::value>;
+    const bool equal_tiles = !p.causal && !p.seq_lens && !p.cu_seqlens_q;  // every tile walks every key block
+    const int64_t keys = (p.seq_k + C::kBc - 1) / C::kBc * C::kBc;           // its key blocks' keys
+    w = last_wave_split(grid_tiles<C>(pr), keys, sms, equal_tiles);
+    return Status::Success;
+  });
+  return w;
+}
+
+// The workspace that split takes.
+template <template <int> class Config>
+std::size_t split_workspace_bytes(const AttentionParams& p, int sms) {
+  const AttentionProblem pr = prepare(p);
+  const LastWaveSplit w = split<Config>(pr, sms);
+  std::size_t bytes = 0;
+  if (w.splits > 1)
+    with_dtype_and_dim(pr, [&](auto, auto d) {
+      bytes = workspace_bytes<Config<decltype(d)::value>>(w.tiles, w.splits);
+      return Status::Success;
+    });
+  return bytes;
+}
+
+// The version's launch with the last `tail` tiles over `splits` blocks each.
+template <template <int> class Config, class KernelOf>
+Status run_split(const AttentionProblem& pr, int64_t tail, int splits, cudaStream_t stream, KernelOf kernel_of) {
+  return with_dtype_and_dim(pr, [&](auto t, auto d) {
+    using C = Config<decltype(d)::value>;
+    return launch<typename decltype(t)::type, C>(pr, tail, splits, stream, kernel_of(t, ConfigTag<C>{}));
+  });
+}
+
+// The version's launch with the split it takes on the current GPU.
+template <template <int> class Config, class KernelOf>
+Status run(const AttentionProblem& pr, cudaStream_t stream, KernelOf kernel_of) {
+  DeviceProps dev;
+  FS_RETURN_IF_ERROR(current_device(&dev));
+  const LastWaveSplit w = split<Config>(pr, dev.sms);
+  return run_split<Config>(pr, w.tiles, w.splits, stream, kernel_of);
+}
+
+}  // namespace last_wave
 
 }  // namespace fs::flash_tma

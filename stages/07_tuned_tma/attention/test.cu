@@ -24,7 +24,7 @@
 #include "common/tools/attention_tests.h"
 #include "common/tools/device_buffer.h"
 #include "common/tools/gpu_test.h"
-#include "stages/07_tuned_tma/attention/attention.h"
+#include "stages/07_tuned_tma/attention/versions.h"
 
 using namespace fs;
 

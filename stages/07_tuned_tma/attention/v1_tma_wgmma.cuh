@@ -1,52 +1,15 @@
-// flashstages · stage 07 attention · v1 — FlashAttention-2's forward on Hopper's machinery: TMA loads of
-// Q, K, V into swizzled shared memory, counted on mbarriers, and both products on wgmma, with P kept in
-// registers as the A operand of the second (fp16, bf16; D = 64, 128, 256).
+// flashstages · stage 07 attention · v1 — FlashAttention-2's forward on Hopper's machinery: TMA loads into
+// swizzled shared memory, counted on mbarriers, and both products on wgmma (fp16, bf16; D = 64, 128, 256).
 //
-// What changes from stage 04 (v4: mma.sync m16n8k16, ldmatrix from XOR-swizzled tiles, cp.async double
-// buffering; the algorithm, the online softmax and the causal stage splitting are the same):
-//  1. The tiles are copied by the Tensor Memory Accelerator. One thread issues one
-//     cp.async.bulk.tensor per 64-column panel of a tile (sm90::tma_load_3d); the hardware walks the
-//     rows, writes the 128-byte swizzle and zero-fills what lies past a head's last row (the tensor
-//     maps are 3D, [heads][rows][D], so a key tile that runs past Nk reads zeros, not the next head's
-//     keys). Stage 04 had 128 threads compute addresses and predicates for 16-byte cp.async each.
-//     Where a sequence ends inside its plane (padded and packed batches) TMA cannot stop there: the
-//     warpgroup zeroes those rows of Q's tile and of the last V tile once they land (first_foreign_row
-//     in tma_attention.cuh; the stage README, "Variable lengths").
-//  2. An mbarrier per K/V stage says when a tile has landed (thread 0 announces the bytes with
-//     arrive.expect_tx, TMA counts them down, everyone waits for the phase to flip): no cp.async groups
-//     and no __syncthreads to publish the copies.
-//  3. S = Q·K_jᵀ is one warpgroup's wgmma.mma_async m64n64k16 × D/16, A (Q) and B (K_j) read by the
-//     tensor cores straight from shared memory through matrix descriptors. Stage 04's four warps each
-//     issued (D/16)·(Bc/8) mma.sync per 16 rows with ldmatrix'd fragments.
-//  4. O += P·V_j is wgmma m64nDk16 × Bc/16 with A from registers (sm90::wgmma_m64nNk16_rs): the
-//     accumulator layout of S is the A-fragment layout, so P is rounded in place (attn::a_from_c, as
-//     stage 04's p_fragment) and never touches shared memory. V_j is read N-major (D contiguous).
-//  5. The accumulators of a warpgroup's m64nN wgmma have stage 04's m16n8 layout (warp w owns rows
-//     16w .. 16w+15), so the mask, the online softmax and the epilogue are stage 04's, shared:
-//     attn::mask_scores, attn::online_softmax, attn::write_o_lse (common/device/online_softmax.cuh).
-// What it does not do yet: everything is in order. The warpgroup waits for S before the softmax, for
-// P·V before the next block, and TMA runs only one K/V block ahead; the tensor cores idle during the
-// softmax and the waits. v2 splits loads and math into warpgroups (producer/consumer), v3 runs a
-// warpgroup's softmax under its own previous product, v4 under the other warpgroup's (pingpong).
-// Measured (H100, N = 8192, fp16, non-causal; stage07_attention.json, one run with stage 04's v5 and SDPA):
-//   D = 128: <!-- value: [stage07/attention/v1/fp16/D:128/N:8192/causal:0] | .0f -->434<!-- /value --> TFLOPS, <!-- value: [stage07/attention/v1/fp16/D:128/N:8192/causal:0] / [stage04/v5/fp16/D:128/N:8192/causal:0@stage07_attention.json] | .2f -->1.20<!-- /value -->× stage 04's v5 (mma.sync, tuned), <!-- value: [stage07/attention/v1/fp16/D:128/N:8192/causal:0] / [sdpa_cudnn/fp16/D:128/N:8192/causal:0@stage07_attention.json] | .2f -->0.76<!-- /value -->× cuDNN
-//   D = 64:  <!-- value: [stage07/attention/v1/fp16/D:64/N:8192/causal:0] | .0f -->388<!-- /value --> TFLOPS, <!-- value: [stage07/attention/v1/fp16/D:64/N:8192/causal:0] / [stage04/v5/fp16/D:64/N:8192/causal:0@stage07_attention.json] | .2f -->1.23<!-- /value -->× stage 04's v5, <!-- value: [stage07/attention/v1/fp16/D:64/N:8192/causal:0] / [sdpa_cudnn/fp16/D:64/N:8192/causal:0@stage07_attention.json] | .2f -->0.88<!-- /value -->× cuDNN
-// The same algorithm on wgmma's rate: the gain is the instruction's (mma.sync tops out at 61% of the
-// tensor peak on this GPU, ceilings.json), less what the in-order waits cost.
-//
-// Per key block j (stage st = j % 2, its (j / 2)-th use):
-//   all:      wait kv_full[st], parity (j / 2) & 1                K_j, V_j have landed
-//   all:      wgmma_fence; S = Q·K_jᵀ (D/16 wgmma); commit; wait  rS: 64 × Bc, fp32, in registers
-//   all:      mask (diagonal and tail blocks only), online softmax (rescales rO), P → A fragments
-//   all:      wgmma_fence; rO += P·V_j (Bc/16 wgmma); commit; wait
-//   all:      __syncthreads                                         no warp reads stage st any more
-//   thread 0: expect_tx(kv_full[st]); TMA K_{j+2}, V_{j+2} → stage st (if there is one)
-//
-// Block: one warpgroup (128 threads) per Br = 64 query rows of one (batch entry, head); warp w owns rows
-// 16w .. 16w+15. Registers per thread: rS 32 (Bc = 64), rO D/2, P's A fragments 16. Shared memory:
-// sQ [64][D], two stages of K_j [64][D] and V_j [64][D], each tile D/64 swizzled panels of 64 columns
-// (tma_attention.cuh): 41, 81, 161 KiB at D = 64, 128, 256, plus 1 KiB of alignment slack and three
-// mbarriers.
+// What changes from stage 04 (v4: mma.sync, ldmatrix, cp.async double buffering; the algorithm, the
+// online softmax and the causal stage splitting are the same): one thread issues a TMA box per 64-column
+// panel of a tile, an mbarrier per K/V stage says when it has landed, S = Q·K_jᵀ is one warpgroup's
+// wgmma with Q and K_j read straight from shared memory through matrix descriptors, and O += P·V_j is
+// wgmma with P from registers (the accumulator layout of S is the A-fragment layout).
+// Why it is faster: wgmma's rate; mma.sync tops out well below the tensor peak on Hopper (ceilings.json).
+// What it still lacks: everything is in order — the warpgroup waits for S before the softmax, for P·V
+// before the next block, and the tensor cores idle during the softmax. v2 splits loads and math into
+// warpgroups (producer/consumer), v3 overlaps a warpgroup's softmax with its own previous product.
 //
 // Run: build/h100/stages/07_tuned_tma/attention/stage07_attention --dtype fp16 --seq 8192 --dim 128 --batch 2 --heads 16 --version v1
 #pragma once
@@ -60,7 +23,7 @@
 #include "common/device/attention.cuh"
 #include "common/device/online_softmax.cuh"
 #include "common/device/sm90.cuh"
-#include "tma_attention.cuh"
+#include "stages/07_tuned_tma/attention/tiles.cuh"
 
 namespace fs::flash_tma::v1 {
 
@@ -82,6 +45,37 @@ struct Config {
   static_assert(D % 64 == 0, "whole 64-element panels");
 };
 
+// How the pieces work:
+//  1. The tiles are copied by the Tensor Memory Accelerator (sm90::tma_load_3d): the hardware walks the
+//     rows, writes the 128-byte swizzle and zero-fills what lies past a head's last row (the tensor maps
+//     are 3D, [heads][rows][D], so a key tile that runs past Nk reads zeros, not the next head's keys).
+//     Where a sequence ends inside its plane (padded and packed batches) TMA cannot stop there: the
+//     warpgroup zeroes those rows of Q's tile and of the last V tile once they land (first_foreign_row,
+//     tiles.cuh; the stage README, "Variable lengths").
+//  2. Thread 0 announces a stage's bytes with arrive.expect_tx, TMA counts them down, everyone waits for
+//     the phase to flip: no cp.async groups and no __syncthreads to publish the copies.
+//  3. S = Q·K_jᵀ is wgmma.mma_async m64n64k16 × D/16, A (Q) and B (K_j) from shared memory through
+//     matrix descriptors. O += P·V_j is wgmma m64nDk16 × Bc/16 with A from registers
+//     (sm90::wgmma_m64nNk16_rs): P is rounded in place (attn::a_from_c) and never touches shared memory.
+//     V_j is read N-major (D contiguous).
+//  4. The accumulators of a warpgroup's m64nN wgmma have stage 04's m16n8 layout (warp w owns rows
+//     16w .. 16w+15), so the mask, the online softmax and the epilogue are stage 04's, shared:
+//     attn::mask_scores, attn::online_softmax, attn::write_o_lse (common/device/online_softmax.cuh).
+//
+// Per key block j (stage st = j % 2, its (j / 2)-th use):
+//   all:      wait kv_full[st], parity (j / 2) & 1                K_j, V_j have landed
+//   all:      wgmma_fence; S = Q·K_jᵀ (D/16 wgmma); commit; wait  rS: 64 × Bc, fp32, in registers
+//   all:      mask (diagonal and tail blocks only), online softmax (rescales rO), P → A fragments
+//   all:      wgmma_fence; rO += P·V_j (Bc/16 wgmma); commit; wait
+//   all:      __syncthreads                                         no warp reads stage st any more
+//   thread 0: expect_tx(kv_full[st]); TMA K_{j+2}, V_{j+2} → stage st (if there is one)
+//
+// Block: one warpgroup (128 threads) per Br = 64 query rows of one (batch entry, head); warp w owns rows
+// 16w .. 16w+15. Registers per thread: rS 32 (Bc = 64), rO D/2, P's A fragments 16. Shared memory:
+// sQ [64][D], two stages of K_j [64][D] and V_j [64][D], each tile D/64 swizzled panels of 64 columns
+// (tiles.cuh): 41, 81, 161 KiB at D = 64, 128, 256, plus 1 KiB of alignment slack and three
+// mbarriers.
+//
 // grid: B·H·ceil(Nq / Br) blocks of one warpgroup (attn::locate: block x is query tile x % q_tiles of
 // flat query head x / q_tiles). tmQ: Q as [B·H][Nq][D]; tmK, tmV: K and V as [B·KVH][Nk][D]; boxes of
 // 64 columns × 64 rows (launch.cuh).
@@ -109,7 +103,7 @@ __global__ void __launch_bounds__(Config<D>::kThreads, 1)
   const int64_t n_blocks = key_blocks(s, kBr, kBc, a.causal);
   const int64_t n_unmasked = unmasked_blocks(s, kBc, a.causal);
   // Rows of Q's tile and of the last V tile past the sequence's end, to be zeroed once they land
-  // (variable-length batches only: tma_attention.cuh, first_foreign_row); kBr / kBc for none.
+  // (variable-length batches only: tiles.cuh, first_foreign_row); kBr / kBc for none.
   const int q_from = n_blocks > 0 ? first_foreign_row(s.q0, kBr, s.nq, q.row, a.seq_q) : kBr;
   const int v_from = n_blocks > 0 ? first_foreign_row((n_blocks - 1) * kBc, kBc, s.nk, kv.row, a.seq_k) : kBc;
 

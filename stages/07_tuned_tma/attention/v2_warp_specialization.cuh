@@ -1,29 +1,44 @@
-// flashstages · stage 07 attention · v2 — warp specialization: a producer warpgroup streams K and V,
-// two consumer warpgroups compute (fp16, bf16; D = 64, 128, 256).
+// flashstages · stage 07 attention · v2 — warp specialization: a producer warpgroup streams K and V, two
+// consumer warpgroups compute (fp16, bf16; D = 64, 128, 256).
 //
 // What changes from v1 (one warpgroup per 64 query rows that loads, waits, multiplies and meets at a
-// __syncthreads before thread 0 refills a stage):
-//  1. Each warpgroup has one job. Warpgroup 0, the producer, only loads: one of its threads issues
-//     every TMA load (Q once, then K_j and V_j block after block), the others leave at once.
-//     Warpgroups 1 and 2, the consumers, each own 64 query rows of a Br = 128 tile and only compute.
-//     The two share every K_j and V_j tile: one load from L2 feeds 128 rows instead of 64.
-//  2. Three mbarriers per stage replace the __syncthreads: full_k[st] and full_v[st] (the producer's
-//     expect_tx and TMA's bytes: a consumer starts S = Q·K_jᵀ as soon as K_j has landed, V_j may still
-//     be on its way) and empty[st] (one arrival per consumer warp once its P·V_j has retired; the
-//     producer waits for it before it refills the stage). The producer runs up to kStages blocks ahead.
-//  3. The registers follow the work (setmaxnreg): the block is launched with 168 per thread (65536 /
-//     384); the producer keeps 24, each consumer takes 240 — room for a 64 × Bc S, its P fragments
-//     and a 64 × D O (D = 256: 128 registers of O alone).
-//  4. Larger key blocks where the registers allow: Bc = 128 at D ≤ 128 (S is m64n128: half as many
-//     softmax passes and barrier round trips per key as Bc = 64), and at D = 64 for Nk ≥ 4096 Bc = 192
-//     (m64n192, chosen at launch: tma_attention.cuh); Bc = 64 at D = 256.
-// With two consumer warpgroups on an SM their phases drift apart, so one's softmax often runs while
-// the other's products occupy the tensor cores; nothing arranges it yet (v4's pingpong does).
-// Measured (H100, N = 8192, fp16, non-causal; stage07_attention.json, one run with v1, stage 04's v5, SDPA):
-//   D = 128: <!-- value: [stage07/attention/v2/fp16/D:128/N:8192/causal:0] | .0f -->538<!-- /value --> TFLOPS, <!-- value: [stage07/attention/v2/fp16/D:128/N:8192/causal:0] / [stage07/attention/v1/fp16/D:128/N:8192/causal:0] | .2f -->1.24<!-- /value -->× v1, <!-- value: [stage07/attention/v2/fp16/D:128/N:8192/causal:0] / [sdpa_cudnn/fp16/D:128/N:8192/causal:0@stage07_attention.json] | .2f -->0.94<!-- /value -->× cuDNN
-//   D = 64:  <!-- value: [stage07/attention/v2/fp16/D:64/N:8192/causal:0] | .0f -->450<!-- /value --> TFLOPS, <!-- value: [stage07/attention/v2/fp16/D:64/N:8192/causal:0] / [stage07/attention/v1/fp16/D:64/N:8192/causal:0] | .2f -->1.16<!-- /value -->× v1, <!-- value: [stage07/attention/v2/fp16/D:64/N:8192/causal:0] / [sdpa_cudnn/fp16/D:64/N:8192/causal:0@stage07_attention.json] | .2f -->1.02<!-- /value -->× cuDNN
-// Slower than v1 on small grids (N = 512: half the blocks, one per SM, nothing to hide a prologue).
+// __syncthreads before thread 0 refills a stage): each warpgroup has one job. Warpgroup 0 only loads
+// (one thread issues every TMA load, up to kStages blocks ahead; producer.cuh); warpgroups 1 and 2 each
+// own 64 rows of a Br = 128 tile and only compute, sharing every K_j, V_j tile. Three mbarriers per
+// stage replace the __syncthreads (full_k, full_v, empty; block.cuh), setmaxnreg moves the registers to
+// the consumers (24 for the producer, 240 for each consumer), and the key blocks grow where those
+// registers allow (Bc = 128 at D ≤ 128, 192 at D = 64 for long keys, 64 at D = 256).
+// Why it is faster: the loads run ahead of the math instead of between its steps, one load from L2
+// feeds 128 rows, and with two consumers on an SM one's softmax often runs under the other's products.
+// What it still lacks: nothing arranges that overlap (v4's pingpong does), and a consumer's own softmax
+// still waits for its products (v3 overlaps them). Slower than v1 on small grids, with nothing to hide a
+// prologue.
 //
+// Run: build/h100/stages/07_tuned_tma/attention/stage07_attention --dtype fp16 --seq 8192 --dim 128 --batch 2 --heads 16 --version v2
+#pragma once
+
+#include <cuda.h>
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "common/device/attention.cuh"
+#include "common/device/online_softmax.cuh"
+#include "common/device/sm90.cuh"
+#include "stages/07_tuned_tma/attention/block.cuh"
+#include "stages/07_tuned_tma/attention/producer.cuh"
+#include "stages/07_tuned_tma/attention/tiles.cuh"
+
+namespace fs::flash_tma::v2 {
+
+using namespace fs::attn;
+// The block (three warpgroups, registers, tile shapes, shared memory, barriers: block.cuh) and the
+// producer (producer.cuh) are ws:: — the later versions keep them and change the consumers.
+using ws::Config;
+using ws::kWarpgroup;
+using ws::Smem;
+
 // The protocol, per key block j (stage st = j % kStages, use u = j / kStages):
 //   prologue  thread 0:  init q_full (1), full_k[st], full_v[st] (1), empty[st] (8); fence; __syncthreads
 //             producer:  setmaxnreg.dec 24;  consumers: setmaxnreg.inc 240
@@ -49,29 +64,6 @@
 // rows × 128 bytes, 128-byte swizzled: 145 (209 with Bc = 192), 225, 193 KiB at D = 64, 128, 256 (4, 3,
 // 2 stages), plus the alignment slack and the barriers.
 //
-// Run: build/h100/stages/07_tuned_tma/attention/stage07_attention --dtype fp16 --seq 8192 --dim 128 --batch 2 --heads 16 --version v2
-#pragma once
-
-#include <cuda.h>
-#include <cuda_runtime.h>
-
-#include <cstddef>
-#include <cstdint>
-
-#include "common/device/attention.cuh"
-#include "common/device/online_softmax.cuh"
-#include "common/device/sm90.cuh"
-#include "tma_attention.cuh"
-
-namespace fs::flash_tma::v2 {
-
-using namespace fs::attn;
-// The block (three warpgroups, registers, tile shapes, shared memory, barriers, the producer) is
-// tma_attention.cuh's ws:: — v3 and v4 keep it and change only the consumers.
-using ws::Config;
-using ws::kWarpgroup;
-using ws::Smem;
-
 // grid: B·H·ceil(Nq / Br) blocks of three warpgroups (attn::locate, Br = 128). tmQ: Q as [B·H][Nq][D]
 // with boxes of 64 columns × 128 rows; tmK, tmV: K and V as [B·KVH][Nk][D], boxes of 64 × Bc (launch.cuh).
 template <class T, class C>

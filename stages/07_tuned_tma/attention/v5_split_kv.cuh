@@ -2,22 +2,18 @@
 // tile, and a second kernel that merges the slices by their log-sum-exps (fp16, bf16; D = 64, 128, 256).
 //
 // What changes from v4: the grid, where it would leave SMs idle. v4 launches one block per (batch entry,
-// head, 128 query rows), each walking every key block of its tile. With few query rows and heads that
-// is fewer blocks than the H100 has SMs (B = 2, H = 8, Nq = 256: 32 blocks for 132 SMs, each walking
-// 256 key blocks of 128 at Nk = 32768), and v4 ran there at 0.52–0.76× SDPA flash (the stage README,
-// "Short queries against long keys"). v5 gives such a tile `splits` blocks (blockIdx.y = split): block
-// (tile, s) runs v4's producer and pingpong consumers over the s-th slice of the tile's key blocks
-// (attn::key_slice), and stores the slice's own attention result, O_s and LSE_s, in fp32 to a workspace
-// (attn::write_partial) instead of O; attn::merge_splits_kernel then combines the slices of each row.
-// The slice, the partial store and the merge are stage 04's v6's, shared: common/device/split_kv.cuh
-// derives the merge.
-// How many splits is host code (flash_tma_v5.cu): split_kv_heuristic (common/lib/split_kv.h) from the
-// tiles, the key blocks and one block per SM; one split is v4's launch, with no workspace and no merge.
-// Extra memory: splits · rows · (D + 1) · 4 bytes.
-//
-// The slice's blocks are counted from its first: the producer's stages and the consumers' turns are
-// v4's over n = end − begin blocks, and only the loads (rows of K and V) and the mask (columns of S)
-// add the slice's first block (ws::produce's `first`, v3::Consumer<T, C, /*kSlice=*/true>'s j0).
+// head, 128 query rows), each walking every key block of its tile; with few query rows and heads that is
+// fewer blocks than the GPU has SMs (B = 2, H = 8, Nq = 256: 32 blocks for 132 SMs). v5 gives such a tile
+// `splits` blocks (blockIdx.y = split): block (tile, s) runs v4's producer and pingpong consumers over the
+// s-th slice of the tile's key blocks (attn::key_slice), and stores the slice's own result, O_s and LSE_s
+// in fp32, to a workspace (attn::write_partial) instead of O; attn::merge_splits_kernel then combines
+// the slices of each row (common/device/split_kv.cuh, stage 04's v6's). How many splits is host code
+// (v5.cu: split_kv_heuristic); one split is v4's launch. Extra memory: splits · rows · (D + 1) · 4 bytes.
+// The slice's blocks are counted from its first: only the loads (ws::produce's `first`) and the mask
+// (ws::Consumer<T, C, /*kSlice=*/true>'s j0) add the slice's first block.
+// Why it is faster: short queries against long keys fill the GPU (the stage README, "Short queries
+// against long keys").
+// What it still lacks: grouped K/V heads each load their group's K and V (v6 packs them).
 //
 // Run: build/h100/stages/07_tuned_tma/attention/stage07_attention --dtype fp16 --batch 2 --heads 8 --seq 256 --seq-k 32768 --dim 128 --version v5
 #pragma once
@@ -31,16 +27,17 @@
 #include "common/device/attention.cuh"
 #include "common/device/sm90.cuh"
 #include "common/device/split_kv.cuh"
-#include "tma_attention.cuh"
-#include "v3_intra_warpgroup_overlap.cuh"
-#include "v4_pingpong.cuh"
+#include "stages/07_tuned_tma/attention/block.cuh"
+#include "stages/07_tuned_tma/attention/mainloop.cuh"
+#include "stages/07_tuned_tma/attention/pingpong.cuh"
+#include "stages/07_tuned_tma/attention/producer.cuh"
 
 namespace fs::flash_tma::v5 {
 
 using namespace fs::attn;
 // v2's block, v3's consumer steps, v4's turns; v5 adds the slice and the partial store.
-using v3::Consumer;
 using ws::Config;
+using ws::Consumer;
 using ws::Smem;
 
 // grid: (B·H·ceil(Nq / Br), splits) blocks of three warpgroups (attn::locate on blockIdx.x, Br = 128;
@@ -67,7 +64,7 @@ __global__ void __launch_bounds__(C::kThreads, 1)
   sm90::setmaxnreg_inc<C::kConsumerRegs>();
   const int c = wg - 1;
   Consumer<T, C, /*kSlice=*/true> w(a, s, sm, c, slice.begin, slice.end);
-  v4::take_turns(w, sm, c, n_blocks);  // v4's rounds and turns over the slice's blocks
+  ws::take_turns(w, sm, c, n_blocks);  // v4's rounds and turns over the slice's blocks
   // The slice's result, normalized over its keys alone: O_s and LSE_s of split blockIdx.y.
   write_partial(sa.o_part + blockIdx.y * sa.rows * C::kD, sa.lse_part + blockIdx.y * sa.rows, s, s.q_row0, w.row0,
                 w.rO, w.m, w.l);

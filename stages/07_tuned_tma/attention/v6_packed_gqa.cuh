@@ -1,27 +1,18 @@
 // flashstages · stage 07 attention · v6 — packed grouped-query heads: one tile holds rows of every
 // query head of a K/V group, so K and V are read once per group (fp16, bf16; D = 64, 128, 256).
 //
-// What changes from v5: which rows a tile holds, where the grid has grouped K/V (G = H / KVH > 1).
-// v5's tile is 128 rows of one query head, so the G heads of a group each load the group's K and V:
-// G times the traffic where the work is memory-bound. Decoding is the worst case: each head has one
-// query row, so a tile holds one real row of 128, and at B = 4, H = 32, KVH = 1 (multi-query) v5 ran at
-// 0.40× SDPA flash (the stage README, "v5"). v6 packs: the tile's rows are the (query, head) pairs of
-// one (batch entry, K/V head), query-major —
+// What changes from v5: which rows a tile holds, where the grid has grouped K/V (G = H / KVH > 1) and
+// query heads too short to fill a tile. v5's tile is 128 rows of one query head, so the G heads of a
+// group each load the group's K and V; decoding is the worst case (each head has one query row, so a
+// tile holds one real row of 128). v6 packs: the tile's rows are the (query, head) pairs of one (batch
+// entry, K/V head), query-major —
 //     packed row p  =  query i = p / G  of  query head kvh·G + p % G
-// — so a decoding tile holds all G heads (G real rows), and a long sequence's tile 128 / G queries of
-// every head of the group. The grid takes B·KVH·ceil(Nq·G / 128) tiles instead of B·H·ceil(Nq / 128),
-// and v5's split-KV spreads the fewer tiles' keys over the SMs.
-//   1. The consumers fill sQ themselves (GroupConsumer::load_q): a tile's rows come from G planes of Q,
-//      interleaved, which no TMA box describes. Each consumer warpgroup copies its 64 rows with
-//      cp.async into the same 128-byte-swizzled layout TMA writes (a row past the sequence's end
-//      becomes zeros), makes the copies visible to the async proxy, and meets at a named barrier
-//      before its first wgmma. The producer loads only K and V (ws::produce without kLoadQ).
-//   2. The mask takes each row's own query (GroupConsumer::mask): row r's diagonal is i + offset, with
-//      i = p / G, no longer the row's index. The key blocks a consumer visits are those of the queries
-//      its 64 rows cover (query_span).
-//   3. The store scatters rows to their heads (store_rows): packed row p goes to row i of head
-//      kvh·G + p % G of O and LSE, or of the split workspace, whose rows are O's: v5's merge is unchanged.
-// Where G = 1 there is nothing to pack and the launch is v5's (flash_tma_v6.cu).
+// — so a decoding tile holds all G heads, and the grid takes B·KVH·ceil(Nq·G / 128) tiles instead of
+// B·H·ceil(Nq / 128), v5's split-KV spreading their keys over the SMs. The consumers fill sQ themselves
+// (a tile's rows come from G planes of Q, which no TMA box describes), mask each row with its own query,
+// and scatter each row to its head when they store.
+// Why it is faster: G times less K/V traffic where the work is memory-bound. Where G = 1, or the heads
+// fill their tiles, the launch is v5's (v6.cu, packs()).
 //
 // Run: build/h100/stages/07_tuned_tma/attention/stage07_attention --dtype fp16 --batch 4 --heads 32 --kv-heads 1 --seq 1 --seq-k 8192 --dim 128 --version v6
 #pragma once
@@ -37,19 +28,32 @@
 #include "common/device/sm80.cuh"
 #include "common/device/sm90.cuh"
 #include "common/device/split_kv.cuh"
-#include "tma_attention.cuh"
-#include "v3_intra_warpgroup_overlap.cuh"
-#include "v4_pingpong.cuh"
+#include "stages/07_tuned_tma/attention/block.cuh"
+#include "stages/07_tuned_tma/attention/mainloop.cuh"
+#include "stages/07_tuned_tma/attention/pingpong.cuh"
+#include "stages/07_tuned_tma/attention/producer.cuh"
 
 namespace fs::flash_tma::v6 {
 
 using namespace fs::attn;
 // v2's block, v3's consumer steps, v4's turns, v5's slices; v6 changes the rows.
-using v3::Consumer;
 using ws::Config;
+using ws::Consumer;
 using ws::kWarpgroup;
 using ws::Smem;
 
+// The three changes, in the code below:
+//  1. The consumers fill sQ themselves (GroupConsumer::load_q): a tile's rows come from G planes of Q,
+//     interleaved, which no TMA box describes. Each consumer warpgroup copies its 64 rows with
+//     cp.async into the same 128-byte-swizzled layout TMA writes (a row past the sequence's end
+//     becomes zeros), makes the copies visible to the async proxy, and meets at a named barrier
+//     before its first wgmma. The producer loads only K and V (ws::produce without kLoadQ).
+//  2. The mask takes each row's own query (GroupConsumer::mask): row r's diagonal is i + offset, with
+//     i = p / G, no longer the row's index. The key blocks a consumer visits are those of the queries
+//     its 64 rows cover (query_span).
+//  3. The store scatters rows to their heads (store_rows): packed row p goes to row i of head
+//     kvh·G + p % G of O and LSE, or of the split workspace, whose rows are O's: v5's merge is unchanged.
+//
 // Block x of a B·KVH·q_tiles grid (a.q_tiles: tiles of Br packed rows per (batch entry, K/V head)) →
 // the sequence of the group's first query head, kvh·G, with q0 the tile's first packed row.
 template <class T>
@@ -76,8 +80,8 @@ __device__ __forceinline__ QuerySpan query_span(const Sequence& s, int64_t group
   return v;
 }
 
-// v3::Consumer over packed rows: consumer c owns packed rows q0 + 64c .. q0 + 64c + 63 of the tile,
-// and this thread rows g and g + 8 of its warp's 16 of those (g = lane / 4). v3's issue, prepare and
+// ws::Consumer over packed rows: consumer c owns packed rows q0 + 64c .. q0 + 64c + 63 of the tile,
+// and this thread rows g and g + 8 of its warp's 16 of those (g = lane / 4). Its issue, prepare and
 // last serve as they are; what depends on which query a row is — the key blocks, the mask, where Q
 // comes from, where a row is stored — is replaced here: the constructor's counts, softmax (and finish,
 // which calls it), first (and its Q).
@@ -166,7 +170,7 @@ struct GroupConsumer : Consumer<T, C, /*kSlice=*/true> {
     sm90::bar_sync(3 + c, kWarpgroup);  // named barriers 3 and 4: 1 and 2 are the turns
   }
 
-  // v3's first and finish, with this Q and this softmax.
+  // ws::Consumer's first and finish, with this Q and this softmax.
   __device__ __forceinline__ void first() {
     load_q();
     sm90::mbarrier_wait_parity(&sm.full_k[Smem<C>::stage_of(0)], Smem<C>::parity_of(0));
@@ -247,7 +251,7 @@ __global__ void __launch_bounds__(C::kThreads, 1)
   sm90::setmaxnreg_inc<C::kConsumerRegs>();
   const int c = wg - 1;
   GroupConsumer<T, C> w(a, s, sm, c, slice.begin, slice.end);
-  v4::take_turns(w, sm, c, n_blocks);  // v4's rounds and turns over the slice's blocks
+  ws::take_turns(w, sm, c, n_blocks);  // v4's rounds and turns over the slice's blocks
   store_rows<kSplit>(sa, w);
 }
 

@@ -1,28 +1,18 @@
 // flashstages · stage 07 attention · v9 — fp8: Q, K, V in e4m3 with per-tensor scales, both products at
 // the tensor cores' fp8 rate, O in bf16 (D = 128).
 //
-// What changes from v3 (a producer and two consumer warpgroups, Br = 128, Bc = 128; each consumer keeps
-// P_{j-1}·V_{j-1} in flight under block j's softmax — its block and loop are v3's, over fp8 tiles):
-//   Both products are wgmma m64n128k32 on e4m3 (sm90::wgmma_m64nNk32_e4m3): 32 k per instruction from the
-//   same 32 bytes of shared memory that hold 16 fp16 k, so twice the multiply-adds per byte loaded and per
-//   instruction issued, at twice the fp16 rate. The values: Q, K, V stand for q_descale · Q, k_descale · K,
-//   v_descale · V (fs_attention_params); S = Q·K_jᵀ in fp32 carries q_descale · k_descale, folded into the
-//   softmax's scale on the host; P = exp2(…) in [0, 1] is rounded to e4m3 (3 mantissa bits) for P·V_j, while
-//   l sums the fp32 P; O picks up v_descale with 1 / l when it is written, in bf16.
-//   Two things fp8 wgmma does not do, and what this version does instead:
-//   - No transposed operand: both tiles must be K-major, and V_j [Bc][D] as the B of P·V_j (k = keys) is
-//     N-major. A pre-pass (transpose_v_kernel) writes Vᵀ, [B·KVH][D][Nk rounded up to 32], to a workspace;
-//     the producer loads Vᵀ_j tiles [D][Bc] as it loads K_j. It reads V once and writes it once: 43 µs
-//     against the kernel's 1.51 ms at the headline shape (2.8%, ncu at its clock; the stage README, "v9").
-//   - P's registers are not an A fragment: in S's accumulator a thread holds keys 2t, 2t+1, 8+2t, 9+2t of
-//     each 16 (rows g and g+8), while the m64nNk32 A fragment wants keys 4t .. 4t+3. Keys are the sum's
-//     index of P·V, so their order is free as long as P and V agree: each thread packs its own four
-//     scores into one register as they are, and the pre-pass writes the rows of Vᵀ's 32-key groups in the
-//     order that makes those registers right (key_of_slot). No shuffle, no byte permute.
-// Measured (H100, N = 8192, D = 128, B = 2, H = 16; stage07_attention.json, v8 and cuDNN in the same call):
-//   <!-- value: [stage07/attention/v9/fp8_e4m3/D:128/N:8192/causal:0] | .0f -->838<!-- /value --> TFLOPS non-causal, <!-- value: [stage07/attention/v9/fp8_e4m3/D:128/N:8192/causal:1] | .0f -->738<!-- /value --> causal: 1.38× and 1.32× v8 on fp16, 1.41× and 1.38× cuDNN
-//   on fp16; 39% of the fp8 peak, the tensor pipe busy 48% of the cycles (fp16 v7: 77%): the exponentials,
-//   whose rate fp8 does not raise, now bound the block.
+// What changes from v3 (its block and consumer loop, over fp8 tiles): both products are wgmma m64n128k32
+// on e4m3 — 32 k per instruction from the same 32 bytes of shared memory that hold 16 fp16 k. Q, K, V
+// stand for q_descale · Q, k_descale · K, v_descale · V: S carries q_descale · k_descale, folded into the
+// softmax's scale on the host; P in [0, 1] is rounded to e4m3 for P·V_j while l sums the fp32 P; O picks
+// up v_descale with 1 / l when it is written, in bf16. Two things fp8 wgmma does not do, done instead:
+//  - No transposed operand: V_j [Bc][D] as the B of P·V_j is N-major, so a pre-pass (transpose_v_kernel)
+//    writes Vᵀ [B·KVH][D][Nk rounded up to 32] to a workspace, and the producer loads Vᵀ_j tiles [D][Bc].
+//  - P's registers are not an A fragment of m64nNk32 (keys 4t .. 4t+3): keys are the sum's index of P·V,
+//    so each thread packs its own four scores as they are, and the pre-pass writes Vᵀ's rows in the
+//    order that makes those registers right (key_of_slot). No shuffle, no byte permute.
+// Why it is faster: twice the multiply-adds per byte loaded and per instruction issued, at twice the fp16
+// rate; the exponentials, whose rate fp8 does not raise, now bound the block.
 //
 // Run: build/h100/stages/07_tuned_tma/attention/stage07_attention --dtype fp8_e4m3 --seq 8192 --dim 128 --batch 2 --heads 16 --version v9
 #pragma once
@@ -37,8 +27,10 @@
 #include "common/device/attention.cuh"
 #include "common/device/online_softmax.cuh"
 #include "common/device/sm90.cuh"
-#include "tma_attention.cuh"
-#include "v3_intra_warpgroup_overlap.cuh"
+#include "stages/07_tuned_tma/attention/block.cuh"
+#include "stages/07_tuned_tma/attention/mainloop.cuh"
+#include "stages/07_tuned_tma/attention/producer.cuh"
+#include "stages/07_tuned_tma/attention/tiles.cuh"
 
 namespace fs::flash_tma {
 
@@ -50,7 +42,7 @@ __device__ __forceinline__ uint32_t pack4_e4m3(float x0, float x1, float x2, flo
   return lo | hi << 16;
 }
 
-// The consumer's products in fp8 (tma_attention.cuh, Products): a k slice is 32 elements, 32 bytes, so the
+// The consumer's products in fp8 (mainloop.cuh, Products): a k slice is 32 elements, 32 bytes, so the
 // descriptors step as the 16-bit ones do; V_j's tile is Vᵀ_j [D][Bc], K-major like K_j.
 template <>
 struct Products<__nv_fp8_e4m3> {
@@ -157,7 +149,7 @@ struct VtColumns {
 
 // grid: B·H·ceil(Nq / 128) blocks of three warpgroups (attn::locate). tmQ, tmK: Q as [B·H][Nq][D] and K as
 // [B·KVH][Nk][D], fp8, boxes of 128 columns × 128 rows; tmVt: Vᵀ as [B·KVH][D][padded Nk], boxes of 128
-// keys × D rows (flash_tma_v9.cu).
+// keys × D rows (v9.cu).
 template <class C>
 __global__ void __launch_bounds__(C::kThreads, 1)
     flash_tma_v9_kernel(const __grid_constant__ CUtensorMap tmQ, const __grid_constant__ CUtensorMap tmK,
@@ -176,8 +168,8 @@ __global__ void __launch_bounds__(C::kThreads, 1)
   }
 
   sm90::setmaxnreg_inc<C::kConsumerRegs>();
-  v3::Consumer<__nv_fp8_e4m3, C> w(a.in, s, sm, wg - 1);
-  v3::run_rounds(w, sm, n_blocks);
+  ws::Consumer<__nv_fp8_e4m3, C> w(a.in, s, sm, wg - 1);
+  ws::run_rounds(w, sm, n_blocks);
   write_o_lse(a.o, a.in.lse, s, w.row0, w.rO, w.m, w.l, a.v_descale);
 }
 

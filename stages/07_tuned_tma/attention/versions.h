@@ -1,7 +1,7 @@
 // Stage 07, part 2 — the FlashAttention forward on Hopper: TMA loads, mbarriers and wgmma. Its
-// versions, as the registry lists them ("stage07/attention/v1" …; fs_flash_fwd_tma_v1 … in C). The
-// problem and its validation are common/lib/attention.h: the launcher signature is stage 04's
-// (AttentionParams).
+// versions, as the registry lists them ("stage07/attention/v1" …; fs_flash_fwd_tma_v1 … in C), each
+// defined in its vN.cu. The problem and its validation are common/lib/attention.h: the launcher
+// signature is stage 04's (AttentionParams).
 //
 // v1 to v8 and v10 take fp16 or bf16 Q, K, V, O, fp32 LSE (optional), head_dim 64, 128 or 256, grouped-query
 // K/V, 16-byte aligned tensors (what TMA reads), dense, padded and packed batches; v9 takes fp8 (e4m3)
@@ -9,12 +9,16 @@
 // any other GPU gets FS_ERR_UNSUPPORTED_DEVICE.
 #pragma once
 
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
 #include "common/lib/kernel.h"
 
 namespace fs {
 
 extern const KernelDesc kFlashTmaV1, kFlashTmaV2, kFlashTmaV3, kFlashTmaV4, kFlashTmaV5, kFlashTmaV6, kFlashTmaV7,
-    kFlashTmaV8, kFlashTmaV9;
+    kFlashTmaV8, kFlashTmaV9, kFlashTmaV10;
 
 // v5 and v6 with a forced split count (v5: 1 is v4's launch, no workspace; v6: 1 writes O directly),
 // validated like every launch: the tests run the split path on shapes where the heuristic would not split.

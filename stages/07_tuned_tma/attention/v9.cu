@@ -1,17 +1,18 @@
 // Stage 07 attention v9: the launch of v9_fp8.cuh's kernels — Q's and K's tensor maps, the workspace for
-// Vᵀ and its map, the transpose, then the attention kernel, both on `stream`. (Its descriptor and C entry
-// are in versions.cu.)
-#include <cuda_runtime.h>
-
-#include <climits>
-
-#include "common/lib/workspace.h"
+// Vᵀ and its map, the transpose, then the attention kernel, both on `stream` — its descriptor and its C
+// entry.
 #include "stages/07_tuned_tma/attention/launch.cuh"
 #include "stages/07_tuned_tma/attention/v9_fp8.cuh"
+#include "stages/07_tuned_tma/attention/versions.h"
 
-namespace fs::flash_tma {
+namespace fs {
+
+namespace flash_tma {
 
 namespace {
+
+// fp8 Q, K, V at D = 128 (one 128-byte swizzle row), dense batches.
+constexpr AttentionSupport kFp8Support = attention_support<Dtypes<DType::FP8_E4M3>, HeadDims<128>>(16, /*varlen=*/false);
 
 constexpr int kD = 128;
 using C = v9::Config<kD>;
@@ -31,8 +32,7 @@ TensorMap3d vt_map(const void* base, int64_t planes, int64_t nk_pad) {
   return m;
 }
 
-}  // namespace
-
+// v9's workspace: Vᵀ in fp8, [B·KVH][D][Nk rounded up to 32] (v9_fp8.cuh). For validated params.
 std::size_t v9_workspace_bytes(const AttentionParams& p) {
   return std::size_t(p.batch * kv_head_count(p)) * std::size_t(p.head_dim) * std::size_t(v9::padded_keys(p.seq_k));
 }
@@ -59,4 +59,25 @@ Status run_v9(const AttentionProblem& pr, cudaStream_t stream) {
   });
 }
 
-}  // namespace fs::flash_tma
+// The LSE and Vᵀ's workspace (none for params it would refuse); O in bf16, not the fp8 it reads.
+std::size_t v9_extra_bytes(const AttentionParams& p) {
+  return lse_extra_bytes(p) + (validate(p, kFp8Support) == Status::Success ? v9_workspace_bytes(p) : 0);
+}
+constexpr KernelDesc writes_bf16(KernelDesc k) {
+  k.info.out_dtypes = dtype_bit(DType::BF16);
+  return k;
+}
+
+}  // namespace
+
+}  // namespace flash_tma
+
+const KernelDesc kFlashTmaV9 = flash_tma::writes_bf16(attention_kernel(
+    {"fs_flash_fwd_tma_v9", "stage07/attention", "v9",
+     "v3 on fp8 (e4m3) Q, K, V with per-tensor scales: wgmma k32 at twice the fp16 rate, V transposed by a pre-pass, P in fp8, O in bf16"},
+    flash_tma::kFp8Support, kStageArchs, flash_tma::v9::Config<128>::kSmemBytes, flash_tma::run_v9,
+    flash_tma::v9_extra_bytes));
+
+}  // namespace fs
+
+FS_EXPORT_ATTENTION(fs_flash_fwd_tma_v9, fs::kFlashTmaV9)

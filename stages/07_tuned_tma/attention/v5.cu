@@ -1,14 +1,12 @@
 // Stage 07 attention v5: the launch of v5_split_kv.cuh's kernels — the split count, the workspace, the
-// split kernel and the merge; one split is v4's launch. (Its descriptor and C entry are in versions.cu.)
-#include <cuda_runtime.h>
-
-#include <climits>
-
-#include "common/lib/device.h"
+// split kernel and the merge; one split is v4's launch — its descriptor and its C entry.
 #include "stages/07_tuned_tma/attention/launch.cuh"
 #include "stages/07_tuned_tma/attention/v5_split_kv.cuh"
+#include "stages/07_tuned_tma/attention/versions.h"
 
-namespace fs::flash_tma {
+namespace fs {
+
+namespace flash_tma {
 
 namespace {
 
@@ -26,6 +24,12 @@ Status launch_split(const AttentionProblem& pr, int splits, cudaStream_t stream)
     return launch_config<C>(v5::flash_tma_v5_kernel<T, C>, dim3(unsigned(blocks), unsigned(splits)), stream, tq, tk,
                             tv, filled);
   });
+}
+
+Status run_v5(const AttentionProblem& pr, cudaStream_t stream) {
+  DeviceProps dev;
+  FS_RETURN_IF_ERROR(current_device(&dev));
+  return run_v5_splits(pr, v5_splits(pr.p, dev.sms), stream);
 }
 
 }  // namespace
@@ -48,10 +52,20 @@ Status run_v5_splits(const AttentionProblem& pr, int splits, cudaStream_t stream
   });
 }
 
-Status run_v5(const AttentionProblem& pr, cudaStream_t stream) {
-  DeviceProps dev;
-  FS_RETURN_IF_ERROR(current_device(&dev));
-  return run_v5_splits(pr, v5_splits(pr.p, dev.sms), stream);
+}  // namespace flash_tma
+
+const KernelDesc kFlashTmaV5 = flash_tma::descriptor(
+    {"fs_flash_fwd_tma_v5", "stage07/attention", "v5",
+     "v4 with a query tile's keys split over several blocks where the grid underfills the GPU, the slices merged by their LSE"},
+    flash_tma::max_smem_bytes<flash_tma::ws::DefaultConfig>(), flash_tma::run_v5,
+    flash_tma::workspace_extra_bytes<flash_tma::split_workspace<flash_tma::v5_splits>>);
+
+Status launch_flash_tma_v5_splits(const AttentionParams& p, int splits, cudaStream_t stream) {
+  return flash_tma::launch_forced(kFlashTmaV5, p, splits < 1, [&](const AttentionProblem& pr) {
+    return flash_tma::run_v5_splits(pr, splits, stream);
+  });
 }
 
-}  // namespace fs::flash_tma
+}  // namespace fs
+
+FS_EXPORT_ATTENTION(fs_flash_fwd_tma_v5, fs::kFlashTmaV5)

@@ -1,22 +1,19 @@
 // Stage 07 attention v6: the launch of v6_packed_gqa.cuh's kernels — the packed tiles, the split count,
 // the workspace and v5's merge; where it does not pack (one query head per K/V head, or heads that fill
-// their tiles: packs()) the launch is v5's. (Its descriptor and C entry are in versions.cu.)
-#include <cuda_runtime.h>
-
-#include <climits>
-
-#include "common/lib/device.h"
+// their tiles: packs()) the launch is v5's — its descriptor and its C entry.
 #include "stages/07_tuned_tma/attention/launch.cuh"
 #include "stages/07_tuned_tma/attention/v6_packed_gqa.cuh"
+#include "stages/07_tuned_tma/attention/versions.h"
 
-namespace fs::flash_tma {
+namespace fs {
+
+namespace flash_tma {
 
 namespace {
 
 // Whether v6 packs this problem: grouped K/V, and query heads too short to fill one tile of their own
 // (max Nq < 128: decoding, short chunks). Where a head fills its tiles, packing saves no K/V traffic
-// that L2 does not already save, and it cost 6–9% against v5 at B 1, H 32, KVH 8, Nq 512, Nk 16384
-// (the stage README, "v6").
+// that L2 does not already save, and it measured slower than v5 there (NOTES.md).
 bool packs(const AttentionParams& p, int64_t max_seq_q) { return group_size(p) > 1 && max_seq_q < ws::Config<64>::kBr; }
 
 // Tiles of Br packed rows per (batch entry, K/V head): max Nq query rows of each of the G heads.
@@ -43,8 +40,6 @@ Status launch_group(const AttentionProblem& pr, int splits, cudaStream_t stream)
   });
 }
 
-}  // namespace
-
 // v5's heuristic over the packed tiles: B·KVH·ceil(max Nq·G / 128) of them, each visiting every key
 // block (the causal diagonal is not counted, as in v5).
 int v6_splits(const AttentionParams& p, int sms) {
@@ -69,4 +64,22 @@ Status run_v6(const AttentionProblem& pr, cudaStream_t stream) {
   return run_v6_splits(pr, v6_splits(pr.p, dev.sms), stream);
 }
 
-}  // namespace fs::flash_tma
+}  // namespace
+
+}  // namespace flash_tma
+
+const KernelDesc kFlashTmaV6 = flash_tma::descriptor(
+    {"fs_flash_fwd_tma_v6", "stage07/attention", "v6",
+     "v5 with the query heads of a K/V group packed into one tile (query-major), so K and V are read once per group"},
+    flash_tma::max_smem_bytes<flash_tma::ws::DefaultConfig>(), flash_tma::run_v6,
+    flash_tma::workspace_extra_bytes<flash_tma::split_workspace<flash_tma::v6_splits>>);
+
+Status launch_flash_tma_v6_splits(const AttentionParams& p, int splits, cudaStream_t stream) {
+  return flash_tma::launch_forced(kFlashTmaV6, p, splits < 1, [&](const AttentionProblem& pr) {
+    return flash_tma::run_v6_splits(pr, splits, stream);
+  });
+}
+
+}  // namespace fs
+
+FS_EXPORT_ATTENTION(fs_flash_fwd_tma_v6, fs::kFlashTmaV6)
