@@ -13,12 +13,16 @@ Every function of every `<stage>_kernels` object is disassembled with `cuobjdump
 encodings dropped) and its register, stack and shared-memory use read with `cuobjdump -res-usage`.
 A function of the old build is then
     same       the new build has it under the same name, with the same instructions and resources
-    renamed    a new function of another name has the same instructions and resources
+    renamed    a new function of another name has the same instructions and resources (each new
+               function stands in for one old one)
+    merged     its code is in the new build under a name that stands in for another old function of
+               the same code
     CHANGED    the new build has it, with other instructions or resources (the first difference shown)
     MISSING    nothing in the new build matches it
-and a function only the new build has is `new`. Exit 0 when every old function is `same` or
-`renamed` and nothing is new, 1 otherwise: a kernel whose code changed needs its benchmark run on a
-GPU (scripts/gpu_check.sh compare), not this check.
+and a function only the new build has is a `copy` when it has the instructions and resources of an old
+function (a version that ran an earlier version's kernel now has its own, the same), else `new`. Exit 0
+when every old function is `same`, `renamed` or `merged` and every new one a `copy`, 1 otherwise: a kernel whose
+code changed needs its benchmark run on a GPU (scripts/gpu_check.sh compare), not this check.
 """
 from __future__ import annotations
 
@@ -131,33 +135,37 @@ def main() -> int:
     bad = 0
     for prefix in sorted(set(old_objs) | set(new_objs)):
         old, new = collect(old_objs.get(prefix, [])), collect(new_objs.get(prefix, []))
-        new_by_digest: dict[tuple[str, str], list[str]] = defaultdict(list)
-        for (arch, name), entry in new.items():
-            new_by_digest[(arch, digest(entry))].append(name)
-        verdicts: dict[str, list[str]] = defaultdict(list)
-        matched = set()
         names = demangle(sorted({n for _, n in old} | {n for _, n in new}))
-        for (arch, name), entry in sorted(old.items()):
-            label = f"{arch} {names[name]}"
-            if (arch, name) in new:
-                matched.add((arch, name))
-                if digest(new[(arch, name)]) == digest(entry):
-                    verdicts["same"].append(label)
-                else:
-                    verdicts["CHANGED"].append(f"{label}\n      {first_difference(entry, new[(arch, name)])}")
-                continue
-            twins = [n for n in new_by_digest.get((arch, digest(entry)), []) if (arch, n) not in old]
-            if twins:
-                matched.add((arch, twins[0]))
-                verdicts["renamed"].append(f"{label}\n      -> {names[twins[0]]}")
+        verdicts: dict[str, list[str]] = defaultdict(list)
+        # 1. Under the same name: the same code, or changed.
+        for key in sorted(set(old) & set(new)):
+            label = f"{key[0]} {names[key[1]]}"
+            if digest(old[key]) == digest(new[key]):
+                verdicts["same"].append(label)
             else:
-                verdicts["MISSING"].append(label)
-        for (arch, name) in sorted(set(new) - matched):
-            verdicts["new"].append(f"{arch} {names[name]}")
-        counts = ", ".join(f"{len(verdicts[v])} {v}" for v in ("same", "renamed", "CHANGED", "MISSING", "new")
+                verdicts["CHANGED"].append(f"{label}\n      {first_difference(old[key], new[key])}")
+        # 2. The rest, paired by their code: each new function stands in for one old one.
+        old_rest: dict[tuple[str, str], list[str]] = defaultdict(list)
+        new_rest: dict[tuple[str, str], list[str]] = defaultdict(list)
+        for (arch, name) in sorted(set(old) - set(new)):
+            old_rest[(arch, digest(old[(arch, name)]))].append(name)
+        for (arch, name) in sorted(set(new) - set(old)):
+            new_rest[(arch, digest(new[(arch, name)]))].append(name)
+        old_codes = {(arch, digest(e)) for (arch, _), e in old.items()}
+        new_codes = {(arch, digest(e)) for (arch, _), e in new.items()}
+        for code in sorted(set(old_rest) | set(new_rest)):
+            arch = code[0]
+            olds, news = old_rest.get(code, []), new_rest.get(code, [])
+            for o, n in zip(olds, news):
+                verdicts["renamed"].append(f"{arch} {names[o]}\n      -> {names[n]}")
+            for o in olds[len(news):]:  # its code is still there, under a name another old function also had
+                verdicts["merged" if code in new_codes else "MISSING"].append(f"{arch} {names[o]}")
+            for n in news[len(olds):]:  # a second function with the code of an old one
+                verdicts["copy" if code in old_codes else "new"].append(f"{arch} {names[n]}")
+        counts = ", ".join(f"{len(verdicts[v])} {v}" for v in ("same", "renamed", "merged", "copy", "CHANGED", "MISSING", "new")
                            if verdicts[v])
         print(f"{prefix}: {len(old)} functions before, {len(new)} after: {counts or 'none'}")
-        for verdict in ("renamed", "CHANGED", "MISSING", "new"):
+        for verdict in ("renamed", "merged", "copy", "CHANGED", "MISSING", "new"):
             for line in verdicts[verdict][: args.show]:
                 print(f"  {verdict:8} {line}")
             if len(verdicts[verdict]) > args.show:
