@@ -52,11 +52,11 @@
 #include <cstdint>
 
 #include "common/lib/flashstages.h"
-#include "tma_gemm.cuh"
+#include "stages/07_tuned_tma/gemm/epilogue.cuh"
+#include "stages/07_tuned_tma/gemm/scheduler.cuh"
+#include "stages/07_tuned_tma/gemm/tiles.cuh"
 
-namespace fs::gemm_tma_v1 {
-
-using namespace gemm_tma;
+namespace fs::gemm_tma::v1 {
 
 constexpr int kBM = 128, kBN = 128;  // block tile (k: kBK = 64)
 constexpr int kStages = 2;
@@ -145,4 +145,4 @@ __global__ void __launch_bounds__(kThreads, 1)
   else store(static_cast<float*>(C));
 }
 
-}  // namespace fs::gemm_tma_v1
+}  // namespace fs::gemm_tma::v1

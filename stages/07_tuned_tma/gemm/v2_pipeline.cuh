@@ -62,11 +62,11 @@
 #include <cstdint>
 
 #include "common/lib/flashstages.h"
-#include "tma_gemm.cuh"
+#include "stages/07_tuned_tma/gemm/epilogue.cuh"
+#include "stages/07_tuned_tma/gemm/scheduler.cuh"
+#include "stages/07_tuned_tma/gemm/tiles.cuh"
 
-namespace fs::gemm_tma_v2 {
-
-using namespace gemm_tma;
+namespace fs::gemm_tma::v2 {
 
 constexpr int kBM = 128, kBN = 256;  // block tile (k: kBK = 64)
 constexpr int kStages = 4;
@@ -154,4 +154,4 @@ __global__ void __launch_bounds__(kThreads, 1)
   store_accumulators<kBN>(C, c_dtype, ldc, M, N, int64_t(m0) + wg * kMmaM, n0, acc, alpha, beta, c_pairs);
 }
 
-}  // namespace fs::gemm_tma_v2
+}  // namespace fs::gemm_tma::v2

@@ -76,11 +76,11 @@
 #include <cstdint>
 
 #include "common/lib/flashstages.h"
-#include "tma_gemm.cuh"
+#include "stages/07_tuned_tma/gemm/epilogue.cuh"
+#include "stages/07_tuned_tma/gemm/scheduler.cuh"
+#include "stages/07_tuned_tma/gemm/tiles.cuh"
 
-namespace fs::gemm_tma_v4 {
-
-using namespace gemm_tma;
+namespace fs::gemm_tma::v4 {
 
 constexpr int kBM = 128, kBN = 256;  // block tile (k: kBK = 64)
 constexpr int kStages = 4;
@@ -234,4 +234,4 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
 }
 
-}  // namespace fs::gemm_tma_v4
+}  // namespace fs::gemm_tma::v4

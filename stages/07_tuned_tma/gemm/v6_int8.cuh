@@ -52,22 +52,26 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "tma_gemm.cuh"
-#include "v4_persistent.cuh"
+#include "stages/07_tuned_tma/gemm/epilogue.cuh"
+#include "stages/07_tuned_tma/gemm/scheduler.cuh"
+#include "stages/07_tuned_tma/gemm/tiles.cuh"
 
-namespace fs::gemm_tma_v6 {
+namespace fs::gemm_tma::v6 {
 
-using namespace gemm_tma;
-// v4's geometry, pipeline and schedule, unchanged (item 2 above).
-using gemm_tma_v4::kBM;
-using gemm_tma_v4::kBN;
-using gemm_tma_v4::kConsumerRegs;
-using gemm_tma_v4::kConsumerWarps;
-using gemm_tma_v4::kMmaM;
-using gemm_tma_v4::kProducerRegs;
-using gemm_tma_v4::kStages;
-using gemm_tma_v4::kThreads;
-using gemm_tma_v4::Schedule;  // gemm_tma::TileSchedule<128, 256, 16>: v4's grouped order
+constexpr int kBM = 128, kBN = 256;  // block tile, as v4's (k: kBK8 = 128 int8)
+constexpr int kStages = 4;
+constexpr int kGroupM = 16;  // tile-rows per group of the schedule (Schedule), as v4's
+constexpr int kMmaM = 64;                                // rows of one wgmma: one per consumer warpgroup
+constexpr int kConsumers = kBM / kMmaM;                  // two consumer warpgroups
+constexpr int kThreads = (1 + kConsumers) * kWarpgroup;  // the producer warpgroup first: 384 threads
+constexpr int kConsumerWarps = kConsumers * kWarpgroup / 32;  // 8: the arrivals that release a stage
+
+// Registers per thread: as v4. __launch_bounds__(384, 1) caps the kernel at 168, the producer's .dec
+// gives 128 × (168 − 40) to the block's pool, the consumers' .inc takes 256 × (232 − 168): the same.
+constexpr int kLaunchRegs = 65536 / kThreads / 8 * 8;
+constexpr int kProducerRegs = 40, kConsumerRegs = 232;
+static_assert(kWarpgroup * kProducerRegs + kConsumers * kWarpgroup * kConsumerRegs <= kThreads * kLaunchRegs,
+              "the consumers take no more registers than the producer gives back");
 
 constexpr int kBK8 = kRowBytes;  // k per tile in int8: 128, one 128-byte swizzle row (v4: 64 fp16)
 constexpr int kWgmmaK8 = 32;     // k of one wgmma.mma_async m64nNk32.s8 (32 bytes, as v4's k16 fp16)
@@ -81,6 +85,10 @@ struct Config {
   // memory, hence the slack), then two mbarriers per stage (full, empty).
   static constexpr std::size_t kSmemBytes = 1024 + std::size_t(kStages) * kStageBytes + 2 * kStages * sizeof(uint64_t);
 };
+
+// The order in which the blocks take C's tiles: v4's (gemm_tma::TileSchedule, groups of 16 tile-rows;
+// v4_persistent.cuh says why 16).
+using Schedule = TileSchedule<kBM, kBN, kGroupM>;
 
 // grid: min(SMs, tiles) blocks, each looping over its tiles of C (Schedule); block: 384 threads,
 // three warpgroups.
@@ -183,4 +191,4 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
 }
 
-}  // namespace fs::gemm_tma_v6
+}  // namespace fs::gemm_tma::v6
