@@ -17,7 +17,7 @@ __device__ __forceinline__ void block_tile(int64_t N, int32_t& m0, int32_t& n0) 
   n0 = int32_t(blockIdx.x % tiles_n * kBN);
 }
 
-// The order in which a persistent grid takes C's tiles (v4 and v6; v5 over its clusters' tiles). Tiles of
+// The order in which a persistent grid takes C's tiles (v4 and v6; from v5 on, over cluster tiles). Tiles of
 // kTileM × kTileN are numbered t = 0 .. tiles − 1, and worker w of W (a block, or a cluster) takes
 // t = w, w + W, …, so at any moment the grid works on about W consecutive t. The numbering walks C in
 // groups of kGroupM tile-rows, column by column inside a group (here kGroupM = 4, tiles_m = 6,
