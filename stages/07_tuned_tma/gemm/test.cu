@@ -21,7 +21,7 @@
 #include "common/tools/gemm_check.h"
 #include "common/tools/gemm_tests.h"
 #include "common/tools/gpu_test.h"
-#include "stages/07_tuned_tma/gemm/gemm.h"
+#include "stages/07_tuned_tma/gemm/versions.h"
 
 using namespace fs;
 using testing::check_gemm;

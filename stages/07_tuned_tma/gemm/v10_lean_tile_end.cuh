@@ -5,26 +5,10 @@
 // thread 128 multiplies and 64 conversions of pairs). With alpha = 1, the common case, alpha·d is d, so
 // v10 rounds d itself (the overload without alpha: the 64 conversions alone). C gets the same bits
 // (1·x = x in fp32); any other alpha takes v9's path.
-// Why it should be faster: v9 still runs the rounding with the tensor cores idle, after a tile's last
+// Why it is faster: v9 still runs the rounding with the tensor cores idle, after a tile's last
 // products and before the next tile's first (a consumer's next products overwrite the accumulators
 // being rounded). Each SM sub-partition runs two consumer warps, and the multiplies were 128 of
 // the 192 instructions each warp issues there.
-// Result (H200, ncu's base clock, v9 and v10 alternated within each call, 4096³ fp16 three times (call
-// s158) and 8192³ three times (s158, s159): results/nvidia-h200/logs/ncu_stage07_gemm_v9_v10_baseclock_2026-11-28s.txt):
-// SM active cycles at 4096³ 269.1 k against v9's 270.1 k (−0.36%, every v10 run below every v9 run),
-// elapsed 287.4 k against 287.9 k (−0.2%, inside the runs' spread of ±1 k); at 8192³ active 2067.3 k
-// against 2072.3 k (−0.24%), elapsed 2186.3 k against 2196.9 k (−0.5%, the runs overlapping); bf16
-// 4096³ (one run each) 269.1 k against 269.8 k active. cuBLAS at 4096³ fp16: 266.8 k active, 284.2 k elapsed.
-// So about a third of v9's active-cycle excess over cuBLAS at 4096³ (3.3 k) goes, and less of the
-// elapsed one. Timed freely (two interleaved runs of the benchmark, call s158) v9 and v10 are not told
-// apart: each within 0.92–1.05× cuBLAS at 4096³ and 8192³, the runs' spread larger than the change.
-// Tried with it, not kept: the tile's coordinates (two divisions, about 80 instructions at the loop's
-// top, before the tile's first products) worked out under the first k-tile's products instead: SASS
-// showed them moved, ncu no gain (call s157, v10 at alpha = 0.5, where only that change applied:
-// 270.2 k active cycles, v9's count).
-//
-// The protocol, the block, registers, shared memory, tails and the C that does not leave by TMA: v9's
-// (v9_epilogue_overlap.cuh).
 //
 // Run: build/h100/stages/07_tuned_tma/gemm/stage07_gemm --dtype fp16 --version v10 --m 4096 --n 4096 --k 4096
 //      build/h100/stages/07_tuned_tma/gemm/stage07_gemm_bench --benchmark_filter='stage07/gemm/v(9|10)/|cublas/fp16'
@@ -40,11 +24,14 @@
 #include <type_traits>
 
 #include "common/lib/flashstages.h"
-#include "tma_gemm.cuh"
+#include "stages/07_tuned_tma/gemm/epilogue.cuh"
+#include "stages/07_tuned_tma/gemm/scheduler.cuh"
+#include "stages/07_tuned_tma/gemm/tiles.cuh"
 
-namespace fs::gemm_tma_v10 {
+// The protocol, the block, registers, shared memory, tails and the C that does not leave by TMA: v9's
+// (v9_epilogue_overlap.cuh).
 
-using namespace gemm_tma;
+namespace fs::gemm_tma::v10 {
 
 constexpr int kBM = 128, kBN = 256;  // block tile (k: kBK = 64)
 constexpr int kClusterM = 2;         // blocks per cluster, stacked along M
@@ -144,8 +131,8 @@ __global__ void __cluster_dims__(kClusterM, 1, 1) __launch_bounds__(kThreads, 1)
   //             each of the 16 consumer warps of the cluster. This block's producer, before use u + 1,
   //             waits for parity u & 1.
   // A parity names a phase unambiguously only while the barrier cannot get two phases ahead of the
-  // waiter; it cannot here (the header's "why the counts hold"): each phase of one barrier, in
-  // either block, needs the previous phase of the other in both.
+  // waiter; it cannot here (v5_clusters_multicast.cuh, "Why the counts
+  // hold"): each phase of one barrier, in either block, needs the previous phase of the other in both.
   if (tid == 0) {
     for (int s = 0; s < kStages; ++s) {
       sm90::mbarrier_init(&full[s], 1);                // the producer's expect_tx arrival
@@ -311,4 +298,4 @@ __global__ void __cluster_dims__(kClusterM, 1, 1) __launch_bounds__(kThreads, 1)
   sm90::barrier_cluster_wait();
 }
 
-}  // namespace fs::gemm_tma_v10
+}  // namespace fs::gemm_tma::v10

@@ -2,40 +2,16 @@
 // (where the stage is, its descriptors, its barriers) is carried from one k-tile to the next by adds
 // instead of being worked out again from the k-tile count (fp16, bf16).
 //
-// What changes from v10: the k-loops of the producer and the consumers, nothing else. v10's consumers
-// rebuild everything a k-tile needs from `it`, the k-tiles done so far: the stage (it % 4) and parity
-// (it / 4 & 1) by 64-bit arithmetic, the block's aligned shared-memory base from the generic address of
-// the dynamic shared memory, each of the four A and four B descriptors by a mask, shift and OR, and the
-// addresses of both blocks' empty barrier by mapa. In its SASS that is 98 instructions per k-tile and
-// warp around 4 HGMMA (ncu's source page, call s161, 4096³ fp16: 262,144 executions of each), and 34.4 M
-// warp instructions per GEMM, twice cuBLAS's 16.9 M. v11 keeps the stage and parity as two small
-// counters, builds each operand's descriptor once (stage 0, k = 0) and moves it with one add
-// (sm90::matrix_descriptor_advance), maps the two empty barriers once, and has every consumer thread
-// know its warpgroup through a shuffle from lane 0, which the compiler can see is the same across the
-// warp (so the descriptors stay in uniform registers, where wgmma reads them).
-// Why it should be faster: the consumers spend most of their time waiting for the tensor cores, so
-// fewer instructions around them save few cycles; but at the power limit, where v9 and cuBLAS both
-// hold the H200 at 700 W, v9 ran 1–2% below cuBLAS's clock (call s156), and issued instructions
-// cost energy.
-// Result (H200, calls s161–s168; results/nvidia-h200/logs/ncu_stage07_gemm_v10_v11_baseclock_2026-11-28y.txt):
-// the k-loop's common path is 68 instructions per warp and k-tile where v10's is about 115, every
-// descriptor and barrier address in uniform registers (SASS: ULEA.HI per descriptor, no R2UR in the
-// loop). Warp instructions at 4096³ fp16: 22.1 M against v10's 34.4 M (cuBLAS 16.9 M); at 8192³
-// 170.9 M against 269.3 M (cuBLAS 183.2 M). At ncu's base clock, v10 and v11 alternated: SM active
-// cycles at 4096³ 267.9–268.2 k in five runs against v10's 268.8–269.1 k in five (−0.34%, every v11
-// run below every v10 run; cuBLAS 266.7–267.2 k), elapsed 286.4–288.3 k against 287.0–287.7 k; at
-// 8192³ active 2063.3 k and 2063.8 k against 2067.0 k and 2066.8 k (−0.17%). At the power limit
-// (executable, 15000 runs at 4096³, three rounds in call s168, v10 and v11 alternated;
-// results/nvidia-h200/logs/stage07_gemm_v10_v11_cublas_power_clock_4096_x3_2026-11-28za.log) v11's
-// clock was 0.991–0.997× cuBLAS's in fp16 where v10's was 0.986–0.988×, 0.987–0.994× in bf16 against
-// 0.978–0.989×: the instructions cost energy, and half of v10's fp16 clock deficit goes with them.
-// Its rate against cuBLAS there: 0.987–0.990× in fp16 (v10 0.983–0.984×), 0.971–0.975× in bf16 (v10
-// 0.969–0.972×).
-// Timed against cuBLAS (two interleaved benchmark runs, s165) v11 is 1.02× and 1.01× at 4096³ fp16,
-// 0.99× and 0.97× in bf16, v10 1.02× / 1.00× and 0.96× / 1.00×: the same, inside the runs' spread.
-//
-// The protocol, the block, registers, shared memory, tails and the C that does not leave by TMA: v9's
-// (v9_epilogue_overlap.cuh); the tile's end: v10's.
+// What changes from v10: the k-loops of the producer and the consumers, nothing else. v10 rebuilds
+// everything a k-tile needs from `it`, the k-tiles done so far: stage and parity by 64-bit arithmetic,
+// the aligned shared-memory base, four A and four B descriptors by mask, shift and OR, both blocks'
+// empty barriers by mapa. v11 keeps stage and parity as two small counters, builds each operand's
+// descriptor once and moves it with one add (sm90::matrix_descriptor_advance), maps the two empty
+// barriers once, and has each consumer thread learn its warpgroup through a shuffle from lane 0, so that
+// the compiler sees it uniform across the warp and keeps the descriptors in uniform registers.
+// Why it is faster: the consumers mostly wait for the tensor cores, so fewer instructions around them
+// save few cycles; but at the power limit, where the clock is set by the energy spent, issued
+// instructions cost clock.
 //
 // Run: build/h100/stages/07_tuned_tma/gemm/stage07_gemm --dtype fp16 --version v11 --m 4096 --n 4096 --k 4096
 //      build/h100/stages/07_tuned_tma/gemm/stage07_gemm_bench --benchmark_filter='stage07/gemm/v1[01]/|cublas/fp16'
@@ -51,11 +27,14 @@
 #include <type_traits>
 
 #include "common/lib/flashstages.h"
-#include "tma_gemm.cuh"
+#include "stages/07_tuned_tma/gemm/epilogue.cuh"
+#include "stages/07_tuned_tma/gemm/scheduler.cuh"
+#include "stages/07_tuned_tma/gemm/tiles.cuh"
 
-namespace fs::gemm_tma_v11 {
+// The protocol, the block, registers, shared memory, tails and the C that does not leave by TMA: v9's
+// (v9_epilogue_overlap.cuh); the tile's end: v10's.
 
-using namespace gemm_tma;
+namespace fs::gemm_tma::v11 {
 
 constexpr int kBM = 128, kBN = 256;  // block tile (k: kBK = 64)
 constexpr int kClusterM = 2;         // blocks per cluster, stacked along M
@@ -155,8 +134,8 @@ __global__ void __cluster_dims__(kClusterM, 1, 1) __launch_bounds__(kThreads, 1)
   //             each of the 16 consumer warps of the cluster. This block's producer, before use u + 1,
   //             waits for parity u & 1.
   // A parity names a phase unambiguously only while the barrier cannot get two phases ahead of the
-  // waiter; it cannot here (the header's "why the counts hold"): each phase of one barrier, in
-  // either block, needs the previous phase of the other in both.
+  // waiter; it cannot here (v5_clusters_multicast.cuh, "Why the counts
+  // hold"): each phase of one barrier, in either block, needs the previous phase of the other in both.
   if (tid == 0) {
     for (int s = 0; s < kStages; ++s) {
       sm90::mbarrier_init(&full[s], 1);                // the producer's expect_tx arrival
@@ -339,4 +318,4 @@ __global__ void __cluster_dims__(kClusterM, 1, 1) __launch_bounds__(kThreads, 1)
   sm90::barrier_cluster_wait();
 }
 
-}  // namespace fs::gemm_tma_v11
+}  // namespace fs::gemm_tma::v11

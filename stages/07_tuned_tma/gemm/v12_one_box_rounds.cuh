@@ -7,29 +7,10 @@
 // until the previous round's two stores have read both slots. v12 stages one box per round in k-tiles
 // 0 to 3, box r through slot r % 2, each round waiting only for the store two boxes back (the one that
 // used the same slot): the same two slots, the same bytes, half as many per k-tile.
-// Why it is faster: at the same clock a k-tile costs v11 what it costs cuBLAS, and what v11 pays more
-// is fixed per launch. Splitting it (call s180, variants of v11 that leave parts out): its C costs about
-// 9 k cycles a launch at M = N = 4096 (2.3 k per tile), of which the 64 conversions are 1.9 k and the
-// rounds the rest, though Nsight's warp samples find almost no warp waiting inside the rounds (call
-// s182). So the guess was that they slow the k-tiles they share: a round is 32 KiB of stmatrix writes
-// and TMA-store reads per block, in the same shared memory as the k-tile's 48 KiB of TMA loads and its
-// wgmma reads, and v11 puts two in each of two k-tiles. Spread over four, each k-tile carries half. The
-// measurement bears the guess out; no counter was read that shows the contention itself.
-// Result (H200, call s183; results/nvidia-h200/logs/ncu_bursts_stage07_gemm_v12_2026-11-28zm.txt): at the
-// same clock (Nsight Compute leaving the clocks alone, M = N = 4096, K = 1024 and 4096) the fixed part is
-// 19.0 k cycles against v11's 22.0 k and cuBLAS's 18.5 k, the cost per 1024 of K 66.9–67.1 k in all three;
-// at 4096³ 286.7 k elapsed cycles against v11's 290.3 k and cuBLAS's 286.1 k. Timed inside bursts of
-// back-to-back GEMMs, 4096³: 0.998× cuBLAS in fp16 and 1.000× in bf16 (v11 0.990×, 0.992×). In one
-// interleaved benchmark run: 0.988× and 0.984× at 4096³ (v11 0.969×, 0.958×), 1.013× and 1.043× at
-// 8192³ (v11 1.009×, 1.050×); over ten more runs (calls s184, s186) the median is 1.005× and 1.006× at
-// 4096³ (single runs 0.965–1.071×), 1.015× and 1.030× at 8192³. At the 700 W cap, launches queued ahead
-// and the order balanced (cuBLAS, v12, v12, cuBLAS; calls s191, s192): 0.998–1.007× in fp16 and
-// 0.997–1.006× in bf16 at 4096³ (v11 0.996–0.999×, 0.993–0.995×), 1.023–1.029× at 8192³; and the same
-// energy per GEMM as cuBLAS (within 0.5%, call s190). The 1.4–1.5% more energy measured in calls
-// s185–s188 was the order of the windows there (cuBLAS always first), not v12.
-//
-// The protocol, the block, registers, shared memory, tails and the C that does not leave by TMA: v9's
-// (v9_epilogue_overlap.cuh); the tile's end: v10's; the k-loop: v11's.
+// Why it is faster: a k-tile costs v11 what it costs cuBLAS; what v11 pays more is fixed per launch,
+// and most of it is C. A round is 32 KiB of stmatrix writes and TMA-store reads per block, in the same
+// shared memory as the k-tile's 48 KiB of TMA loads and its wgmma reads, and v11 puts two in each of
+// two k-tiles; spread over four, each k-tile carries half. (NOTES.md: how that was found.)
 //
 // Run: build/h100/stages/07_tuned_tma/gemm/stage07_gemm --dtype fp16 --version v12 --m 4096 --n 4096 --k 4096
 //      build/h100/stages/07_tuned_tma/gemm/stage07_gemm_bench --benchmark_filter='stage07/gemm/v1[12]/|cublas/fp16'
@@ -45,11 +26,14 @@
 #include <type_traits>
 
 #include "common/lib/flashstages.h"
-#include "tma_gemm.cuh"
+#include "stages/07_tuned_tma/gemm/epilogue.cuh"
+#include "stages/07_tuned_tma/gemm/scheduler.cuh"
+#include "stages/07_tuned_tma/gemm/tiles.cuh"
 
-namespace fs::gemm_tma_v12 {
+// The protocol, the block, registers, shared memory, tails and the C that does not leave by TMA: v9's
+// (v9_epilogue_overlap.cuh); the tile's end: v10's; the k-loop: v11's.
 
-using namespace gemm_tma;
+namespace fs::gemm_tma::v12 {
 
 constexpr int kBM = 128, kBN = 256;  // block tile (k: kBK = 64)
 constexpr int kClusterM = 2;         // blocks per cluster, stacked along M
@@ -149,8 +133,8 @@ __global__ void __cluster_dims__(kClusterM, 1, 1) __launch_bounds__(kThreads, 1)
   //             each of the 16 consumer warps of the cluster. This block's producer, before use u + 1,
   //             waits for parity u & 1.
   // A parity names a phase unambiguously only while the barrier cannot get two phases ahead of the
-  // waiter; it cannot here (the header's "why the counts hold"): each phase of one barrier, in
-  // either block, needs the previous phase of the other in both.
+  // waiter; it cannot here (v5_clusters_multicast.cuh, "Why the counts
+  // hold"): each phase of one barrier, in either block, needs the previous phase of the other in both.
   if (tid == 0) {
     for (int s = 0; s < kStages; ++s) {
       sm90::mbarrier_init(&full[s], 1);                // the producer's expect_tx arrival
@@ -334,4 +318,4 @@ __global__ void __cluster_dims__(kClusterM, 1, 1) __launch_bounds__(kThreads, 1)
   sm90::barrier_cluster_wait();
 }
 
-}  // namespace fs::gemm_tma_v12
+}  // namespace fs::gemm_tma::v12

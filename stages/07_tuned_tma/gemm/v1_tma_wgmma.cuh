@@ -1,24 +1,37 @@
 // flashstages · stage 07 gemm · v1 — TMA loads, mbarriers, wgmma: one warpgroup, two stages (fp16, bf16).
 //
+// What changes from stage 06 v9 (mma.sync, 128×256 tiles, 8 warps, a 4-stage cp.async pipeline):
+//  1. TMA loads the tiles: one thread issues one cp.async.bulk.tensor per 64-wide box
+//     (sm90::tma_load_2d); the hardware walks the rows, zero-fills past the matrix and writes the
+//     128-byte swizzle, where v9 had 256 threads compute addresses, bounds and swizzles for 16 cp.async.
+//  2. An mbarrier per stage says when a tile has landed (arrive.expect_tx, then try_wait.parity): no
+//     cp.async groups to count, no barrier to publish the copies.
+//  3. wgmma.mma_async m64n128k16 reads A and B from shared memory through descriptors: one instruction
+//     of the warpgroup does 64×128×16, 16 times an m16n8k16; no ldmatrix, no fragment registers. The
+//     descriptors' layout and wgmma's transpose bits serve every transpose.
+// Why it is faster: the address work, the fragment loads and most instructions per product are gone.
+// What it still lacks: the warpgroup waits for its own products (wgmma_wait_group<0>) before a stage is
+// refilled, so the tensor cores idle at every k-tile; v2 deepens the pipeline and widens the tile.
+//
+// Run: build/h100/stages/07_tuned_tma/gemm/stage07_gemm --dtype fp16 --version v1
+//      build/h100/stages/07_tuned_tma/gemm/stage07_gemm_bench --benchmark_filter='stage07/gemm/v1/|cublas/fp16'
+#pragma once
+
+#include <cuda.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "common/lib/flashstages.h"
+#include "stages/07_tuned_tma/gemm/epilogue.cuh"
+#include "stages/07_tuned_tma/gemm/scheduler.cuh"
+#include "stages/07_tuned_tma/gemm/tiles.cuh"
+
 // C is fp32, fp16 or bf16 (alpha·acc + beta·C in fp32, rounded once), whichever of fp16 and bf16 the
 // inputs are.
-// What changes from stage 06 v9 (mma.sync, 128×256 tiles, 8 warps, a 4-stage cp.async pipeline):
-//  1. The tiles are loaded by the Tensor Memory Accelerator: one thread issues one
-//     cp.async.bulk.tensor per 64-wide box (sm90::tma_load_2d), the hardware walks the rows, zero-fills
-//     what lies outside the matrix and writes the 128-byte swizzle itself. v9 had all 256 threads
-//     compute addresses, bounds and swizzled offsets for 16 cp.async each per k-tile.
-//  2. An mbarrier per stage says when a tile has landed: thread 0 announces the tile's bytes
-//     (arrive.expect_tx), the TMA unit counts them down as they arrive, and every thread waits for the
-//     phase to flip (try_wait.parity). No cp.async groups to count, no barrier to publish the copies.
-//  3. The tensor cores read A and B from shared memory themselves: wgmma.mma_async m64n128k16
-//     (sm90::wgmma_m64nNk16) takes two 64-bit descriptors instead of ldmatrix'd fragments, and one
-//     instruction of the whole warpgroup does 64×128×16, 16 times v9's m16n8k16 per warp. No
-//     fragment registers, no ldmatrix: the registers hold the accumulators alone.
-//  4. Every transpose is served by the descriptors' layout and wgmma's transpose bits (for 16-bit
-//     inputs wgmma reads K-major and MN-major tiles alike), as v9's ldmatrix/.trans did.
-// What it does not do yet: the two stages overlap one tile's loads with the previous tile's products,
-// but the warpgroup waits for its own products to finish (wgmma_wait_group<0>) before it refills a
-// stage, so the tensor cores idle between tiles. v2 deepens the pipeline and widens the tile.
 //
 // The protocol, per k-tile kt (stage s = kt % 2, the (kt / 2)-th use of that stage):
 //   prologue   thread 0: init full[0], full[1] (1 arrival each); fence; __syncthreads
@@ -36,27 +49,8 @@
 // columns past K add 0·0, and rows past M, N compute zeros); the epilogue stores only inside C.
 // Alignment: A and B 16-byte aligned with rows a multiple of 16 bytes (TMA), refused in validation
 // otherwise; C needs only its element alignment (pair stores where C allows).
-// Measured (H100, fp16, stage07_gemm.json): <!-- value: [stage07/gemm/v1/fp16/M:4096/N:4096/K:4096] | .0f -->494<!-- /value --> TFLOPS at 4096³, <!-- value: [stage07/gemm/v1/fp16/M:4096/N:4096/K:4096] / [cublas/fp16/M:4096/N:4096/K:4096@stage07_gemm.json] | .2f -->0.72<!-- /value -->× cuBLAS
-//   (the stage README, "Performance").
-//
-// Run: build/h100/stages/07_tuned_tma/gemm/stage07_gemm --dtype fp16 --version v1
-//      build/h100/stages/07_tuned_tma/gemm/stage07_gemm_bench --benchmark_filter='stage07/gemm/v1/|cublas/fp16'
-#pragma once
 
-#include <cuda.h>
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-#include <cuda_runtime.h>
-
-#include <cstddef>
-#include <cstdint>
-
-#include "common/lib/flashstages.h"
-#include "tma_gemm.cuh"
-
-namespace fs::gemm_tma_v1 {
-
-using namespace gemm_tma;
+namespace fs::gemm_tma::v1 {
 
 constexpr int kBM = 128, kBN = 128;  // block tile (k: kBK = 64)
 constexpr int kStages = 2;
@@ -145,4 +139,4 @@ __global__ void __launch_bounds__(kThreads, 1)
   else store(static_cast<float*>(C));
 }
 
-}  // namespace fs::gemm_tma_v1
+}  // namespace fs::gemm_tma::v1

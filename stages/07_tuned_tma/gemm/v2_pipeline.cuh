@@ -1,32 +1,37 @@
 // flashstages · stage 07 gemm · v2 — a 4-stage TMA pipeline and a 128×256 tile: two warpgroups (fp16, bf16).
 //
+// What changes from v1 (128×128×64, 2 stages, one warpgroup, wgmma_wait_group<0> before every refill):
+//  1. wait_group<1>: tile kt's products keep the tensor cores busy while tile kt − 1's stage, whose
+//     products that wait has retired, is refilled (v1 drained the wgmma queue once per k-tile).
+//  2. Four stages instead of two: three tiles (144 KiB) in flight to cover global-memory latency.
+//  3. A 128×256 tile per block, two warpgroups each owning 64 rows × 256 columns, one m64n256k16 per
+//     k16 step.
+// Why it is faster: no bubble at the k-tile boundary; per product, a quarter less traffic from global
+// memory (128 + 256 rows for 128·256 outputs, v1 128 + 128 for 128·128) and a sixth less read from
+// shared memory per instruction (m64n256: 64 + 256 rows for 64·256 products; m64n128: 64 + 128).
+// What it still lacks: every warp waits and multiplies, and the block meets at a __syncthreads per
+// k-tile before thread 0 refills (v3: warp specialization, an "empty" mbarrier per stage). At 192 KiB
+// one block fills an SM, so nothing overlaps its prologue and epilogue (the persistent kernel, v4).
+//
+// Run: build/h100/stages/07_tuned_tma/gemm/stage07_gemm --dtype fp16 --version v2
+//      build/h100/stages/07_tuned_tma/gemm/stage07_gemm_bench --benchmark_filter='stage07/gemm/v[12]/|cublas/fp16'
+#pragma once
+
+#include <cuda.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "common/lib/flashstages.h"
+#include "stages/07_tuned_tma/gemm/epilogue.cuh"
+#include "stages/07_tuned_tma/gemm/scheduler.cuh"
+#include "stages/07_tuned_tma/gemm/tiles.cuh"
+
 // C is fp32, fp16 or bf16 (alpha·acc + beta·C in fp32, rounded once), whichever of fp16 and bf16 the
 // inputs are.
-// What changes from v1 (128×128×64, 2 stages, one warpgroup, wgmma_wait_group<0> before every refill):
-//  1. The tensor cores are never left without work between k-tiles. v1 waited for its own products
-//     of tile kt (wait_group 0) before refilling the stage they read, so the wgmma queue drained once
-//     per k-tile. v2 waits with one group left in flight (wait_group 1): tile kt's products keep the
-//     tensor cores busy while tile kt − 1's stage, whose products that wait has retired, is refilled.
-//  2. Four stages instead of two: the loads of tile kt + 3 are issued while tile kt is multiplied, so
-//     three tiles (144 KiB) are on their way at any time to cover global-memory latency, where v1
-//     had one.
-//  3. A 128×256 tile of C per block, computed by two warpgroups, each owning 64 rows × 256 columns
-//     with one wgmma m64n256k16 per k16 step. Per k-tile the block loads 128 + 256 rows of 64 k for
-//     128·256 outputs, a quarter less traffic per product than v1's 128 + 128 rows for 128·128; and
-//     one m64n256 instruction reads 64 + 256 operand rows from shared memory for 64·256 products, a
-//     sixth less per product than v1's m64n128 (64 + 128 rows for 64·128).
-// Why it should be faster: v1 measured 0.75× cuBLAS at 4096³ and 0.48× at 4096×4096×1000 on an
-// H100 (fp16), and its protocol leaves the tensor cores idle at every k-tile boundary; v2 removes that
-// bubble and cuts the shared-memory traffic per product. Measured (H100, fp16, stage07_gemm.json):
-//   <!-- value: [stage07/gemm/v2/fp16/M:4096/N:4096/K:4096] / [cublas/fp16/M:4096/N:4096/K:4096@stage07_gemm.json] | .2f -->0.84<!-- /value -->× cuBLAS at 4096³ (v1: <!-- value: [stage07/gemm/v1/fp16/M:4096/N:4096/K:4096] / [cublas/fp16/M:4096/N:4096/K:4096@stage07_gemm.json] | .2f -->0.72<!-- /value -->×), <!-- value: [stage07/gemm/v2/fp16/M:4096/N:4096/K:1000] / [cublas/fp16/M:4096/N:4096/K:1000@stage07_gemm.json] | .2f -->0.63<!-- /value -->× at 4096 × 4096 × 1000,
-//   but <!-- value: [stage07/gemm/v2/fp16/M:8192/N:8192/K:8192] / [cublas/fp16/M:8192/N:8192/K:8192@stage07_gemm.json] | .2f -->0.78<!-- /value -->× at 8192³, below v1 (README, "Performance").
-// What it does not do yet: every warp both waits for the tiles and multiplies them, and the block
-// meets at a __syncthreads per k-tile before thread 0 refills a stage (cheap here: one group of
-// products is still running through it). v3 gives the loads a warp of their own (warp
-// specialization) and replaces the __syncthreads by an "empty" mbarrier per stage. At 192 KiB of
-// shared memory one block fills an SM, so nothing overlaps a block's prologue and epilogue with
-// another block's main loop (v1 fit up to three blocks per SM); a persistent kernel is the later
-// step that gets this back.
 //
 // The protocol, per k-tile kt (stage s = kt % 4, the (kt / 4)-th use of that stage):
 //   prologue   thread 0: init full[0..3] (1 arrival each); fence; __syncthreads
@@ -48,25 +53,8 @@
 // count is always the whole box); the epilogue stores only inside C.
 // Alignment: A and B 16-byte aligned with rows a multiple of 16 bytes (TMA), refused in validation
 // otherwise; C needs only its element alignment (pair stores where C allows).
-//
-// Run: build/h100/stages/07_tuned_tma/gemm/stage07_gemm --dtype fp16 --version v2
-//      build/h100/stages/07_tuned_tma/gemm/stage07_gemm_bench --benchmark_filter='stage07/gemm/v[12]/|cublas/fp16'
-#pragma once
 
-#include <cuda.h>
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-#include <cuda_runtime.h>
-
-#include <cstddef>
-#include <cstdint>
-
-#include "common/lib/flashstages.h"
-#include "tma_gemm.cuh"
-
-namespace fs::gemm_tma_v2 {
-
-using namespace gemm_tma;
+namespace fs::gemm_tma::v2 {
 
 constexpr int kBM = 128, kBN = 256;  // block tile (k: kBK = 64)
 constexpr int kStages = 4;
@@ -154,4 +142,4 @@ __global__ void __launch_bounds__(kThreads, 1)
   store_accumulators<kBN>(C, c_dtype, ldc, M, N, int64_t(m0) + wg * kMmaM, n0, acc, alpha, beta, c_pairs);
 }
 
-}  // namespace fs::gemm_tma_v2
+}  // namespace fs::gemm_tma::v2

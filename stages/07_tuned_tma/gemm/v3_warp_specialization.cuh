@@ -1,34 +1,37 @@
 // flashstages · stage 07 gemm · v3 — warp specialization: a producer warpgroup, two consumer warpgroups (fp16, bf16).
 //
-// C is fp32, fp16 or bf16 (alpha·acc + beta·C in fp32, rounded once), whichever of fp16 and bf16 the
-// inputs are.
 // What changes from v2 (4 stages, 128×256×64, two warpgroups that all wait, multiply and meet at a
 // __syncthreads before thread 0 refills a stage):
-//  1. Each warpgroup has one job. A third warpgroup, the producer, only loads: one thread of it
-//     (thread 0) issues every TMA load, the other 127 threads leave at once. The two consumer
-//     warpgroups only wait for tiles and multiply them (then store C). Nobody waits at a barrier it
-//     does not need: the producer refills a stage once its 8 readers have released it, and a
-//     consumer waits only for the tile it is about to multiply.
-//  2. A second mbarrier per stage, `empty`, replaces the __syncthreads. Each consumer warp arrives on
-//     empty[s] once its products of the tile in stage s have retired (after wgmma_wait_group<1>); the
-//     producer waits on empty[s] before it refills stage s. The main loop has no block-wide barrier:
-//     each side waits only for the one stage it is about to use.
-//  3. The registers follow the work (setmaxnreg). The block is launched with 168 registers per
-//     thread (65536 / 384 threads, rounded down to 8); the producer keeps 40 and gives the rest back,
-//     the consumers take them: 232 each, room for the 128 accumulators and more, where v2 had 255 to
-//     share between loads and math in every warp.
-// Why it should be faster: v2 stops all 8 math warps once per k-tile at a __syncthreads, where each
-// waits for the slowest, and the next loads are issued only after that meeting, by a math thread.
-// v3's consumers wait only for data; a late warp delays only the refill of its stage, a tile that is
-// needed three k-tiles later; and the wgmma queue stays as full as v2's (one group in flight across
-// the release). The register reallocation does not speed up this tile by itself (v2 needed only 154);
-// it is what lets the consumers hold 128 accumulators while the block has a third warpgroup, and
-// what a larger tile per consumer would need next.
-// Result (H100, stage07_gemm.json): <!-- value: [stage07/gemm/v3/fp16/M:4096/N:4096/K:4096] / [cublas/fp16/M:4096/N:4096/K:4096@stage07_gemm.json] | .2f -->0.85<!-- /value -->× cuBLAS at 4096³ fp16 (v2: <!-- value: [stage07/gemm/v2/fp16/M:4096/N:4096/K:4096] / [cublas/fp16/M:4096/N:4096/K:4096@stage07_gemm.json] | .2f -->0.84<!-- /value -->×),
-//   <!-- value: [stage07/gemm/v3/bf16/M:4096/N:4096/K:4096] / [cublas/bf16/M:4096/N:4096/K:4096@stage07_gemm.json] | .2f -->0.85<!-- /value -->× in bf16 (v2: <!-- value: [stage07/gemm/v2/bf16/M:4096/N:4096/K:4096] / [cublas/bf16/M:4096/N:4096/K:4096@stage07_gemm.json] | .2f -->0.86<!-- /value -->×): the specialization alone buys little at
-//   this tile; at 8192³ it varied between calls, 0.72× and <!-- value: [stage07/gemm/v3/fp16/M:8192/N:8192/K:8192] / [cublas/fp16/M:8192/N:8192/K:8192@stage07_gemm.json] | .2f -->0.83<!-- /value -->× (README, "Performance").
-// What it does not do yet: one block per tile, as v2; at 192 KiB of shared memory one block fills an
-// SM, so a block's prologue and epilogue still stand alone. A persistent kernel is the next step.
+//  1. A third warpgroup, the producer, only loads (one thread issues every TMA load); the two consumer
+//     warpgroups only wait for tiles, multiply them and store C.
+//  2. A second mbarrier per stage, `empty`, replaces the __syncthreads: each consumer warp arrives on
+//     empty[s] once its products of stage s have retired; the producer waits on it before a refill.
+//  3. setmaxnreg: the producer keeps 40 registers per thread, the consumers take 232.
+// Why it is faster: nobody waits at a barrier it does not need. A consumer waits only for the tile it
+// multiplies next; a late warp delays only the refill of its stage, needed three k-tiles later. The
+// register split does not speed this tile up by itself: it lets the consumers hold 128 accumulators
+// while the block has a third warpgroup, and is what a larger tile per consumer would need.
+// What it still lacks: one block per tile; a block's prologue and epilogue still stand alone (v4).
+//
+// Run: build/h100/stages/07_tuned_tma/gemm/stage07_gemm --dtype fp16 --version v3
+//      build/h100/stages/07_tuned_tma/gemm/stage07_gemm_bench --benchmark_filter='stage07/gemm/v[23]/|cublas/fp16'
+#pragma once
+
+#include <cuda.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "common/lib/flashstages.h"
+#include "stages/07_tuned_tma/gemm/epilogue.cuh"
+#include "stages/07_tuned_tma/gemm/scheduler.cuh"
+#include "stages/07_tuned_tma/gemm/tiles.cuh"
+
+// C is fp32, fp16 or bf16 (alpha·acc + beta·C in fp32, rounded once), whichever of fp16 and bf16 the
+// inputs are.
 //
 // The protocol, per k-tile kt (stage s = kt % 4, u = kt / 4: the u-th use of that stage):
 //   prologue   thread 0:  init full[0..3] (1 arrival), empty[0..3] (8 arrivals); fence; __syncthreads
@@ -51,25 +54,8 @@
 // count is always the whole box); the epilogue stores only inside C.
 // Alignment: A and B 16-byte aligned with rows a multiple of 16 bytes (TMA), refused in validation
 // otherwise; C needs only its element alignment (pair stores where C allows).
-//
-// Run: build/h100/stages/07_tuned_tma/gemm/stage07_gemm --dtype fp16 --version v3
-//      build/h100/stages/07_tuned_tma/gemm/stage07_gemm_bench --benchmark_filter='stage07/gemm/v[23]/|cublas/fp16'
-#pragma once
 
-#include <cuda.h>
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-#include <cuda_runtime.h>
-
-#include <cstddef>
-#include <cstdint>
-
-#include "common/lib/flashstages.h"
-#include "tma_gemm.cuh"
-
-namespace fs::gemm_tma_v3 {
-
-using namespace gemm_tma;
+namespace fs::gemm_tma::v3 {
 
 constexpr int kBM = 128, kBN = 256;  // block tile (k: kBK = 64)
 constexpr int kStages = 4;
@@ -198,4 +184,4 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
 }
 
-}  // namespace fs::gemm_tma_v3
+}  // namespace fs::gemm_tma::v3

@@ -1,38 +1,38 @@
 // flashstages · stage 07 gemm · v4 — a persistent kernel: one block per SM loops over C's tiles (fp16, bf16).
 //
+// What changes from v3 (warp-specialized, one block per 128×256 tile, tiles in row-major order):
+//  1. One block per SM (never more than tiles); block b takes tiles b, b + gridDim.x, … Barrier init,
+//     setmaxnreg and the pipeline's fill happen once per block.
+//  2. The pipeline runs across tiles: the k-tile count does not restart at a tile boundary, and the
+//     consumers release a tile's last stage before their epilogue, so the next tile's loads overlap it.
+//  3. A grouped schedule (gemm_tma::TileSchedule): tiles counted column by column inside groups of
+//     kGroupM = 16 tile-rows, not row by row across the whole of C.
+// Why it is faster: at 8192³ the 132 tiles in flight cover about 2048 × 2112 of C instead of four whole
+// tile-rows (512 × 8192): a wave reads (2048 + 2304) × 8192 × 2 bytes ≈ 68 MiB of A and B instead of
+// (512 + 8192) × 8192 × 2 ≈ 136 MiB (the L2 holds 50), half the DRAM traffic. On short K the next
+// tile's loads overlap the epilogue; only a block's first tile starts from an empty pipeline.
+// What it still lacks: the tensor cores idle during the epilogue (ping-pong consumers would hide it);
+// 128×256 tiles still quantize into waves; no operand is shared between SMs (v5: TMA multicast).
+//
+// Run: build/h100/stages/07_tuned_tma/gemm/stage07_gemm --dtype fp16 --version v4 --m 8192 --n 8192 --k 8192
+//      build/h100/stages/07_tuned_tma/gemm/stage07_gemm_bench --benchmark_filter='stage07/gemm/v[34]/|cublas/fp16'
+#pragma once
+
+#include <cuda.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "common/lib/flashstages.h"
+#include "stages/07_tuned_tma/gemm/epilogue.cuh"
+#include "stages/07_tuned_tma/gemm/scheduler.cuh"
+#include "stages/07_tuned_tma/gemm/tiles.cuh"
+
 // C is fp32, fp16 or bf16 (alpha·acc + beta·C in fp32, rounded once), whichever of fp16 and bf16 the
 // inputs are.
-// What changes from v3 (warp-specialized, one block per 128×256 tile, tiles launched in row-major
-// order):
-//  1. The grid is one block per SM (never more blocks than tiles), and each block loops over tiles:
-//     block b takes tiles b, b + gridDim.x, b + 2·gridDim.x … of a fixed schedule. Nothing is launched
-//     per tile any more: barrier init, setmaxnreg and the pipeline's fill happen once per block.
-//  2. The pipeline runs across tiles. The producer's k-tile counter does not restart at a tile
-//     boundary: after the last k-tile of tile i it goes straight on to the first k-tiles of tile
-//     i + 1, into whichever stages the consumers have released. The consumers release the stage of a
-//     tile's last k-tile as soon as its products retire, before their epilogue, so while they store
-//     tile i's C the producer already fills all four stages with tile i + 1's first k-tiles.
-//  3. The schedule is grouped ("swizzled"): tile t is counted column by column inside groups of
-//     kGroupM = 16 tile-rows (Schedule, below), not row by row across the whole of C. The 132
-//     tiles that the SMs work on at once then cover about 16 tile-rows × 8 tile-columns, 2048 × 2112
-//     of C, instead of about four whole tile-rows (at 8192³: 4 × 32 tiles, 512 × 8192 of C).
-// Why it should be faster: (a) v3 launches its tiles row-major; at 8192³ the 132 blocks that run at
-// once cover about 4 tile-rows across all 32 tile-columns, so one wave needs 512 rows of A and all
-// 8192 columns of B: (512 + 8192) × 8192 × 2 bytes ≈ 136 MiB, more than the 50 MiB L2, read while the
-// blocks walk K side by side. Grouped, a wave covers 16 × 8.25 tiles, 2048 rows of A and 9 tile-columns
-// (2304 columns) of B: (2048 + 2304) × 8192 × 2 ≈ 68 MiB,
-// half the DRAM traffic for the same work, provided the wave's blocks read the same k-slices at
-// about the same time (they start together and run at the same rate). (b) On short K (4096 × 4096 ×
-// 1000: 16 k-tiles per tile) a v3 block waits for its first k-tile's latency and runs its whole
-// epilogue with no loads in flight; here the next tile's loads overlap the epilogue, and only a
-// block's first tile starts from an empty pipeline.
-// Result (H100, stage07_gemm.json): <!-- value: [stage07/gemm/v4/fp16/M:8192/N:8192/K:8192] / [cublas/fp16/M:8192/N:8192/K:8192@stage07_gemm.json] | .2f -->0.92<!-- /value -->× cuBLAS at 8192³ fp16 (v3: <!-- value: [stage07/gemm/v3/fp16/M:8192/N:8192/K:8192] / [cublas/fp16/M:8192/N:8192/K:8192@stage07_gemm.json] | .2f -->0.83<!-- /value -->×), <!-- value: [stage07/gemm/v4/bf16/M:8192/N:8192/K:8192] / [cublas/bf16/M:8192/N:8192/K:8192@stage07_gemm.json] | .2f -->0.95<!-- /value -->× in bf16;
-//   <!-- value: [stage07/gemm/v4/fp16/M:4096/N:4096/K:4096] / [cublas/fp16/M:4096/N:4096/K:4096@stage07_gemm.json] | .2f -->0.87<!-- /value -->× at 4096³ fp16 (v3: <!-- value: [stage07/gemm/v3/fp16/M:4096/N:4096/K:4096] / [cublas/fp16/M:4096/N:4096/K:4096@stage07_gemm.json] | .2f -->0.85<!-- /value -->×), <!-- value: [stage07/gemm/v4/bf16/M:4096/N:4096/K:4096] / [cublas/bf16/M:4096/N:4096/K:4096@stage07_gemm.json] | .2f -->0.89<!-- /value -->× in bf16.
-// What it does not do yet: the tensor cores still idle during the epilogue (both consumer warpgroups
-// store the same tile at once; a second accumulator set or two consumers on different tiles —
-// "ping-pong" — would let one multiply while the other stores). 128×256 tiles still quantize into
-// waves (8192³: 2048 tiles, 15.5 per SM). The operands are loaded once per block, not shared between
-// neighbouring SMs (v5: clusters and TMA multicast).
 //
 // The protocol. Each block counts the k-tiles it handles across all its tiles, it = 0, 1, 2 …
 // (tile i of the block, k-tile kt of it: it = i·k_tiles + kt, the same count on both sides, since every
@@ -62,25 +62,8 @@
 // Tails: any M, N, K ≥ 1, as v3: every tile has the same k_tiles = ⌈K / 64⌉ ≥ 1 (the last one zero-filled
 // past K), boxes past M or N arrive zero-filled, the epilogue stores only inside C.
 // Alignment: as v3 (A and B 16-byte aligned with rows a multiple of 16 bytes; C its element alignment).
-//
-// Run: build/h100/stages/07_tuned_tma/gemm/stage07_gemm --dtype fp16 --version v4 --m 8192 --n 8192 --k 8192
-//      build/h100/stages/07_tuned_tma/gemm/stage07_gemm_bench --benchmark_filter='stage07/gemm/v[34]/|cublas/fp16'
-#pragma once
 
-#include <cuda.h>
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-#include <cuda_runtime.h>
-
-#include <cstddef>
-#include <cstdint>
-
-#include "common/lib/flashstages.h"
-#include "tma_gemm.cuh"
-
-namespace fs::gemm_tma_v4 {
-
-using namespace gemm_tma;
+namespace fs::gemm_tma::v4 {
 
 constexpr int kBM = 128, kBN = 256;  // block tile (k: kBK = 64)
 constexpr int kStages = 4;
@@ -234,4 +217,4 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
 }
 
-}  // namespace fs::gemm_tma_v4
+}  // namespace fs::gemm_tma::v4

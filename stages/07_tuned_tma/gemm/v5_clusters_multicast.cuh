@@ -1,49 +1,38 @@
 // flashstages · stage 07 gemm · v5 — clusters of two blocks along M that share B's tile through TMA multicast (fp16, bf16).
 //
+// What changes from v4 (persistent, each block loading its whole A and B tiles itself):
+//  1. Clusters of two blocks (__cluster_dims__(2, 1, 1)) on a 256 × 256 cluster tile: rank 0 takes its
+//     upper 128 rows, rank 1 the lower, both the same 256 columns, so the same slice of B per k-tile.
+//  2. Block r loads half r of B's tile with a multicast TMA load (mask 0b11), written into stage s of
+//     both blocks and counted on full[s] of both; each still loads its own A.
+//  3. A stage is refilled only when both blocks are done with it: empty[s] takes 16 arrivals, each
+//     consumer warp arriving on both blocks' (sm90::mbarrier_arrive_cluster).
+//  4. The schedule walks cluster tiles (groups of 8 cluster-rows); cluster barriers after the barriers'
+//     init and before exit; the grid is as many clusters as the GPU holds at once (gemm_tma::cluster_grid).
+// Why it is faster: L2 → SM traffic per k-tile falls by a third: 32 KiB per block instead of 48 (each
+// block still receives 48 KiB per stage). DRAM traffic does not change.
+// What it costs: one more arrival per consumer warp and k-tile; the two blocks advance in lock step;
+// with an odd number of 128-row tile-rows the last cluster-row's rank-1 blocks multiply zeros past M.
+//
+// Run: build/h100/stages/07_tuned_tma/gemm/stage07_gemm --dtype fp16 --version v5 --m 8192 --n 8192 --k 8192
+//      build/h100/stages/07_tuned_tma/gemm/stage07_gemm_bench --benchmark_filter='stage07/gemm/v[45]/|cublas/fp16'
+#pragma once
+
+#include <cuda.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "common/lib/flashstages.h"
+#include "stages/07_tuned_tma/gemm/epilogue.cuh"
+#include "stages/07_tuned_tma/gemm/scheduler.cuh"
+#include "stages/07_tuned_tma/gemm/tiles.cuh"
+
 // C is fp32, fp16 or bf16 (alpha·acc + beta·C in fp32, rounded once), whichever of fp16 and bf16 the
 // inputs are.
-// What changes from v4 (persistent, one block per SM, each loading its whole A and B tiles itself):
-//  1. The blocks run in clusters of two (__cluster_dims__(2, 1, 1)): the hardware starts both blocks
-//     of a cluster together, on two SMs of one GPC, and each can write the other's shared memory and
-//     arrive on its mbarriers. The cluster works on a cluster tile of 256 × 256 of C: block rank 0 on
-//     its upper 128 rows (m0, n0), rank 1 on the lower (m0 + 128, n0) — the same 256 columns, so the
-//     same 256 × 64 slice of B per k-tile.
-//  2. B is loaded once per cluster, not once per block: block r loads half r of B's tile (n from
-//     n0 + 128r to n0 + 128r + 127, 128 of its 256, 16 KiB) with a multicast TMA load (mask 0b11), which
-//     writes it into stage s of both blocks and counts it on full[s] of both. Each block still loads
-//     its own A box alone, and still receives the whole 48 KiB per stage: 16 KiB of A and 16 KiB of
-//     B from its own loads, the other 16 KiB of B from its peer's.
-//  3. A stage may be refilled only when both blocks are done with it (the refill writes into both):
-//     empty[s] takes 16 arrivals, 8 from this block's consumer warps and 8 from the peer's, each
-//     consumer warp arriving on empty[s] of both blocks (remote arrivals with the default .release.cta
-//     semantics, as CUTLASS's ClusterBarrier issues them: the .cluster forms cost half the speed).
-//  4. The schedule walks cluster tiles, in groups of 8 cluster-rows (2048 rows of C, as v4's 16
-//     tile-rows), and both blocks of a cluster walk the same ones: cluster c of the grid's g takes
-//     cluster tiles c, c + g, c + 2g …, so both blocks count the same k-tiles `it`.
-//  5. The __syncthreads after barrier init becomes a cluster barrier (the peer's barriers must be
-//     initialized before this block's multicasts and arrivals reach them), and a second cluster
-//     barrier ends the kernel (a block must not exit while its peer can still write into its shared
-//     memory or arrive on its barriers).
-//  6. The launcher sizes the grid by cudaOccupancyMaxActiveClusters: two blocks per cluster, as many
-//     clusters as the GPU holds at once (66 on a 132-SM H100 if every GPC pairs its SMs up) and no
-//     more than cluster tiles; none → FS_ERR_UNSUPPORTED_DEVICE (gemm_tma::cluster_grid).
-// Why it should be faster: L2 → SM traffic per k-tile falls by a third. v4: every block reads 16 KiB
-// of A and 32 KiB of B from L2, 48 KiB per block per k-tile (96 KiB for two blocks stacked in M).
-// v5: the two blocks of a cluster read 2 × 16 KiB of A and 2 × 16 KiB of B once each, 64 KiB, 32 KiB
-// per block. A block's k-tile is 2·128·256·64 = 4.19 MFLOP, so at 650 TFLOPS (about cuBLAS's rate at
-// 8192³) the 132 SMs finish 1.55·10^8 block k-tiles per second and pull 1.55·10^8 × 48 KiB ≈ 7.6 TB/s
-// out of L2 in v4, ≈ 5.1 TB/s in v5 — arithmetic, not a measurement: whether L2 bandwidth is what
-// holds v4 back is what running v5 against v4 shows. DRAM traffic does not change (the wave covers
-// the same 2048 × 2112 of C as v4's). Each SM's shared memory still receives 48 KiB per k-tile.
-// Result (H100, stage07_gemm.json, v4 and cuBLAS in the same run): <!-- value: [stage07/gemm/v5/fp16/M:8192/N:8192/K:8192] / [cublas/fp16/M:8192/N:8192/K:8192@stage07_gemm.json] | .2f -->0.94<!-- /value -->× cuBLAS at 8192³ fp16 (v4: <!-- value: [stage07/gemm/v4/fp16/M:8192/N:8192/K:8192] / [cublas/fp16/M:8192/N:8192/K:8192@stage07_gemm.json] | .2f -->0.92<!-- /value -->×),
-//   <!-- value: [stage07/gemm/v5/bf16/M:8192/N:8192/K:8192] / [cublas/bf16/M:8192/N:8192/K:8192@stage07_gemm.json] | .2f -->0.96<!-- /value -->× in bf16 (v4: <!-- value: [stage07/gemm/v4/bf16/M:8192/N:8192/K:8192] / [cublas/bf16/M:8192/N:8192/K:8192@stage07_gemm.json] | .2f -->0.95<!-- /value -->×); at 4096³ <!-- value: [stage07/gemm/v5/fp16/M:4096/N:4096/K:4096] / [cublas/fp16/M:4096/N:4096/K:4096@stage07_gemm.json] | .2f -->0.88<!-- /value -->× fp16 (v4: <!-- value: [stage07/gemm/v4/fp16/M:4096/N:4096/K:4096] / [cublas/fp16/M:4096/N:4096/K:4096@stage07_gemm.json] | .2f -->0.87<!-- /value -->×), <!-- value: [stage07/gemm/v5/bf16/M:4096/N:4096/K:4096] / [cublas/bf16/M:4096/N:4096/K:4096@stage07_gemm.json] | .2f -->0.90<!-- /value -->× bf16 (v4: <!-- value: [stage07/gemm/v4/bf16/M:4096/N:4096/K:4096] / [cublas/bf16/M:4096/N:4096/K:4096@stage07_gemm.json] | .2f -->0.89<!-- /value -->×).
-//   The first run, with remote arrivals and the producer's wait at cluster scope, ran at half v4's
-//   speed: see sm90::mbarrier_arrive_cluster.
-// What it costs: one more arrival per consumer warp and k-tile, on the peer's empty[s] (through the
-// cluster's shared-memory network); the two blocks of a cluster advance in lock step (a stage is
-// refilled only when the slower of the two is done with it); with an odd number of 128-row tile-rows
-// the last cluster-row's rank-1 blocks lie past M: they load zeros (their A box wholly outside A),
-// multiply them and store nothing, where v4 would have given those SMs other tiles.
 //
 // The protocol. Each block counts the k-tiles it handles across all its tiles, it = 0, 1, 2 …, as v4;
 // both blocks of a cluster walk the same cluster tiles, so k-tile `it` is the same k-slice of B in both.
@@ -90,25 +79,8 @@
 // Tails: any M, N, K ≥ 1, as v4: boxes past M or N arrive zero-filled (a rank-1 block past M, or a B
 // half past N, wholly so; TMA still counts the whole box), the epilogue stores only inside C.
 // Alignment: as v4 (A and B 16-byte aligned with rows a multiple of 16 bytes; C its element alignment).
-//
-// Run: build/h100/stages/07_tuned_tma/gemm/stage07_gemm --dtype fp16 --version v5 --m 8192 --n 8192 --k 8192
-//      build/h100/stages/07_tuned_tma/gemm/stage07_gemm_bench --benchmark_filter='stage07/gemm/v[45]/|cublas/fp16'
-#pragma once
 
-#include <cuda.h>
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-#include <cuda_runtime.h>
-
-#include <cstddef>
-#include <cstdint>
-
-#include "common/lib/flashstages.h"
-#include "tma_gemm.cuh"
-
-namespace fs::gemm_tma_v5 {
-
-using namespace gemm_tma;
+namespace fs::gemm_tma::v5 {
 
 constexpr int kBM = 128, kBN = 256;  // block tile (k: kBK = 64)
 constexpr int kClusterM = 2;         // blocks per cluster, stacked along M
@@ -192,8 +164,8 @@ __global__ void __cluster_dims__(kClusterM, 1, 1) __launch_bounds__(kThreads, 1)
   //             each of the 16 consumer warps of the cluster. This block's producer, before use u + 1,
   //             waits for parity u & 1.
   // A parity names a phase unambiguously only while the barrier cannot get two phases ahead of the
-  // waiter; it cannot here (the header's "why the counts hold"): each phase of one barrier, in
-  // either block, needs the previous phase of the other in both.
+  // waiter; it cannot here ("Why the counts hold", above): each phase of one
+  // barrier, in either block, needs the previous phase of the other in both.
   if (tid == 0) {
     for (int s = 0; s < kStages; ++s) {
       sm90::mbarrier_init(&full[s], 1);                // the producer's expect_tx arrival
@@ -301,4 +273,4 @@ __global__ void __cluster_dims__(kClusterM, 1, 1) __launch_bounds__(kThreads, 1)
   sm90::barrier_cluster_wait();
 }
 
-}  // namespace fs::gemm_tma_v5
+}  // namespace fs::gemm_tma::v5

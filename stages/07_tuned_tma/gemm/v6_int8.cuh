@@ -1,46 +1,18 @@
 // flashstages · stage 07 gemm · v6 — INT8: v4's persistent kernel on wgmma s8·s8 → s32, exact.
 //
-// A int8 stored M×K (row-major), B int8 stored N×K (trans_b: cuBLASLt's int8 layout, "TN"), C int32:
-// C = alpha·acc + beta·C evaluated in fp64 and rounded to nearest int32 (stage 06 v8/v10's contract:
-// exact for integer alpha and beta while the result fits). Any other pair of transposes is refused
-// before any launch with FS_ERR_UNSUPPORTED_LAYOUT (GemmSupport::layouts).
 // What changes from v4 (persistent, warp-specialized, fp16/bf16 → fp32 accumulators):
-//  1. The instruction: wgmma.mma_async m64n256k32.s32.s8.s8 (sm90::wgmma_m64nNk32_s8) in place of
-//     m64n256k16.f32.f16.f16. Same 64×256 accumulator shape, int32 instead of fp32 (still 128
-//     registers per consumer thread), k = 32 per instruction instead of 16.
-//  2. The k-tile is 128 int8 deep instead of 64 fp16: a row of a tile is 128 bytes either way, so the
-//     tiles, the 128-byte swizzle, the TMA boxes (128 × 128 and 128 × 256 bytes), the descriptors and
-//     their 32-byte k steps are v4's byte for byte (gemm_tma::OperandTile, K-major), and so are the
-//     stage size (48 KiB), the 4-stage ring, the mbarrier protocol and the tile schedule, which v6 takes
-//     from v4 unchanged. Each k-tile is still 4 wgmma per consumer warpgroup.
-//  3. One layout. Integer wgmma has no transpose bits: it reads both operands K-major (k-contiguous
-//     rows) only. TMA copies tiles as they are stored, so A must be stored M×K and B N×K — the layout
-//     every int8 GEMM library asks for (cuBLASLt's fast path, the one the benchmarks time). The other
-//     three would need the tile transposed byte by byte in shared memory between TMA and wgmma, as
-//     stage 06 v10 does it, at a cost per k-tile this version does not pay; they are refused instead.
-//  4. The epilogue stores int32 (gemm::store_pair's int32 form: fp64 alpha/beta, 8-byte pairs).
-// Why it should be faster than fp16 v4: the same shared-memory bytes and the same number of wgmma per
-// k-tile carry twice the multiply-adds, and the H100's tensor cores run int8 at twice their fp16 rate
-// (the README's peaks, SM clock × units: 2141 TOPS against 1071 TFLOPS), so the main loop does twice
-// the work per cycle and per byte of DRAM; the epilogue (int32, as wide as v4's fp32) is unchanged,
-// so it weighs twice as much against a main loop that is half as long per tile.
-// Against stage 06 v10 (mma.sync m16n8k32 int8, ldmatrix fragments): what v1–v4 gained over stage 06's
-// mma.sync in fp16 — TMA, wgmma from shared memory, warp specialization, a persistent schedule.
-// Result (H100, stage07_gemm.json, cuBLASLt int8 TN in the same run): <!-- value: [stage07/gemm/v6/int8/M:8192/N:8192/K:8192] | .0f -->1296<!-- /value --> TOPS at 8192³, <!-- value: [stage07/gemm/v6/int8/M:8192/N:8192/K:8192] / [cublaslt/int8/M:8192/N:8192/K:8192@stage07_gemm.json] | .2f -->1.04<!-- /value -->× cuBLASLt;
-//   <!-- value: [stage07/gemm/v6/int8/M:4096/N:4096/K:4096] | .0f -->1201<!-- /value --> TOPS at 4096³, <!-- value: [stage07/gemm/v6/int8/M:4096/N:4096/K:4096] / [cublaslt/int8/M:4096/N:4096/K:4096@stage07_gemm.json] | .2f -->0.90<!-- /value -->× cuBLASLt (the goal: ≥ 0.8× at both).
-// What it does not do: the other three layouts (above); int8 → int8 or fp32 C (cuBLASLt's scaled
-// outputs); the epilogue still idles the tensor cores, as v4's.
-//
-// The protocol, block and registers are v4's (see v4_persistent.cuh): stage s = it % 4 of the block's
-// k-tile count it, full[s] completed by the producer's expect_tx and 48 KiB of TMA transactions,
-// empty[s] by one arrival per consumer warp; producer setmaxnreg.dec 40, consumers .inc 232.
-// Registers: one m64n256 int32 accumulator, 128 per consumer thread (ptxas, CUDA 13.0, -Xptxas -v:
-// 168 per thread at launch, the launch bounds' cap; no spills, no stack).
-// Shared memory: v4's, 4 stages × 48 KiB = 192 KiB, 1 KiB of alignment slack, eight 8-byte barriers.
-// Tails: any M, N, K ≥ 1: every tile has k_tiles = ⌈K / 128⌉ ≥ 1, the boxes past K, M or N arrive as
-// zeros (zero products), the epilogue stores only inside C.
-// Alignment: A and B 16-byte aligned, lda and ldb multiples of 16 (bytes = int8 elements: TMA's rows);
-// C 4-byte aligned (int32). Exactness: |acc| ≤ K·2^14, inside int32 for K ≤ 131071.
+//  1. wgmma.mma_async m64n256k32.s32.s8.s8 (sm90::wgmma_m64nNk32_s8) in place of m64n256k16.f32.f16:
+//     the same 64×256 accumulator shape, int32, k = 32 per instruction.
+//  2. The k-tile is 128 int8 deep: a tile row is still 128 bytes, so the tiles, swizzle, TMA boxes,
+//     descriptors, 4-stage ring, mbarrier protocol and tile schedule are v4's byte for byte.
+//  3. One layout, A stored M×K and B N×K (cuBLASLt's int8 layout): integer wgmma reads K-major tiles
+//     only; the other three are refused with FS_ERR_UNSUPPORTED_LAYOUT (GemmSupport::layouts).
+//  4. The epilogue stores int32 (gemm::store_pair's int32 form: fp64 alpha and beta, 8-byte pairs).
+// Why it is faster than fp16 v4: the same shared-memory bytes and wgmma per k-tile carry twice the
+// multiply-adds, and the tensor cores run int8 at twice their fp16 rate; the int32 epilogue, as wide
+// as v4's, weighs twice as much against a main loop half as long per tile.
+// What it does not do: the other three layouts (they would need the tile transposed in shared memory,
+// as stage 06 v10 does); int8 or fp32 C; the epilogue still idles the tensor cores, as v4's.
 //
 // Run: build/h100/stages/07_tuned_tma/gemm/stage07_gemm --dtype int8 --version v6 --m 8192 --n 8192 --k 8192
 //      build/h100/stages/07_tuned_tma/gemm/stage07_gemm_bench --benchmark_filter='int8/M:(4096/N:4096/K:4096|8192/N:8192/K:8192)'
@@ -52,22 +24,42 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "tma_gemm.cuh"
-#include "v4_persistent.cuh"
+#include "stages/07_tuned_tma/gemm/epilogue.cuh"
+#include "stages/07_tuned_tma/gemm/scheduler.cuh"
+#include "stages/07_tuned_tma/gemm/tiles.cuh"
 
-namespace fs::gemm_tma_v6 {
+// A int8 stored M×K (row-major), B int8 stored N×K (trans_b: cuBLASLt's int8 layout, "TN"), C int32:
+// C = alpha·acc + beta·C evaluated in fp64 and rounded to nearest int32 (stage 06 v8/v10's contract:
+// exact for integer alpha and beta while the result fits). Any other pair of transposes is refused
+// before any launch with FS_ERR_UNSUPPORTED_LAYOUT (GemmSupport::layouts).
+//
+// The protocol, block and registers are v4's (v4_persistent.cuh says why they hold): stage s = it % 4
+// of the block's k-tile count it, full[s] completed by the producer's expect_tx and 48 KiB of TMA
+// transactions, empty[s] by one arrival per consumer warp; producer setmaxnreg.dec 40, consumers .inc 232.
+// Registers: one m64n256 int32 accumulator, 128 per consumer thread (ptxas, CUDA 13.0, -Xptxas -v:
+// 168 per thread at launch, the launch bounds' cap; no spills, no stack).
+// Shared memory: v4's, 4 stages × 48 KiB = 192 KiB, 1 KiB of alignment slack, eight 8-byte barriers.
+// Tails: any M, N, K ≥ 1: every tile has k_tiles = ⌈K / 128⌉ ≥ 1, the boxes past K, M or N arrive as
+// zeros (zero products), the epilogue stores only inside C.
+// Alignment: A and B 16-byte aligned, lda and ldb multiples of 16 (bytes = int8 elements: TMA's rows);
+// C 4-byte aligned (int32). Exactness: |acc| ≤ K·2^14, inside int32 for K ≤ 131071.
 
-using namespace gemm_tma;
-// v4's geometry, pipeline and schedule, unchanged (item 2 above).
-using gemm_tma_v4::kBM;
-using gemm_tma_v4::kBN;
-using gemm_tma_v4::kConsumerRegs;
-using gemm_tma_v4::kConsumerWarps;
-using gemm_tma_v4::kMmaM;
-using gemm_tma_v4::kProducerRegs;
-using gemm_tma_v4::kStages;
-using gemm_tma_v4::kThreads;
-using gemm_tma_v4::Schedule;  // gemm_tma::TileSchedule<128, 256, 16>: v4's grouped order
+namespace fs::gemm_tma::v6 {
+
+constexpr int kBM = 128, kBN = 256;  // block tile, as v4's (k: kBK8 = 128 int8)
+constexpr int kStages = 4;
+constexpr int kGroupM = 16;  // tile-rows per group of the schedule (Schedule), as v4's
+constexpr int kMmaM = 64;                                // rows of one wgmma: one per consumer warpgroup
+constexpr int kConsumers = kBM / kMmaM;                  // two consumer warpgroups
+constexpr int kThreads = (1 + kConsumers) * kWarpgroup;  // the producer warpgroup first: 384 threads
+constexpr int kConsumerWarps = kConsumers * kWarpgroup / 32;  // 8: the arrivals that release a stage
+
+// Registers per thread: as v4. __launch_bounds__(384, 1) caps the kernel at 168, the producer's .dec
+// gives 128 × (168 − 40) to the block's pool, the consumers' .inc takes 256 × (232 − 168): the same.
+constexpr int kLaunchRegs = 65536 / kThreads / 8 * 8;
+constexpr int kProducerRegs = 40, kConsumerRegs = 232;
+static_assert(kWarpgroup * kProducerRegs + kConsumers * kWarpgroup * kConsumerRegs <= kThreads * kLaunchRegs,
+              "the consumers take no more registers than the producer gives back");
 
 constexpr int kBK8 = kRowBytes;  // k per tile in int8: 128, one 128-byte swizzle row (v4: 64 fp16)
 constexpr int kWgmmaK8 = 32;     // k of one wgmma.mma_async m64nNk32.s8 (32 bytes, as v4's k16 fp16)
@@ -81,6 +73,10 @@ struct Config {
   // memory, hence the slack), then two mbarriers per stage (full, empty).
   static constexpr std::size_t kSmemBytes = 1024 + std::size_t(kStages) * kStageBytes + 2 * kStages * sizeof(uint64_t);
 };
+
+// The order in which the blocks take C's tiles: v4's (gemm_tma::TileSchedule, groups of 16 tile-rows;
+// v4_persistent.cuh says why 16).
+using Schedule = TileSchedule<kBM, kBN, kGroupM>;
 
 // grid: min(SMs, tiles) blocks, each looping over its tiles of C (Schedule); block: 384 threads,
 // three warpgroups.
@@ -183,4 +179,4 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
 }
 
-}  // namespace fs::gemm_tma_v6
+}  // namespace fs::gemm_tma::v6

@@ -1,51 +1,17 @@
 // flashstages · stage 07 gemm · v7 — C leaves through shared memory and a TMA store, so the epilogue no
 // longer holds the tensor cores up (fp16, bf16).
 //
-// What changes from v5 (clusters of two, B multicast, each consumer warpgroup storing its 64 × 256
-// accumulators straight from registers to C):
-//  1. Where C is 16-bit (fp16 or bf16), beta = 0, and C's base, its rows and N · 2 bytes are 16-byte
-//     multiples (what TMA writes cleanly; gemm_tma::c_store_map decides on the host and passes
-//     `c_tma`, and says what a ragged N did), a consumer
-//     warpgroup's epilogue is: multiply by alpha, round, write the 64 × 256 tile into its own 32 KiB of
-//     shared memory (16 stmatrix.x4 per thread, 128-byte swizzled, no bank conflict), and one thread
-//     hands it to four TMA stores (boxes of 64 rows × 64 columns, sm90::tma_store_2d) — then the
-//     warpgroup goes straight on to its next tile's products while the TMA unit writes C.
-//     Otherwise (fp32 C; beta ≠ 0: C must be read; C's rows not 16-byte multiples; N not a multiple
-//     of 8) it stores as v5 does, from registers.
-//  2. The staging buffer is written again only after the previous tile's stores have read it: the
-//     issuing thread waits for that (cp.async.bulk.wait_group.read 0) before a named barrier of the
-//     warpgroup (sm90::bar_sync: the other warpgroups go on) lets the 128 threads write. A tile of
-//     K = 4096 takes tens of microseconds, so the wait finds the stores long done.
-//  3. Three stages instead of four: 3 × 48 KiB of operands and 2 × 32 KiB of staging (208 KiB) fit
-//     where 4 stages and the staging (256 KiB) do not (227 KiB at most per block).
-// Why it should be faster: v5's epilogue is 64 stores of two columns per thread, each warp instruction
-// writing 8 rows × 16 bytes (eight half-used 32-byte sectors), issued while the block's tensor cores
-// idle: the producer refills the stages meanwhile, but no wgmma runs until the stores are issued.
-// At 4096³ a block's tile takes about 64 k-tiles × 0.8 µs ≈ 55 µs of products, so every microsecond
-// of epilogue is about 2% of the time. Here the epilogue costs the 16 stmatrix and two warpgroup
-// barriers; the writing to global memory overlaps the next tile. The price is one stage of lookahead
-// (the producer runs at most 2 k-tiles ahead of the products in flight, not 3).
-// Result (H100, stage07_gemm.json, v5 and cuBLAS in the same run): <!-- value: [stage07/gemm/v7/fp16/M:8192/N:8192/K:8192] / [cublas/fp16/M:8192/N:8192/K:8192@stage07_gemm.json] | .2f -->0.96<!-- /value -->× cuBLAS at 8192³ fp16 (v5: <!-- value: [stage07/gemm/v5/fp16/M:8192/N:8192/K:8192] / [cublas/fp16/M:8192/N:8192/K:8192@stage07_gemm.json] | .2f -->0.94<!-- /value -->×),
-//   <!-- value: [stage07/gemm/v7/bf16/M:8192/N:8192/K:8192] / [cublas/bf16/M:8192/N:8192/K:8192@stage07_gemm.json] | .2f -->0.97<!-- /value -->× in bf16 (v5: <!-- value: [stage07/gemm/v5/bf16/M:8192/N:8192/K:8192] / [cublas/bf16/M:8192/N:8192/K:8192@stage07_gemm.json] | .2f -->0.96<!-- /value -->×); at 4096³ <!-- value: [stage07/gemm/v7/fp16/M:4096/N:4096/K:4096] / [cublas/fp16/M:4096/N:4096/K:4096@stage07_gemm.json] | .2f -->0.94<!-- /value -->× fp16 (v5: <!-- value: [stage07/gemm/v5/fp16/M:4096/N:4096/K:4096] / [cublas/fp16/M:4096/N:4096/K:4096@stage07_gemm.json] | .2f -->0.88<!-- /value -->×), <!-- value: [stage07/gemm/v7/bf16/M:4096/N:4096/K:4096] / [cublas/bf16/M:4096/N:4096/K:4096@stage07_gemm.json] | .2f -->0.94<!-- /value -->× bf16 (v5: <!-- value: [stage07/gemm/v5/bf16/M:4096/N:4096/K:4096] / [cublas/bf16/M:4096/N:4096/K:4096@stage07_gemm.json] | .2f -->0.90<!-- /value -->×).
-// What is left (ncu --clock-control none, 4096³ fp16, logs/ncu_stage07_gemm_{v7,cublas}_4096_2026-11-23d.txt):
-//   v7's tensor pipe is busy 83% of its elapsed cycles (193.7 µs), cuBLAS's kernel's 90% (183.0 µs;
-//   nvjet_sm90_hsh_256x128_64x4_1x2: a 256 × 128 tile, 4 stages, clusters of 1 × 2, cooperative).
-//   The products themselves are the same; the 7 points are time the tensor cores wait.
-//
-// The protocol: v5's, with 3 stages (s = it % 3, u = it / 3), and per consumer warpgroup at each tile's
-// end (the issuer: its first thread, the only one that issues and waits on its bulk groups):
-//   consumers  wgmma_wait_group<0>; release the tile's last k-tile (as v5)
-//              issuer:          cp.async.bulk.wait_group.read 0   the previous tile's stores have read the staging
-//              all 128:         bar.sync 1 + cw, 128               … which every thread of the warpgroup now knows
-//              all 128:         16 × stmatrix.x4 into the staging; fence.proxy.async (generic writes → TMA)
-//              all 128:         bar.sync 1 + cw, 128               every write is fenced before the stores
-//              issuer:          4 × TMA store, commit_group        and on to the next tile
-//   exit       issuer:          cp.async.bulk.wait_group.read 0   the staging is read before the block may leave
-// Block: as v5, 384 threads. Registers: as v5, setmaxnreg 40 / 232 (ptxas, CUDA 13.0: 168 per thread at
-// launch, no spills). Shared memory: 1 KiB of alignment slack, 3 stages × 48 KiB, 2 × 32 KiB of
-// staging (each 1024-byte aligned: the swizzle's pattern starts there), six 8-byte barriers.
-// Tails: as v5 for the loads; a TMA store writes only the part of its box inside C (a rank-1 block
-// wholly past M writes nothing), so C's padding and the rows past M stay untouched.
+// What changes from v5 (each consumer warpgroup storing its 64 × 256 accumulators from registers):
+//  1. Where C is 16-bit, beta = 0 and C's rows are whole 16-byte chunks (gemm_tma::c_store_map), a
+//     consumer warpgroup multiplies by alpha, rounds, writes its tile into its own 32 KiB of shared
+//     memory (stmatrix, 128-byte swizzle) and one thread hands it to four TMA stores; the warpgroup goes
+//     straight on to its next tile while the TMA unit writes C. Otherwise it stores as v5 does.
+//  2. The staging is written again only once the previous tile's stores have read it
+//     (cp.async.bulk.wait_group.read, then a named barrier of the warpgroup).
+//  3. Three stages instead of four: 3 × 48 KiB of operands and 2 × 32 KiB of staging fit in 227 KiB.
+// Why it is faster: v5's epilogue is 64 two-column stores per thread (half-used 32-byte sectors) issued
+// while the tensor cores idle; here it is 16 stmatrix and two warpgroup barriers, and the writing to
+// global memory overlaps the next tile. The price: one stage of lookahead.
 //
 // Run: build/h100/stages/07_tuned_tma/gemm/stage07_gemm --dtype fp16 --version v7 --m 8192 --n 8192 --k 8192
 //      build/h100/stages/07_tuned_tma/gemm/stage07_gemm_bench --benchmark_filter='stage07/gemm/v[57]/|cublas/fp16'
@@ -60,11 +26,26 @@
 #include <cstdint>
 
 #include "common/lib/flashstages.h"
-#include "tma_gemm.cuh"
+#include "stages/07_tuned_tma/gemm/epilogue.cuh"
+#include "stages/07_tuned_tma/gemm/scheduler.cuh"
+#include "stages/07_tuned_tma/gemm/tiles.cuh"
 
-namespace fs::gemm_tma_v7 {
+// The protocol: v5's, with 3 stages (s = it % 3, u = it / 3), and per consumer warpgroup at each tile's
+// end (the issuer: its first thread, the only one that issues and waits on its bulk groups):
+//   consumers  wgmma_wait_group<0>; release the tile's last k-tile (as v5)
+//              issuer:          cp.async.bulk.wait_group.read 0   the previous tile's stores have read the staging
+//              all 128:         bar.sync 1 + cw, 128               … which every thread of the warpgroup now knows
+//              all 128:         16 × stmatrix.x4 into the staging; fence.proxy.async (generic writes → TMA)
+//              all 128:         bar.sync 1 + cw, 128               every write is fenced before the stores
+//              issuer:          4 × TMA store, commit_group        and on to the next tile
+//   exit       issuer:          cp.async.bulk.wait_group.read 0   the staging is read before the block may leave
+// Block: as v5, 384 threads. Registers: as v5, setmaxnreg 40 / 232 (ptxas, CUDA 13.0: 168 per thread at
+// launch, no spills). Shared memory: 1 KiB of alignment slack, 3 stages × 48 KiB, 2 × 32 KiB of
+// staging (each 1024-byte aligned: the swizzle's pattern starts there), six 8-byte barriers.
+// Tails: as v5 for the loads; a TMA store writes only the part of its box inside C (a rank-1 block
+// wholly past M writes nothing), so C's padding and the rows past M stay untouched.
 
-using namespace gemm_tma;
+namespace fs::gemm_tma::v7 {
 
 constexpr int kBM = 128, kBN = 256;  // block tile (k: kBK = 64)
 constexpr int kClusterM = 2;         // blocks per cluster, stacked along M
@@ -168,8 +149,8 @@ __global__ void __cluster_dims__(kClusterM, 1, 1) __launch_bounds__(kThreads, 1)
   //             each of the 16 consumer warps of the cluster. This block's producer, before use u + 1,
   //             waits for parity u & 1.
   // A parity names a phase unambiguously only while the barrier cannot get two phases ahead of the
-  // waiter; it cannot here (the header's "why the counts hold"): each phase of one barrier, in
-  // either block, needs the previous phase of the other in both.
+  // waiter; it cannot here (v5_clusters_multicast.cuh, "Why the counts
+  // hold"): each phase of one barrier, in either block, needs the previous phase of the other in both.
   if (tid == 0) {
     for (int s = 0; s < kStages; ++s) {
       sm90::mbarrier_init(&full[s], 1);                // the producer's expect_tx arrival
@@ -299,4 +280,4 @@ __global__ void __cluster_dims__(kClusterM, 1, 1) __launch_bounds__(kThreads, 1)
   sm90::barrier_cluster_wait();
 }
 
-}  // namespace fs::gemm_tma_v7
+}  // namespace fs::gemm_tma::v7

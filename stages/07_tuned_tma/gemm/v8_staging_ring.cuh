@@ -1,47 +1,16 @@
 // flashstages · stage 07 gemm · v8 — C leaves through a ring of two small boxes per warpgroup, which
 // gives the pipeline its fourth stage back (fp16, bf16).
 //
-// What changes from v7 (3 stages, each consumer warpgroup staging its whole 64 × 256 tile of C, 32 KiB,
-// before four TMA stores):
-//  1. Each consumer warpgroup stages C one box at a time (64 rows × 64 columns, 8 KiB) in a ring of
-//     two: box b goes into slot b % 2 and leaves by one TMA store, its own bulk group. Before a box is
-//     written, the issuing thread waits until at most one store is still reading the ring
-//     (cp.async.bulk.wait_group.read 1): the store of box b − 2, which used the same slot, has read it.
-//     The staging shrinks from 2 × 32 KiB to 2 × 16 KiB.
-//  2. The 32 KiB that frees is the fourth stage: 4 × 48 KiB of operands + 2 × 16 KiB of staging
-//     (225 KiB with the alignment slack) fit in the 227 KiB a block may have, as v5's 4 stages did.
-// Why it should be faster: a stage may be refilled only once both blocks of the cluster have released
-// it, after the products that read it are done. With 3 stages the load of k-tile it + 2 is issued
-// when k-tile it − 1's products end, and must have landed (TMA from L2, multicast, through the
-// peer's release too) before k-tile it + 1's products end: two k-tiles of products, about
-// 2 × 1024 cycles at the tensor cores' peak (a block's k-tile is 4.19 MFLOP; the SM does 4096 fp16
-// FLOP per cycle). Any load slower than that leaves the tensor cores waiting. With 4 stages it has
-// three k-tiles. ncu of v7 at 4096³ (elapsed cycles): 307 k, that is 76.8 k per tile against the
-// 65.5 k its products need, about 1200 cycles per k-tile instead of 1024 — cuBLAS's kernel, with
-// 4 stages, needs 71.2 k per tile. The price: the epilogue waits for a store's read of the ring
-// (boxes 2 and 3 of a tile) and meets at eight warpgroup barriers instead of two.
-// Result (H100, stage07_gemm.json, every version and cuBLAS in one run): <!-- value: [stage07/gemm/v8/fp16/M:8192/N:8192/K:8192] / [cublas/fp16/M:8192/N:8192/K:8192@stage07_gemm.json] | .2f -->0.99<!-- /value -->× cuBLAS at 8192³
-//   fp16 (v7: <!-- value: [stage07/gemm/v7/fp16/M:8192/N:8192/K:8192] / [cublas/fp16/M:8192/N:8192/K:8192@stage07_gemm.json] | .2f -->0.96<!-- /value -->×), <!-- value: [stage07/gemm/v8/bf16/M:8192/N:8192/K:8192] / [cublas/bf16/M:8192/N:8192/K:8192@stage07_gemm.json] | .2f -->1.01<!-- /value -->× in bf16 (v7: <!-- value: [stage07/gemm/v7/bf16/M:8192/N:8192/K:8192] / [cublas/bf16/M:8192/N:8192/K:8192@stage07_gemm.json] | .2f -->0.97<!-- /value -->×); at 4096³ <!-- value: [stage07/gemm/v8/fp16/M:4096/N:4096/K:4096] / [cublas/fp16/M:4096/N:4096/K:4096@stage07_gemm.json] | .2f -->0.94<!-- /value -->× fp16 (v7: <!-- value: [stage07/gemm/v7/fp16/M:4096/N:4096/K:4096] / [cublas/fp16/M:4096/N:4096/K:4096@stage07_gemm.json] | .2f -->0.94<!-- /value -->×),
-//   <!-- value: [stage07/gemm/v8/bf16/M:4096/N:4096/K:4096] / [cublas/bf16/M:4096/N:4096/K:4096@stage07_gemm.json] | .2f -->0.97<!-- /value -->× bf16 (v7: <!-- value: [stage07/gemm/v7/bf16/M:4096/N:4096/K:4096] / [cublas/bf16/M:4096/N:4096/K:4096@stage07_gemm.json] | .2f -->0.94<!-- /value -->×). Three more runs, each timing v7, v8 and cuBLAS in random
-//   interleaved order (results/…/logs/stage07_gemm_*_interleaved_r*_2026-11-23e.json): v8 at 0.95–1.04× cuBLAS at
-//   4096³ and 1.01–1.04× at 8192³, 0.98–1.09× v7 — so about level with cuBLAS, within the runs' 3–5% spread.
-//   At a fixed clock (ncu's default, base clock; logs/ncu_stage07_gemm_{v7,v8,cublas}_4096_baseclock_2026-11-23e.txt,
-//   4096³ fp16): v8 291.9 k cycles against v7's 305.2 k (−4.4%) and cuBLAS's 284.4 k; its tensor pipe busy
-//   88.0% of them (v7 84.2%, cuBLAS 90.3%).
-//
-// The protocol: v7's, with 4 stages (s = it % 4, u = it / 4), and per consumer warpgroup, for each box
-// b = 0 … 3 of its tile (the issuer: its first thread, the only one that issues and waits on its bulk
-// groups; slot = b % 2):
-//              issuer:          cp.async.bulk.wait_group.read 1    the store of box b − 2 has read the slot
-//              all 128:         bar.sync 1 + cw, 128               … which every thread of the warpgroup now knows
-//              all 128:         4 × stmatrix.x4 into the slot; fence.proxy.async (generic writes → TMA)
-//              all 128:         bar.sync 1 + cw, 128               every write is fenced before the store
-//              issuer:          TMA store of box b, commit_group
-//   exit       issuer:          cp.async.bulk.wait_group.read 0   the ring is read before the block may leave
-// Block: as v5, 384 threads. Registers: as v5, setmaxnreg 40 / 232. Shared memory: 1 KiB of alignment
-// slack, 4 stages × 48 KiB, 2 × 2 slots × 8 KiB of staging (each slot 1024-byte aligned: the swizzle's
-// pattern starts there), eight 8-byte barriers.
-// Tails: as v7.
+// What changes from v7 (3 stages, each consumer warpgroup staging its whole 64 × 256 tile, 32 KiB):
+//  1. C is staged one 64 × 64 box (8 KiB) at a time in a ring of two slots: box b goes into slot b % 2
+//     and leaves by its own TMA store; before a slot is rewritten, the issuing thread waits until the
+//     store of box b − 2 has read it (cp.async.bulk.wait_group.read 1). 2 × 16 KiB of staging.
+//  2. The 32 KiB that frees is the fourth stage: 4 × 48 KiB + 2 × 16 KiB fit in 227 KiB.
+// Why it is faster: a stage is refilled only once both blocks of the cluster have released it. With 3
+// stages the load of k-tile it + 2 is issued when k-tile it − 1's products end and must land (from
+// L2, multicast, through the peer's release) within two k-tiles of products, about 2 × 1024 cycles at
+// the tensor cores' peak; with 4 stages it has three. The price: the epilogue may wait for a store's
+// read of the ring, and meets at eight warpgroup barriers instead of two.
 //
 // Run: build/h100/stages/07_tuned_tma/gemm/stage07_gemm --dtype fp16 --version v8 --m 8192 --n 8192 --k 8192
 //      build/h100/stages/07_tuned_tma/gemm/stage07_gemm_bench --benchmark_filter='stage07/gemm/v[78]/|cublas/fp16'
@@ -56,11 +25,25 @@
 #include <cstdint>
 
 #include "common/lib/flashstages.h"
-#include "tma_gemm.cuh"
+#include "stages/07_tuned_tma/gemm/epilogue.cuh"
+#include "stages/07_tuned_tma/gemm/scheduler.cuh"
+#include "stages/07_tuned_tma/gemm/tiles.cuh"
 
-namespace fs::gemm_tma_v8 {
+// The protocol: v7's, with 4 stages (s = it % 4, u = it / 4), and per consumer warpgroup, for each box
+// b = 0 … 3 of its tile (the issuer: its first thread, the only one that issues and waits on its bulk
+// groups; slot = b % 2):
+//              issuer:          cp.async.bulk.wait_group.read 1    the store of box b − 2 has read the slot
+//              all 128:         bar.sync 1 + cw, 128               … which every thread of the warpgroup now knows
+//              all 128:         4 × stmatrix.x4 into the slot; fence.proxy.async (generic writes → TMA)
+//              all 128:         bar.sync 1 + cw, 128               every write is fenced before the store
+//              issuer:          TMA store of box b, commit_group
+//   exit       issuer:          cp.async.bulk.wait_group.read 0   the ring is read before the block may leave
+// Block: as v5, 384 threads. Registers: as v5, setmaxnreg 40 / 232. Shared memory: 1 KiB of alignment
+// slack, 4 stages × 48 KiB, 2 × 2 slots × 8 KiB of staging (each slot 1024-byte aligned: the swizzle's
+// pattern starts there), eight 8-byte barriers.
+// Tails: as v7.
 
-using namespace gemm_tma;
+namespace fs::gemm_tma::v8 {
 
 constexpr int kBM = 128, kBN = 256;  // block tile (k: kBK = 64)
 constexpr int kClusterM = 2;         // blocks per cluster, stacked along M
@@ -160,8 +143,8 @@ __global__ void __cluster_dims__(kClusterM, 1, 1) __launch_bounds__(kThreads, 1)
   //             each of the 16 consumer warps of the cluster. This block's producer, before use u + 1,
   //             waits for parity u & 1.
   // A parity names a phase unambiguously only while the barrier cannot get two phases ahead of the
-  // waiter; it cannot here (the header's "why the counts hold"): each phase of one barrier, in
-  // either block, needs the previous phase of the other in both.
+  // waiter; it cannot here (v5_clusters_multicast.cuh, "Why the counts
+  // hold"): each phase of one barrier, in either block, needs the previous phase of the other in both.
   if (tid == 0) {
     for (int s = 0; s < kStages; ++s) {
       sm90::mbarrier_init(&full[s], 1);                // the producer's expect_tx arrival
@@ -295,4 +278,4 @@ __global__ void __cluster_dims__(kClusterM, 1, 1) __launch_bounds__(kThreads, 1)
   sm90::barrier_cluster_wait();
 }
 
-}  // namespace fs::gemm_tma_v8
+}  // namespace fs::gemm_tma::v8

@@ -1,48 +1,16 @@
 // flashstages · stage 07 gemm · v9 — C leaves while the tensor cores run the next tile: the epilogue no
 // longer stops them (fp16, bf16).
 //
-// What changes from v8 (4 stages, each consumer warpgroup storing its 64 × 256 tile of C through a ring
-// of two 64 × 64 boxes after the tile's last products and before the next tile's first):
+// What changes from v8 (each consumer warpgroup storing its tile through the two-box ring after the
+// tile's last products and before the next tile's first):
 //  1. At a tile's end each consumer warpgroup rounds its 128 fp32 accumulators per thread, times alpha,
-//     to 64 registers of 16-bit pairs (gemm_tma::pack_accumulators) and starts the next tile's products
-//     at once: the accumulators are free again, and C waits in the 64 other registers (128 + 64 fit in
-//     the consumers' 232).
-//  2. C leaves in two rounds, each staging two boxes (both slots of the ring) and issuing their two TMA
-//     stores: round 0 after the next tile's first k-tile has been issued, round 1 after its second. Each
-//     round runs while that k-tile's products run on the tensor cores (wgmma is asynchronous: the warps
-//     are free to stmatrix while it works), instead of while they wait.
-// Why it should be faster: in v8 the tensor cores have nothing to do from a tile's last product to the
-// next tile's first: the epilogue's four boxes, each two named barriers, four stmatrix and an async-proxy
-// fence. ncu's warp sampling of v8 at 4096³ (results/…/logs/ncu_stage07_gemm_v8_4096_source_2026-11-24.csv):
-// its consumer warps spend 4.2% of their samples there, every warp of the block at once; at a fixed
-// clock v8's tensor cores are idle 4.3 k cycles per tile while the SM is active, cuBLAS's 2.4 k. Here
-// only the rounding (128 multiplies and 64 conversions per thread) stays between the tiles' products.
-// Result (H100, at a fixed clock: ncu's base clock, 4096³ fp16, v8 and v9 alternated three times,
-// results/…/logs/ncu_stage07_gemm_v{8,9}_4096_baseclock_r{1,2,3}_2026-11-24.txt): v9 288.9–290.1 k cycles
-// against v8's 291.8 k (−0.8%), its tensor pipe busy 88.8% of them (v8 88.3%; cuBLAS 284.7 k, 90.4%);
-// at 8192³ −1.1% (2171.6 k against 2196.7 k). The sampling (…_v9_4096_source_…csv): the tile's end
-// takes 1.9% of the consumers' samples (v8 4.2%), the rounds 2.3% while products run, and waits for a
-// stage to land 3.1% (v8 5.3%). Timed freely the two are not told apart: in the run of every version and
-// cuBLAS (stage07_gemm.json) v9 is <!-- value: [stage07/gemm/v9/fp16/M:4096/N:4096/K:4096] / [cublas/fp16/M:4096/N:4096/K:4096@stage07_gemm.json] | .2f -->0.96<!-- /value -->× cuBLAS at 4096³ fp16 (v8 <!-- value: [stage07/gemm/v8/fp16/M:4096/N:4096/K:4096] / [cublas/fp16/M:4096/N:4096/K:4096@stage07_gemm.json] | .2f -->0.94<!-- /value -->×),
-// <!-- value: [stage07/gemm/v9/bf16/M:4096/N:4096/K:4096] / [cublas/bf16/M:4096/N:4096/K:4096@stage07_gemm.json] | .2f -->0.97<!-- /value -->× bf16 (v8 <!-- value: [stage07/gemm/v8/bf16/M:4096/N:4096/K:4096] / [cublas/bf16/M:4096/N:4096/K:4096@stage07_gemm.json] | .2f -->0.97<!-- /value -->×), <!-- value: [stage07/gemm/v9/fp16/M:8192/N:8192/K:8192] / [cublas/fp16/M:8192/N:8192/K:8192@stage07_gemm.json] | .2f -->0.98<!-- /value -->× at 8192³ fp16 (v8 <!-- value: [stage07/gemm/v8/fp16/M:8192/N:8192/K:8192] / [cublas/fp16/M:8192/N:8192/K:8192@stage07_gemm.json] | .2f -->0.99<!-- /value -->×), <!-- value: [stage07/gemm/v9/bf16/M:8192/N:8192/K:8192] / [cublas/bf16/M:8192/N:8192/K:8192@stage07_gemm.json] | .2f -->1.01<!-- /value -->× bf16 (v8 <!-- value: [stage07/gemm/v8/bf16/M:8192/N:8192/K:8192] / [cublas/bf16/M:8192/N:8192/K:8192@stage07_gemm.json] | .2f -->1.01<!-- /value -->×); in four
-// runs of v8, v9 and cuBLAS in random interleaved order (logs/stage07_gemm_v8_v9_interleaved_r*_2026-11-24.json)
-// the median ratio to cuBLAS is 0.99 (v8 0.98) at 4096³ fp16, 0.99 (1.00) bf16, 1.00 (1.00) at 8192³ fp16
-// and 1.01 (1.02) bf16, each run within 4% of those.
-//
-// The protocol: v8's, except C's, per consumer warpgroup (the issuer: its first thread, the only one
-// that issues and waits on its bulk groups). After a tile's last wgmma_wait_group<0>:
-//              all 128:         finish any round still pending (tiles of one or two k-tiles)
-//              all 128:         pack_accumulators: C of this tile, alpha applied, in 64 registers
-// then after k-tile 0 (round 0: boxes 0, 1) and k-tile 1 (round 1: boxes 2, 3) of the next tile, once
-// the k-tile's products are issued and the previous k-tile's stage released:
-//              issuer:          cp.async.bulk.wait_group.read 0    the last round's stores have read both slots
-//              all 128:         bar.sync 1 + cw, 128               … which every thread of the warpgroup now knows
-//              all 128:         2 × 4 stmatrix.x4 into slots 0, 1; fence.proxy.async (generic writes → TMA)
-//              all 128:         bar.sync 1 + cw, 128               every write is fenced before the stores
-//              issuer:          two TMA stores, commit_group (one group per round)
-//   exit       all 128:         the block's last tile's rounds; issuer: cp.async.bulk.wait_group.read 0
-// Block: as v8, 384 threads. Registers: as v8, setmaxnreg 40 / 232. Shared memory: as v8.
-// Tails: as v8. C in fp32, beta ≠ 0 or rows that TMA cannot store: v8's register stores, not overlapped.
+//     to 64 registers of 16-bit pairs (gemm_tma::pack_accumulators) and starts the next tile at once.
+//  2. C leaves in two rounds, each staging two boxes (both slots) and issuing their TMA stores: round 0
+//     after the next tile's first k-tile is issued, round 1 after its second, while those products run
+//     on the tensor cores (wgmma is asynchronous: the warps are free to stmatrix meanwhile).
+// Why it is faster: in v8 the tensor cores have nothing to do from a tile's last product to the next
+// tile's first while the epilogue's four boxes (two named barriers, four stmatrix and a fence each)
+// go by. Here only the rounding (128 multiplies and 64 conversions per thread) stays between them.
 //
 // Run: build/h100/stages/07_tuned_tma/gemm/stage07_gemm --dtype fp16 --version v9 --m 8192 --n 8192 --k 8192
 //      build/h100/stages/07_tuned_tma/gemm/stage07_gemm_bench --benchmark_filter='stage07/gemm/v[89]/|cublas/fp16'
@@ -58,11 +26,26 @@
 #include <type_traits>
 
 #include "common/lib/flashstages.h"
-#include "tma_gemm.cuh"
+#include "stages/07_tuned_tma/gemm/epilogue.cuh"
+#include "stages/07_tuned_tma/gemm/scheduler.cuh"
+#include "stages/07_tuned_tma/gemm/tiles.cuh"
 
-namespace fs::gemm_tma_v9 {
+// The protocol: v8's, except C's, per consumer warpgroup (the issuer: its first thread, the only one
+// that issues and waits on its bulk groups). After a tile's last wgmma_wait_group<0>:
+//              all 128:         finish any round still pending (tiles of one or two k-tiles)
+//              all 128:         pack_accumulators: C of this tile, alpha applied, in 64 registers
+// then after k-tile 0 (round 0: boxes 0, 1) and k-tile 1 (round 1: boxes 2, 3) of the next tile, once
+// the k-tile's products are issued and the previous k-tile's stage released:
+//              issuer:          cp.async.bulk.wait_group.read 0    the last round's stores have read both slots
+//              all 128:         bar.sync 1 + cw, 128               … which every thread of the warpgroup now knows
+//              all 128:         2 × 4 stmatrix.x4 into slots 0, 1; fence.proxy.async (generic writes → TMA)
+//              all 128:         bar.sync 1 + cw, 128               every write is fenced before the stores
+//              issuer:          two TMA stores, commit_group (one group per round)
+//   exit       all 128:         the block's last tile's rounds; issuer: cp.async.bulk.wait_group.read 0
+// Block: as v8, 384 threads. Registers: as v8, setmaxnreg 40 / 232. Shared memory: as v8.
+// Tails: as v8. C in fp32, beta ≠ 0 or rows that TMA cannot store: v8's register stores, not overlapped.
 
-using namespace gemm_tma;
+namespace fs::gemm_tma::v9 {
 
 constexpr int kBM = 128, kBN = 256;  // block tile (k: kBK = 64)
 constexpr int kClusterM = 2;         // blocks per cluster, stacked along M
@@ -162,8 +145,8 @@ __global__ void __cluster_dims__(kClusterM, 1, 1) __launch_bounds__(kThreads, 1)
   //             each of the 16 consumer warps of the cluster. This block's producer, before use u + 1,
   //             waits for parity u & 1.
   // A parity names a phase unambiguously only while the barrier cannot get two phases ahead of the
-  // waiter; it cannot here (the header's "why the counts hold"): each phase of one barrier, in
-  // either block, needs the previous phase of the other in both.
+  // waiter; it cannot here (v5_clusters_multicast.cuh, "Why the counts
+  // hold"): each phase of one barrier, in either block, needs the previous phase of the other in both.
   if (tid == 0) {
     for (int s = 0; s < kStages; ++s) {
       sm90::mbarrier_init(&full[s], 1);                // the producer's expect_tx arrival
@@ -322,4 +305,4 @@ __global__ void __cluster_dims__(kClusterM, 1, 1) __launch_bounds__(kThreads, 1)
   sm90::barrier_cluster_wait();
 }
 
-}  // namespace fs::gemm_tma_v9
+}  // namespace fs::gemm_tma::v9

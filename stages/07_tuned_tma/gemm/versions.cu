@@ -1,6 +1,6 @@
 // Stage 07 gemm: the list of its versions, in order, as the registry shows them (the descriptors live
-// beside their launches: tma_wgmma_vN.cu).
-#include "stages/07_tuned_tma/gemm/gemm.h"
+// beside their launches: vN.cu).
+#include "stages/07_tuned_tma/gemm/versions.h"
 
 namespace fs {
 

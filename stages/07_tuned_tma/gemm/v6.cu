@@ -5,7 +5,8 @@
 #include <cstdint>
 
 #include "common/lib/gemm_launch.h"
-#include "stages/07_tuned_tma/gemm/gemm.h"
+#include "stages/07_tuned_tma/gemm/launch.cuh"
+#include "stages/07_tuned_tma/gemm/versions.h"
 #include "stages/07_tuned_tma/gemm/v6_int8.cuh"
 
 namespace fs {
@@ -21,7 +22,7 @@ const GemmSupport kInt8Support{Dtypes<DType::INT8>::kMask, Dtypes<DType::INT32>:
 // The tensor maps are encoded on every call (tensor_map.h says why not cached yet), with the boxes of
 // v6's 128 × 256 tile: both K-major, 128 int8 wide. One block per SM (gemm_tma::persistent_blocks).
 Status run_v6(const GemmParams& p, cudaStream_t stream) {
-  using namespace gemm_tma_v6;
+  using namespace gemm_tma::v6;
   CUtensorMap a, b;
   FS_RETURN_IF_ERROR((gemm_tma::encode_operand_maps<kBM, kBN>(p, &a, &b)));
   unsigned blocks = 0;
@@ -39,7 +40,7 @@ Status run_v6(const GemmParams& p, cudaStream_t stream) {
 const KernelDesc kGemmTmaV6 = gemm_kernel(
     {"fs_gemm_tma_v6", "stage07/gemm", "v6",
      "v4 on int8: wgmma m64n256k32 s8.s8 -> s32, 128-deep k-tiles, A MxK and B NxK (TN) only, exact"},
-    kInt8Support, kStageArchs, gemm_tma_v6::Config::kSmemBytes, run_v6);
+    kInt8Support, kStageArchs, gemm_tma::v6::Config::kSmemBytes, run_v6);
 
 }  // namespace fs
 

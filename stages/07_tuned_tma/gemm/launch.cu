@@ -1,8 +1,8 @@
-// Stage 07 gemm: the host code of the launch that is no template (tma_launch.cuh holds the rest).
+// Stage 07 gemm: the host code of the launch that is no template (launch.cuh holds the rest).
 #include <algorithm>
 #include <cstdint>
 
-#include "stages/07_tuned_tma/gemm/gemm.h"
+#include "stages/07_tuned_tma/gemm/versions.h"
 
 namespace fs {
 

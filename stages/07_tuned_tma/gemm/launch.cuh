@@ -1,8 +1,8 @@
-// Stage 07 gemm: how the fp16/bf16 TMA + wgmma versions (v1 … v5, v7 … v9) are launched, once for all
+// Stage 07 gemm: how the fp16/bf16 TMA + wgmma versions (v1 … v5, v7 … v12) are launched, once for all
 // of them: the problem they take, the grid (a block per tile, per SM, or per cluster the GPU holds), the
 // tensor maps and C's TMA store, and the launch of one instance per transpose pair. Each version's
-// tma_wgmma_vN.cu describes the version (struct VN, below) and registers it (its KernelDesc and C
-// entry); v6 (int8) has its own launch, tma_wgmma_v6.cu.
+// vN.cu describes the version (struct VN, below) and registers it (its KernelDesc and C entry); v6
+// (int8) has its own launch in v6.cu, from the tensor maps and the persistent grid below.
 #pragma once
 
 #include <cuda.h>
@@ -13,11 +13,78 @@
 #include <cstdint>
 
 #include "common/lib/device.h"
+#include "common/lib/gemm.h"
 #include "common/lib/gemm_launch.h"
-#include "stages/07_tuned_tma/gemm/gemm.h"
-#include "stages/07_tuned_tma/gemm/tma_gemm.cuh"
+#include "common/lib/tensor_map.h"
+#include "stages/07_tuned_tma/gemm/tiles.cuh"
+#include "stages/07_tuned_tma/gemm/versions.h"
 
 namespace fs::gemm_tma {
+
+// The tensor map OperandTile<mn_major, box_x>::load reads through: the operand as stored (x_extent =
+// M or N), the box one load copies: one 128-byte row wide (64 16-bit elements, or 128 int8), as many
+// rows as the tile has x (K-major) or as a row has elements (MN-major: the tile's k). Host code.
+inline TensorMap2d operand_map(bool mn_major, int box_x, const void* base, DType t, int64_t x_extent, int64_t k_extent,
+                               int64_t ld) {
+  const int row_elements = kRowBytes / int(dtype_size(t));
+  TensorMap2d m;
+  m.base = base;
+  m.dtype = t;
+  m.ld = ld;
+  m.cols = mn_major ? x_extent : k_extent;
+  m.rows = mn_major ? k_extent : x_extent;
+  m.box_cols = row_elements;  // 128 bytes: the swizzle span
+  m.box_rows = mn_major ? row_elements : box_x;
+  return m;
+}
+
+// The tensor maps of A and B for a block tile kBM × kBN × kBK, as TileA and TileB load them. InvalidSize
+// for an extent TMA's signed 32-bit coordinates cannot reach, CudaError if the driver refuses (the
+// alignment TMA needs was refused in validation already: GemmSupport::operand_align).
+template <int kBM, int kBN>
+Status encode_operand_maps(const GemmParams& p, CUtensorMap* a, CUtensorMap* b) {
+  const DType t = DType(p.ab_dtype);
+  FS_RETURN_IF_ERROR(encode_tensor_map(operand_map(p.trans_a, kBM, p.a, t, p.m, p.k, p.lda), a));
+  return encode_tensor_map(operand_map(!p.trans_b, kBN, p.b, t, p.n, p.k, p.ldb), b);
+}
+
+// C's tensor map for a version that stores 16-bit C tiles with TMA (v7): boxes of kBoxRows × 64
+// columns (128 bytes, the 128-byte swizzle's row), and whether this call may use it. It may when C is
+// fp16 or bf16, beta = 0 (a TMA store writes, it cannot read C to add beta·C), C's base and rows are
+// 16-byte multiples (check_tensor_map), and so is a row's used part, N · 2 bytes: where N ends inside
+// a 16-byte chunk, the H100 wrote the whole chunk: every row's bytes past column N up to the chunk's
+// end, zeros, into C's padding (stage 07's tests caught it at every N not a multiple of 8; CUDA 13.0,
+// driver 580).
+// Otherwise *use = false, nothing is encoded, and the kernel stores from registers. CudaError only if
+// the driver refuses a map that passed those checks. Host code.
+template <int kBoxRows>
+Status c_store_map(const GemmParams& p, CUtensorMap* map, bool* use) {
+  *use = false;
+  if ((p.c_dtype != FS_FP16 && p.c_dtype != FS_BF16) || p.beta != 0.0f || p.n % 8 != 0) return Status::Success;
+  TensorMap2d c;
+  c.base = p.c;
+  c.dtype = DType(p.c_dtype);
+  c.cols = p.n;
+  c.rows = p.m;
+  c.ld = p.ldc;
+  c.box_cols = kRowBytes / 2;
+  c.box_rows = kBoxRows;
+  if (check_tensor_map(c) != Status::Success) return Status::Success;
+  FS_RETURN_IF_ERROR(encode_tensor_map(c, map));
+  *use = true;
+  return Status::Success;
+}
+
+// A persistent kernel's grid (v4, v6): one block per SM (each SM holds one block: 193 KiB of shared
+// memory), never more than there are kBM × kBN tiles of C. Host code.
+template <int kBM, int kBN>
+Status persistent_blocks(const GemmParams& p, unsigned* blocks) {
+  DeviceProps dev;
+  FS_RETURN_IF_ERROR(current_device(&dev));
+  const int64_t tiles = (p.m + kBM - 1) / kBM * ((p.n + kBN - 1) / kBN);
+  *blocks = unsigned(std::min(tiles, int64_t(dev.sms)));
+  return Status::Success;
+}
 
 // fp16 or bf16 in; C in fp32 or either 16-bit type. A's and B's bases and rows must be 16-byte
 // multiples: what TMA reads (validation refuses anything else with a named code).
@@ -28,7 +95,7 @@ inline const GemmSupport kHalfSupport{Dtypes<DType::FP16, DType::BF16>::kMask,
 // persistent (a block per SM that loops over tiles, else a block per tile), how many blocks stacked
 // along M make one cluster (each loading its share of B's tile for all: kBN / kClusterM wide boxes),
 // whether it stores C with TMA (its kernel then takes C's tensor map and c_tma), its shared-memory
-// Config, its kernel for T and the transposes. For example tma_wgmma_v9.cu's V9.
+// Config, its kernel for T and the transposes. For example v9.cu's V9.
 
 // C's TMA store, for a version that has one: its tensor map, and whether this call uses it
 // (gemm_tma::c_store_map).

@@ -1,6 +1,7 @@
-// Stage 07, part 1 — GEMM on Hopper: TMA loads, mbarriers and wgmma. Its versions, as the registry
-// lists them ("stage07/gemm/v1" …; fs_gemm_tma_v1 … in C). The problem and its validation are
-// common/lib/gemm.h: the launcher signature is stage 06's (GemmParams).
+// Stage 07, part 1 — GEMM on Hopper: TMA loads, mbarriers and wgmma. Its versions' descriptors, as
+// the registry lists them ("stage07/gemm/v1" …; fs_gemm_tma_v1 … in C; each defined in its vN.cu), and
+// the host helper the tests look inside. The problem and its validation are common/lib/gemm.h: the
+// launcher signature is stage 06's (GemmParams).
 #pragma once
 
 #include <cstdint>
