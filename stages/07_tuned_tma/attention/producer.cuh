@@ -1,7 +1,8 @@
 // Stage 07 attention, role header: the producer warpgroup of the warp-specialized block (block.cuh) —
 // its whole work: Q once, then K_j and V_j block after block, up to kStages blocks ahead of the
-// consumers, and the zeros of what a tile brings past its sequence's end. v2 to v9 run it as it is;
-// v10 brings its own (K_j and V_j refilled on releases of their own).
+// consumers, and the zeros of what a tile brings past its sequence's end. v2 to v9 run it as it is, but
+// v6 (whose consumers fill sQ: it brings a producer of K and V alone) and v10 (K_j and V_j refilled on
+// releases of their own).
 #pragma once
 
 #include <cuda.h>
@@ -44,12 +45,11 @@ struct VRows {
 // thread loads Q once and K_j, V_j for n_blocks key blocks of the tile from block `first` on (0; a
 // split-KV block's slice starts later: the stages count from the slice's first block), up to kStages
 // blocks ahead of the consumers; its warp zeroes what Q's tile and the last V tile hold past the
-// sequence's end. Without kLoadQ it loads no Q (tmQ unused): for consumers that fill sQ themselves (from
-// rows no TMA box describes), and q_full goes unused. VTile loads V_j (VRows, or a version's own).
+// sequence's end. VTile loads V_j (VRows, or a version's own).
 // No producer thread touches shared memory or a barrier afterwards: its warps may leave, the loads in
 // flight complete on their barriers whether or not the issuing thread still runs, and the consumers
 // wait for every one of them before they leave.
-template <class C, class T, bool kLoadQ = true, class VTile = VRows>
+template <class C, class T, class VTile = VRows>
 __device__ __forceinline__ void produce(const Smem<C>& sm, const CUtensorMap* tmQ, const CUtensorMap* tmK,
                                         const CUtensorMap* tmV, const attn::Args<T>& a, const attn::Sequence& s,
                                         int64_t n_blocks, int64_t first = 0) {
@@ -59,7 +59,7 @@ __device__ __forceinline__ void produce(const Smem<C>& sm, const CUtensorMap* tm
   const bool issuer = threadIdx.x == 0;
   const PlaneRow q = plane_row(s.q_row0, a.seq_q), kv = plane_row(s.k_row0, a.seq_k);
   const int64_t last = n_blocks - 1;  // stages count from `first`; rows of K and V from block 0
-  const int q_from = kLoadQ ? first_foreign_row(s.q0, C::kBr, s.nq, q.row, a.seq_q) : C::kBr;
+  const int q_from = first_foreign_row(s.q0, C::kBr, s.nq, q.row, a.seq_q);
   const int v_from =
       VTile::kKeyRows ? first_foreign_row((first + last) * C::kBc, C::kBc, s.nk, kv.row, a.seq_k) : C::kBc;
   // K_j, then V_j.
@@ -75,11 +75,9 @@ __device__ __forceinline__ void produce(const Smem<C>& sm, const CUtensorMap* tm
   };
   const int64_t prologue = n_blocks < C::kStages ? n_blocks : C::kStages;  // stages free from the start
   if (issuer) {
-    if constexpr (kLoadQ) {
-      uint64_t* q_bar = q_from < C::kBr ? sm.q_landed : sm.q_full;
-      sm90::mbarrier_arrive_expect_tx(q_bar, C::kQBytes);
-      load_tile<D, E>(sm.sQ, tmQ, C::kBr, q.row + s.q0, q.plane, q_bar);
-    }
+    uint64_t* q_bar = q_from < C::kBr ? sm.q_landed : sm.q_full;
+    sm90::mbarrier_arrive_expect_tx(q_bar, C::kQBytes);
+    load_tile<D, E>(sm.sQ, tmQ, C::kBr, q.row + s.q0, q.plane, q_bar);
     for (int64_t j = 0; j < prologue; ++j) load_kv(j);
   }
   // Q's zeros go in while the first blocks are on their way: the consumers need Q before they can free

@@ -47,7 +47,7 @@ using ws::Smem;
 //     interleaved, which no TMA box describes. Each consumer warpgroup copies its 64 rows with
 //     cp.async into the same 128-byte-swizzled layout TMA writes (a row past the sequence's end
 //     becomes zeros), makes the copies visible to the async proxy, and meets at a named barrier
-//     before its first wgmma. The producer loads only K and V (ws::produce without kLoadQ).
+//     before its first wgmma. The producer loads only K and V (produce_kv).
 //  2. The mask takes each row's own query (GroupConsumer::mask): row r's diagonal is i + offset, with
 //     i = p / G, no longer the row's index. The key blocks a consumer visits are those of the queries
 //     its 64 rows cover (query_span).
@@ -225,6 +225,46 @@ __device__ __forceinline__ void store_rows(const SplitArgs<T>& sa, const GroupCo
   }
 }
 
+// The producer warpgroup, as ws::produce (producer.cuh) without Q: K_j and V_j for the slice's n_blocks
+// key blocks from block `first`, up to kStages ahead of the consumers, and the zeros of the last V tile's
+// rows past the sequence's end. q_full goes unused: the consumers fill sQ and meet at a named barrier.
+template <class C, class T>
+__device__ __forceinline__ void produce_kv(const Smem<C>& sm, const CUtensorMap* tmK, const CUtensorMap* tmV,
+                                           const Args<T>& a, const Sequence& s, int64_t n_blocks, int64_t first) {
+  constexpr int D = C::kD, E = C::kElemBytes;
+  sm90::setmaxnreg_dec<ws::kProducerRegs>();
+  if (threadIdx.x >= 32 || n_blocks == 0) return;
+  const bool issuer = threadIdx.x == 0;
+  const PlaneRow kv = plane_row(s.k_row0, a.seq_k);
+  const int64_t last = n_blocks - 1;  // stages count from `first`; rows of K and V from block 0
+  const int v_from = first_foreign_row((first + last) * C::kBc, C::kBc, s.nk, kv.row, a.seq_k);
+  // K_j, then V_j.
+  auto load_kv = [&](int64_t j) {
+    const int st = Smem<C>::stage_of(j);
+    unsigned char* sK = sm.k_tile(j);
+    uint64_t* v_bar = j == last && v_from < C::kBc ? sm.v_landed : &sm.full_v[st];
+    sm90::mbarrier_arrive_expect_tx(&sm.full_k[st], C::kKVBytes);
+    const int64_t row = kv.row + (first + j) * C::kBc;
+    load_tile<D, E>(sK, tmK, C::kBc, row, kv.plane, &sm.full_k[st]);
+    sm90::mbarrier_arrive_expect_tx(v_bar, C::kKVBytes);
+    load_tile<D, E>(sK + C::kKVBytes, tmV, C::kBc, row, kv.plane, v_bar);
+  };
+  const int64_t prologue = n_blocks < C::kStages ? n_blocks : C::kStages;  // stages free from the start
+  if (issuer)
+    for (int64_t j = 0; j < prologue; ++j) load_kv(j);
+  if (issuer)
+    for (int64_t j = prologue; j < n_blocks; ++j) {
+      // A stage's next use needs its last one released by every consumer warp (ws::produce says why).
+      const int st = Smem<C>::stage_of(j);
+      const uint32_t parity = Smem<C>::parity_of(j) ^ 1;
+      sm90::mbarrier_wait_parity(&sm.empty[st], parity);
+      load_kv(j);
+    }
+  if (v_from < C::kBc)
+    ws::zero_and_publish<D, E>(sm.k_tile(last) + C::kKVBytes, C::kBc, v_from, sm.v_landed,
+                               &sm.full_v[Smem<C>::stage_of(last)]);
+}
+
 // grid: (B·KVH·ceil(max Nq·G / Br), splits) blocks of three warpgroups (locate_group on blockIdx.x, Br =
 // 128 packed rows; the slice from blockIdx.y). tmK, tmV as v4's (launch.cuh); Q is read by the
 // consumers. kSplit: the slices' partials to the workspace (v5's merge follows); else O and LSE.
@@ -244,7 +284,7 @@ __global__ void __launch_bounds__(C::kThreads, 1)
   if (threadIdx.x == 0) sm.init_barriers();
   __syncthreads();  // the barriers are initialized; from here on the warpgroups meet only through them
   if (wg == 0) {
-    ws::produce<C, T, /*kLoadQ=*/false>(sm, nullptr, &tmK, &tmV, a, s, n_blocks, slice.begin);
+    produce_kv(sm, &tmK, &tmV, a, s, n_blocks, slice.begin);
     return;
   }
 

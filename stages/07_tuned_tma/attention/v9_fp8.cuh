@@ -163,7 +163,7 @@ __global__ void __launch_bounds__(C::kThreads, 1)
   if (threadIdx.x == 0) sm.init_barriers();
   __syncthreads();  // the barriers are initialized; from here on the warpgroups meet only through them
   if (wg == 0) {
-    ws::produce<C, __nv_fp8_e4m3, /*kLoadQ=*/true, VtColumns>(sm, &tmQ, &tmK, &tmVt, a.in, s, n_blocks);
+    ws::produce<C, __nv_fp8_e4m3, VtColumns>(sm, &tmQ, &tmK, &tmVt, a.in, s, n_blocks);
     return;
   }
 
