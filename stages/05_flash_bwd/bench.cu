@@ -15,7 +15,7 @@
 // repetitions of at least 50 ms each. Measured: v2 alone (--benchmark_filter=stage05/v2), 53 s on an
 // H100; v0, v1 and v3 to v10 not yet.
 #include "common/tools/bench.h"
-#include "flash_bwd.h"
+#include "stages/05_flash_bwd/versions.h"
 
 void fs::bench::register_benchmarks(const DeviceInfo& dev) {
   AttentionGrid small;

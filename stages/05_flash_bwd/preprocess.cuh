@@ -18,7 +18,7 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "args.cuh"
+#include "stages/05_flash_bwd/args.cuh"
 #include "common/device/attention.cuh"
 #include "common/lib/attention.h"
 #include "common/lib/cuda_check.h"

@@ -16,7 +16,7 @@
 
 #include "common/tools/attention_tests.h"
 #include "common/tools/check.h"
-#include "flash_bwd.h"
+#include "stages/05_flash_bwd/versions.h"
 
 using namespace fs;
 

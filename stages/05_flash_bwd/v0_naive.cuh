@@ -8,16 +8,9 @@
 //   2. ds_kernel     dS = P ∘ (dO Vᵀ - delta)           one thread per (i, j), dS written to DRAM
 //   3. dkv_kernel    dV = Pᵀ dO,  dK = scale · dSᵀ Q    one thread per (j, c), a column of P and of dS each
 //   4. dq_kernel     dQ = scale · dS K                  one thread per (i, c), a row of dS
-// P is recomputed from the forward's LSE (the forward kept no N×N matrix either), so no softmax
-// runs here. In fp16/bf16, P and dS are stored in the input type and every sum runs in fp32: the
-// roundings of the plain autograd graph, whose error (against fp64) is the budget the tensor-core
-// versions get twice of. dP is never stored: step 2 computes each dP_ij and uses it at once.
-// Grouped-query attention: query head h reads K/V head h / G, and step 3's thread sums over the G query
-// heads of its K/V head as well as over their rows (dK = scale · Σ_heads dSᵀ Q): no atomics.
 // Why it is slow: P and dS are 2·B·H·Nq·Nk elements that cross DRAM six times (each written once and
 // read twice), and every thread of steps 1–2 reads two whole rows of D from global memory for one
 // element; steps 3–4 read their column of P or dS with a stride of Nk elements.
-// Result: correct on the H100 (the stage's GPU tests); its speed is not benchmarked yet.
 //
 // Run: build/release/stages/05_flash_bwd/stage05_flash_bwd --seq 1024 --dim 64 [--causal] [--dtype fp16] --version v0
 #pragma once
@@ -27,6 +20,13 @@
 #include <cstdint>
 
 #include "common/lib/numeric.h"
+
+// P is recomputed from the forward's LSE (the forward kept no N×N matrix either), so no softmax runs
+// here. In fp16/bf16, P and dS are stored in the input type and every sum runs in fp32: the roundings
+// of the plain autograd graph, whose error (against fp64) is the budget the tensor-core versions get
+// twice of. dP is never stored: step 2 computes each dP_ij and uses it at once. Grouped-query
+// attention: query head h reads K/V head h / G, and step 3's thread sums over the G query heads of its
+// K/V head as well as over their rows (dK = scale · Σ_heads dSᵀ Q): no atomics.
 
 namespace fs::bwd::v0 {
 

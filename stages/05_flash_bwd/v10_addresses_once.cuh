@@ -1,36 +1,17 @@
 // flashstages · stage 05 · v10 — v9 with each thread's addresses worked out once per block: the
 // streamed tiles' copies and the dQ reductions cost one address add per tile, not a recomputation.
 //
-// What changes from v9 (tiles, warps, products and shared memory are v9's):
-//   - TileCopy: a thread's share of a [Br][D] copy is fixed — kPer 16-byte chunks, rows r0 + k·kStep of
-//     one column (kStep = 256 threads / (D/8) chunks per row, a multiple of 8, so the swizzle moves each
-//     chunk by a constant too). Its shared and global offsets are computed in the constructor; a tile
-//     then costs the tile's first row (one multiply-add) and kPer cp.async at immediate offsets. A tile
-//     whose rows all lie before Nq (every tile but an entry's last) copies without the bounds test and
-//     the zero-fill (v5::copy_tile_swizzled tests every chunk in a loop whose trip count depends on the
-//     thread, in 64-bit row arithmetic);
-//   - dQ: the thread's row and column offset in dq_accum, (row in the tile)·D + columns, is computed
-//     once; a tile whose rows all lie before Nq adds its first row and reduces without v6::DqPairedRed's
-//     test for a missing row (kRowExists) and the branch around it. The sequence's last tile keeps v9's
-//     form (with the offset there too, ptxas spilled 44 bytes at D = 128 instead of 32).
-// Why: ncu on v9 against SDPA's FlashAttention-2 backward kernel (fp16, N = 8192, B = 2, non-causal,
-// ncu's clocks; results/nvidia-h100-80gb-hbm3/logs/ncu_stage05_v9_v10_fa2_2026-11-24g.txt): the same
-// 671 M mma and 302 M ldmatrix at D = 64, but 0.93 G integer and 0.12 G branch instructions against
-// FlashAttention-2's 0.39 G and 6.5 M — 0.56 G of them in the query tile copy and 0.26 G in the dQ
-// reduction, which held 11% and 13% of v9's stall samples. With two warps per scheduler (one block of 8
-// warps per SM, 255 registers) those instructions are not hidden: while a warp computes its next tile's
-// addresses its tensor-core work waits, and the block meets at a barrier per tile. (An ordering tried
-// beside it — P = exp(S − LSE) between the S and dP products, as FlashAttention-2's kernel orders them,
-// so that the exponentials overlap dP's mma — measured 2–8% slower than v9, with more spills at D = 128;
-// not kept: results/nvidia-h100-80gb-hbm3/logs/compare_stage05_v9_variants_2026-11-24g.txt, whose B is
-// v10's change in a first form.)
-// Registers (ptxas -v, CUDA 13.0, sm_90): 255 at D = 64 and 128 as v9; spill stores at D = 128: 32 bytes
-// dense (v9: 36), 0 for the variable-length build (v9: 72); none at D = 64.
-// Result (H100, N = 8192; stage05.json, v9 and SDPA in the same run): at D = 64 <!-- value: [stage05/v10/fp16/D:64/N:8192/causal:0] | .0f -->276<!-- /value --> TFLOPS fp16,
-//   <!-- value: [stage05/v10/fp16/D:64/N:8192/causal:0] / [stage05/v9/fp16/D:64/N:8192/causal:0] | .2f -->1.07<!-- /value -->× v9, <!-- value: [stage05/v10/fp16/D:64/N:8192/causal:0] / [sdpa_flash_bwd/fp16/D:64/N:8192/causal:0] | .2f -->1.00<!-- /value -->× SDPA flash (FA2); at D = 128
-//   <!-- value: [stage05/v10/fp16/D:128/N:8192/causal:0] | .0f -->304<!-- /value --> TFLOPS, <!-- value: [stage05/v10/fp16/D:128/N:8192/causal:0] / [stage05/v9/fp16/D:128/N:8192/causal:0] | .2f -->1.09<!-- /value -->× v9, <!-- value: [stage05/v10/fp16/D:128/N:8192/causal:0] / [sdpa_flash_bwd/fp16/D:128/N:8192/causal:0] | .2f -->1.04<!-- /value -->× FA2.
-//   Timed again in a later call, v10 and SDPA alternating twice: 1.02–1.09× FA2 over fp16 and bf16, both
-//   head_dims and masks (results/nvidia-h100-80gb-hbm3/logs/stage05_v10_vs_fa2_repeat_2026-11-24g.txt).
+// What changes from v9 (tiles, warps, products and shared memory are v9's): a thread's share of a
+// [Br][D] copy is fixed, so TileCopy works out its shared and global offsets once and a tile costs one
+// multiply-add and kPer cp.async at immediate offsets; a tile whose rows all lie before Nq (every tile
+// but an entry's last) copies without the bounds test and the zero-fill. The thread's offset in
+// dq_accum is worked out once too, and such a tile reduces without DqPairedRed's test for a missing
+// row (DqPairedRedWholeRows). The sequence's last tile keeps v9's forms.
+// Why it is faster: v9 issues as many mma and ldmatrix as FlashAttention-2's backward but far more
+// integer and branch instructions, most of them in the query tile copy and the dQ reduction; with two
+// warps per scheduler (one block of 8 warps per SM) they are not hidden: while a warp computes its
+// next tile's addresses its tensor-core work waits, and the block meets at a barrier per tile.
+// (Numbers: the README's table; the profile: NOTES.md.)
 //
 // Run: build/h100/stages/05_flash_bwd/stage05_flash_bwd --dtype fp16 --seq 8192 --dim 64 [--causal] --version v10
 #pragma once
@@ -40,16 +21,22 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "args.cuh"
 #include "common/device/attention.cuh"
 #include "common/device/sm80.cuh"
 #include "common/lib/numeric.h"
-#include "v2_mma.cuh"
-#include "v4_cp_async.cuh"
-#include "v5_ldmatrix_swizzle.cuh"
-#include "v6_dq_ldmatrix.cuh"
-#include "v8_fa2_warps.cuh"
-#include "v9_tiles_per_head_dim.cuh"
+#include "stages/05_flash_bwd/args.cuh"
+#include "stages/05_flash_bwd/dq_reduce.cuh"
+#include "stages/05_flash_bwd/epilogue.cuh"
+#include "stages/05_flash_bwd/fragments.cuh"
+#include "stages/05_flash_bwd/products.cuh"
+#include "stages/05_flash_bwd/query_tiles.cuh"
+#include "stages/05_flash_bwd/softmax.cuh"
+#include "stages/05_flash_bwd/tiles.cuh"
+
+// TileCopy: kStep = 256 threads / (D/8) chunks per row is a multiple of 8, so the swizzle moves each
+// of a thread's chunks by a constant too; v9's copy_tile_swizzled tests every chunk in a loop whose
+// trip count depends on the thread, in 64-bit row arithmetic. The dQ offset: (row in the tile)·D +
+// columns; with it in the sequence's last tile too, ptxas spilled more at D = 128.
 
 namespace fs::bwd::v10 {
 
@@ -60,26 +47,26 @@ using sm80::cp_async_wait_group;
 using sm80::ldmatrix_x4;
 using sm80::ldmatrix_x4_trans;
 using sm80::smem_address;
-using v4::copy_lse_delta;
-using v5::LaneRow;
-using v5::a_lane;
-using v5::b_rows_lane;
-using v5::copy_tile_swizzled;
-using v5::mma_two_tiles;
-using v6::DqPairedRed;
-using v8::a_trans_lane;
-using v8::b_cols_lane;
-using v8::LaneCols;
-using v8::p_and_ds;
-using v8::product;
-using v8::store_dk_dv;
-using v8::store_tile;
 
 // v9's tiles, warps and shared memory.
 template <int D>
-using Config = v9::Config<D>;
+struct Config {
+  static constexpr int kWarps = 8;
+  static constexpr int kThreads = kWarps * 32;
+  static constexpr int kBc = 128;               // keys per block, resident
+  static constexpr int kBr = D == 64 ? 128 : 64;  // query rows per streamed tile
+  static constexpr int kSMT = kBr / 32;         // S, dP: 16-row tiles per warp (2 × 4 warps: kBr/2 × 32 each)
+  static constexpr int kDqRowWarps = kBr / 32;  // dQ: warps down the tile's rows, 32 rows each,
+  static constexpr int kDqCols = D / (kWarps / kDqRowWarps);  // and across D, kDqCols columns each
+  // sK, sV [Bc][D] + sQ, sdO [2][Br][D] + sP, sdS [Br][Bc] (2-byte elements) + sLse, sDelta [2][Br] (fp32).
+  static constexpr std::size_t kSmemBytes = std::size_t(2 * kBc + 4 * kBr) * D * 2 +
+                                            std::size_t(2 * kBr) * kBc * 2 + 4 * kBr * sizeof(float);
+  static_assert(2 * kBr <= kThreads, "one thread per entry of LSE_i and of delta_i");
+  static_assert(kBc == 4 * 32, "S, dP: 4 warps of 32 keys; dK, dV: 4 warps of 32 keys");
+  static_assert(kDqCols == 32, "dQ: warp tiles of 32 × 32");
+};
 
-// A thread's share of copying a [kRows][D] tile, swizzled (v5::swizzled), from kRows consecutive rows
+// A thread's share of copying a [kRows][D] tile, swizzled (tiles.cuh: swizzled), from kRows consecutive rows
 // of a [n][D] tensor: chunks (16 bytes) k = 0 .. kPer − 1 of rows r0 + k·kStep, all at one column. The
 // offsets are fixed per thread and worked out here, once; a tile adds its first row. kStep is a
 // multiple of 8, so row r0 + k·kStep is swizzled as row r0 is: its shared offset is r0's + k·kStep·D.
@@ -92,7 +79,7 @@ struct TileCopy {
   int src;  // and in the tensor, from the tile's first row
   __device__ __forceinline__ TileCopy()
       : r0(threadIdx.x / kChunks),
-        dst(v5::swizzled<D>(threadIdx.x / kChunks, threadIdx.x % kChunks * 8)),
+        dst(swizzled<D>(threadIdx.x / kChunks, threadIdx.x % kChunks * 8)),
         src(threadIdx.x / kChunks * D + threadIdx.x % kChunks * 8) {}
 
   // Rows first .. first + kRows − 1 into tile; rows from `rows` on (rows < kRows: the sequence's last
@@ -107,6 +94,27 @@ struct TileCopy {
         const bool real = r0 + k * kStep < rows;
         cp_async_cg_16_zfill(tile + dst + k * kStep * D, real ? first + src + k * kStep * D : first, real ? 16 : 0);
       }
+    }
+  }
+};
+
+// dq_reduce.cuh's DqPairedRed for a row that exists: in a tile whose rows all lie before Nq, the
+// reduction without the test for a missing row and the branch around it. (The sequence's last tile
+// takes DqPairedRed itself.)
+struct DqPairedRedWholeRows {
+  template <int kTiles>
+  __device__ static void add(float* dq_row, const float (&rdQ)[kTiles][4], int h) {
+    static_assert(kTiles % 2 == 0, "the 8-column tiles pair up into 16 columns");
+    const int t = threadIdx.x % 4;
+    const bool odd = t % 2;
+#pragma unroll
+    for (int p = 0; p < kTiles / 2; ++p) {
+      const float* lo = &rdQ[2 * p][2 * h];      // tile 2p:     columns 16p + 2t, 2t + 1
+      const float* hi = &rdQ[2 * p + 1][2 * h];  // tile 2p + 1: columns 16p + 8 + 2t, 8 + 2t + 1
+      const float r0 = __shfl_xor_sync(0xffffffffu, odd ? lo[0] : hi[0], 1);
+      const float r1 = __shfl_xor_sync(0xffffffffu, odd ? lo[1] : hi[1], 1);
+      float* q = dq_row + 16 * p + 8 * odd + 4 * (t / 2);
+      DqWideRed::add4(q, odd ? r0 : lo[0], odd ? r1 : lo[1], odd ? hi[0] : r0, odd ? hi[1] : r1);
     }
   }
 };
@@ -162,7 +170,7 @@ __global__ void __launch_bounds__(Config<D>::kThreads) flash_bwd_v10_dkv_kernel(
   float rdK[2][D / 16][4] = {}, rdV[2][D / 16][4] = {};
   const int64_t offset = kb.offset;
   const int keys = int(min(kb.nk - k0, int64_t(kBc)));
-  const v2::QueryTileRuns runs = v2::query_tile_runs<kBr, kBc>(kb, a.causal);  // v2's causal stage splitting
+  const QueryTileRuns runs = query_tile_runs<kBr, kBc>(kb, a.causal);
   const uint32_t aK = smem_address(sK), aV = smem_address(sV), aP = smem_address(sP), adS = smem_address(sdS);
   const LaneRow<D> a_off = a_lane<D>(), b_rows_off = b_rows_lane<D>();  // S, dP
   const LaneCols<kBc, 2> pt_off = a_trans_lane<kBc, 2>(kw);               // Pᵀ, dSᵀ: the warp's keys
@@ -243,7 +251,7 @@ __global__ void __launch_bounds__(Config<D>::kThreads) flash_bwd_v10_dkv_kernel(
 #pragma unroll
       for (int mt = 0; mt < 2; ++mt)
 #pragma unroll
-        for (int h = 0; h < 2; ++h) DqPairedRed::add</*kRowExists=*/true>(dq + (16 * mt + 8 * h) * D, rdQ[mt], h);
+        for (int h = 0; h < 2; ++h) DqPairedRedWholeRows::add(dq + (16 * mt + 8 * h) * D, rdQ[mt], h);
     } else {
       const int g = threadIdx.x % 32 / 4;
 #pragma unroll
@@ -256,7 +264,7 @@ __global__ void __launch_bounds__(Config<D>::kThreads) flash_bwd_v10_dkv_kernel(
     }
   };
 
-  // v4's walk: the runs of query tiles key block j meets (v2::query_tile_runs), head after head of the
+  // v4's walk: the runs of query tiles key block j meets (query_tile_runs), head after head of the
   // group, the stages alternating over the whole walk; the first tile and K_j, V_j in the prologue. A
   // block that meets no tile (v4's walk says when) writes its rows' zeros and is done.
   if (kVarlen && runs.count == 0) {

@@ -3,7 +3,28 @@
 //
 // What changes from v0: the four N×N passes become one kernel that never writes P or dS to DRAM
 // (FlashAttention-2, Algorithm 2). A block owns one key block j — Bc rows of K and V, kept in shared
-// memory — and the query tiles stream past it, Br rows at a time:
+// memory — and the query tiles stream past it, Br rows at a time (the loop below). dQ: every key block
+// adds its share of every dQ_i it sees with fp32 atomicAdd straight into dQ (zeroed first); with
+// `deterministic` set, a second kernel, one block per query tile, sums dQ_i in registers in key order
+// instead — bitwise the same every run, at the price of computing S′ and dP twice.
+// Why it should be faster than v0: P and dS stay on chip (v0 moves 6·B·H·Nq·Nk elements through DRAM
+// for them), and every Q, K, V, dO element is read from shared memory by a whole row of threads
+// instead of from global memory by each thread on its own.
+// What it still lacks: fp32 FMA on the CUDA cores (v2: tensor cores), one dQ atomic per key block and
+// element, and loads that stall the block until they land.
+//
+// Run: build/release/stages/05_flash_bwd/stage05_flash_bwd --seq 4096 --dim 64 [--causal] [--deterministic] --version v1
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "common/device/attention.cuh"  // attn::kLog2e
+#include "common/device/fp32_tile.cuh"
+#include "stages/05_flash_bwd/args.cuh"
+
+// The loop of a block that owns key block j:
 //   preprocess:                         delta = rowsum(dO ∘ O), once per row (preprocess.cuh)
 //   for each query tile i that sees a key of block j:
 //     sQ, sdO, LSE_i, delta_i ← tile i                                     all threads, then a barrier
@@ -19,36 +40,17 @@
 // registers — dK_j = scale · Σ_heads Σ_i dS_ijᵀ Q_i — and written once. No atomics on dK, dV and no
 // per-query-head dK, dV buffers to reduce afterwards (FlashAttention-2 takes one of those two ways,
 // with a grid over query heads); the price is G times fewer, G times longer blocks.
-// dQ: every key block adds to every dQ_i it sees, and those blocks run at the same time. v1 adds its
-// share with fp32 atomicAdd straight into dQ (zeroed first): no extra memory and no second pass, but
-// the order of the additions changes from run to run, and with it the last bits of dQ. With
-// `deterministic` set it does not: the K/V kernel leaves dQ alone, and a second kernel, one block per
-// query tile, streams K_j and V_j past it, recomputes P and dS and sums dQ_i = scale · Σ_j dS_ij K_j in
-// registers, in key order — bitwise the same every run, at the price of computing S′ and dP twice
-// (7 of the forward's products instead of 5). dK, dV and delta are deterministic either way.
+// dQ: the atomics add no memory and no second pass, but the order of the additions changes from run to
+// run, and with it the last bits of dQ. With `deterministic` the K/V kernel leaves dQ alone, and the
+// second kernel streams K_j and V_j past its query tile, recomputes P and dS and sums
+// dQ_i = scale · Σ_j dS_ij K_j in registers, in key order (7 of the forward's products instead of 5).
+// dK, dV and delta are deterministic either way.
 // Thread layout (256 threads as 16 × 16, ty = threadIdx.x / 16, tx = threadIdx.x % 16; the tiles in
 // shared memory are padded by one float per row, so the 16 lanes that read down a column of sK or sV
 // hit 16 different banks):
 //   S′, dP, P, dS  [Br][Bc]  thread (ty, tx): rows ty·kRM + m, columns tx + 16·n
 //   dK_j, dV_j     [Bc][D]   thread (ty, tx): key rows ty·kKM + m, columns tx + 16·n
 //   dQ_i           [Br][D]   thread (ty, tx): rows ty·kRM + m, columns tx + 16·n
-// Why it should be faster than v0: P and dS stay on chip (v0 moves 6·B·H·Nq·Nk elements through DRAM
-// for them), and every Q, K, V, dO element is read from shared memory by a whole row of threads
-// instead of from global memory by each thread on its own. What it still lacks: fp32 FMA on the CUDA
-// cores (v2: tensor cores), one dQ atomic per key block and element, and loads that stall the block
-// until they land.
-// Result: correct on the H100 (the stage's GPU tests); its speed is not benchmarked yet.
-//
-// Run: build/release/stages/05_flash_bwd/stage05_flash_bwd --seq 4096 --dim 64 [--causal] [--deterministic] --version v1
-#pragma once
-
-#include <cuda_runtime.h>
-
-#include <cstdint>
-
-#include "args.cuh"
-#include "common/device/attention.cuh"  // attn::kLog2e
-#include "common/device/fp32_tile.cuh"
 
 namespace fs::bwd::v1 {
 

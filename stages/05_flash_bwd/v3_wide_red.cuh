@@ -1,89 +1,189 @@
 // flashstages · stage 05 · v3 — v2 with the dQ reductions issued wide: each thread adds four
 // neighbouring columns of dQ_i with one red.global.add.v4.f32 instead of four red.global.add.f32.
 //
-// What changes from v2: only how the K/V kernel's share of dQ_i leaves the block (v2::dkv_block runs
-// the same loop with a different DqAdd). Everything else is v2's: tiles, the five products, the causal
-// splitting, the fp32 workspace and its rounding, and with `deterministic` the whole of v2's path (its
-// K/V kernel without dQ, then its Q-outer dQ kernel), unchanged.
-// How four neighbouring columns end up in one thread, with no shuffle and no trip through shared
-// memory: in dQ_i += dS K_j the columns of the product are columns of K_j, and the B operand gather
-// (attn::lds_b_col_of_lane) lets each lane say which column of sK it brings. In v2 lane g brings
-// column 8dt + g for 8-column tile dt, so thread t holds columns 2t, 2t + 1 of each tile. v3 pairs the
-// tiles 2p, 2p + 1 (16 columns of the warp's share, from 16p) and deals the columns out so that the
-// two tiles' C entries of thread t are four neighbours:
-//   lane g brings column 16p + ...   g =   0  1  2  3  4  5  6  7
-//                         tile 2p          0  1  4  5  8  9 12 13
-//                         tile 2p + 1      2  3  6  7 10 11 14 15
-//   thread t then holds (c[0], c[1] of tile 2p, c[0], c[1] of tile 2p + 1) = row g,     columns 4t .. 4t + 3
-//                       (c[2], c[3] of tile 2p, c[2], c[3] of tile 2p + 1) = row g + 8, columns 4t .. 4t + 3
-// The gather stays free of bank conflicts (rows 2t of sK are 8 banks apart, the 8 lanes of a row read
-// 4 distinct words of it, as in v2) and costs the same loads.
-// Which path each architecture takes (chosen at compile time with __CUDA_ARCH__):
-//   sm_90 and later (H100, H200):  red.global.add.v4.f32, 16 bytes per instruction (PTX ISA 8.1)
-//   sm_80, sm_86, sm_89:           red.global.add.f32 four times, to the same four neighbours: v2's
-//                                  count; no .v2 or .v4 form of red exists for f32 before sm_90
-// Why it should be faster (H100, D = 128, N = 8192, B·N = 16384, H = 16, non-causal): v2 issues one
-// 4-byte RED per dQ element per key block that meets it, (N / Bc) · N · D = 128 · 8192 · 128 per head,
-// 4.3·10⁹ in all (16 GiB into L2), and runs at 111 TFLOPS with them against 137 with v2's
-// deterministic pass, which skips them at the price of 40% more mma work: the reductions cost more
-// than a whole recomputation. v3 issues a quarter of them, 1.1·10⁹, each 16 bytes; a warp's
-// instruction covers 16 whole 32-byte sectors (8 rows × 2 sectors) where v2's covered 8 half-sectors
-// (4 of each row's 8 floats). The bytes that reach L2 are the same.
-// ptxas -v (CUDA 13.0, sm_90), no spills: 241 registers at D = 64, 249 at D = 128 (v2's K/V kernel with
-// the atomic dQ: 235 and 254): the four values of a reduction are registers the fragments already hold.
-// Before the loop over a group's heads both were 252 and 255; the sm_80 path then took 238 and 251.
-// Result (H100, fp16, N = 8192, non-causal, measured before the loop over a group's heads; stage05.json):
-//   <!-- value: [stage05/v3/fp16/D:128/N:8192/causal:0] | .0f -->164<!-- /value --> TFLOPS at D = 128,
-//   <!-- value: [stage05/v3/fp16/D:128/N:8192/causal:0] / [stage05/v2/fp16/D:128/N:8192/causal:0] | .2f -->1.48<!-- /value -->× v2's atomic dQ and <!-- value: [stage05/v3/fp16/D:128/N:8192/causal:0] / [stage05/v2_deterministic/fp16/D:128/N:8192/causal:0] | .2f -->1.18<!-- /value -->× its deterministic pass;
-//   <!-- value: [stage05/v3/fp16/D:128/N:8192/causal:0] / [sdpa_flash_bwd/fp16/D:128/N:8192/causal:0] | .2f -->0.56<!-- /value -->× SDPA flash (FA2).
+// What changes from v2: only how the K/V kernel's share of dQ_i leaves the block. DqAdd is
+// dq_reduce.cuh's DqWideRed: the B operand's gather deals the columns of K_j out so that a thread's C
+// fragments hold four neighbouring columns of a row, with no shuffle and no trip through shared memory
+// (the table there). Everything else is v2's, and with `deterministic` the whole of v2's path.
+// Why it is faster: v2 issues one 4-byte reduction per dQ element per key block that meets it,
+// (N / Bc) · N · D per head, and they cost more than the deterministic pass's whole recomputation. v3
+// issues a quarter of them, each 16 bytes: a warp's instruction covers 16 whole 32-byte sectors where
+// v2's covered 8 half-sectors; the bytes that reach L2 are the same. (Numbers: the README's table.)
+// On sm_80 to sm_89, which have no .v4 reduction for f32, it issues v2's count.
+// What it still lacks: loads that stall the block until they land (v4: cp.async).
 //
 // Run: build/h100/stages/05_flash_bwd/stage05_flash_bwd --dtype fp16 --seq 8192 --dim 128 [--causal] --version v3
 #pragma once
 
 #include <cuda_runtime.h>
 
-#include "args.cuh"
+#include <cstdint>
+#include <type_traits>
+
+#include "common/device/attention.cuh"
 #include "common/device/sm80.cuh"
-#include "v2_mma.cuh"
+#include "common/lib/numeric.h"
+#include "stages/05_flash_bwd/args.cuh"
+#include "stages/05_flash_bwd/dq_reduce.cuh"
+#include "stages/05_flash_bwd/products.cuh"
+#include "stages/05_flash_bwd/query_tiles.cuh"
+#include "stages/05_flash_bwd/softmax.cuh"
 
 namespace fs::bwd::v3 {
 
-// v3's DqAdd for v2::dkv_block (v2::DqScalarRed says what the two members mean).
-struct DqWideRed {
-  // The column of K_j (from the warp's first dQ column) that lane g brings for tile dt: the table above.
-  __device__ static int column(int dt, int g) { return 16 * (dt / 2) + 2 * (dt % 2) + 4 * (g / 2) + g % 2; }
+using attn::a_from_c;
+using attn::lds_a;
+using attn::lds_b_col_of_lane;
+using attn::lds_b_cols;
+using attn::load_tile;
+using sm80::mma_m16n8k16;
+using sm80::pack2;
 
-  // Row g + 8h of the thread's fragments; dq_row is that row of dq_accum at the share's first column.
-  // Aligned to 16 bytes: the workspace is (cudaMallocAsync), a row is D floats, the share starts at a
-  // multiple of 64 columns, and the thread's four at 16p + 4t.
-  template <int kTiles>
-  __device__ static void add(float* dq_row, const float (&rdQ)[kTiles][4], int h) {
-    static_assert(kTiles % 2 == 0, "the 8-column tiles pair up into 16 columns");
-    const int t = threadIdx.x % 4;
-#pragma unroll
-    for (int p = 0; p < kTiles / 2; ++p)
-      add4(dq_row + 16 * p + 4 * t, rdQ[2 * p][2 * h], rdQ[2 * p][2 * h + 1], rdQ[2 * p + 1][2 * h],
-           rdQ[2 * p + 1][2 * h + 1]);
-  }
-
-  // q[0..3] += x0..x3, 16-byte aligned: the architecture's widest reduction (the table above).
-  __device__ static void add4(float* q, float x0, float x1, float x2, float x3) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    sm80::red_global_add_v4_f32(q, x0, x1, x2, x3);
-#else
-    sm80::red_global_add_f32(q, x0);
-    sm80::red_global_add_f32(q + 1, x1);
-    sm80::red_global_add_f32(q + 2, x2);
-    sm80::red_global_add_f32(q + 3, x3);
-#endif
-  }
+// v2's tiles.
+template <int D>
+struct Config {
+  static constexpr int kWarps = 4;
+  static constexpr int kThreads = kWarps * 32;
+  static constexpr int kBc = 16 * kWarps;         // 64 keys per block, resident: warp w owns keys 16w .. 16w + 15
+  static constexpr int kBr = D <= 64 ? 64 : 32;   // query rows per streamed tile: at D = 128, 64 would put
+                                                  // Sᵀ, dPᵀ at 64 registers beside dK_j, dV_j's 128
+  static constexpr int kStride = D + 8;           // padded rows of sK, sV, sQ, sdO (common/device/attention.cuh)
+  static constexpr int kStrideS = kBc + 8;        // padded rows of sdS
+  // The dQ share of a warp: row tile warp % kRowTiles, kDqCols columns from (warp / kRowTiles) · kDqCols.
+  static constexpr int kRowTiles = kBr / 16;
+  static constexpr int kDqCols = D / (kWarps / kRowTiles);  // 64 at both head_dims
+  static constexpr std::size_t kSmemBytes =
+      std::size_t(2 * kBc + 2 * kBr) * kStride * 2 + std::size_t(kBr) * kStrideS * 2 + 2 * kBr * sizeof(float);
+  static_assert(kWarps % kRowTiles == 0 && kDqCols % 8 == 0, "the dQ shares cover [Br][D] exactly");
 };
 
-// grid: B·KVH·ceil(Nk/Bc) blocks of v2::Config<D>::kThreads — v2's K/V kernel with the atomic dQ, its
-// share added wide. (The deterministic path runs v2's kernels.)
+// grid: B·KVH·ceil(max Nk/Bc) blocks of kThreads. Block x owns key block x % ceil(max Nk/Bc) of K/V
+// head x / ceil(max Nk/Bc) (attn::key_block_of: max Nk is Nk but for packed batches), warp w its keys
+// 16w .. 16w + 15, and streams the query tiles of each query head of the K/V head's group past it, one
+// head after the other. Writes dK_j and dV_j, summed over the group, and adds its share of each query
+// head's dQ (before the scale) to dq_accum four columns wide (DqWideRed).
 template <class T, int D, bool kVarlen>
-__global__ void __launch_bounds__(v2::Config<D>::kThreads) flash_bwd_v3_dkv_kernel(const Args<T> a) {
-  v2::dkv_block<T, D, kVarlen, DqWideRed>(a);
+__global__ void __launch_bounds__(Config<D>::kThreads) flash_bwd_v3_dkv_kernel(const Args<T> a) {
+  using C = Config<D>;
+  using DqAdd = DqWideRed;
+  constexpr int kBr = C::kBr, kBc = C::kBc, kS = C::kStride, kSS = C::kStrideS;
+  constexpr int kQT = kBr / 8, kDT = D / 8;  // 8-query tiles of Sᵀ, dPᵀ; 8-column tiles of dK_j, dV_j
+  extern __shared__ __align__(16) unsigned char smem[];
+  T* sK = reinterpret_cast<T*>(smem);                       // [Bc][D+8]  K_j
+  T* sV = sK + kBc * kS;                                    // [Bc][D+8]  V_j
+  T* sQ = sV + kBc * kS;                                    // [Br][D+8]  Q_i
+  T* sdO = sQ + kBr * kS;                                   // [Br][D+8]  dO_i
+  T* sdS = sdO + kBr * kS;                                  // [Br][Bc+8] dS_ij, queries as rows
+  float* sLse = reinterpret_cast<float*>(sdS + kBr * kSS);  // [Br]       LSE_i · log2(e)
+  float* sDelta = sLse + kBr;                               // [Br]       delta_i
+
+  const attn::KeyBlock kb = attn::key_block_of<kVarlen>(a, kBc);  // the entry, K/V head, keys k0 .., their lengths
+  const int64_t k0 = kb.k0, k_base = kb.k_row0;            // k_base: the K/V head's first row of K, V
+  const int warp = threadIdx.x / 32, g = threadIdx.x % 32 / 4, t = threadIdx.x % 4;
+  const int wk = 16 * warp;  // the warp's first key, as a row of sK and sV
+
+  load_tile<T, D, C::kThreads>(sK, a.k + k_base * D, k0, kBc, kb.nk);
+  load_tile<T, D, C::kThreads>(sV, a.v + k_base * D, k0, kBc, kb.nk);
+
+  // dK_j / scale and dV_j: the warp's 16 keys × D, C fragments, summed over the group's query heads.
+  float rdK[kDT][4] = {}, rdV[kDT][4] = {};
+  const int64_t offset = kb.offset;
+  const int keys = int(min(kb.nk - k0, int64_t(kBc)));
+
+  // Query tile q0 of the query head whose first row of Q, dO is q_base; kMasked (a std::bool_constant)
+  // says whether any of its pairs can be hidden.
+  auto step = [&](int64_t q_base, int64_t q0, auto kMasked) {
+    __syncthreads();  // every warp is done with the previous tile's sQ, sdO, sLse, sDelta and sdS
+    load_tile<T, D, C::kThreads>(sQ, a.q + q_base * D, q0, kBr, kb.nq);
+    load_tile<T, D, C::kThreads>(sdO, a.d_o + q_base * D, q0, kBr, kb.nq);
+    for (int r = threadIdx.x; r < kBr; r += C::kThreads) {
+      const bool real = q0 + r < kb.nq;
+      sLse[r] = real ? a.lse[q_base + q0 + r] * attn::kLog2e : 0.0f;
+      sDelta[r] = real ? a.delta[q_base + q0 + r] : 0.0f;
+    }
+    __syncthreads();  // sQ, sdO, sLse, sDelta complete (and, the first time, sK and sV)
+
+    float rS[kQT][4] = {}, rdP[kQT][4] = {};  // Sᵀ, dPᵀ: [query tile][C fragment], the warp's 16 keys as rows
+    two_products<T, D, kBr>(rS, rdP, sK, sV, wk, sQ, sdO);
+    // Block coordinates of the mask: keys < `keys`, queries < `queries`, key - query <= diagonal. Any
+    // key - query lies in (-Br, Bc), so clamping the diagonal to ±256 changes no test.
+    const int queries = int(min(kb.nq - q0, int64_t(kBr)));
+    const int diagonal = a.causal ? int(max(min(q0 + offset - k0, int64_t(256)), int64_t(-256))) : 256;
+    p_and_ds_t<decltype(kMasked)::value>(rS, rdP, sLse, sDelta, a.scale_log2, wk, keys, queries, diagonal);
+
+    // dSᵀ → sdS transposed, rounded to T as the dK product rounds it: entry (key, query) of the C
+    // fragments to row query, column key.
+#pragma unroll
+    for (int nt = 0; nt < kQT; ++nt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e)
+        sdS[(8 * nt + 2 * t + e % 2) * kSS + wk + g + 8 * (e / 2)] = from_float<T>(rdP[nt][e]);
+
+    // dV_j += Pᵀ dO_i and dK_j += dSᵀ Q_i: k runs over the tile's queries, 16 at a time.
+#pragma unroll
+    for (int kk = 0; kk < kQT / 2; ++kk) {
+      uint32_t pa[4], dsa[4];  // Pᵀ, dSᵀ as A fragments: query tiles 2kk, 2kk+1 of the C fragments
+      a_from_c<T>(pa, rS[2 * kk], rS[2 * kk + 1]);
+      a_from_c<T>(dsa, rdP[2 * kk], rdP[2 * kk + 1]);
+#pragma unroll
+      for (int dt = 0; dt < kDT; ++dt) {
+        uint32_t b0, b1;
+        lds_b_cols<kS>(b0, b1, sdO, kk * 16, dt * 8);
+        mma_m16n8k16<T>(rdV[dt], pa, b0, b1);
+        lds_b_cols<kS>(b0, b1, sQ, kk * 16, dt * 8);
+        mma_m16n8k16<T>(rdK[dt], dsa, b0, b1);
+      }
+    }
+
+    __syncthreads();  // sdS complete: each warp's dQ share below reads the keys of every warp
+    // dQ_i += dS K_j for row tile rt, columns c0 .. c0 + kDqCols - 1; k runs over the block's keys.
+    const int rt = warp % C::kRowTiles, c0 = warp / C::kRowTiles * C::kDqCols;
+    float rdQ[C::kDqCols / 8][4] = {};  // [column tile][C fragment]
+#pragma unroll
+    for (int kk = 0; kk < kBc / 16; ++kk) {
+      uint32_t dsa[4];
+      lds_a<kSS>(dsa, sdS, rt * 16, kk * 16);
+#pragma unroll
+      for (int dt = 0; dt < C::kDqCols / 8; ++dt) {
+        uint32_t b0, b1;
+        lds_b_col_of_lane<kS>(b0, b1, sK, kk * 16, c0 + DqAdd::column(dt, g));
+        mma_m16n8k16<T>(rdQ[dt], dsa, b0, b1);
+      }
+    }
+    // This key block's share, added in fp32, four columns per reduction.
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int64_t row = q0 + rt * 16 + g + 8 * h;
+      if (row < kb.nq) DqAdd::add(a.dq_accum + (q_base + row) * D + c0, rdQ, h);
+    }
+  };
+
+  const QueryTileRuns runs = query_tile_runs<kBr, kBc>(kb, a.causal);
+  // Grouped-query attention: the same tiles of each query head of the group, dK_j and dV_j summing on in
+  // registers. No atomics on dK, dV and no per-query-head buffers of them to reduce afterwards (what a
+  // grid over query heads would need, FlashAttention-2's way): G times fewer blocks, G times longer.
+  for (int64_t bh = kb.q_head0; bh < kb.q_head0 + a.group; ++bh) {
+    const int64_t q_base = kb.q_base(bh, a.seq_q);
+    int64_t i = runs.first;
+    for (; i < runs.full_begin; ++i) step(q_base, i * kBr, std::true_type{});
+    for (; i < runs.full_end; ++i) step(q_base, i * kBr, std::false_type{});
+    for (; i < runs.count; ++i) step(q_base, i * kBr, std::true_type{});
+  }
+
+  // dK_j = scale · dSᵀ Q and dV_j, rounded to T: rows wk + g + 8h, columns 8·dt + 2t, 2t+1 (zeros in a
+  // padded entry's rows past its length: no query reached them).
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int64_t key = k0 + wk + g + 8 * h;
+    if (key >= kb.nk_rows) continue;
+    T* dk_row = a.dk + (k_base + key) * D + 2 * t;
+    T* dv_row = a.dv + (k_base + key) * D + 2 * t;
+#pragma unroll
+    for (int dt = 0; dt < kDT; ++dt) {
+      *reinterpret_cast<uint32_t*>(dk_row + dt * 8) = pack2<T>(a.scale * rdK[dt][2 * h], a.scale * rdK[dt][2 * h + 1]);
+      *reinterpret_cast<uint32_t*>(dv_row + dt * 8) = pack2<T>(rdV[dt][2 * h], rdV[dt][2 * h + 1]);
+    }
+  }
 }
 
 }  // namespace fs::bwd::v3

@@ -1,46 +1,15 @@
 // flashstages · stage 05 · v4 — v3 with the streamed query tiles double-buffered through cp.async:
 // Q_i+1, dO_i+1, LSE_i+1 and delta_i+1 are in flight into shared memory while tile i is computed.
 //
-// What changes from v3: how the streamed tiles reach shared memory (the model is stage 04's v3, which
-// does the same for the forward's K and V). v3 (v2::dkv_block) loads each query tile with plain
-// loads between two barriers: every thread waits for its loads to come back from DRAM or L2 before
-// it can store them, and no warp computes while a tile is on its way — at N = 8192, 128 (D = 64) or
-// 256 (D = 128) such stalls per block, one per query tile. Now
-//   - cp.async (common/device/sm80.cuh) copies Q_i and dO_i 16 bytes at a time (load_tile_async) and
-//     LSE_i and delta_i 4 bytes at a time (one element per thread), global → shared, without a register
-//     round trip and without stalling the thread; rows past Nq are zero-filled by the copy itself;
-//   - sQ, sdO, sLse and sDelta have two stages: the copies of tile i + 1 are issued into one stage
-//     right after the barrier that starts tile i, and land while tile i is computed from the other;
-//   - that barrier does the work of v3's two at the top of a tile: once it is passed, tile i has landed
-//     for every thread and every warp is done with tile i - 1 — with its stage, which is refilled
-//     next, and with sdS, which tile i writes again;
-//   - K_j and V_j travel by cp.async too, in the first tile's group.
-// LSE comes in as the forward wrote it (natural log) and p_and_ds_t wants LSE · log2(e): the thread
-// that copied an entry scales it in place between its cp.async wait (which makes its own copies
-// visible to it) and the barrier (which makes them visible to the block). Everything else is v3's:
-// tiles, products, causal splitting, dQ added four columns wide (v3::DqWideRed), and with
-// `deterministic` v2's two kernels.
-// Grouped-query attention as in v2 and v3: a block owns key block j of one K/V head and walks the query
-// tiles of each of the group's G query heads in turn, dK_j and dV_j summing on in registers. The
-// pipeline runs straight across a head boundary (K_j, V_j stay: the group shares them): the next head's
-// first tile is in flight while this head's last is computed. So the stages alternate over the block's
-// whole walk of tiles, not by i % 2, which would give both sides of a boundary the same stage when a
-// head has an odd number of tiles.
-// Why this step before ldmatrix and swizzling (v5) or FA2's Bc = 128 with 8 warps: v3 ran at the same
-// rate at D = 64 and D = 128 (162 TFLOPS, N = 8192, non-causal, H100, 2026-11-23) although D = 128
-// does twice the mma work per byte of Q and dO — the kernel waits more than it computes, and with 8
-// warps per SM (2 blocks of 4) every warp of a block waits for every tile. Larger tiles would need more registers
-// (v2 is at 252–255 already) or fewer blocks; the fragment gathers cost issue slots but do not stall
-// a block as a whole.
-// Shared memory: sK, sV [64][D+8], sQ, sdO [2][Br][D+8], sdS [Br][72], sLse, sDelta [2][Br]:
-// 64.0 KiB at D = 64 (Br = 64), 73.0 KiB at D = 128 (Br = 32) — v3's plus one stage of Q, dO, LSE and
-// delta (+18.5 and +17.25 KiB); 2 blocks per SM (the registers allow no more) take 128 or 146 KiB of
-// the H100's 227.
-// ptxas -v (CUDA 13.0, sm_90), no spills, dense build since the variable-length layouts: 233 registers at
-// D = 64, 245 at D = 128 (before them 238, 242; before the walk over a group's heads 251, 253; v3: 241,
-// 249).
-// Result (H100, fp16, N = 8192, non-causal; stage05.json): <!-- value: [stage05/v4/fp16/D:128/N:8192/causal:0] | .0f -->175<!-- /value --> TFLOPS at D = 128, <!-- value: [stage05/v4/fp16/D:128/N:8192/causal:0] / [stage05/v3/fp16/D:128/N:8192/causal:0] | .2f -->1.07<!-- /value -->× v3;
-//   at D = 64 <!-- value: [stage05/v4/fp16/D:64/N:8192/causal:0] / [stage05/v3/fp16/D:64/N:8192/causal:0] | .2f -->1.06<!-- /value -->× v3. The loads were not the main wait.
+// What changes from v3: how the streamed tiles reach shared memory (stage 04's v3 does the same for
+// the forward's K and V). cp.async copies Q_i, dO_i (16 bytes at a time, rows past Nq zero-filled by
+// the copy) and LSE_i, delta_i (tiles.cuh: copy_lse_delta) global → shared without a register round
+// trip; sQ, sdO, sLse and sDelta have two stages, the copies of tile i + 1 issued into one right after
+// the barrier that starts tile i. That one barrier does the work of v3's two at the top of a tile.
+// Why it is faster: v3 loads each query tile between two barriers, every thread waiting for its loads
+// before it can store them, no warp computing while a tile is on its way — one such stall per query
+// tile. (Numbers: the README's table; the loads were not the main wait.)
+// What it still lacks: fragment reads with bank conflicts, 32 or 16 bits at a time (v5: ldmatrix).
 //
 // Run: build/h100/stages/05_flash_bwd/stage05_flash_bwd --dtype fp16 --seq 8192 --dim 128 [--causal] --version v4
 #pragma once
@@ -50,12 +19,34 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "args.cuh"
 #include "common/device/attention.cuh"
 #include "common/device/sm80.cuh"
 #include "common/lib/numeric.h"
-#include "v2_mma.cuh"
-#include "v3_wide_red.cuh"
+#include "stages/05_flash_bwd/args.cuh"
+#include "stages/05_flash_bwd/dq_reduce.cuh"
+#include "stages/05_flash_bwd/epilogue.cuh"
+#include "stages/05_flash_bwd/products.cuh"
+#include "stages/05_flash_bwd/query_tiles.cuh"
+#include "stages/05_flash_bwd/softmax.cuh"
+#include "stages/05_flash_bwd/tiles.cuh"
+
+// The pipeline, tile by tile:
+//   - K_j and V_j travel by cp.async too, in the first tile's group;
+//   - once the barrier that starts tile i is passed, tile i has landed for every thread and every warp
+//     is done with tile i - 1 — with its stage, which is refilled next, and with sdS, which tile i
+//     writes again;
+//   - LSE comes in as the forward wrote it (natural log) and p_and_ds_t wants LSE · log2(e): the thread
+//     that copied an entry scales it in place between its cp.async wait (which makes its own copies
+//     visible to it) and the barrier (which makes them visible to the block).
+// Grouped-query attention as in v2 and v3: a block owns key block j of one K/V head and walks the query
+// tiles of each of the group's G query heads in turn, dK_j and dV_j summing on in registers. The
+// pipeline runs straight across a head boundary (K_j, V_j stay: the group shares them): the next head's
+// first tile is in flight while this head's last is computed. So the stages alternate over the block's
+// whole walk of tiles, not by i % 2, which would give both sides of a boundary the same stage when a
+// head has an odd number of tiles.
+// Shared memory: sK, sV [64][D+8], sQ, sdO [2][Br][D+8], sdS [Br][72], sLse, sDelta [2][Br]: 64.0 KiB at
+// D = 64 (Br = 64), 73.0 KiB at D = 128 (Br = 32) — v3's plus one stage of Q, dO, LSE and delta; 2
+// blocks per SM (the registers allow no more) take 128 or 146 KiB of the H100's 227.
 
 namespace fs::bwd::v4 {
 
@@ -64,59 +55,30 @@ using attn::lds_a;
 using attn::lds_b_col_of_lane;
 using attn::lds_b_cols;
 using attn::load_tile_async;
-using sm80::cp_async_ca_zfill;
 using sm80::cp_async_commit_group;
 using sm80::cp_async_wait_group;
 using sm80::mma_m16n8k16;
-using sm80::pack2;
-using v2::p_and_ds_t;
-using v2::two_products;
 
-// v2's tiles (v2::Config: Bc = 64 keys resident, Br = 64 or 32 query rows streamed, 4 warps), with
-// two stages of the streamed ones.
+// v2's tiles (Bc = 64 keys resident, Br = 64 or 32 query rows streamed, 4 warps), with two stages of
+// the streamed ones.
 template <int D>
-struct Config : v2::Config<D> {
-  using Base = v2::Config<D>;
+struct Config {
+  static constexpr int kWarps = 4;
+  static constexpr int kThreads = kWarps * 32;
+  static constexpr int kBc = 16 * kWarps;         // 64 keys per block, resident: warp w owns keys 16w .. 16w + 15
+  static constexpr int kBr = D <= 64 ? 64 : 32;   // query rows per streamed tile: at D = 128, 64 would put
+                                                  // Sᵀ, dPᵀ at 64 registers beside dK_j, dV_j's 128
+  static constexpr int kStride = D + 8;           // padded rows of sK, sV, sQ, sdO (common/device/attention.cuh)
+  static constexpr int kStrideS = kBc + 8;        // padded rows of sdS
+  // The dQ share of a warp: row tile warp % kRowTiles, kDqCols columns from (warp / kRowTiles) · kDqCols.
+  static constexpr int kRowTiles = kBr / 16;
+  static constexpr int kDqCols = D / (kWarps / kRowTiles);  // 64 at both head_dims
   // sK, sV [Bc][D+8] + sQ, sdO [2][Br][D+8] (2-byte elements) + sdS [Br][Bc+8] + sLse, sDelta [2][Br] (fp32).
-  static constexpr std::size_t kSmemBytes = std::size_t(2 * Base::kBc + 4 * Base::kBr) * Base::kStride * 2 +
-                                            std::size_t(Base::kBr) * Base::kStrideS * 2 + 4 * Base::kBr * sizeof(float);
-  static_assert(2 * Base::kBr <= Base::kThreads, "one thread per entry of LSE_i and of delta_i");
+  static constexpr std::size_t kSmemBytes =
+      std::size_t(2 * kBc + 4 * kBr) * kStride * 2 + std::size_t(kBr) * kStrideS * 2 + 4 * kBr * sizeof(float);
+  static_assert(kWarps % kRowTiles == 0 && kDqCols % 8 == 0, "the dQ shares cover [Br][D] exactly");
+  static_assert(2 * kBr <= kThreads, "one thread per entry of LSE_i and of delta_i");
 };
-
-// LSE_i and delta_i of the query tile at q0 into one stage of sLse and sDelta, by cp.async, 4 bytes per
-// copy: thread r < Br copies LSE of row r, thread Br + r delta of row r. Rows past nq (the sequence's
-// query rows) read nothing and become zeros, as v2's loads make them. The copies join the caller's group.
-template <int kBr, class T>
-__device__ __forceinline__ void copy_lse_delta(float* sLse /* [Br] */, float* sDelta /* [Br] */, const Args<T>& a,
-                                               int64_t q_base, int64_t q0, int64_t nq) {
-  if (threadIdx.x < 2 * kBr) {
-    const int r = threadIdx.x % kBr;
-    const bool lse = threadIdx.x < kBr, real = q0 + r < nq;
-    const float* src = (lse ? a.lse : a.delta) + q_base + (real ? q0 + r : 0);
-    cp_async_ca_zfill<4>((lse ? sLse : sDelta) + r, src, real ? 4 : 0);
-  }
-}
-
-// dK_j = scale · dSᵀ Q and dV_j, rounded to T, from the warp's C fragments: keys key0 + g + 8h (those
-// below key_rows, attn::KeyBlock::nk_rows; key0 the warp's first, as a row of the head), columns
-// 8·dt + 2t, 2t+1.
-template <class T, int D>
-__device__ __forceinline__ void store_dk_dv(const Args<T>& a, const float (&rdK)[D / 8][4], const float (&rdV)[D / 8][4],
-                                            int64_t k_base, int64_t key0, int64_t key_rows) {
-  const int g = threadIdx.x % 32 / 4, t = threadIdx.x % 4;
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const int64_t key = key0 + g + 8 * h;
-    if (key >= key_rows) continue;
-    T* dk_row = a.dk + (k_base + key) * D + 2 * t;
-    T* dv_row = a.dv + (k_base + key) * D + 2 * t;
-#pragma unroll
-    for (int dt = 0; dt < D / 8; ++dt) {
-      *reinterpret_cast<uint32_t*>(dk_row + dt * 8) = pack2<T>(a.scale * rdK[dt][2 * h], a.scale * rdK[dt][2 * h + 1]);
-      *reinterpret_cast<uint32_t*>(dv_row + dt * 8) = pack2<T>(rdV[dt][2 * h], rdV[dt][2 * h + 1]);
-    }
-  }
-}
 
 // grid: B·KVH·ceil(Nk/Bc) blocks of Config<D>::kThreads. Block x owns key block x % ceil(Nk/Bc) of K/V
 // head x / ceil(Nk/Bc), warp w its keys 16w .. 16w + 15, and streams the query tiles of each query head
@@ -125,7 +87,7 @@ __device__ __forceinline__ void store_dk_dv(const Args<T>& a, const float (&rdK)
 template <class T, int D, bool kVarlen>
 __global__ void __launch_bounds__(Config<D>::kThreads) flash_bwd_v4_dkv_kernel(const Args<T> a) {
   using C = Config<D>;
-  using DqAdd = v3::DqWideRed;
+  using DqAdd = DqWideRed;
   constexpr int kBr = C::kBr, kBc = C::kBc, kS = C::kStride, kSS = C::kStrideS;
   constexpr int kQT = kBr / 8, kDT = D / 8;  // 8-query tiles of Sᵀ, dPᵀ; 8-column tiles of dK_j, dV_j
   extern __shared__ __align__(16) unsigned char smem[];
@@ -157,7 +119,7 @@ __global__ void __launch_bounds__(Config<D>::kThreads) flash_bwd_v4_dkv_kernel(c
   float rdK[kDT][4] = {}, rdV[kDT][4] = {};
   const int64_t offset = kb.offset;
   const int keys = int(min(kb.nk - k0, int64_t(kBc)));
-  const v2::QueryTileRuns runs = v2::query_tile_runs<kBr, kBc>(kb, a.causal);  // v2's causal stage splitting
+  const QueryTileRuns runs = query_tile_runs<kBr, kBc>(kb, a.causal);
 
   // Query tile i of query head bh, in `stage`; kMasked (a std::bool_constant) says whether any of its
   // pairs can be hidden.
@@ -232,7 +194,7 @@ __global__ void __launch_bounds__(Config<D>::kThreads) flash_bwd_v4_dkv_kernel(c
     }
   };
 
-  // The query tiles key block j meets (v2::query_tile_runs), the same for each query head of the
+  // The query tiles key block j meets (query_tile_runs), the same for each query head of the
   // group (they depend on k0, nq and nk only). A block that meets none — past a padded entry's keys,
   // in an entry with no query or one that breaks the rules — loads nothing and writes its rows' zeros.
   // Any other meets a first one — tile 0 without the mask; with it, nq <= nk (refused otherwise) puts

@@ -1,37 +1,17 @@
 // flashstages · stage 05 · v5 — v4 with the fragments read by ldmatrix from XOR-swizzled shared tiles.
 //
-// What changes from v4, all in how tiles go from shared memory to the tensor cores (the model is stage
-// 04's v4, which does the same for the forward):
-//   - the tiles are unpadded, [rows][D] (sK, sV, sQ, sdO) and [Br][Bc] (sdS), with the 16-byte chunk c
-//     of row r stored at chunk c ^ (r % 8): the 8 rows that one ldmatrix phase reads at one logical
-//     chunk land in 8 different 16-byte bank groups, and cp.async's 16-byte writes stay aligned;
-//   - ldmatrix.x4 hands a warp four 8×8 fragments in one instruction; every operand read from shared
-//     memory but one comes that way (v4 gathered them 32 or 16 bits at a time):
-//       Sᵀ, dPᵀ      A: K_j, V_j rows (a_lane)   B: Q_i, dO_i rows, two 8-query tiles at once (b_rows_lane)
-//       dV_j, dK_j   A: registers                B: dO_i, Q_i columns, .trans, two tiles at once (b_cols_lane)
-//       dQ_i         A: sdS rows (a_lane)        B: v3's dealt 16-bit gather from sK, swizzled
-//     The dQ product's B operand keeps v3's gather (lds_b_col_of_lane_swizzled): the columns it deals
-//     out (0 1 4 5 8 9 12 13 | 2 3 6 7 10 11 14 15, so that a thread holds four neighbours for
-//     red.global.add.v4.f32) are not the 8 consecutive columns of an 8×8 ldmatrix tile. The swizzle
-//     keeps that gather free of bank conflicts (the 8 lanes of a row read two chunks of it, the rows
-//     2t of the four lanes t four different XORs);
-//   - every lane works out its ldmatrix offsets once, before the tile loop (LaneRow, 4 offsets per way
-//     of reading): the XOR of a chunk index with the row is not a constant the compiler can fold into
-//     the instruction, and recomputed for every ldmatrix of the unrolled loops it cost 2 registers of
-//     spill at D = 128 (8 bytes), where the offsets worked out once cost none.
-// Why it should be faster: v4's column gathers of dO and Q (dV, dK products) are 16-bit loads, 4 per
-// B fragment, and its row gathers 32-bit loads, 2 per B fragment and 4 per A fragment; ldmatrix.x4
-// brings two B fragments or one A fragment per instruction: per 16-wide k step of Sᵀ and dPᵀ,
-// 2 + Br/8 instructions instead of 8 + 4·Br/8, and for dV, dK 2 per pair of 8-column tiles instead of
-// 16. Stage 04's v4 gained 1.6× over its v3 from the same change. Without the padding the shared
-// memory shrinks: 57.0 KiB at D = 64, 68.5 KiB at D = 128 (v4: 64.0 and 73.0), still 2 blocks per SM.
-// Grouped-query attention: v4's walk over the group's query heads, its pipeline running across a head
-// boundary, unchanged.
-// ptxas -v (CUDA 13.0, sm_90), no spills, dense build since the variable-length layouts: 236 registers at
-// D = 64, 251 at D = 128 (before them 238, 250; before the walk over a group's heads 255 at both; v4: 233,
-// 245).
-// Result (H100, fp16, N = 8192, non-causal; stage05.json): <!-- value: [stage05/v5/fp16/D:128/N:8192/causal:0] | .0f -->210<!-- /value --> TFLOPS at D = 128, <!-- value: [stage05/v5/fp16/D:128/N:8192/causal:0] / [stage05/v4/fp16/D:128/N:8192/causal:0] | .2f -->1.20<!-- /value -->× v4,
-//   <!-- value: [stage05/v5/fp16/D:128/N:8192/causal:0] / [sdpa_flash_bwd/fp16/D:128/N:8192/causal:0] | .2f -->0.71<!-- /value -->× SDPA flash (FA2); at D = 64 <!-- value: [stage05/v5/fp16/D:64/N:8192/causal:0] / [stage05/v4/fp16/D:64/N:8192/causal:0] | .2f -->1.24<!-- /value -->× v4, <!-- value: [stage05/v5/fp16/D:64/N:8192/causal:0] / [sdpa_flash_bwd/fp16/D:64/N:8192/causal:0] | .2f -->0.78<!-- /value -->× FA2.
+// What changes from v4, all in how tiles go from shared memory to the tensor cores (stage 04's v4 does
+// the same for the forward): the tiles are unpadded, [rows][D] and [Br][Bc], with the 16-byte chunk c
+// of row r stored at chunk c ^ (r % 8) (tiles.cuh), and ldmatrix.x4 hands a warp four 8×8 fragments in
+// one instruction (fragments.cuh, products.cuh). Every operand read from shared memory comes that way
+// but one: dQ's B operand keeps v3's dealt 16-bit gather from sK (lds_b_col_of_lane_swizzled, below),
+// whose columns are not the 8 consecutive ones of an ldmatrix tile. Each lane works out its ldmatrix
+// offsets once, before the tile loop.
+// Why it is faster: v4's column gathers of dO and Q are 16-bit loads, 4 per B fragment, its row gathers
+// 32-bit, 2 per B and 4 per A fragment; ldmatrix.x4 brings two B fragments or one A fragment per
+// instruction: per 16-wide k step of Sᵀ and dPᵀ, 2 + Br/8 instructions instead of 8 + 4·Br/8, and
+// for dV, dK 2 per pair of 8-column tiles instead of 16. (Numbers: the README's table.)
+// What it still lacks: dQ's K operand still comes 16 bits at a time (v6).
 //
 // Run: build/h100/stages/05_flash_bwd/stage05_flash_bwd --dtype fp16 --seq 8192 --dim 128 [--causal] --version v5
 #pragma once
@@ -41,18 +21,33 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "args.cuh"
 #include "common/device/attention.cuh"
 #include "common/device/sm80.cuh"
 #include "common/lib/numeric.h"
-#include "v2_mma.cuh"
-#include "v3_wide_red.cuh"
-#include "v4_cp_async.cuh"
+#include "stages/05_flash_bwd/args.cuh"
+#include "stages/05_flash_bwd/dq_reduce.cuh"
+#include "stages/05_flash_bwd/epilogue.cuh"
+#include "stages/05_flash_bwd/fragments.cuh"
+#include "stages/05_flash_bwd/products.cuh"
+#include "stages/05_flash_bwd/query_tiles.cuh"
+#include "stages/05_flash_bwd/softmax.cuh"
+#include "stages/05_flash_bwd/tiles.cuh"
+
+// Every operand, as it reaches the tensor cores (fragments.cuh names the lane patterns):
+//   Sᵀ, dPᵀ      A: K_j, V_j rows (a_lane)   B: Q_i, dO_i rows, two 8-query tiles at once (b_rows_lane)
+//   dV_j, dK_j   A: registers                B: dO_i, Q_i columns, .trans, two tiles at once (b_cols_lane)
+//   dQ_i         A: sdS rows (a_lane)        B: v3's dealt 16-bit gather from sK, swizzled
+// dQ's B operand keeps v3's gather: the columns it deals out (0 1 4 5 8 9 12 13 | 2 3 6 7 10 11 14 15,
+// so that a thread holds four neighbours for red.global.add.v4.f32) are not the 8 consecutive columns
+// of an 8×8 ldmatrix tile. The swizzle keeps that gather free of bank conflicts (the 8 lanes of a row
+// read two chunks of it, the rows 2t of the four lanes t four different XORs). Without the padding the
+// shared memory shrinks: 57.0 KiB at D = 64, 68.5 KiB at D = 128 (v4: 64.0 and 73.0), still 2 blocks per
+// SM. Grouped-query attention: v4's walk over the group's query heads, its pipeline running across a
+// head boundary, unchanged.
 
 namespace fs::bwd::v5 {
 
 using attn::a_from_c;
-using sm80::cp_async_cg_16_zfill;
 using sm80::cp_async_commit_group;
 using sm80::cp_async_wait_group;
 using sm80::ldmatrix_x4;
@@ -60,88 +55,30 @@ using sm80::ldmatrix_x4_trans;
 using sm80::mma_m16n8k16;
 using sm80::pack2_bits;
 using sm80::smem_address;
-using v2::p_and_ds_t;
-using v4::copy_lse_delta;
-using v4::store_dk_dv;
 
-// v2's tiles (v2::Config: Bc = 64 keys resident, Br = 64 or 32 query rows streamed, 4 warps), v4's two
-// stages of the streamed ones, no padding.
+// v2's tiles (Bc = 64 keys resident, Br = 64 or 32 query rows streamed, 4 warps), v4's two stages of
+// the streamed ones, no padding.
 template <int D>
-struct Config : v2::Config<D> {
-  using Base = v2::Config<D>;
+struct Config {
+  static constexpr int kWarps = 4;
+  static constexpr int kThreads = kWarps * 32;
+  static constexpr int kBc = 16 * kWarps;         // 64 keys per block, resident: warp w owns keys 16w .. 16w + 15
+  static constexpr int kBr = D <= 64 ? 64 : 32;   // query rows per streamed tile: at D = 128, 64 would put
+                                                  // Sᵀ, dPᵀ at 64 registers beside dK_j, dV_j's 128
+  // The dQ share of a warp: row tile warp % kRowTiles, kDqCols columns from (warp / kRowTiles) · kDqCols.
+  static constexpr int kRowTiles = kBr / 16;
+  static constexpr int kDqCols = D / (kWarps / kRowTiles);  // 64 at both head_dims
   // sK, sV [Bc][D] + sQ, sdO [2][Br][D] (2-byte elements) + sdS [Br][Bc] + sLse, sDelta [2][Br] (fp32).
-  static constexpr std::size_t kSmemBytes = std::size_t(2 * Base::kBc + 4 * Base::kBr) * D * 2 +
-                                            std::size_t(Base::kBr) * Base::kBc * 2 + 4 * Base::kBr * sizeof(float);
-  static_assert(2 * Base::kBr <= Base::kThreads, "one thread per entry of LSE_i and of delta_i");
-  static_assert(D % 64 == 0 && Base::kBc % 64 == 0, "rows of 8 chunks or more: the swizzle uses all of r % 8");
+  static constexpr std::size_t kSmemBytes =
+      std::size_t(2 * kBc + 4 * kBr) * D * 2 + std::size_t(kBr) * kBc * 2 + 4 * kBr * sizeof(float);
+  static_assert(kWarps % kRowTiles == 0 && kDqCols % 8 == 0, "the dQ shares cover [Br][D] exactly");
+  static_assert(2 * kBr <= kThreads, "one thread per entry of LSE_i and of delta_i");
+  static_assert(D % 64 == 0 && kBc % 64 == 0, "rows of 8 chunks or more: the swizzle uses all of r % 8");
 };
-
-// ---- Swizzled [rows][kCols] tiles of 16-bit elements ----------------------------------------------
-
-// Element offset of (r, c): chunk c / 8 of row r is stored at chunk (c / 8) ^ (r % 8).
-template <int kCols>
-__device__ __forceinline__ int swizzled(int r, int c) {
-  return r * kCols + ((c / 8) ^ (r % 8)) * 8 + c % 8;
-}
-
-// Rows [first, first + rows) of a sequence's [n, D] matrix into a swizzled [rows][D] tile by cp.async,
-// 16 bytes per copy; rows past n read nothing and are zero-filled. The caller commits the group.
-template <class T, int D, int kThreads>
-__device__ __forceinline__ void copy_tile_swizzled(T* dst /* [rows][D] */, const T* src /* [n, D] */, int64_t first,
-                                                   int rows, int64_t n) {
-  constexpr int kChunks = D / 8;  // 16-byte chunks per row
-  for (int e = threadIdx.x; e < rows * kChunks; e += kThreads) {
-    const int r = e / kChunks, c = e % kChunks * 8;
-    const bool in_range = first + r < n;
-    cp_async_cg_16_zfill(dst + swizzled<D>(r, c), in_range ? src + (first + r) * D + c : src, in_range ? 16 : 0);
-  }
-}
-
-// Where a lane's ldmatrix row lies in a swizzled [rows][kCols] tile, as byte offsets worked out once,
-// before the tile loop. For the s-th 16-column step the lane points at chunk 2s + half of its row;
-// since (2s + half) ^ (row % 8) = 8·(s / 4) + ((2·(s % 4)) ^ y) with y = half ^ (row % 8), four offsets
-// serve every step, and at(s) adds the 128·(s / 4) bytes as a constant. The fragment's first row, a
-// multiple of 8 that the swizzle ignores, is added by the caller as bytes.
-template <int kCols>
-struct LaneRow {
-  uint32_t off[4];
-  __device__ __forceinline__ LaneRow(int row, int half) {
-    const int y = half ^ (row % 8);
-#pragma unroll
-    for (int m = 0; m < 4; ++m) off[m] = uint32_t(row * kCols * 2 + 16 * ((2 * m) ^ y));
-  }
-  __device__ __forceinline__ uint32_t at(int s) const { return off[s % 4] + 128 * (s / 4); }
-};
-
-// The three ways a warp reads a tile with ldmatrix.x4 (lanes 8i .. 8i + 7 give the rows of 8×8 tile i,
-// which lands in register i; common/device/sm80.cuh):
-//   a_lane: the A fragment of 16 rows × 16 columns — lanes 0–15 point at the rows' left 8 columns,
-//     lanes 16–31 at their right 8: a[0..3] in the A order.
-//   b_rows_lane: B fragments of X Yᵀ from 16 rows of Y ([n][k]) — b[0], b[1] of 8-column tile n0
-//     (lanes 0–7 / 8–15: rows n0 .. n0 + 7 at k0 / k0 + 8), b[2], b[3] of tile n0 + 8 (lanes 16–31).
-//     A row of Y is a column of B: no transpose.
-//   b_cols_lane: B fragments of X Y from 16 rows of Y ([k][n]), with .trans: B wants k down a column —
-//     b[0], b[1] of 8-column tile n0 (lanes 0–7 / 8–15: rows k0 .. k0 + 7 / k0 + 8 .. k0 + 15 at n0),
-//     b[2], b[3] of tile n0 + 8 (lanes 16–31, at n0 + 8).
-template <int kCols>
-__device__ __forceinline__ LaneRow<kCols> a_lane() {
-  const int lane = threadIdx.x % 32;
-  return LaneRow<kCols>(lane % 16, lane / 16);
-}
-template <int kCols>
-__device__ __forceinline__ LaneRow<kCols> b_rows_lane() {
-  const int lane = threadIdx.x % 32;
-  return LaneRow<kCols>(lane % 8 + lane / 16 * 8, lane / 8 % 2);
-}
-template <int kCols>
-__device__ __forceinline__ LaneRow<kCols> b_cols_lane() {
-  const int lane = threadIdx.x % 32;
-  return LaneRow<kCols>(lane % 8 + lane / 8 % 2 * 8, lane / 16);
-}
 
 // attn::lds_b_col_of_lane on a swizzled tile: lane 4·g + t brings column n (its own) of rows
 // k0 + 2t, 2t + 1, 2t + 8, 2t + 9 (k0 a multiple of 16) as the B fragment of whichever 8-column tile
-// v3::DqWideRed deals it to. Rows k0 + 2t and k0 + 2t + 8 have r % 8 = 2t, the other two 2t + 1, so
+// DqWideRed deals it to. Rows k0 + 2t and k0 + 2t + 8 have r % 8 = 2t, the other two 2t + 1, so
 // the swizzled chunk of n is x = (n / 8) ^ 2t or x ^ 1: two offsets per column whatever k0 is.
 template <int kCols, class T>
 __device__ __forceinline__ void lds_b_col_of_lane_swizzled(uint32_t& b0, uint32_t& b1, const T* tile, int k0, int n) {
@@ -152,38 +89,6 @@ __device__ __forceinline__ void lds_b_col_of_lane_swizzled(uint32_t& b0, uint32_
   b1 = pack2_bits(p[8 * kCols + x * 8], p[9 * kCols + (x ^ 1) * 8]);
 }
 
-// C tiles n and n + 1 of one A fragment times the two B fragments an x4 ldmatrix fetched (b[0], b[1]
-// and b[2], b[3]).
-template <class T>
-__device__ __forceinline__ void mma_two_tiles(float (&c0)[4], float (&c1)[4], const uint32_t (&a)[4],
-                                              const uint32_t (&b)[4]) {
-  mma_m16n8k16<T>(c0, a, b[0], b[1]);
-  mma_m16n8k16<T>(c1, a, b[2], b[3]);
-}
-
-// v2::two_products read by ldmatrix: X = A1 B1ᵀ and Y = A2 B2ᵀ for one warp, 16 A rows of sA1, sA2
-// against the kN rows of sB1, sB2 (swizzled [rows][D] tiles; shared addresses, the A ones at the
-// warp's first row), as C fragments [8-column tile][4]. Called as Sᵀ = K_j Q_iᵀ, dPᵀ = V_j dO_iᵀ.
-template <class T, int D, int kN>
-__device__ __forceinline__ void two_products(float (&x)[kN / 8][4], float (&y)[kN / 8][4], uint32_t sA1, uint32_t sA2,
-                                             uint32_t sB1, uint32_t sB2, const LaneRow<D>& a_off,
-                                             const LaneRow<D>& b_off) {
-#pragma unroll
-  for (int kk = 0; kk < D / 16; ++kk) {
-    uint32_t a1[4], a2[4];  // the 16 rows of sA1, sA2 as A fragments of this 16-wide step over D
-    ldmatrix_x4(a1, sA1 + a_off.at(kk));
-    ldmatrix_x4(a2, sA2 + a_off.at(kk));
-#pragma unroll
-    for (int m = 0; m < kN / 16; ++m) {
-      uint32_t b[4];  // B fragments of 8-column tiles 2m, 2m + 1
-      ldmatrix_x4(b, sB1 + m * 16 * D * 2 + b_off.at(kk));
-      mma_two_tiles<T>(x[2 * m], x[2 * m + 1], a1, b);
-      ldmatrix_x4(b, sB2 + m * 16 * D * 2 + b_off.at(kk));
-      mma_two_tiles<T>(y[2 * m], y[2 * m + 1], a2, b);
-    }
-  }
-}
-
 // grid: B·KVH·ceil(Nk/Bc) blocks of Config<D>::kThreads. Block x owns key block x % ceil(Nk/Bc) of K/V
 // head x / ceil(Nk/Bc), warp w its keys 16w .. 16w + 15, and streams the query tiles of each query head
 // of the K/V head's group past it; writes dK_j and dV_j, summed over the group, and adds its share of
@@ -191,7 +96,7 @@ __device__ __forceinline__ void two_products(float (&x)[kN / 8][4], float (&y)[k
 template <class T, int D, bool kVarlen>
 __global__ void __launch_bounds__(Config<D>::kThreads) flash_bwd_v5_dkv_kernel(const Args<T> a) {
   using C = Config<D>;
-  using DqAdd = v3::DqWideRed;
+  using DqAdd = DqWideRed;
   constexpr int kBr = C::kBr, kBc = C::kBc;
   constexpr int kQT = kBr / 8, kDT = D / 8;  // 8-query tiles of Sᵀ, dPᵀ; 8-column tiles of dK_j, dV_j
   extern __shared__ __align__(128) unsigned char smem[];
@@ -223,7 +128,7 @@ __global__ void __launch_bounds__(Config<D>::kThreads) flash_bwd_v5_dkv_kernel(c
   float rdK[kDT][4] = {}, rdV[kDT][4] = {};
   const int64_t offset = kb.offset;
   const int keys = int(min(kb.nk - k0, int64_t(kBc)));
-  const v2::QueryTileRuns runs = v2::query_tile_runs<kBr, kBc>(kb, a.causal);  // v2's causal stage splitting
+  const QueryTileRuns runs = query_tile_runs<kBr, kBc>(kb, a.causal);
   const uint32_t aK = smem_address(sK), aV = smem_address(sV), adS = smem_address(sdS);  // for ldmatrix
   const LaneRow<D> a_off = a_lane<D>(), b_rows_off = b_rows_lane<D>(), b_cols_off = b_cols_lane<D>();
   const LaneRow<kBc> ds_off = a_lane<kBc>();
@@ -300,7 +205,7 @@ __global__ void __launch_bounds__(Config<D>::kThreads) flash_bwd_v5_dkv_kernel(c
     }
   };
 
-  // v4's walk: the runs of query tiles key block j meets (v2::query_tile_runs), head after head of the
+  // v4's walk: the runs of query tiles key block j meets (query_tile_runs), head after head of the
   // group, the stages alternating over the whole walk; the first tile and K_j, V_j in the prologue. A
   // block that meets no tile (v4's walk says when) writes its rows' zeros and is done.
   if (kVarlen && runs.count == 0) {

@@ -1,42 +1,17 @@
 // flashstages · stage 05 · v6 — v5 with the dQ product's K operand read by ldmatrix.trans too, its
 // columns regrouped for the wide reduction by one register exchange between neighbouring lanes.
 //
-// What changes from v5, all in dQ_i += dS K_j (the fifth product, the only one v5 still fed by 16-bit
-// shared-memory loads):
-//   - the B operand, K_j's rows kk·16 .. kk·16 + 15 at the warp's dQ columns, comes by
-//     ldmatrix.x4.trans (b_cols_lane), as dV's dO_i and dK's Q_i already do: two 8-column tiles per
-//     instruction, the natural column order (lane g of an 8×8 tile brings column g);
-//   - the natural order leaves thread t with columns 2t, 2t + 1 of each 8-column tile, so a row's four
-//     neighbours for red.global.add.v4.f32 are no longer in one thread (v3 dealt the columns of the
-//     gather so that they were). Of 16 columns 16p .. 16p + 15 (tiles 2p and 2p + 1), threads t and
-//     t ^ 1 hold 4⌊t/2⌋ + (0 1 | 2 3) of tile 2p and of tile 2p + 1; each sends the pair the other one
-//     needs (__shfl_xor_sync by 1, two floats) and keeps its own:
-//       even t = 2u:  its tile-2p pair + the odd lane's tile-2p pair  → columns 16p + 4u .. 16p + 4u + 3
-//       odd  t = 2u+1: the even lane's tile-2p+1 pair + its own pair  → columns 16p + 8 + 4u .. + 3
-//     the same reductions as v3 to v5 (one 16-byte red per thread per 16 columns per row), in a
-//     different thread-to-column map (DqPairedRed, below).
-// Why it should be faster: ncu on v5 (H100, fp16, D = 128, N = 8192, non-causal; --set full): of its
-// 4.08·10⁹ instructions 537·10⁶ are LDS.U16 and 323·10⁶ PRMT, nearly all of them the dQ gather
-// (4 loads and 2 packs per B fragment, 64 fragments per warp per query tile), against 671·10⁶ HMMA;
-// the warps' first stall reason is the short scoreboard (33% of samples: waiting on shared-memory
-// loads), with 2 warps per scheduler (255 registers, 2 blocks of 4 warps per SM) to hide it. Per
-// thread and query tile the gather is 128 loads + 64 packs + their addresses; ldmatrix.trans brings the
-// same fragments in 16 instructions, and the exchange costs 4 shuffles per 16 columns of a row pair.
-// Grouped-query attention: v4's walk over the group's query heads (v5 has it too), unchanged.
-// One reduction per 16 columns, its four values chosen by the lane's parity: written first as two
-// calls, one per branch, it cost v8 7% (262 against 282 TFLOPS at D = 128, in runs whose SDPA flash
-// agreed within 0.3%); v6's and v7's rows below were measured with that first form.
-// Result (H100, fp16, N = 8192; stage05.json): no faster. <!-- value: [stage05/v6/fp16/D:128/N:8192/causal:0] / [stage05/v5/fp16/D:128/N:8192/causal:0] | .2f -->0.99<!-- /value -->× v5 at D = 128 (<!-- value: [stage05/v6/fp16/D:128/N:8192/causal:1] / [stage05/v5/fp16/D:128/N:8192/causal:1] | .2f -->0.95<!-- /value -->× causal),
-//   <!-- value: [stage05/v6/fp16/D:64/N:8192/causal:0] / [stage05/v5/fp16/D:64/N:8192/causal:0] | .2f -->0.92<!-- /value -->× at D = 64 (<!-- value: [stage05/v6/fp16/D:64/N:8192/causal:1] / [stage05/v5/fp16/D:64/N:8192/causal:1] | .2f -->0.93<!-- /value -->× causal). The instructions did fall: in the profile of v7, which has
-//   v6's dQ, the LDS.U16 and nearly all the PRMT are gone and the kernel issues 2.83·10⁹ instructions
-//   against v5's 4.08·10⁹ (results/nvidia-h100-80gb-hbm3/logs/ncu_stage05_v5_v7_v8_2026-11-23c.txt).
-//   Issue slots were not what v5 waited for: its shared memory served 0.72 wavefronts per SM per cycle
-//   (of one): 63% of them ldmatrix (4 wavefronts each), 24% the gather (one per 16-bit load). The
-//   gather's 16-bit loads became ldmatrix, 2.22·10⁹ wavefronts became 1.95·10⁹ (v7's count), and the
-//   short-scoreboard stalls that waited on the gather now wait on ldmatrix (37% of samples, at the
-//   HMMAs they feed: 0.65 ldmatrix per HMMA). v6 is kept as the measured lesson — fewer
-//   instructions, nearly the same bytes through the same pipe — and because v7 builds on it; what
-//   the ratio of ldmatrix to HMMA needs is in the README ("Results").
+// What changes from v5, all in dQ_i += dS K_j, the only product v5 still fed by 16-bit shared-memory
+// loads: its B operand, K_j's rows kk·16 .. kk·16 + 15 at the warp's dQ columns, comes by
+// ldmatrix.x4.trans (b_cols_lane), as dV's dO_i and dK's Q_i already do — two 8-column tiles per
+// instruction, in the natural column order. That order leaves a row's four neighbours in two threads,
+// so DqAdd is dq_reduce.cuh's DqPairedRed: neighbouring lanes swap a pair of floats by __shfl_xor_sync,
+// then issue the same 16-byte reductions as v3 to v5, in a different thread-to-column map.
+// Why it should be faster: v5's dQ gather is 4 16-bit loads and 2 packs per B fragment, 64 fragments
+// per warp per query tile — most of its LDS.U16 and PRMT instructions; ldmatrix.trans brings the same
+// fragments in 16 instructions, and the exchange costs 4 shuffles per 16 columns of a row pair.
+// Measured no faster (NOTES.md): the instructions fell, the bytes through the shared-memory pipe,
+// which v5 waits on, barely did. Kept as that lesson, and because v7 builds on it.
 //
 // Run: build/h100/stages/05_flash_bwd/stage05_flash_bwd --dtype fp16 --seq 8192 --dim 128 [--causal] --version v6
 #pragma once
@@ -46,14 +21,17 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "args.cuh"
 #include "common/device/attention.cuh"
 #include "common/device/sm80.cuh"
 #include "common/lib/numeric.h"
-#include "v2_mma.cuh"
-#include "v3_wide_red.cuh"
-#include "v4_cp_async.cuh"
-#include "v5_ldmatrix_swizzle.cuh"
+#include "stages/05_flash_bwd/args.cuh"
+#include "stages/05_flash_bwd/dq_reduce.cuh"
+#include "stages/05_flash_bwd/epilogue.cuh"
+#include "stages/05_flash_bwd/fragments.cuh"
+#include "stages/05_flash_bwd/products.cuh"
+#include "stages/05_flash_bwd/query_tiles.cuh"
+#include "stages/05_flash_bwd/softmax.cuh"
+#include "stages/05_flash_bwd/tiles.cuh"
 
 namespace fs::bwd::v6 {
 
@@ -63,45 +41,24 @@ using sm80::cp_async_wait_group;
 using sm80::ldmatrix_x4;
 using sm80::ldmatrix_x4_trans;
 using sm80::smem_address;
-using v2::p_and_ds_t;
-using v4::copy_lse_delta;
-using v4::store_dk_dv;
-using v5::a_lane;
-using v5::b_cols_lane;
-using v5::b_rows_lane;
-using v5::copy_tile_swizzled;
-using v5::LaneRow;
-using v5::mma_two_tiles;
-using v5::swizzled;
-using v5::two_products;
 
 // v5's tiles and shared memory.
 template <int D>
-using Config = v5::Config<D>;
-
-// v6's DqAdd: adds row g + 8h of a warp's dQ share (C fragments of its 8-column tiles, natural column
-// order) to dq_row four neighbouring columns per reduction, after the exchange the header describes.
-// Every lane of the warp must call it (the exchange is a warp shuffle); dq_row is null for a row
-// past Nq, whose lanes exchange but add nothing. kRowExists (v10, for tiles whose rows all lie before
-// Nq) drops that test. Alignment: as v3's (a row is D floats, the share starts at a multiple of 64
-// columns, a thread's four at 16p + 8·(t % 2) + 4⌊t/2⌋).
-struct DqPairedRed {
-  template <bool kRowExists = false, int kTiles>
-  __device__ static void add(float* dq_row, const float (&rdQ)[kTiles][4], int h) {
-    static_assert(kTiles % 2 == 0, "the 8-column tiles pair up into 16 columns");
-    const int t = threadIdx.x % 4;
-    const bool odd = t % 2;
-#pragma unroll
-    for (int p = 0; p < kTiles / 2; ++p) {
-      const float* lo = &rdQ[2 * p][2 * h];      // tile 2p:     columns 16p + 2t, 2t + 1
-      const float* hi = &rdQ[2 * p + 1][2 * h];  // tile 2p + 1: columns 16p + 8 + 2t, 8 + 2t + 1
-      const float r0 = __shfl_xor_sync(0xffffffffu, odd ? lo[0] : hi[0], 1);
-      const float r1 = __shfl_xor_sync(0xffffffffu, odd ? lo[1] : hi[1], 1);
-      if (!kRowExists && dq_row == nullptr) continue;
-      float* q = dq_row + 16 * p + 8 * odd + 4 * (t / 2);
-      v3::DqWideRed::add4(q, odd ? r0 : lo[0], odd ? r1 : lo[1], odd ? hi[0] : r0, odd ? hi[1] : r1);
-    }
-  }
+struct Config {
+  static constexpr int kWarps = 4;
+  static constexpr int kThreads = kWarps * 32;
+  static constexpr int kBc = 16 * kWarps;         // 64 keys per block, resident: warp w owns keys 16w .. 16w + 15
+  static constexpr int kBr = D <= 64 ? 64 : 32;   // query rows per streamed tile: at D = 128, 64 would put
+                                                  // Sᵀ, dPᵀ at 64 registers beside dK_j, dV_j's 128
+  // The dQ share of a warp: row tile warp % kRowTiles, kDqCols columns from (warp / kRowTiles) · kDqCols.
+  static constexpr int kRowTiles = kBr / 16;
+  static constexpr int kDqCols = D / (kWarps / kRowTiles);  // 64 at both head_dims
+  // sK, sV [Bc][D] + sQ, sdO [2][Br][D] (2-byte elements) + sdS [Br][Bc] + sLse, sDelta [2][Br] (fp32).
+  static constexpr std::size_t kSmemBytes =
+      std::size_t(2 * kBc + 4 * kBr) * D * 2 + std::size_t(kBr) * kBc * 2 + 4 * kBr * sizeof(float);
+  static_assert(kWarps % kRowTiles == 0 && kDqCols % 8 == 0, "the dQ shares cover [Br][D] exactly");
+  static_assert(2 * kBr <= kThreads, "one thread per entry of LSE_i and of delta_i");
+  static_assert(D % 64 == 0 && kBc % 64 == 0, "rows of 8 chunks or more: the swizzle uses all of r % 8");
 };
 
 // grid: B·KVH·ceil(Nk/Bc) blocks of Config<D>::kThreads. Block x owns key block x % ceil(Nk/Bc)
@@ -144,7 +101,7 @@ __global__ void __launch_bounds__(Config<D>::kThreads) flash_bwd_v6_dkv_kernel(c
   float rdK[kDT][4] = {}, rdV[kDT][4] = {};
   const int64_t offset = kb.offset;
   const int keys = int(min(kb.nk - k0, int64_t(kBc)));
-  const v2::QueryTileRuns runs = v2::query_tile_runs<kBr, kBc>(kb, a.causal);  // v2's causal stage splitting
+  const QueryTileRuns runs = query_tile_runs<kBr, kBc>(kb, a.causal);
   const uint32_t aK = smem_address(sK), aV = smem_address(sV), adS = smem_address(sdS);  // for ldmatrix
   const LaneRow<D> a_off = a_lane<D>(), b_rows_off = b_rows_lane<D>(), b_cols_off = b_cols_lane<D>();
   const LaneRow<kBc> ds_off = a_lane<kBc>();
@@ -224,7 +181,7 @@ __global__ void __launch_bounds__(Config<D>::kThreads) flash_bwd_v6_dkv_kernel(c
     }
   };
 
-  // v4's walk: the runs of query tiles key block j meets (v2::query_tile_runs), head after head of the
+  // v4's walk: the runs of query tiles key block j meets (query_tile_runs), head after head of the
   // group, the stages alternating over the whole walk; the first tile and K_j, V_j in the prologue. A
   // block that meets no tile (v4's walk says when) writes its rows' zeros and is done.
   if (kVarlen && runs.count == 0) {

@@ -2,33 +2,16 @@
 // block instead of 64 and 4.
 //
 // What changes from v6: the tile configuration (Config, below) and what follows from it, nothing in
-// the loop's steps:
-//   - Bc = 128: warp w still owns keys 16w .. 16w + 15 (its dK_j, dV_j fragments and its rows of Sᵀ,
-//     dPᵀ, as many registers per thread as in v6), and 8 warps cover the block's 128 keys; Br is v6's
-//     (64 query rows per streamed tile at D = 64, 32 at D = 128);
-//   - the dQ share of a warp is 16 query rows × 32 columns (v6: × 64), so the first column c0 of a share
-//     is a multiple of 32, which the swizzle's XOR does reach: the lane's two ldmatrix.trans offsets into
-//     K_j for the share's 16-column steps are worked out once, with c0 in them (dq_b_off, below);
-//   - one block of 256 threads per SM (255 registers per thread) where v6 ran two of 128.
-// Why it should be faster: every key block adds its share of dQ_i for every query tile it meets, so the
-// reductions into the fp32 workspace scale with the number of key blocks, Nk / Bc: at D = 128,
-// N = 8192 (B = 2, H = 16) v6 issues (8192 / 64) · 8192 · 128 · 4 bytes = 512 MiB per head, 16 GiB in
-// all, into L2 — about 1.3 TB/s over v5's 12.9 ms. Bc = 128 halves those bytes, halves the fills of
-// Q_i, dO_i, LSE_i and delta_i into shared memory per key (each tile now serves 128 keys), and halves
-// the number of block barriers per key. The price: the two barriers per query tile now hold 8 warps
-// where v6's hold 4 of the SM's 8, with no second block to issue while they wait.
-// Grouped-query attention: v4's walk over the group's query heads (v5 has it too), unchanged.
-// Shared memory: sK, sV [128][D] + sQ, sdO [2][Br][D] + sdS [Br][128] + LSE_i, delta_i: 80.5 KiB at
-// D = 64, 104.5 KiB at D = 128.
-// Result (H100, fp16, N = 8192; stage05.json): <!-- value: [stage05/v7/fp16/D:128/N:8192/causal:0] | .0f -->204<!-- /value --> TFLOPS at D = 128, <!-- value: [stage05/v7/fp16/D:128/N:8192/causal:0] / [stage05/v6/fp16/D:128/N:8192/causal:0] | .2f -->0.99<!-- /value -->× v6, <!-- value: [stage05/v7/fp16/D:128/N:8192/causal:0] / [stage05/v5/fp16/D:128/N:8192/causal:0] | .2f -->0.97<!-- /value -->× v5,
-//   <!-- value: [stage05/v7/fp16/D:128/N:8192/causal:0] / [sdpa_flash_bwd/fp16/D:128/N:8192/causal:0] | .2f -->0.69<!-- /value -->× SDPA flash (FA2); causal <!-- value: [stage05/v7/fp16/D:128/N:8192/causal:1] / [stage05/v6/fp16/D:128/N:8192/causal:1] | .2f -->0.99<!-- /value -->× v6; at D = 64 <!-- value: [stage05/v7/fp16/D:64/N:8192/causal:0] / [stage05/v6/fp16/D:64/N:8192/causal:0] | .2f -->1.06<!-- /value -->× v6, <!-- value: [stage05/v7/fp16/D:64/N:8192/causal:0] / [sdpa_flash_bwd/fp16/D:64/N:8192/causal:0] | .2f -->0.76<!-- /value -->× FA2.
-//   At D = 128 no gain, at D = 64 a small one — far less than the halved reductions promised. Before
-//   the walk over a group's query heads (same day, an earlier call) v7 ran at 221 TFLOPS at D = 128,
-//   1.05× v6; the walk's bookkeeping pushed it to 255 registers with 4 bytes of spill at D = 128 (v6,
-//   v5: no spill), which took that gain back (with v6's later one-reduction form ptxas gives it 249
-//   registers and no spill; not measured on the GPU since). Either way shared memory stays the limit (ncu, the log
-//   v6's header names, taken before the walk: 0.65 wavefronts per SM per cycle, 90% of them ldmatrix,
-//   0.65 ldmatrix per HMMA, short scoreboard 37% of the stall samples) — v8's warp tiles address it.
+// the loop's steps. Bc = 128: warp w still owns keys 16w .. 16w + 15, and 8 warps cover the block's
+// keys; Br is v6's. The dQ share of a warp is 16 query rows × 32 columns (v6: × 64), so its first
+// column c0 is a multiple of 32, which the swizzle's XOR does reach: the lane's two ldmatrix.trans
+// offsets into K_j are worked out once, with c0 in them (dq_b_off). One block of 256 threads per SM
+// where v6 ran two of 128.
+// Why it should be faster: every key block adds its share of dQ_i for every query tile it meets, so
+// the reductions into the fp32 workspace scale with Nk / Bc; Bc = 128 halves them, halves the fills of
+// Q_i, dO_i, LSE_i and delta_i per key, and halves the block barriers per key. The price: the two
+// barriers per query tile now hold 8 warps, with no second block to issue while they wait. Measured:
+// little or no gain (NOTES.md); shared memory stays the limit, which v8's warp tiles address.
 //
 // Run: build/h100/stages/05_flash_bwd/stage05_flash_bwd --dtype fp16 --seq 8192 --dim 128 [--causal] --version v7
 #pragma once
@@ -38,14 +21,21 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "args.cuh"
 #include "common/device/attention.cuh"
 #include "common/device/sm80.cuh"
 #include "common/lib/numeric.h"
-#include "v2_mma.cuh"
-#include "v4_cp_async.cuh"
-#include "v5_ldmatrix_swizzle.cuh"
-#include "v6_dq_ldmatrix.cuh"
+#include "stages/05_flash_bwd/args.cuh"
+#include "stages/05_flash_bwd/dq_reduce.cuh"
+#include "stages/05_flash_bwd/epilogue.cuh"
+#include "stages/05_flash_bwd/fragments.cuh"
+#include "stages/05_flash_bwd/products.cuh"
+#include "stages/05_flash_bwd/query_tiles.cuh"
+#include "stages/05_flash_bwd/softmax.cuh"
+#include "stages/05_flash_bwd/tiles.cuh"
+
+// Shared memory: sK, sV [128][D] + sQ, sdO [2][Br][D] + sdS [Br][128] + LSE_i, delta_i: 80.5 KiB at
+// D = 64, 104.5 KiB at D = 128. Grouped-query attention: v4's walk over the group's query heads,
+// unchanged.
 
 namespace fs::bwd::v7 {
 
@@ -55,25 +45,13 @@ using sm80::cp_async_wait_group;
 using sm80::ldmatrix_x4;
 using sm80::ldmatrix_x4_trans;
 using sm80::smem_address;
-using v2::p_and_ds_t;
-using v4::copy_lse_delta;
-using v4::store_dk_dv;
-using v5::a_lane;
-using v5::b_cols_lane;
-using v5::b_rows_lane;
-using v5::copy_tile_swizzled;
-using v5::LaneRow;
-using v5::mma_two_tiles;
-using v5::swizzled;
-using v5::two_products;
-using v6::DqPairedRed;
 
 template <int D>
 struct Config {
   static constexpr int kWarps = 8;
   static constexpr int kThreads = kWarps * 32;
   static constexpr int kBc = 16 * kWarps;             // 128 keys per block, resident: warp w owns keys 16w .. 16w + 15
-  static constexpr int kBr = v2::Config<D>::kBr;      // query rows per streamed tile, as v2 to v6
+  static constexpr int kBr = D <= 64 ? 64 : 32;       // query rows per streamed tile, as v2 to v6
   static constexpr int kRowTiles = kBr / 16;          // the dQ share of a warp: row tile warp % kRowTiles,
   static constexpr int kDqCols = D / (kWarps / kRowTiles);  // kDqCols columns from (warp / kRowTiles) · kDqCols
   // sK, sV [Bc][D] + sQ, sdO [2][Br][D] (2-byte elements) + sdS [Br][Bc] + sLse, sDelta [2][Br] (fp32).
@@ -135,7 +113,7 @@ __global__ void __launch_bounds__(Config<D>::kThreads) flash_bwd_v7_dkv_kernel(c
   float rdK[kDT][4] = {}, rdV[kDT][4] = {};
   const int64_t offset = kb.offset;
   const int keys = int(min(kb.nk - k0, int64_t(kBc)));
-  const v2::QueryTileRuns runs = v2::query_tile_runs<kBr, kBc>(kb, a.causal);  // v2's causal stage splitting
+  const QueryTileRuns runs = query_tile_runs<kBr, kBc>(kb, a.causal);
   const uint32_t aK = smem_address(sK), aV = smem_address(sV), adS = smem_address(sdS);  // for ldmatrix
   const LaneRow<D> a_off = a_lane<D>(), b_rows_off = b_rows_lane<D>(), b_cols_off = b_cols_lane<D>();
   const LaneRow<kBc> ds_off = a_lane<kBc>();
@@ -215,7 +193,7 @@ __global__ void __launch_bounds__(Config<D>::kThreads) flash_bwd_v7_dkv_kernel(c
     }
   };
 
-  // v4's walk: the runs of query tiles key block j meets (v2::query_tile_runs), head after head of the
+  // v4's walk: the runs of query tiles key block j meets (query_tile_runs), head after head of the
   // group, the stages alternating over the whole walk; the first tile and K_j, V_j in the prologue. A
   // block that meets no tile (v4's walk says when) writes its rows' zeros and is done.
   if (kVarlen && runs.count == 0) {

@@ -1,38 +1,17 @@
 // flashstages · stage 05 · v8 — v7's block (128 resident keys, 8 warps) with FlashAttention-2's warp
 // tiles: squarer tiles per warp, P and dS passed through shared memory.
 //
-// What changes from v7, which gives every warp 16 keys and every product's whole other side:
-//   - the streamed query tile is Br = 64 rows at both head_dims (v7: 64 at D = 64, 32 at D = 128);
-//   - S = Q_i K_jᵀ and dP = dO_i V_jᵀ ([Br][Bc], queries as rows — not transposed any more): the 8 warps
-//     as 2 × 4, warp (mq, nk) computing queries 32·mq .. + 31 × keys 32·nk .. + 31;
-//   - P and dS (rounded to T, as v7's products round them) go to shared memory, sP and sdS [Br][Bc],
-//     swizzled, because the warps that need a key's column of them are not the warps that computed it;
-//   - dV_j += Pᵀ dO_i and dK_j += dSᵀ Q_i: warp (nk, c) owns keys 32·nk .. + 31 × columns c·D/2 ..
-//     + D/2 − 1 of dK_j and dV_j, its A operands Pᵀ, dSᵀ read back by ldmatrix.trans;
-//   - dQ_i += dS K_j: warp (mq, c) computes queries 32·mq .. + 31 × columns c·D/4 .. + D/4 − 1, added by
-//     v6's exchange and red.global.add.v4.f32.
-// Why it should be faster: v5 to v7 are bound by the shared-memory pipe (ncu: 0.65–0.72 wavefronts per
-// SM per cycle, 90% of them ldmatrix; results/nvidia-h100-80gb-hbm3/logs/ncu_stage05_v5_v7_v8_2026-11-23c.txt).
-// A warp that owns 16 keys × the whole other side reuses each fragment it loads few times: v7 loads 3
-// ldmatrix.x4 per 4 mma for Sᵀ, dPᵀ and dQ and 1 per 2 for dK, dV — 0.65 per mma on the whole. Here a
-// warp's 32 × 32 tile of S takes 2 A + 2 B fragments per 8 mma (1 per 2), a 32 × 64 tile of dV 2 A + 4 B
-// per 16 (3 per 8), dQ's 32 × 32 2 + 2 per 8: 0.45 ldmatrix per mma, plus the 32-bit stores of P and
-// dS (one wavefront per warp instruction) — about a third fewer shared-memory wavefronts per mma.
-// Registers: dK_j, dV_j keep D/2 + D/2 fp32 per thread (128 at D = 128, as v7), S and dP 32 + 32 (v7:
-// 16 + 16 at D = 128). ptxas -v (CUDA 13.0, sm_90, dense build): 244 registers at D = 64, no spills; 255 at
-// D = 128 with 52 bytes of spill stores (48 before the variable-length layouts, 44 before v6's
-// one-reduction form; moving the lane offsets of dV, dK and dQ into the tile loop made it 52 then too).
-// Shared memory: sK, sV [128][D] + sQ, sdO [2][64][D] + sP, sdS [64][128] + LSE_i, delta_i: 97 KiB at
-// D = 64, 161 KiB at D = 128; one block of 256 threads per SM, as v7.
-// Grouped-query attention: v4's walk over the group's query heads, unchanged.
-// Result (H100, fp16, N = 8192; stage05.json, its SDPA rows from a later run, 2026-11-24): <!-- value: [stage05/v8/fp16/D:128/N:8192/causal:0] | .0f -->282<!-- /value --> TFLOPS at D = 128, <!-- value: [stage05/v8/fp16/D:128/N:8192/causal:0] / [stage05/v7/fp16/D:128/N:8192/causal:0] | .2f -->1.38<!-- /value -->× v7,
-//   <!-- value: [stage05/v8/fp16/D:128/N:8192/causal:0] / [sdpa_flash_bwd/fp16/D:128/N:8192/causal:0] | .2f -->0.96<!-- /value -->× SDPA flash (FA2); causal <!-- value: [stage05/v8/fp16/D:128/N:8192/causal:1] / [sdpa_flash_bwd/fp16/D:128/N:8192/causal:1] | .2f -->0.97<!-- /value -->× FA2; at D = 64 <!-- value: [stage05/v8/fp16/D:64/N:8192/causal:0] / [stage05/v7/fp16/D:64/N:8192/causal:0] | .2f -->1.17<!-- /value -->× v7, <!-- value: [stage05/v8/fp16/D:64/N:8192/causal:0] / [sdpa_flash_bwd/fp16/D:64/N:8192/causal:0] | .2f -->0.88<!-- /value -->× FA2.
-//   Measured with v6's DqPairedRed in its one-reduction form: with a reduction in each branch of the
-//   lane parity (the first form) v8 ran at 262 TFLOPS at D = 128 (SDPA flash 295 in that run, 294 in
-//   this one). ncu (results/nvidia-h100-80gb-hbm3/logs/ncu_stage05_v5_v7_v8_2026-11-23c.txt, the first
-//   form): 0.55 shared-memory
-//   wavefronts per SM per cycle (v7: 0.65); the first stall reason is now the wait between dependent
-//   mma (30%), the short scoreboard second (22%).
+// What changes from v7, which gives every warp 16 keys and every product's whole other side: the
+// streamed query tile is Br = 64 rows at both head_dims; S = Q_i K_jᵀ and dP = dO_i V_jᵀ (queries as
+// rows, not transposed any more) are 2 × 4 warp tiles of 32 × 32 (products.cuh: product; softmax.cuh:
+// p_and_ds); P and dS, rounded to T, go to swizzled shared tiles sP, sdS (tiles.cuh: store_tile),
+// because the warps that need a key's column of them are not the warps that computed it; dV_j, dK_j are
+// 4 × 2 warp tiles of 32 keys × D/2, their A operands Pᵀ, dSᵀ read back by ldmatrix.trans; dQ_i 2 × 4
+// warp tiles of 32 queries × D/4, added by v6's exchange (DqPairedRed).
+// Why it is faster: v5 to v7 are bound by the shared-memory pipe, most of it ldmatrix. A warp that owns
+// 16 keys × the whole other side reuses each fragment it loads few times — 0.65 ldmatrix per mma in
+// v7; these warp tiles take 0.45, plus the 32-bit stores of P and dS: about a third fewer
+// shared-memory wavefronts per mma. (Numbers: the README's table; the profile: NOTES.md.)
 //
 // Run: build/h100/stages/05_flash_bwd/stage05_flash_bwd --dtype fp16 --seq 8192 --dim 128 [--causal] --version v8
 #pragma once
@@ -42,32 +21,33 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "args.cuh"
 #include "common/device/attention.cuh"
 #include "common/device/sm80.cuh"
 #include "common/lib/numeric.h"
-#include "v2_mma.cuh"
-#include "v4_cp_async.cuh"
-#include "v5_ldmatrix_swizzle.cuh"
-#include "v6_dq_ldmatrix.cuh"
+#include "stages/05_flash_bwd/args.cuh"
+#include "stages/05_flash_bwd/dq_reduce.cuh"
+#include "stages/05_flash_bwd/epilogue.cuh"
+#include "stages/05_flash_bwd/fragments.cuh"
+#include "stages/05_flash_bwd/products.cuh"
+#include "stages/05_flash_bwd/query_tiles.cuh"
+#include "stages/05_flash_bwd/softmax.cuh"
+#include "stages/05_flash_bwd/tiles.cuh"
+
+// The ldmatrix count, per mma: v7 loads 3 ldmatrix.x4 per 4 mma for Sᵀ, dPᵀ and dQ and 1 per 2 for dK,
+// dV. Here a warp's 32 × 32 tile of S takes 2 A + 2 B fragments per 8 mma (1 per 2), a 32 × 64 tile of
+// dV 2 A + 4 B per 16 (3 per 8), dQ's 32 × 32 2 + 2 per 8: 0.45 ldmatrix per mma.
+// Registers: dK_j, dV_j keep D/2 + D/2 fp32 per thread (128 at D = 128, as v7), S and dP 32 + 32 (v7:
+// 16 + 16 at D = 128). Shared memory: sK, sV [128][D] + sQ, sdO [2][64][D] + sP, sdS [64][128] +
+// LSE_i, delta_i: 97 KiB at D = 64, 161 KiB at D = 128; one block of 256 threads per SM, as v7.
+// Grouped-query attention: v4's walk over the group's query heads, unchanged.
 
 namespace fs::bwd::v8 {
 
 using sm80::cp_async_commit_group;
 using sm80::cp_async_wait_group;
-using sm80::ex2_approx_ftz;
 using sm80::ldmatrix_x4;
 using sm80::ldmatrix_x4_trans;
-using sm80::pack2;
 using sm80::smem_address;
-using v4::copy_lse_delta;
-using v5::LaneRow;
-using v5::a_lane;
-using v5::b_rows_lane;
-using v5::copy_tile_swizzled;
-using v5::mma_two_tiles;
-using v5::swizzled;
-using v6::DqPairedRed;
 
 template <int D>
 struct Config {
@@ -82,124 +62,6 @@ struct Config {
   static_assert(kBr == 2 * 32 && kBc == 4 * 32, "S, dP: 2 × 4 warps of 32 × 32; dK, dV: 4 warps of 32 keys");
   static_assert(D % 64 == 0, "dQ: 4 warps of D/4 columns, whole pairs of 8-column tiles");
 };
-
-// Where a lane's ldmatrix rows lie in a swizzled [rows][kCols] tile for kSteps 16-column steps from
-// column c0, a multiple of 16 that need not be one of 64 (so, unlike v5's LaneRow, the XOR with row % 8
-// may reach c0's chunks): byte offsets worked out once, the fragment's first row (a multiple of 8)
-// added by the caller. (row, half) as v5's lane patterns give them.
-template <int kCols, int kSteps>
-struct LaneCols {
-  uint32_t off[kSteps];
-  __device__ __forceinline__ LaneCols(int row, int half, int c0) {
-#pragma unroll
-    for (int s = 0; s < kSteps; ++s) off[s] = uint32_t(row * kCols * 2 + 16 * ((c0 / 8 + 2 * s + half) ^ (row % 8)));
-  }
-};
-
-// The two lane patterns of .trans reads, as v5 names them, with a column origin: Pᵀ, dSᵀ as A fragments
-// (keys are sP's columns, queries its rows: b_rows_lane's rows and halves), and B fragments of X·Y with
-// k down Y's rows (b_cols_lane's).
-template <int kCols, int kSteps>
-__device__ __forceinline__ LaneCols<kCols, kSteps> a_trans_lane(int c0) {
-  const int lane = threadIdx.x % 32;
-  return LaneCols<kCols, kSteps>(lane % 8 + lane / 16 * 8, lane / 8 % 2, c0);
-}
-template <int kCols, int kSteps>
-__device__ __forceinline__ LaneCols<kCols, kSteps> b_cols_lane(int c0) {
-  const int lane = threadIdx.x % 32;
-  return LaneCols<kCols, kSteps>(lane % 8 + lane / 8 % 2 * 8, lane / 16, c0);
-}
-
-// X = A Bᵀ for one warp: rows a0 .. a0 + 16·kMT − 1 of sA against rows b0 .. b0 + 31 of sB (swizzled
-// [rows][D] tiles, shared addresses at those rows), k over D; x[m-tile][8-column tile][C fragment]. Each
-// B fragment serves the kMT m-tiles (v8: kMT = 2, v9: 4 at D = 64).
-template <class T, int D, int kMT>
-__device__ __forceinline__ void product(float (&x)[kMT][4][4], uint32_t sA, uint32_t sB, const LaneRow<D>& a_off,
-                                        const LaneRow<D>& b_off) {
-#pragma unroll
-  for (int kk = 0; kk < D / 16; ++kk) {
-    uint32_t a[kMT][4];  // the kMT 16-row tiles as A fragments of this 16-wide step
-#pragma unroll
-    for (int mt = 0; mt < kMT; ++mt) ldmatrix_x4(a[mt], sA + mt * 16 * D * 2 + a_off.at(kk));
-#pragma unroll
-    for (int np = 0; np < 2; ++np) {
-      uint32_t b[4];  // B fragments of 8-column tiles 2np, 2np + 1
-      ldmatrix_x4(b, sB + np * 16 * D * 2 + b_off.at(kk));
-#pragma unroll
-      for (int mt = 0; mt < kMT; ++mt) mma_two_tiles<T>(x[mt][2 * np], x[mt][2 * np + 1], a[mt], b);
-    }
-  }
-}
-
-// P and dS of one warp's 16·kMT queries × 32 keys, in place: rS holds S on entry and P on exit, rdP holds
-// dP on entry and dS on exit. Entry e of tile (mt, nt) is query wq + 16mt + g + 8·(e/2), key
-// wk + 8nt + 2t + e%2 (block coordinates). With kMasked, a hidden pair — key past Nk, query past Nq, or
-// key right of the query's diagonal — gets P = 0 by a select, so whatever its exponent gave (inf at
-// |scale·S| ~ 1e4) never reaches dS. (v2's p_and_ds_t, with queries as rows.)
-template <bool kMasked, int kMT>
-__device__ __forceinline__ void p_and_ds(float (&rS)[kMT][4][4], float (&rdP)[kMT][4][4], const float* sLse,
-                                         const float* sDelta, float scale_log2, int wq, int wk, int keys,
-                                         int queries, int diagonal) {
-  const int g = threadIdx.x % 32 / 4, t = threadIdx.x % 4;
-#pragma unroll
-  for (int mt = 0; mt < kMT; ++mt)
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int query = wq + 16 * mt + g + 8 * h;
-      const float lse = sLse[query], delta = sDelta[query];
-#pragma unroll
-      for (int nt = 0; nt < 4; ++nt)
-#pragma unroll
-        for (int c = 0; c < 2; ++c) {
-          const int e = 2 * h + c, key = wk + 8 * nt + 2 * t + c;
-          float p = ex2_approx_ftz(fmaf(scale_log2, rS[mt][nt][e], -lse));
-          if constexpr (kMasked)
-            if (key >= keys || query >= queries || key - query > diagonal) p = 0.0f;
-          rS[mt][nt][e] = p;
-          rdP[mt][nt][e] = p * (rdP[mt][nt][e] - delta);
-        }
-    }
-}
-
-// A warp's 16·kMT × 32 C fragments, rounded to T, into the swizzled [Br][Bc] tile at rows wq.., columns
-// wk.. (a row's two neighbours of a fragment as one 32-bit store).
-template <class T, int kBc, int kMT>
-__device__ __forceinline__ void store_tile(T* tile, const float (&x)[kMT][4][4], int wq, int wk) {
-  const int g = threadIdx.x % 32 / 4, t = threadIdx.x % 4;
-#pragma unroll
-  for (int mt = 0; mt < kMT; ++mt)
-#pragma unroll
-    for (int h = 0; h < 2; ++h)
-#pragma unroll
-      for (int nt = 0; nt < 4; ++nt)
-        *reinterpret_cast<uint32_t*>(tile + swizzled<kBc>(wq + 16 * mt + g + 8 * h, wk + 8 * nt + 2 * t)) =
-            pack2<T>(x[mt][nt][2 * h], x[mt][nt][2 * h + 1]);
-}
-
-// dK_j = scale · dSᵀ Q and dV_j, rounded to T, from a warp's C fragments: keys key0 + 16mt + g + 8h
-// (those below key_rows, attn::KeyBlock::nk_rows; key0 the warp's first, as a row of the head),
-// columns c0 + 8·dt + 2t, 2t+1.
-template <class T, int D>
-__device__ __forceinline__ void store_dk_dv(const Args<T>& a, const float (&rdK)[2][D / 16][4],
-                                            const float (&rdV)[2][D / 16][4], int64_t k_base, int64_t key0,
-                                            int64_t key_rows, int c0) {
-  const int g = threadIdx.x % 32 / 4, t = threadIdx.x % 4;
-#pragma unroll
-  for (int mt = 0; mt < 2; ++mt)
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int64_t key = key0 + 16 * mt + g + 8 * h;
-      if (key >= key_rows) continue;
-      T* dk_row = a.dk + (k_base + key) * D + c0 + 2 * t;
-      T* dv_row = a.dv + (k_base + key) * D + c0 + 2 * t;
-#pragma unroll
-      for (int dt = 0; dt < D / 16; ++dt) {
-        *reinterpret_cast<uint32_t*>(dk_row + dt * 8) =
-            pack2<T>(a.scale * rdK[mt][dt][2 * h], a.scale * rdK[mt][dt][2 * h + 1]);
-        *reinterpret_cast<uint32_t*>(dv_row + dt * 8) = pack2<T>(rdV[mt][dt][2 * h], rdV[mt][dt][2 * h + 1]);
-      }
-    }
-}
 
 // grid: B·KVH·ceil(Nk/Bc) blocks (Bc = 128) of Config<D>::kThreads. Block x owns key block
 // x % ceil(Nk/Bc) of K/V head x / ceil(Nk/Bc) and streams the query tiles of each query head of the
@@ -242,7 +104,7 @@ __global__ void __launch_bounds__(Config<D>::kThreads) flash_bwd_v8_dkv_kernel(c
   float rdK[2][D / 16][4] = {}, rdV[2][D / 16][4] = {};
   const int64_t offset = kb.offset;
   const int keys = int(min(kb.nk - k0, int64_t(kBc)));
-  const v2::QueryTileRuns runs = v2::query_tile_runs<kBr, kBc>(kb, a.causal);  // v2's causal stage splitting
+  const QueryTileRuns runs = query_tile_runs<kBr, kBc>(kb, a.causal);
   const uint32_t aK = smem_address(sK), aV = smem_address(sV), aP = smem_address(sP), adS = smem_address(sdS);
   const LaneRow<D> a_off = a_lane<D>(), b_rows_off = b_rows_lane<D>();  // S, dP
   const LaneCols<kBc, 2> pt_off = a_trans_lane<kBc, 2>(kw);               // Pᵀ, dSᵀ: the warp's keys
@@ -328,7 +190,7 @@ __global__ void __launch_bounds__(Config<D>::kThreads) flash_bwd_v8_dkv_kernel(c
       }
   };
 
-  // v4's walk: the runs of query tiles key block j meets (v2::query_tile_runs), head after head of the
+  // v4's walk: the runs of query tiles key block j meets (query_tile_runs), head after head of the
   // group, the stages alternating over the whole walk; the first tile and K_j, V_j in the prologue. A
   // block that meets no tile (v4's walk says when) writes its rows' zeros and is done.
   if (kVarlen && runs.count == 0) {

@@ -1,33 +1,17 @@
-// flashstages · stage 05 · v9 — v8 with the query tile sized per head_dim: Br = 128 at D = 64 (FlashAttention-2's
-// choice there), 64 at D = 128 as before.
+// flashstages · stage 05 · v9 — v8 with the query tile sized per head_dim: Br = 128 at D = 64
+// (FlashAttention-2's choice there), 64 at D = 128 as before.
 //
-// What changes from v8 (nothing at D = 128, where Br stays 64 and the kernel is v8's):
-//   - at D = 64 a streamed query tile is 128 rows: each of S's and dP's 2 × 4 warps computes 64 queries
-//     × 32 keys (kSMT = 4 16-row tiles where v8 has 2), dV and dK run their k loop over 128 queries, and
-//     dQ's 8 warps are laid out 4 × 2 (32 queries × 32 columns each) instead of 2 × 4 (32 × 16);
-//   - v8's warp-tile helpers (the S and dP product, P and dS, their stores) with 4 16-row tiles
-//     instead of 2.
-// Why it should be faster at D = 64: v8 reaches 0.81× FlashAttention-2 there against 0.89× at D = 128.
-// With D = 64 every product has half the depth, so each ldmatrix of K_j, V_j (S, dP) and of K_j (dQ)
-// feeds half the mma it feeds at D = 128: at Br = 64, dQ's 32 × 16 warp tiles take 3 ldmatrix per 4 mma,
-// and the fixed costs of a query tile (its barriers, the LSE/delta copy, the causal bookkeeping) are
-// spread over half the work. At Br = 128 S and dP load each B fragment once for 4 m-tiles (1 ldmatrix per
-// 2.7 mma instead of 2), dQ's 32 × 32 tiles 1 per 2, and a tile's fixed costs cover twice the work; the
-// dQ reductions per key block are unchanged (each dQ row still gets one per key block).
-// Registers at D = 64: S and dP 64 + 64 fp32 per thread (v8: 32 + 32), dK and dV 32 + 32.
-// Shared memory at D = 64: sK, sV [128][64] + sQ, sdO [2][128][64] + sP, sdS [128][128] + LSE_i,
-// delta_i: 162 KiB (v8: 97); one block per SM, as v8.
-// ptxas -v (CUDA 13.0, sm_90, dense build): 255 registers at D = 64, no spills; 255 at D = 128 with 36 bytes
-// of spill stores (12 before the variable-length layouts, whose dense build was timed against the kernel
-// before them: 0.98-1.00× its time; v8: 52 — at D = 128 both do the same work, with dQ's warps numbered
-// differently: the difference is ptxas's register allocation). The variable-length build spills 28 bytes
-// at D = 64 and 72 at D = 128.
-// Result (H100, N = 8192; stage05.json: v9 and SDPA in one run, 2026-11-24, v8 in an earlier one): at D = 64 <!-- value: [stage05/v9/fp16/D:64/N:8192/causal:0] | .0f -->259<!-- /value --> TFLOPS fp16, <!-- value: [stage05/v9/fp16/D:64/N:8192/causal:0] / [stage05/v8/fp16/D:64/N:8192/causal:0] | .2f -->1.06<!-- /value -->× v8,
-//   <!-- value: [stage05/v9/fp16/D:64/N:8192/causal:0] / [sdpa_flash_bwd/fp16/D:64/N:8192/causal:0] | .2f -->0.94<!-- /value -->× SDPA flash (FA2); causal <!-- value: [stage05/v9/fp16/D:64/N:8192/causal:1] / [sdpa_flash_bwd/fp16/D:64/N:8192/causal:1] | .2f -->1.00<!-- /value -->× FA2; bf16 <!-- value: [stage05/v9/bf16/D:64/N:8192/causal:0] / [sdpa_flash_bwd/bf16/D:64/N:8192/causal:0] | .2f -->0.94<!-- /value -->×, causal <!-- value: [stage05/v9/bf16/D:64/N:8192/causal:1] / [sdpa_flash_bwd/bf16/D:64/N:8192/causal:1] | .2f -->1.01<!-- /value -->×. At D = 128
-//   <!-- value: [stage05/v9/fp16/D:128/N:8192/causal:0] / [stage05/v8/fp16/D:128/N:8192/causal:0] | .2f -->0.99<!-- /value -->× v8, <!-- value: [stage05/v9/fp16/D:128/N:8192/causal:0] / [sdpa_flash_bwd/fp16/D:128/N:8192/causal:0] | .2f -->0.95<!-- /value -->× FA2 (causal <!-- value: [stage05/v9/fp16/D:128/N:8192/causal:1] / [sdpa_flash_bwd/fp16/D:128/N:8192/causal:1] | .2f -->0.98<!-- /value -->×).
-// The delta ablation (kDeltaInLoop below; stage05/v9_delta_in_loop in the benchmark) is this kernel with
-// delta_i recomputed by every key block from an O_i it streams: 0.75–0.93× v9's rate at N = 8192
-// (README, "Delta once, measured").
+// What changes from v8 (nothing at D = 128, where Br stays 64 and the kernel is v8's): at D = 64 a
+// streamed query tile is 128 rows; each of S's and dP's 2 × 4 warps computes 64 queries × 32 keys
+// (kSMT = 4 16-row tiles where v8 has 2), dV and dK run their k loop over 128 queries, and dQ's 8 warps
+// are laid out 4 × 2 (32 queries × 32 columns each) instead of 2 × 4 (32 × 16).
+// Why it is faster at D = 64: every product has half the depth of D = 128's, so each ldmatrix of K_j,
+// V_j and of K_j for dQ feeds half the mma, and a query tile's fixed costs (its barriers, the LSE/delta
+// copy, the causal bookkeeping) are spread over half the work. At Br = 128 S and dP load each B
+// fragment once for 4 m-tiles (1 ldmatrix per 2.7 mma instead of 2), dQ's 32 × 32 tiles 1 per 2, and a
+// tile's fixed costs cover twice the work. (Numbers: the README's table.)
+// Also here: the delta ablation (kDeltaInLoop; stage05/v9_delta_in_loop in the benchmark), this kernel
+// with delta_i recomputed by every key block from an O_i it streams (NOTES.md).
 //
 // Run: build/h100/stages/05_flash_bwd/stage05_flash_bwd --dtype fp16 --seq 8192 --dim 64 [--causal] --version v9
 #pragma once
@@ -37,15 +21,22 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "args.cuh"
 #include "common/device/attention.cuh"
 #include "common/device/sm80.cuh"
 #include "common/lib/numeric.h"
-#include "v2_mma.cuh"
-#include "v4_cp_async.cuh"
-#include "v5_ldmatrix_swizzle.cuh"
-#include "v6_dq_ldmatrix.cuh"
-#include "v8_fa2_warps.cuh"
+#include "stages/05_flash_bwd/args.cuh"
+#include "stages/05_flash_bwd/dq_reduce.cuh"
+#include "stages/05_flash_bwd/epilogue.cuh"
+#include "stages/05_flash_bwd/fragments.cuh"
+#include "stages/05_flash_bwd/products.cuh"
+#include "stages/05_flash_bwd/query_tiles.cuh"
+#include "stages/05_flash_bwd/softmax.cuh"
+#include "stages/05_flash_bwd/tiles.cuh"
+
+// Registers at D = 64: S and dP 64 + 64 fp32 per thread (v8: 32 + 32), dK and dV 32 + 32. Shared memory
+// at D = 64: sK, sV [128][64] + sQ, sdO [2][128][64] + sP, sdS [128][128] + LSE_i, delta_i: 162 KiB
+// (v8: 97); one block per SM, as v8. The dQ reductions per key block are unchanged (each dQ row still
+// gets one per key block).
 
 namespace fs::bwd::v9 {
 
@@ -54,20 +45,6 @@ using sm80::cp_async_wait_group;
 using sm80::ldmatrix_x4;
 using sm80::ldmatrix_x4_trans;
 using sm80::smem_address;
-using v4::copy_lse_delta;
-using v5::LaneRow;
-using v5::a_lane;
-using v5::b_rows_lane;
-using v5::copy_tile_swizzled;
-using v5::mma_two_tiles;
-using v6::DqPairedRed;
-using v8::a_trans_lane;
-using v8::b_cols_lane;
-using v8::LaneCols;
-using v8::p_and_ds;
-using v8::product;
-using v8::store_dk_dv;
-using v8::store_tile;
 
 template <int D>
 struct Config {
@@ -106,8 +83,8 @@ __device__ __forceinline__ void rowsum_do_o(float* sDelta, const T* sdO, const T
 #pragma unroll
   for (int k = 0; k < kChunks / kPerRow; ++k) {
     const int c = (k * kPerRow + part) * 8;  // the chunk's first column
-    const T* x = sdO + v5::swizzled<D>(r, c);
-    const T* y = sO + v5::swizzled<D>(r, c);
+    const T* x = sdO + swizzled<D>(r, c);
+    const T* y = sO + swizzled<D>(r, c);
 #pragma unroll
     for (int e = 0; e < 8; ++e) sum += to_float(x[e]) * to_float(y[e]);
   }
@@ -169,7 +146,7 @@ __global__ void __launch_bounds__(Config<D>::kThreads) flash_bwd_v9_dkv_kernel(c
   float rdK[2][D / 16][4] = {}, rdV[2][D / 16][4] = {};
   const int64_t offset = kb.offset;
   const int keys = int(min(kb.nk - k0, int64_t(kBc)));
-  const v2::QueryTileRuns runs = v2::query_tile_runs<kBr, kBc>(kb, a.causal);  // v2's causal stage splitting
+  const QueryTileRuns runs = query_tile_runs<kBr, kBc>(kb, a.causal);
   const uint32_t aK = smem_address(sK), aV = smem_address(sV), aP = smem_address(sP), adS = smem_address(sdS);
   const LaneRow<D> a_off = a_lane<D>(), b_rows_off = b_rows_lane<D>();  // S, dP
   const LaneCols<kBc, 2> pt_off = a_trans_lane<kBc, 2>(kw);               // Pᵀ, dSᵀ: the warp's keys
@@ -260,7 +237,7 @@ __global__ void __launch_bounds__(Config<D>::kThreads) flash_bwd_v9_dkv_kernel(c
       }
   };
 
-  // v4's walk: the runs of query tiles key block j meets (v2::query_tile_runs), head after head of the
+  // v4's walk: the runs of query tiles key block j meets (query_tile_runs), head after head of the
   // group, the stages alternating over the whole walk; the first tile and K_j, V_j in the prologue. A
   // block that meets no tile (v4's walk says when) writes its rows' zeros and is done.
   if (kVarlen && runs.count == 0) {

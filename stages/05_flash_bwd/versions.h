@@ -1,5 +1,5 @@
 // Stage 05 — FlashAttention backward. Its versions, as the registry lists them (fs_flash_bwd_v0 .. v10
-// in C; fs_attention_bwd_params in common/lib/flashstages.h), and the device memory each allocates.
+// in C; fs_attention_bwd_params in common/lib/flashstages.h), and what the tests look inside.
 //
 //   v0  fp32, fp16, bf16; any head_dim up to 256; P and dS materialized    (the naive baseline)
 //   v1  fp32; head_dim 32, 64, 128; 16-byte aligned tensors; no N×N buffer
@@ -13,7 +13,8 @@
 //   v9  what v8 takes; 128-row query tiles at D = 64
 //   v10 what v9 takes; each thread's copy and reduction addresses worked out once per block
 // v2 to v10 take padded (seq_lens) and packed (cu_seqlens) batches as stage 04's forward does; v0 and v1
-// take dense batches only (FS_ERR_INVALID_SEQLENS).
+// take dense batches only (FS_ERR_INVALID_SEQLENS). Each version's descriptor, launch and C entry are
+// in its vN.cu; the registry's list is versions.cu.
 #pragma once
 
 #include <cstddef>
@@ -22,24 +23,16 @@
 
 namespace fs {
 
-extern const KernelDesc kFlashBwdV0, kFlashBwdV1, kFlashBwdV2, kFlashBwdV3, kFlashBwdV4, kFlashBwdV5, kFlashBwdV6, kFlashBwdV7, kFlashBwdV8, kFlashBwdV9, kFlashBwdV10;
+extern const KernelDesc kFlashBwdV0, kFlashBwdV1, kFlashBwdV2, kFlashBwdV3, kFlashBwdV4, kFlashBwdV5, kFlashBwdV6,
+    kFlashBwdV7, kFlashBwdV8, kFlashBwdV9, kFlashBwdV10;
 
-// The delta ablation, stage05/v9_delta_in_loop: v9 with delta_i recomputed by every key block from the
-// O_i it streams, instead of read once from the preprocess's. Not in the registry's list (no C entry):
-// the benchmark times it beside v9, and every GPU test case checks it as a version.
+// The delta ablation, stage05/v9_delta_in_loop (v9.cu): v9 with delta_i recomputed by every key block
+// from the O_i it streams, instead of read once from the preprocess's. Not in the registry's list (no C
+// entry): the benchmark times it beside v9, and every GPU test case checks it as a version.
 extern const KernelDesc kFlashBwdV9DeltaInLoop;
 
 // v0: P and dS, B·H·Nq·Nk elements each in the input type, and delta when the caller gives no buffer
-// for it.
+// for it (the largest size where that passes 2^63 bytes).
 std::size_t flash_bwd_v0_extra_bytes(const AttentionParams& params);
-// v0's modelled DRAM traffic: the least (attention_bwd_min_bytes), plus P and dS each written once and
-// read twice.
-double flash_bwd_v0_traffic_bytes(const AttentionParams& params);
-
-// v2 to v10: dQ / scale in fp32, B·H·Nq·D floats (packed: H·total·D; the atomic path, the deterministic
-// one allocates none of it), and delta when the caller gives no buffer for it.
-std::size_t flash_bwd_v2_extra_bytes(const AttentionParams& params);
-// The ablation, atomic path: the dQ workspace alone (its kernel keeps delta in shared memory).
-std::size_t flash_bwd_v9_delta_in_loop_extra_bytes(const AttentionParams& params);
 
 }  // namespace fs
