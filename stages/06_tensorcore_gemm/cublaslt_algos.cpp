@@ -7,11 +7,8 @@
 // kernels (named cutlass_80_…, sm80_… or ampere_…; the wgmma ones sm90_… or nvjet_sm90_…), and this
 // tool times them on the same problem. The API does not say which kernel an algorithm runs, the
 // profiler does: --configs launches the listed configurations once each, in order, so that Nsight
-// Compute names them.
-// Measured on an H200 (call s153, stage README "What mma.sync reaches in cuBLAS itself"): the fastest
-// mma.sync algorithm, a CUTLASS 2.x 128×256 kernel, at 0.62–0.66× cuBLAS at 4096³ and 8192³ (fp16,
-// bf16); v12 and v14 at 0.97–1.01× of it, the better of the two at 0.98–1.01×. Again with the screen
-// below (call s158): 0.62–0.64×.
+// Compute names them. What it found is the stage README's "What mma.sync reaches in cuBLAS itself"
+// (the runs: NOTES.md).
 //   stage06_cublaslt_algos --dtype fp16 --m 4096 --n 4096 --k 4096
 //   ncu --clock-control none --metrics gpu__time_duration.sum stage06_cublaslt_algos --configs pick,21:24:12
 //
@@ -284,8 +281,7 @@ int main(int argc, char** argv) {
     // accepts: one untimed launch, then the median of three, the L2 flushed before each (fs::time_runs).
     // The untimed launch matters: a configuration's first launch loads its kernel (CUDA loads modules
     // lazily), and that load, between the start and end events, made one timed run rank the
-    // configurations by whether their kernel was already loaded (call s157: bf16 4096³ kept 21:18:15 at
-    // 329 TFLOPS and dropped 21:24:12, 432 in call s153).
+    // configurations by whether their kernel was already loaded (NOTES.md).
     std::vector<Config> configs;
     int tried = 0;
     for (const int id : gemm.algo_ids()) {

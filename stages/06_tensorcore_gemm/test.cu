@@ -15,7 +15,7 @@
 #include "common/tools/gemm_check.h"
 #include "common/tools/gemm_tests.h"
 #include "common/tools/gpu_test.h"
-#include "gemm.h"
+#include "stages/06_tensorcore_gemm/versions.h"
 
 using namespace fs;
 using testing::check_gemm;

@@ -1,34 +1,19 @@
-// flashstages · stage 06 · v10 — INT8 through raw mma.sync.m16n8k32: int8 in, int32 out, exact.
+// flashstages · stage 06 · v10 — INT8 through raw mma.sync.m16n8k32: int8 in, int32 out, exact
 //
 // What changes from v9: the element type, and with it the instruction and one extra path.
 //  * mma.sync.m16n8k32.s8 (sm80::mma_m16n8k32_s8, IMMA.16832): k = 32 per instruction in the same
 //    registers as v9's k = 16, at twice its rate, where v8's WMMA could only reach the k16 IMMA.16816.
-//    The block tile is v9's in bytes: 128×256×64 int8, so a stage is again 24576 bytes, 4 stages,
-//    98304 bytes; per 32-deep step a warp issues 4 + 4 ldmatrix .x4 and 4×8 = 32 MMAs, 64 per k-tile.
+//    The block tile is v9's in bytes: 128×256×64 int8, 4 stages of 24576 bytes.
 //  * The int8 fragments are v9's with k four values wide (sm80.cuh's table): an A fragment 16×32 is
-//    four 8×16-byte tiles, exactly what one plain ldmatrix .x4 loads from a k-contiguous tile, when 16
-//    int8 are read as 8 16-bit values. That is the fast path: both operands k-contiguous (A untransposed,
-//    B transposed), cuBLASLt's int8 layout and the one the benchmark uses. Everything v9 does
-//    (swizzle, register double-buffering, one barrier per k-tile, pair stores) carries over.
-//  * The other transposes: ldmatrix .trans swaps 16-bit values, not bytes, so it cannot turn an
-//    x-contiguous int8 tile into k-contiguous fragments. Such an operand is copied as stored and,
-//    once its tile has landed, rewritten by the whole block into one k-contiguous buffer
-//    (gemm::transpose_s8: per 4×4 byte block four 32-bit loads, six PRMT, four 32-bit stores), then a
-//    second barrier, then the fragment loads. Cost per k-tile, against the 64 MMAs of each warp: a
-//    transposed A adds 2 such blocks per thread, an untransposed B 4, and one barrier either way
-//    (measured by stage06_gemm --trans-a/--trans-b, not in the committed benchmark).
-//  * int32 accumulators: exact while |sum| <= 2^31 - 1 (K <= 131071 at worst-case inputs, as v8);
-//    the epilogue rounds alpha·acc + beta·C in fp64 to int32, exact for integer alpha and beta.
-// Leading dimensions and bases: as v9, the copies are as wide as A and B allow (16, 8 or 4 bytes;
-// gemm::copy_bytes); a row of K = 1000 int8 is 8-byte aligned, so the benchmark's K = 1000 shapes
-// take 8-byte cp.async (twice the copy instructions of 16, the same pipeline). Leading dimensions
-// that are not a multiple of 4 copy byte by byte through registers, which the pipeline cannot hide.
-// Measured (results/nvidia-h100-80gb-hbm3/stage06.json, ceilings.json):
-//   <!-- value: [stage06/v10/int8/M:4096/N:4096/K:4096] / [cublaslt/int8/M:4096/N:4096/K:4096] | .2f -->0.54<!-- /value -->× cuBLASLt int8 at 4096³,
-//   <!-- value: [stage06/v10/int8/M:8192/N:8192/K:8192] / [cublaslt/int8/M:8192/N:8192/K:8192] | .2f -->0.64<!-- /value -->× at 8192³;
-//   <!-- value: [stage06/v10/int8/M:8192/N:8192/K:8192] / [stage06/v8/int8/M:8192/N:8192/K:8192] | .1f -->2.4<!-- /value -->× v8 at 8192³;
-//   <!-- value: 100 * [stage06/v10/int8/M:4096/N:4096/K:4096] / [ceiling/mma_m16n8k32/int8] | .0f -->55<!-- /value -->% of the mma.sync m16n8k32 ceiling at 4096³;
-//   K = 1000 (8-byte copies): <!-- value: [stage06/v10/int8/M:4096/N:4096/K:1000] / [stage06/v10/int8/M:4096/N:4096/K:4096] | .2f -->0.49<!-- /value -->× the rate at K = 4096.
+//    what one plain ldmatrix .x4 loads from a k-contiguous tile. That is the fast path, both operands
+//    k-contiguous (A untransposed, B transposed: cuBLASLt's int8 layout, the benchmark's); everything
+//    v9 does (swizzle, register double-buffering, one barrier per k-tile, pair stores) carries over.
+//  * The other transposes: ldmatrix .trans swaps 16-bit values, not bytes. An x-contiguous operand is
+//    copied as stored and, once its tile has landed, rewritten by the whole block into one
+//    k-contiguous buffer (gemm::transpose_s8), then a second barrier, then the fragment loads.
+//  * int32 accumulators, exact while |sum| <= 2^31 - 1 (as v8); the epilogue rounds alpha·acc +
+//    beta·C in fp64 to int32, exact for integer alpha and beta.
+// The copies are as wide as A and B allow (16, 8, 4 or 1 byte; gemm::copy_bytes), as in v9.
 //
 // Run: build/h100/stages/06_tensorcore_gemm/stage06_gemm --dtype int8 --trans-b 1 --version v10
 //      build/h100/stages/06_tensorcore_gemm/stage06_bench --benchmark_filter='stage06/v10/|cublaslt'
@@ -38,7 +23,11 @@
 
 #include <cstdint>
 
-#include "gemm_device.cuh"
+#include "common/device/gemm_epilogue.cuh"
+#include "common/device/sm80.cuh"
+#include "stages/06_tensorcore_gemm/fragments.cuh"
+#include "stages/06_tensorcore_gemm/scheduler.cuh"
+#include "stages/06_tensorcore_gemm/tiles.cuh"
 
 namespace fs::gemm_v10 {
 
@@ -68,7 +57,13 @@ struct Config {
 
 // grid: one block per 128×256 tile of C (1D, grouped order); block 256 = 2×4 warps, warp (wy, wx)
 // owns rows m0 + wy·64 .. +63 and columns n0 + wx·64 .. +63.
-// kCopyBytes: 16, 8, 4 or 1 (see the header). c_pairs: C's base and ldc allow 8-byte pair stores.
+// Per 32-deep step a warp issues 4 + 4 ldmatrix .x4 and 4×8 = 32 MMAs, 64 per k-tile. A staged operand
+// adds per k-tile the rewrite (per 4×4 byte block four 32-bit loads, six PRMT, four 32-bit stores; a
+// transposed A 2 blocks per thread, an untransposed B 4) and one barrier.
+// kCopyBytes: 16, 8, 4 or 1. A row of K = 1000 int8 is 8-byte aligned: such shapes take 8-byte
+// cp.async (twice the copy instructions of 16, the same pipeline); leading dimensions that are not a
+// multiple of 4 copy byte by byte through registers, which the pipeline cannot hide.
+// c_pairs: C's base and ldc allow 8-byte pair stores.
 template <bool kTransA, bool kTransB, int kCopyBytes>
 __global__ void __launch_bounds__(kThreads, 1)
     gemm_v10_kernel(int64_t M, int64_t N, int64_t K, float alpha, const int8_t* __restrict__ A, int64_t lda,

@@ -1,29 +1,19 @@
 // flashstages · stage 06 · v12 — v9 with a main loop free of bounds in every block whose k-tiles all
-// lie inside the matrix (fp16, bf16).
+// lie inside the matrix (fp16, bf16)
 //
 // What changes from v9: only the copies. v9's tile stream (gemm::SwizzledTileStream) checks in every
-// k-tile whether its copies lie inside the matrix, and ncu's source page of v9 at 4096³ shows what that
-// costs: per k-tile and warp, beside 64 HMMA and 16 LDSM, 72 instructions for 6 copies (LDGSTS):
-// 64-bit compares, branches, predicates saved to a register and back, address arithmetic. They sit
-// between one k-tile's MMAs and the next, and some wait for the previous copies to release their
-// address registers (long_scoreboard): 23% of the warps' samples fall in them.
+// k-tile whether its copies lie inside the matrix: 64-bit compares, branches, predicates saved to a
+// register and back, address arithmetic, between one k-tile's MMAs and the next (NOTES.md: what its
+// profile shows).
 //  1. A block whose 128×256 tile lies inside M and N, when 32 divides K, copies with
 //     gemm::WholeTileStream: one pointer and one shared offset per operand, a 64-bit add and a
 //     cp.async per copy, the copies' shared addresses a compile-time step apart.
 //  2. Every other block (a tile on the right or bottom edge, or any block when K has a tail) runs
 //     v9's loop with its checked copies. The main loop is written once and compiled twice, one copy
-//     per kind of block; the choice is made once, the same for every thread of the block. (Choosing per
-//     k-tile instead, checked copies for the tail k-tile only, cost the whole blocks 3-10% in cycles at
-//     4096³: the edge path in the loop, called or inlined, took registers and scheduling from it.)
+//     per kind of block; the choice is made once, the same for every thread of the block.
 //  3. 16-byte copies only: where a base or a leading dimension is not 16-byte aligned, the call is
 //     v9's, which copies 8, 4 or 2 bytes at a time.
-// Everything else is v9's: the 128×256×32 tiles, 8 warps of 64×64, the swizzle, the 4-stage pipeline,
-// the fragments double-buffered in registers, the epilogue. The results are bit-identical to v9's.
-// Measured (results/nvidia-h100-80gb-hbm3/stage06.json):
-//   <!-- value: [stage06/v12/fp16/M:4096/N:4096/K:4096] / [cublas/fp16/M:4096/N:4096/K:4096] | .2f -->0.60<!-- /value -->× cuBLAS fp16 at 4096³,
-//   <!-- value: [stage06/v12/fp16/M:8192/N:8192/K:8192] / [cublas/fp16/M:8192/N:8192/K:8192] | .2f -->0.65<!-- /value -->× at 8192³;
-//   <!-- value: [stage06/v12/fp16/M:4096/N:4096/K:4096] / [stage06/v9/fp16/M:4096/N:4096/K:4096] | .2f -->1.08<!-- /value -->× v9 at 4096³;
-//   bf16 <!-- value: [stage06/v12/bf16/M:4096/N:4096/K:4096] / [cublas/bf16/M:4096/N:4096/K:4096] | .2f -->0.58<!-- /value -->× cuBLAS bf16 at 4096³.
+// Everything else is v9's at its own tiles; the results are bit-identical to v9's.
 //
 // Run: build/h100/stages/06_tensorcore_gemm/stage06_gemm --dtype fp16 --version v12
 //      build/h100/stages/06_tensorcore_gemm/stage06_bench --benchmark_filter='stage06/v(9|12)/|cublas/fp16'
@@ -37,35 +27,43 @@
 #include <type_traits>
 
 #include "common/lib/flashstages.h"
-#include "gemm_device.cuh"
-#include "v9_mma_sync.cuh"
+#include "common/device/gemm_epilogue.cuh"
+#include "common/device/sm80.cuh"
+#include "stages/06_tensorcore_gemm/fragments.cuh"
+#include "stages/06_tensorcore_gemm/scheduler.cuh"
+#include "stages/06_tensorcore_gemm/tiles.cuh"
 
 namespace fs::gemm_v12 {
 
-// v9's tiles, pipeline and shared layout, unchanged.
-using Tl = gemm_v9::V9Tiles;
-using gemm_v9::kFragsM;
-using gemm_v9::kFragsN;
-using gemm_v9::kGroupM;
-using gemm_v9::kMmaM;
-using gemm_v9::kMmaN;
-using gemm_v9::kWM;
-using gemm_v9::kWN;
+// v9's tiles (its V9Tiles, written out), pipeline and shared layout, unchanged.
+constexpr int kBM = 128, kBN = 256, kBK = 32;             // block tile
+constexpr int kWM = 64, kWN = 64;                         // warp tile
+constexpr int kMmaM = 16, kMmaN = 8, kMmaK = 16;          // mma.sync.m16n8k16
+constexpr int kFragsM = kWM / kMmaM, kFragsN = kWN / kMmaN;  // 4 × 8 accumulator tiles per warp
+constexpr int kSteps = kBK / kMmaK;                       // 16-deep steps per k-tile: 2
+constexpr int kThreads = (kBM / kWM) * (kBN / kWN) * 32;  // 256
+constexpr int kStages = 4;
+constexpr int kGroupM = 8;  // tile rows per group of the tile order
+
 template <bool kTransA, bool kTransB>
-using Config = gemm_v9::Config<kTransA, kTransB>;
+struct Config {
+  // Raw 16-bit storage: the copies move bits, only the MMA knows fp16 from bf16.
+  using TileA = gemm::SwizzledTile<!kTransA, kBM, kBK, uint16_t>;  // (128, 32) or (32, 128) as stored
+  using TileB = gemm::SwizzledTile<kTransB, kBN, kBK, uint16_t>;   // (256, 32) or (32, 256) as stored
+  static constexpr int kStageBytes = TileA::kBytes + TileB::kBytes;               // 24576
+  static constexpr std::size_t kSmemBytes = std::size_t(kStages) * kStageBytes;  // 98304
+};
 
 // grid: one block per 128×256 tile of C (1D, grouped order); block: 2×4 warps, warp (wy, wx) owns rows
 // m0 + wy·64 .. +63 and columns n0 + wx·64 .. +63. T: __half or __nv_bfloat16. c_dtype: FS_FP32, FS_FP16
 // or FS_BF16, whatever T is. A, B, lda and ldb keep every row 16-byte aligned (the launcher's check).
 // c_pairs: C's base and ldc keep even columns 2-element aligned (pair stores).
 template <class T, bool kTransA, bool kTransB>
-__global__ void __launch_bounds__(Tl::kThreads, 1)
+__global__ void __launch_bounds__(kThreads, 1)
     gemm_v12_kernel(int64_t M, int64_t N, int64_t K, float alpha, const T* __restrict__ A, int64_t lda,
                    const T* __restrict__ B, int64_t ldb, float beta, void* __restrict__ C, int64_t ldc,
                    int32_t c_dtype, bool c_pairs) {
-  constexpr int kBM = Tl::kBM, kBN = Tl::kBN, kBK = Tl::kBK, kStages = Tl::kStages;
-  constexpr int kSteps = Tl::kSteps, kThreads = Tl::kThreads;
-  using Cfg = typename Tl::template Smem<kTransA, kTransB>;
+  using Cfg = Config<kTransA, kTransB>;
   using TileA = typename Cfg::TileA;
   using TileB = typename Cfg::TileB;
   // (stages, TileA then TileB): each stage holds op(A) and op(B) as stored, swizzled.

@@ -1,24 +1,19 @@
 // flashstages · stage 06 · v13 — v10 with a main loop free of bounds in every block whose k-tiles all
-// lie inside the matrix (int8 → int32, exact).
+// lie inside the matrix (int8 → int32, exact)
 //
 // What changes from v10: v12's change to v9 (gemm::WholeTileStream, whose comment says what the checked
-// copies cost), and the epilogue of those blocks. v10's source page at 4096³ shows the same overhead
-// as v9's: per 64-deep k-tile and warp 64 IMMA and 109 other instructions.
+// copies cost), and the epilogue of those blocks.
 //  1. A block whose 128×256 tile lies inside M and N, when 64 divides K, copies with
 //     gemm::WholeTileStream; every other block runs v10's loop with its checked copies (the loop is
 //     written once and compiled twice, as in v12).
 //  2. Such a block computing C = A·B (alpha 1, beta 0) stores its int32 sums as they are. v10's
 //     epilogue rounds alpha·acc + beta·C in fp64 and checks the bounds of every pair, exact for any
-//     integer alpha and beta; at 4096³ that is a fifth of the instructions the kernel executes (ncu:
-//     43.8 M with it, 34.8 M with plain stores), and one block per SM runs it with no MMAs to hide behind.
+//     integer alpha and beta: a large share of the instructions the kernel executes (NOTES.md), which
+//     one block per SM runs with no MMAs to hide behind.
 //  3. 16-byte copies only: where a base or a leading dimension is not 16-byte aligned (rows of
 //     K = 1000 int8 are 8-byte aligned), the call is v10's.
 // Everything else is v10's, the byte transpose of x-contiguous operands included; the results are
 // bit-identical.
-// Measured (results/nvidia-h100-80gb-hbm3/stage06.json):
-//   <!-- value: [stage06/v13/int8/M:4096/N:4096/K:4096] / [cublaslt/int8/M:4096/N:4096/K:4096] | .2f -->0.61<!-- /value -->× cuBLASLt int8 at 4096³,
-//   <!-- value: [stage06/v13/int8/M:8192/N:8192/K:8192] / [cublaslt/int8/M:8192/N:8192/K:8192] | .2f -->0.70<!-- /value -->× at 8192³;
-//   <!-- value: [stage06/v13/int8/M:4096/N:4096/K:4096] / [stage06/v10/int8/M:4096/N:4096/K:4096] | .2f -->1.13<!-- /value -->× v10 at 4096³.
 //
 // Run: build/h100/stages/06_tensorcore_gemm/stage06_gemm --dtype int8 --trans-b 1 --version v13
 //      build/h100/stages/06_tensorcore_gemm/stage06_bench --benchmark_filter='stage06/v1[03]/|cublaslt'
@@ -29,13 +24,38 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "gemm_device.cuh"
-#include "v10_mma_int8.cuh"
+#include "common/device/gemm_epilogue.cuh"
+#include "common/device/sm80.cuh"
+#include "stages/06_tensorcore_gemm/fragments.cuh"
+#include "stages/06_tensorcore_gemm/scheduler.cuh"
+#include "stages/06_tensorcore_gemm/tiles.cuh"
 
 namespace fs::gemm_v13 {
 
 // v10's tiles, pipeline and shared layout, unchanged.
-using namespace gemm_v10;
+constexpr int kBM = 128, kBN = 256, kBK = 64;             // block tile (k in int8: 64 bytes, as v9)
+constexpr int kWM = 64, kWN = 64;                         // warp tile
+constexpr int kMmaM = 16, kMmaN = 8, kMmaK = 32;          // mma.sync.m16n8k32.s8
+constexpr int kFragsM = kWM / kMmaM, kFragsN = kWN / kMmaN;  // 4 × 8 accumulator tiles per warp
+constexpr int kSteps = kBK / kMmaK;                       // 32-deep steps per k-tile: 2
+constexpr int kThreads = (kBM / kWM) * (kBN / kWN) * 32;  // 256
+constexpr int kStages = 4;
+constexpr int kGroupM = 8;  // tile rows per group of the tile order
+static_assert(kSteps >= 2, "the barrier sits before the last step, the copies go out in the first");
+
+template <bool kTransA, bool kTransB>
+struct Config {
+  static constexpr bool kStageA = kTransA, kStageB = !kTransB;  // copied x-contiguous, transposed in smem
+  using TileA = gemm::SwizzledTile<true, kBM, kBK, int8_t>;     // (128, 64): what the fragments read
+  using TileB = gemm::SwizzledTile<true, kBN, kBK, int8_t>;     // (256, 64)
+  using CopyA = gemm::SwizzledTile<!kTransA, kBM, kBK, int8_t>;  // as stored: TileA, or (64, 128)
+  using CopyB = gemm::SwizzledTile<kTransB, kBN, kBK, int8_t>;   // as stored: TileB, or (64, 256)
+  static constexpr int kStageBytes = CopyA::kBytes + CopyB::kBytes;  // 24576
+  static constexpr int kPipeBytes = kStages * kStageBytes;          // 98304
+  // After the pipeline: the k-contiguous rewrite of each staged operand, one buffer each.
+  static constexpr int kStagedABytes = kStageA ? TileA::kBytes : 0, kStagedBBytes = kStageB ? TileB::kBytes : 0;
+  static constexpr std::size_t kSmemBytes = std::size_t(kPipeBytes) + kStagedABytes + kStagedBBytes;
+};
 
 // grid: one block per 128×256 tile of C (1D, grouped order); block 256 = 2×4 warps, warp (wy, wx)
 // owns rows m0 + wy·64 .. +63 and columns n0 + wx·64 .. +63. A, B, lda and ldb keep every row

@@ -1,11 +1,9 @@
 // flashstages · stage 06 · v14 — v12 with no block left on the checked loop: a tile that reaches past M
-// or N moves back inside, and K's tail becomes a first, partial k-tile (fp16, bf16).
+// or N moves back inside, and K's tail becomes a first, partial k-tile (fp16, bf16)
 //
-// What changes from v12: which blocks copy without bounds. v12's unchecked loop runs only in blocks whose
-// 128×256 tile lies inside M and N when 32 divides K; every other block runs v9's checked loop, and at
-// sizes like 1000³ those blocks set the time of the one wave (32 tiles on 132 SMs): v12 took 1.38× its
-// 1024³ time at 1000 × 1000 × 1024 (tiles across M and N) and 1.11× at 1024 × 1024 × 1000 (K's tail;
-// results/…/logs/stage06_edges_vs_k_tail_2026-11-28c.txt).
+// What changes from v12: which blocks copy without bounds. v12's unchecked loop runs only in blocks
+// whose 128×256 tile lies inside M and N when 32 divides K; at sizes like 1000³ the other blocks, on
+// v9's checked loop, set the time of the one wave (NOTES.md).
 //  1. A tile that reaches past M moves up to end at row M (one past N moves left to end at column N):
 //     its copies are whole again. It computes rows (columns) that the tile before it also computes, and
 //     stores only its own, so C, beta·C included, is written once. Where m (n) runs along the stored
@@ -16,15 +14,7 @@
 //     multiple of 8.
 //  3. Matrices smaller than a tile (M < 128 or N < 256), or sizes that break the alignments above, keep
 //     v12's rule for the blocks concerned.
-// Everything else is v12's. The products are the same sums in the same order except where K has a tail
-// (its 32-deep k-tiles are cut at other places), so C is bit-identical to v12's whenever 32 divides K.
-//
-// Measured (H100, call s141; results/nvidia-h100-80gb-hbm3/stage06.json, and its log beside v12 and cuBLAS
-// in logs/bench_stage06_v14_2026-11-28d.log): 1000³ at
-//   <!-- value: [stage06/v14/fp16/M:1000/N:1000/K:1000] / [stage06/v14/fp16/M:1024/N:1024/K:1024] | .2f -->0.86<!-- /value -->× its 1024³ rate in fp16 (v12 0.62× in the same run),
-//   <!-- value: [stage06/v14/bf16/M:1000/N:1000/K:1000] / [stage06/v14/bf16/M:1024/N:1024/K:1024] | .2f -->0.88<!-- /value -->× in bf16 (v12 0.63×): 69.5 TFLOPS where v12 ran 51.0;
-//   4096 × 4096 × 1000 at <!-- value: [stage06/v14/fp16/M:4096/N:4096/K:1000] / [stage06/v14/fp16/M:4096/N:4096/K:1024] | .2f -->0.97<!-- /value -->× its K = 1024 neighbour (v12 0.89×);
-//   the shapes without edges or tail at v12's rate (4096³, 8192³ within 1%).
+// C is bit-identical to v12's whenever 32 divides K (with a tail, the k-tiles are cut at other places).
 //
 // Run: build/h100/stages/06_tensorcore_gemm/stage06_gemm --dtype fp16 --version v14 --m 1000 --n 1000 --k 1000
 //      build/h100/stages/06_tensorcore_gemm/stage06_bench --benchmark_filter='stage06/v1[24]/|cublas/fp16'
@@ -38,35 +28,43 @@
 #include <type_traits>
 
 #include "common/lib/flashstages.h"
-#include "gemm_device.cuh"
-#include "v12_whole_tiles.cuh"
+#include "common/device/gemm_epilogue.cuh"
+#include "common/device/sm80.cuh"
+#include "stages/06_tensorcore_gemm/fragments.cuh"
+#include "stages/06_tensorcore_gemm/scheduler.cuh"
+#include "stages/06_tensorcore_gemm/tiles.cuh"
 
 namespace fs::gemm_v14 {
 
 // v12's (v9's) tiles, pipeline and shared layout, unchanged.
-using gemm_v12::Tl;
-using gemm_v12::kFragsM;
-using gemm_v12::kFragsN;
-using gemm_v12::kGroupM;
-using gemm_v12::kMmaM;
-using gemm_v12::kMmaN;
-using gemm_v12::kWM;
-using gemm_v12::kWN;
+constexpr int kBM = 128, kBN = 256, kBK = 32;             // block tile
+constexpr int kWM = 64, kWN = 64;                         // warp tile
+constexpr int kMmaM = 16, kMmaN = 8, kMmaK = 16;          // mma.sync.m16n8k16
+constexpr int kFragsM = kWM / kMmaM, kFragsN = kWN / kMmaN;  // 4 × 8 accumulator tiles per warp
+constexpr int kSteps = kBK / kMmaK;                       // 16-deep steps per k-tile: 2
+constexpr int kThreads = (kBM / kWM) * (kBN / kWN) * 32;  // 256
+constexpr int kStages = 4;
+constexpr int kGroupM = 8;  // tile rows per group of the tile order
+
 template <bool kTransA, bool kTransB>
-using Config = gemm_v12::Config<kTransA, kTransB>;
+struct Config {
+  // Raw 16-bit storage: the copies move bits, only the MMA knows fp16 from bf16.
+  using TileA = gemm::SwizzledTile<!kTransA, kBM, kBK, uint16_t>;  // (128, 32) or (32, 128) as stored
+  using TileB = gemm::SwizzledTile<kTransB, kBN, kBK, uint16_t>;   // (256, 32) or (32, 256) as stored
+  static constexpr int kStageBytes = TileA::kBytes + TileB::kBytes;               // 24576
+  static constexpr std::size_t kSmemBytes = std::size_t(kStages) * kStageBytes;  // 98304
+};
 
 // grid: one block per 128×256 tile of C (1D, grouped order); block: 2×4 warps, warp (wy, wx) owns rows
 // m0 + wy·64 .. +63 and columns n0 + wx·64 .. +63. T: __half or __nv_bfloat16. c_dtype: FS_FP32, FS_FP16
 // or FS_BF16, whatever T is. A, B, lda and ldb keep every row 16-byte aligned (the launcher's check).
 // c_pairs: C's base and ldc keep even columns 2-element aligned (pair stores).
 template <class T, bool kTransA, bool kTransB>
-__global__ void __launch_bounds__(Tl::kThreads, 1)
+__global__ void __launch_bounds__(kThreads, 1)
     gemm_v14_kernel(int64_t M, int64_t N, int64_t K, float alpha, const T* __restrict__ A, int64_t lda,
                    const T* __restrict__ B, int64_t ldb, float beta, void* __restrict__ C, int64_t ldc,
                    int32_t c_dtype, bool c_pairs) {
-  constexpr int kBM = Tl::kBM, kBN = Tl::kBN, kBK = Tl::kBK, kStages = Tl::kStages;
-  constexpr int kSteps = Tl::kSteps, kThreads = Tl::kThreads;
-  using Cfg = typename Tl::template Smem<kTransA, kTransB>;
+  using Cfg = Config<kTransA, kTransB>;
   using TileA = typename Cfg::TileA;
   using TileB = typename Cfg::TileB;
   // (stages, TileA then TileB): each stage holds op(A) and op(B) as stored, swizzled.

@@ -1,32 +1,20 @@
 // flashstages · stage 06 · v15 — v13 with no block left on the checked loop (v14's two moves, for int8)
-// and with rows that are only 8-byte aligned copied without bounds too (int8 → int32, exact).
+// and with rows that are only 8-byte aligned copied without bounds too (int8 → int32, exact)
 //
-// What changes from v13: which blocks copy without bounds, and at which widths. v13's unchecked loop runs
-// only in blocks whose 128×256 tile lies inside M and N, when 64 divides K and every row is 16-byte
-// aligned; at 1000³ no block qualifies (1000-byte rows), and v13 took 1.64× its 1024³ time with tiles
-// across M and N and 1.86× with K = 1000 (results/…/logs/stage06_edges_vs_k_tail_2026-11-28c.txt).
+// What changes from v13: which blocks copy without bounds, and at which widths. v13's unchecked loop
+// runs only in blocks whose 128×256 tile lies inside M and N, when 64 divides K and every row is
+// 16-byte aligned; at 1000³ no block qualifies (1000-byte rows; NOTES.md).
 //  1. v14's moves: a tile that reaches past M (N) moves back to end at row M (column N), computes a few
 //     rows (columns) of the tile before it again and stores only its own; K's tail r = K % 64 becomes
 //     k-tile 0, copied with v10's checks once in the prologue, and the whole k-tiles start at k = r.
 //  2. The copy width is a template argument: 16 bytes, or 8 where a base or a leading dimension is only
 //     8-byte aligned (rows of K = 1000 int8). gemm::WholeTileStream takes both: an 8-byte k-tile is
-//     twice the cp.async of a 16-byte one, one 64-bit add each, no bounds. Rows narrower than 8 bytes
-//     are v10's call, as in v13.
+//     twice the cp.async of a 16-byte one, one 64-bit add each, no bounds. Narrower rows are v10's call.
 //  3. A moved origin and the tail keep the copies aligned: where m (n) runs along the stored rows
 //     (A transposed, B not), M (N) a multiple of the copy width; where k does (A not transposed, B
 //     transposed), r a multiple of it. Matrices smaller than a tile, or sizes that break this, keep
 //     v13's rule for the blocks concerned (v10's checked loop, at the same width).
-// Everything else is v13's: the byte transpose of x-contiguous operands, the plain int32 stores of
-// C = A·B (now only of the block's own rows and columns). The sums are integers: C is bit-identical to
-// v10's and v13's.
-//
-// Measured on an H200 (call s144; results/nvidia-h200/stage06.json, one run beside v10, v13 and
-// cuBLASLt; the H100 was not lent that day): 4096 × 4096 × 1000 at 0.74× its K = 1024 neighbour (v13
-// 0.62×), 419 TOPS where v13 ran 353; 1000³ at 0.55× its 1024³ rate (v13 0.44×, cuBLASLt 0.62×), 74.6
-// TOPS where v13 ran 61.4; 4096³ and 8192³ at v13's rate (0.62× and 0.70× cuBLASLt). The moves take
-// off the edges' cost (the executable: 1.04× the time of 1024³ at 1000 × 1000 × 1024, v13 1.67×); the
-// 8-byte rows keep theirs (1.79× at 1024 × 1024 × 1000, v13 1.87×): in one wave of 32 blocks an
-// 8-byte k-tile's copies cost about what v10's checked ones do (stage README, "v15").
+// Everything else is v13's; C is bit-identical to v10's and v13's (the sums are integers).
 //
 // Run: build/h100/stages/06_tensorcore_gemm/stage06_gemm --dtype int8 --trans-b 1 --version v15 --m 1000 --n 1000 --k 1000
 //      build/h100/stages/06_tensorcore_gemm/stage06_bench --benchmark_filter='stage06/v1[035]/int8|cublaslt'
@@ -37,13 +25,38 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "gemm_device.cuh"
-#include "v10_mma_int8.cuh"
+#include "common/device/gemm_epilogue.cuh"
+#include "common/device/sm80.cuh"
+#include "stages/06_tensorcore_gemm/fragments.cuh"
+#include "stages/06_tensorcore_gemm/scheduler.cuh"
+#include "stages/06_tensorcore_gemm/tiles.cuh"
 
 namespace fs::gemm_v15 {
 
 // v10's (v13's) tiles, pipeline and shared layout, unchanged.
-using namespace gemm_v10;
+constexpr int kBM = 128, kBN = 256, kBK = 64;             // block tile (k in int8: 64 bytes, as v9)
+constexpr int kWM = 64, kWN = 64;                         // warp tile
+constexpr int kMmaM = 16, kMmaN = 8, kMmaK = 32;          // mma.sync.m16n8k32.s8
+constexpr int kFragsM = kWM / kMmaM, kFragsN = kWN / kMmaN;  // 4 × 8 accumulator tiles per warp
+constexpr int kSteps = kBK / kMmaK;                       // 32-deep steps per k-tile: 2
+constexpr int kThreads = (kBM / kWM) * (kBN / kWN) * 32;  // 256
+constexpr int kStages = 4;
+constexpr int kGroupM = 8;  // tile rows per group of the tile order
+static_assert(kSteps >= 2, "the barrier sits before the last step, the copies go out in the first");
+
+template <bool kTransA, bool kTransB>
+struct Config {
+  static constexpr bool kStageA = kTransA, kStageB = !kTransB;  // copied x-contiguous, transposed in smem
+  using TileA = gemm::SwizzledTile<true, kBM, kBK, int8_t>;     // (128, 64): what the fragments read
+  using TileB = gemm::SwizzledTile<true, kBN, kBK, int8_t>;     // (256, 64)
+  using CopyA = gemm::SwizzledTile<!kTransA, kBM, kBK, int8_t>;  // as stored: TileA, or (64, 128)
+  using CopyB = gemm::SwizzledTile<kTransB, kBN, kBK, int8_t>;   // as stored: TileB, or (64, 256)
+  static constexpr int kStageBytes = CopyA::kBytes + CopyB::kBytes;  // 24576
+  static constexpr int kPipeBytes = kStages * kStageBytes;          // 98304
+  // After the pipeline: the k-contiguous rewrite of each staged operand, one buffer each.
+  static constexpr int kStagedABytes = kStageA ? TileA::kBytes : 0, kStagedBBytes = kStageB ? TileB::kBytes : 0;
+  static constexpr std::size_t kSmemBytes = std::size_t(kPipeBytes) + kStagedABytes + kStagedBBytes;
+};
 
 // grid: one block per 128×256 tile of C (1D, grouped order); block 256 = 2×4 warps, warp (wy, wx)
 // owns rows m0 + wy·64 .. +63 and columns n0 + wx·64 .. +63. A, B, lda and ldb keep every row

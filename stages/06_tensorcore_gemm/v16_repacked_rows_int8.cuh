@@ -1,34 +1,21 @@
 // flashstages · stage 06 · v16 — v15 for rows that are not 16-byte aligned: repack them first, into
-// 16-byte rows with K padded to whole k-tiles, then run v15's 16-byte kernel (int8 → int32, exact).
+// 16-byte rows with K padded to whole k-tiles, then run v15's 16-byte kernel (int8 → int32, exact)
 //
 // What changes from v15: where a base or a leading dimension of A or B is not 16-byte aligned (int8 rows
-// of K = 1000 are 1000 bytes, only 8-byte aligned), v15 copies 8 bytes at a time; in the one wave of
-// 32 blocks that 1000³ makes, that took 1.79× the time of 16-byte rows (H200, call s144), however the
-// copies were written. v16 instead spends one pass over A and B before the product:
-//  1. One kernel copies both operands into a workspace, 16 bytes per thread-step, reading the rows as
-//     wide as their alignment allows (8, 4 or 1 byte), and writes them with every row K' bytes long,
-//     K' = K rounded up to a multiple of the k-tile (64), the bytes past K zeros. A zero adds nothing
-//     to a sum of products: the results are bit-identical.
-//  2. v15 runs on the copies with K': 16-byte copies, no K tail, every block on the unchecked loop.
-//  3. On Hopper the product is launched as the repack's programmatic dependent (PDL: the launch
-//     attribute cudaLaunchAttributeProgrammaticStreamSerialization, griddepcontrol in the kernels): the
-//     repack's blocks let it be scheduled as soon as they start, its blocks wait in griddepcontrol.wait
-//     until the repack's writes are visible, so the second launch and the blocks' start-up overlap the
-//     repack instead of following it.
-// The cost is (M + N)·K' bytes of workspace (stream-ordered, from the device's memory pool: after the
-// first call of a size, nothing new is allocated) and one memory-bound pass: A and B read once, written
-// once. Only where both operands are stored k-contiguous (A untransposed, B transposed: cuBLASLt's int8
-// layout, the benchmark's): an operand stored x-contiguous keeps its rows of M or N bytes, and at
-// 1000³ repacking them ran slower than v15 (no 16-byte moved origin at M, N = 1000; H200, call s147).
-// So every other layout, and rows already 16-byte aligned, are v15's call.
+// of K = 1000 are only 8-byte aligned), v15 copies 8 bytes at a time, which in one wave of blocks costs
+// about what checked copies do (NOTES.md). v16 instead spends one pass over A and B before the product:
+//  1. One kernel (repack_rows_kernel, below) copies both operands into a workspace, 16 bytes per
+//     thread-step, reading the rows as wide as their alignment allows (8, 4 or 1 byte), and writes every
+//     row K' bytes long, K' = K rounded up to a multiple of the k-tile (64), the bytes past K zeros. A
+//     zero adds nothing to a sum of products: the results are bit-identical.
+//  2. v15's kernel runs on the copies with K': 16-byte copies, no K tail, every block unchecked.
+//  3. On Hopper the product is launched as the repack's programmatic dependent (PDL): its launch and
+//     its blocks' start-up overlap the repack; its blocks wait in griddepcontrol.wait (v15's kernel)
+//     until the repack's writes are visible.
+// The cost: (M + N)·K' bytes of workspace (stream-ordered) and one memory-bound pass. Only where both
+// operands are stored k-contiguous (A untransposed, B transposed: cuBLASLt's int8 layout); every other
+// layout, and rows already 16-byte aligned, are v15's call.
 //
-// Measured on an H200 (call s149; results/nvidia-h200/stage06.json, one run beside v15 and cuBLASLt):
-// 1000³ at 0.72× its 1024³ rate (v15 0.58×, cuBLASLt 0.61×), 94.4 TOPS where v15 ran 75.4: the whole
-// call in 21.2 µs. 4096 × 4096 × 1000 at 0.87× its K = 1024 neighbour (v15 0.74×), 484 TOPS where
-// v15 ran 413 and cuBLASLt 354. Without step 3 (call s148) 1000³ ran at 89.1 TOPS, 0.66×: 22.4 µs, of
-// which the repack alone took 3.9 µs under Nsight Compute (7.3 µs at 4096 × 4096 × 1000; call s147,
-// caches flushed). 4096³ and 8192³ have 16-byte rows and run v15's kernel: 0.61× and 0.68× cuBLASLt
-// in that run (v15 itself 0.61× and 0.70×; the run-to-run spread at 8192³ was 3%).
 // Run: build/h100/stages/06_tensorcore_gemm/stage06_gemm --dtype int8 --trans-b 1 --version v16 --m 1000 --n 1000 --k 1000
 //      build/h100/stages/06_tensorcore_gemm/stage06_bench --benchmark_filter='stage06/v1[56]/int8|cublaslt'
 #pragma once
@@ -38,9 +25,10 @@
 #include <cstdint>
 
 #include "common/lib/gemm.h"
-#include "v10_mma_int8.cuh"
 
 namespace fs::gemm_v16 {
+
+constexpr int64_t kBK = 64;  // the k-tile of v15's kernel, in int8: K' is a multiple of it
 
 // One operand stored k-contiguous: rows of cols = K bytes, ld apart, in; the same rows, ld_out = K'
 // apart, out.
@@ -62,7 +50,7 @@ struct RepackPlan {
 // The plan for p, A untransposed and B transposed; dst pointers are set once the workspace exists.
 inline RepackPlan plan_repack(const GemmParams& p) {
   RepackPlan plan{};
-  const int64_t kt = gemm_v10::kBK;
+  const int64_t kt = kBK;
   plan.k_padded = (p.k + kt - 1) / kt * kt;
   plan.a = Repack{static_cast<const int8_t*>(p.a), p.m, p.k, p.lda, nullptr, plan.k_padded};
   plan.b = Repack{static_cast<const int8_t*>(p.b), p.n, p.k, p.ldb, nullptr, plan.k_padded};

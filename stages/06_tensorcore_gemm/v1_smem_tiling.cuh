@@ -1,18 +1,14 @@
-// flashstages · stage 06 · v1 — shared-memory tiling (SIMT fp32).
+// flashstages · stage 06 · v1 — shared-memory tiling (SIMT fp32)
 //
 // The first rung of the GEMM ladder. A block of 32×32 threads owns a 32×32 tile of C; it walks K in
 // steps of 32, each step copying a 32×32 tile of op(A) and of op(B) into shared memory, after which
 // every thread forms its one output from shared memory. Each element loaded from DRAM is used 32
 // times instead of once: global traffic falls from 8 bytes per FMA (0.25 FLOP/B) to
 // 2·BM·BN·BK FLOP per 4·BK·(BM + BN) bytes = 8 FLOP/B (docs/06_tensorcore_gemm.md, for every version).
-// What it still lacks: each FMA needs two shared-memory loads, so the LSU, not the FMA pipe, sets the
-// pace (v2 keeps a block of outputs in registers and reuses each loaded value many times).
-// Measured (results/nvidia-h100-80gb-hbm3/stage06.json, 4096³):
-//   <!-- value: [stage06/v1/fp32/M:4096/N:4096/K:4096] | .2f -->6.72<!-- /value --> TFLOPS,
-//   <!-- value: [stage06/v1/fp32/M:4096/N:4096/K:4096] / [cublas/fp32/M:4096/N:4096/K:4096] | .2f -->0.13<!-- /value -->× cuBLAS SGEMM.
-//
 // Transposes: loads are always coalesced. threadIdx.x walks the dimension that is contiguous in
 // memory, and a transposed operand is transposed on its way into shared memory.
+// What it still lacks: each FMA needs two shared-memory loads, so the LSU, not the FMA pipe, sets the
+// pace (v2 keeps a block of outputs in registers and reuses each loaded value many times).
 //
 // Run: build/h100/stages/06_tensorcore_gemm/stage06_gemm --dtype fp32 --version v1
 #pragma once
@@ -21,7 +17,7 @@
 
 #include <cstdint>
 
-#include "gemm_device.cuh"
+#include "common/device/gemm_epilogue.cuh"
 
 namespace fs::gemm_v1 {
 

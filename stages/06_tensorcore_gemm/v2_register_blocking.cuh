@@ -1,4 +1,4 @@
-// flashstages · stage 06 · v2 — 2D register blocking (SIMT fp32).
+// flashstages · stage 06 · v2 — 2D register blocking (SIMT fp32)
 //
 // What changes from v1: each thread computes an 8×8 block of C instead of one element, in 64
 // registers. For every kk it loads 8 values of op(A) and 8 of op(B) from shared memory and does all 64
@@ -10,8 +10,6 @@
 // What it still lacks: every global access is 32 bits wide (v3 moves 128 bits at a time; the
 // compiler already fuses the contiguous shared reads below into LDS.128, as the SASS shows), and the
 // lanes read sB[kk][tx·8 + j] 32 bytes apart: bank conflicts (v3's header counts them).
-// Measured (results/nvidia-h100-80gb-hbm3/stage06.json, 4096³):
-//   <!-- value: [stage06/v2/fp32/M:4096/N:4096/K:4096] / [stage06/v1/fp32/M:4096/N:4096/K:4096] | .1f -->4.6<!-- /value -->× v1.
 //
 // Run: build/h100/stages/06_tensorcore_gemm/stage06_gemm --dtype fp32 --version v2
 #pragma once
@@ -20,7 +18,7 @@
 
 #include <cstdint>
 
-#include "gemm_device.cuh"
+#include "common/device/gemm_epilogue.cuh"
 
 namespace fs::gemm_v2 {
 

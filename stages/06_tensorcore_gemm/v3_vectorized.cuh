@@ -1,15 +1,13 @@
-// flashstages · stage 06 · v3 — 128-bit loads (SIMT fp32).
+// flashstages · stage 06 · v3 — 128-bit loads (SIMT fp32)
 //
 // What changes from v2: the same tiling, but memory moves 16 bytes per instruction. Each thread copies
-// one float4 of each tile (LDG.128; element loads only where a vector would cross the matrix edge or
-// the leading dimension breaks 16-byte alignment), and reads its 8 values of op(A) and of op(B) for one
-// kk as two float4 each (LDS.128): 4 shared-memory instructions per 64 FMAs instead of 16.
+// one float4 of each tile (LDG.128, gemm::TileStream; element loads only where a vector would cross the
+// matrix edge or the leading dimension breaks 16-byte alignment), and reads its 8 values of op(A) and
+// of op(B) for one kk as two float4 each (LDS.128): 4 shared-memory instructions per 64 FMAs instead
+// of 16. The gain is small: the compiler had already fused v2's contiguous shared reads into LDS.128.
 // What it still lacks: in a 128-bit shared load, the 8 threads served together read sB[kk][tx·8 .. +3]
 // 32 bytes apart, a 2-way bank conflict, and a warp's 32 threads cover a 2×16 strip of thread blocks,
 // so it reads 16 different B vectors per kk (v4 shapes each warp's outputs into a compact tile).
-// Measured (results/nvidia-h100-80gb-hbm3/stage06.json, 4096³):
-//   <!-- value: [stage06/v3/fp32/M:4096/N:4096/K:4096] / [stage06/v2/fp32/M:4096/N:4096/K:4096] | .2f -->1.13<!-- /value -->× v2,
-//   a small gain: the compiler had already fused v2's contiguous shared reads into LDS.128.
 //
 // Run: build/h100/stages/06_tensorcore_gemm/stage06_gemm --dtype fp32 --version v3
 #pragma once
@@ -18,7 +16,9 @@
 
 #include <cstdint>
 
-#include "gemm_device.cuh"
+#include "common/device/gemm_epilogue.cuh"
+#include "stages/06_tensorcore_gemm/fragments.cuh"
+#include "stages/06_tensorcore_gemm/tiles.cuh"
 
 namespace fs::gemm_v3 {
 

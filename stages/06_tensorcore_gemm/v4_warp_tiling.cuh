@@ -1,28 +1,13 @@
-// flashstages · stage 06 · v4 — warp tiling (SIMT fp32).
+// flashstages · stage 06 · v4 — warp tiling (SIMT fp32)
 //
 // What changes from v3: which outputs a thread owns. The 128×128 block tile is split into 4 warp
 // tiles of WM×WN = 64×64 (128 threads); inside one, the 32 lanes form an 8×4 grid and each lane owns
-// a 2×4 set of 4×4 blocks spaced 32 rows and 16 columns apart (sketch below): 8×16 = 128
+// a 2×4 set of 4×4 blocks spaced 32 rows and 16 columns apart (the sketch at the kernel): 8×16 = 128
 // accumulators. For one kk a warp reads 8 consecutive A vectors (128 contiguous bytes) and 4 distinct
 // B vectors (broadcast): 6 conflict-free LDS.128 feed 128 FFMAs, where v3 spent 4 LDS.128, two of them
 // 2-way conflicted, on 64 FFMAs. Two blocks of 128 threads share an SM, up to 255 registers each.
-//
-//   warp tile 64×64 = 2×4 quadrants of 32×16; in every quadrant lane L = ly·4 + lx owns the 4×4
-//   block at rows ly·4, columns lx·4:
-//
-//          n:  0    4    8    12  | 16   20   24   28  | 32 ... | 48 ... 60
-//   m   0     L0   L1   L2   L3   | L0   L1   L2   L3  | L0 ... | L0 ... L3
-//       4     L4   L5   L6   L7   | L4   ...            |
-//      ...                        |
-//      28     L28  L29  L30  L31  | L28  ...            |
-//      --------------------------------------------------------------------
-//      32     L0   L1   ...       (rows 32..63 repeat rows 0..31)
-//
 // What it still lacks: the block waits at __syncthreads for each tile to arrive from DRAM, with
 // nothing to compute meanwhile (v5 loads the next tile while computing this one).
-// Measured (results/nvidia-h100-80gb-hbm3/stage06.json):
-//   <!-- value: [stage06/v4/fp32/M:4096/N:4096/K:4096] / [stage06/v3/fp32/M:4096/N:4096/K:4096] | .2f -->1.18<!-- /value -->× v3 at 4096³,
-//   <!-- value: [stage06/v4/fp32/M:8192/N:8192/K:8192] / [stage06/v3/fp32/M:8192/N:8192/K:8192] | .2f -->1.27<!-- /value -->× at 8192³.
 //
 // Run: build/h100/stages/06_tensorcore_gemm/stage06_gemm --dtype fp32 --version v4
 #pragma once
@@ -31,7 +16,9 @@
 
 #include <cstdint>
 
-#include "gemm_device.cuh"
+#include "common/device/gemm_epilogue.cuh"
+#include "stages/06_tensorcore_gemm/fragments.cuh"
+#include "stages/06_tensorcore_gemm/tiles.cuh"
 
 namespace fs::gemm_v4 {
 
@@ -44,7 +31,18 @@ constexpr int kPad = 4;
 
 // grid: one block per 128×128 tile of C (1D, tile_n fastest); block 128 = 2×2 warps.
 // Lane (ly, lx) of warp (wy, wx) owns rows m0 + wy·64 + s·32 + ly·4 + i and columns
-// n0 + wx·64 + t·16 + lx·4 + j, for s in {0, 1}, t in 0..3, i, j in 0..3.
+// n0 + wx·64 + t·16 + lx·4 + j, for s in {0, 1}, t in 0..3, i, j in 0..3:
+//
+//   warp tile 64×64 = 2×4 quadrants of 32×16; in every quadrant lane L = ly·4 + lx owns the 4×4
+//   block at rows ly·4, columns lx·4:
+//
+//          n:  0    4    8    12  | 16   20   24   28  | 32 ... | 48 ... 60
+//   m   0     L0   L1   L2   L3   | L0   L1   L2   L3  | L0 ... | L0 ... L3
+//       4     L4   L5   L6   L7   | L4   ...            |
+//      ...                        |
+//      28     L28  L29  L30  L31  | L28  ...            |
+//      --------------------------------------------------------------------
+//      32     L0   L1   ...       (rows 32..63 repeat rows 0..31)
 template <bool kTransA, bool kTransB>
 __global__ void __launch_bounds__(kThreads, 2)
     gemm_v4_kernel(int64_t M, int64_t N, int64_t K, float alpha, const float* __restrict__ A, int64_t lda,

@@ -1,4 +1,4 @@
-// flashstages · stage 06 · v5 — double buffering (SIMT fp32).
+// flashstages · stage 06 · v5 — double buffering (SIMT fp32)
 //
 // What changes from v4: the loads of the next tile overlap the FMAs of this one. Shared memory holds
 // two copies of each tile; while the block computes on buffer `cur`, each thread's global loads of
@@ -9,16 +9,9 @@
 //   prologue: load tile 0 → regs → buffer 0; sync
 //   step k:   issue loads of tile k+1 → regs  |  compute on buffer k%2  |  regs → buffer (k+1)%2; sync
 //
-// Measured (results/nvidia-h100-80gb-hbm3/stage06.json):
-//   <!-- value: [stage06/v5/fp32/M:4096/N:4096/K:4096] / [stage06/v4/fp32/M:4096/N:4096/K:4096] | .2f -->1.10<!-- /value -->× v4 at 4096³,
-//   <!-- value: [stage06/v5/fp32/M:8192/N:8192/K:8192] / [stage06/v4/fp32/M:8192/N:8192/K:8192] | .2f -->1.07<!-- /value -->× at 8192³;
-//   <!-- value: [stage06/v5/fp32/M:4096/N:4096/K:4096] / [cublas/fp32/M:4096/N:4096/K:4096] | .2f -->0.86<!-- /value -->× cuBLAS SGEMM at 4096³,
-//   <!-- value: [stage06/v5/fp32/M:8192/N:8192/K:8192] / [cublas/fp32/M:8192/N:8192/K:8192] | .2f -->0.90<!-- /value -->× at 8192³.
-// What it still lacks: the same loop stripped of bounds handling (sizes multiples of the tile, 32-bit
-// indices) reached 0.96× cuBLAS at 8192³, so about 6% is the price of taking any shape, transpose and
-// alignment; the rest is cuBLAS's SASS-level scheduling (3.6 instructions per cycle against v5's 3.1
-// in an ncu profile). Both are development measurements, not committed. The next rung (v6) leaves
-// the FMA pipe for the tensor cores.
+// What it still lacks: part of the gap to cuBLAS SGEMM is the price of taking any shape, transpose
+// and alignment, the rest cuBLAS's SASS-level scheduling (NOTES.md). The next rung (v6) leaves the FMA
+// pipe for the tensor cores.
 //
 // Run: build/h100/stages/06_tensorcore_gemm/stage06_gemm --dtype fp32 --version v5
 #pragma once
@@ -27,7 +20,9 @@
 
 #include <cstdint>
 
-#include "gemm_device.cuh"
+#include "common/device/gemm_epilogue.cuh"
+#include "stages/06_tensorcore_gemm/fragments.cuh"
+#include "stages/06_tensorcore_gemm/tiles.cuh"
 
 namespace fs::gemm_v5 {
 

@@ -1,30 +1,18 @@
-// flashstages · stage 06 · v6 — tensor cores through WMMA (fp16 in, fp32 accumulate, fp32 or fp16 out).
+// flashstages · stage 06 · v6 — tensor cores through WMMA (fp16 in, fp32 accumulate, fp32 or fp16 out)
 //
 // What changes from v5: the inner product moves from FFMA to the tensor cores. A warp holds its part of
 // the tile as WMMA fragments, opaque per-lane register sets of a 16×16 matrix, and one
 // wmma::mma_sync multiplies a 16×16×16 block (8192 FLOP) that took 4096 FFMAs in v5:
-//
 //   load_matrix_sync(a, sA + …, ldm)   stands for: each lane loads its share of a 16×16 op(A) block
 //   load_matrix_sync(b, sB + …, ldm)   the same for op(B)
 //   mma_sync(acc, a, b, acc)           acc (16×16, fp32) += a (16×16, fp16) · b (16×16, fp16)
 //   store_matrix_sync(sC + …, acc, …)  each lane writes its share of acc back to memory
-//
 // Tiles: block 64×64×32, 4 warps in 2×2, each a 32×32 warp tile = 2×2 accumulator fragments. Shared
-// tiles keep the operands' stored orientation, and the fragment layout reads them either way:
-//
-//   A (M, K) -> sA[BM][BK+8], matrix_a row_major      A (K, M) -> sA[BK][BM+8], matrix_a col_major
-//   B (K, N) -> sB[BK][BN+8], matrix_b row_major      B (N, K) -> sB[BN][BK+8], matrix_b col_major
-//
-// The +8 halves keep ldm a multiple of 8 (WMMA's rule) and every fragment 32-byte aligned. The
-// accumulators go through shared memory (sC) on the way out, so the epilogue can apply alpha, beta,
-// the tails and the output type element by element.
+// tiles keep the operands' stored orientation (gemm::PaddedTile), which the fragment layout reads
+// either way; the accumulators go out through shared memory (gemm::store_staged).
 // What it still lacks: tiles are copied element by element and synchronously, and a warp does 4 MMAs
-// per 4 fragment loads; the tensor cores mostly wait (v7 pipelines 16-byte async copies and gives each
-// warp 16 accumulators).
-// Measured (results/nvidia-h100-80gb-hbm3/stage06.json, 4096³):
-//   <!-- value: [stage06/v6/fp16/M:4096/N:4096/K:4096] | .1f -->34.4<!-- /value --> TFLOPS, below v5's fp32
-//   <!-- value: [stage06/v5/fp32/M:4096/N:4096/K:4096] | .1f -->45.0<!-- /value -->;
-//   <!-- value: 100 * [stage06/v6/fp16/M:4096/N:4096/K:4096] / {peak_fp16_tflops} | .1f -->3.2<!-- /value -->% of the fp16 tensor peak.
+// per 4 fragment loads; the tensor cores mostly wait, and v6 runs below v5's fp32 (v7 pipelines
+// 16-byte async copies and gives each warp 16 accumulators).
 //
 // Run: build/h100/stages/06_tensorcore_gemm/stage06_gemm --dtype fp16 --version v6
 #pragma once
@@ -36,7 +24,8 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "gemm_device.cuh"
+#include "stages/06_tensorcore_gemm/epilogue.cuh"
+#include "stages/06_tensorcore_gemm/tiles.cuh"
 
 namespace fs::gemm_v6 {
 
@@ -49,6 +38,15 @@ constexpr int kThreads = (kBM / kWM) * (kBN / kWN) * 32;  // 128
 constexpr int kPad = 8;                      // halves per shared row
 constexpr int kLdC = kBN + 4;                // floats per sC row: ldm a multiple of 4
 
+// Shared tiles keep each operand's stored orientation, and the fragment layout reads them either way:
+//
+//   A (M, K) -> sA[BM][BK+8], matrix_a row_major      A (K, M) -> sA[BK][BM+8], matrix_a col_major
+//   B (K, N) -> sB[BK][BN+8], matrix_b row_major      B (N, K) -> sB[BN][BK+8], matrix_b col_major
+//
+// The +8 halves keep ldm a multiple of 8 (WMMA's rule) and every fragment 32-byte aligned. The
+// accumulators go through shared memory (sC) on the way out, so the epilogue can apply alpha, beta,
+// the tails and the output type element by element.
+//
 // grid: one block per 64×64 tile of C (1D, tile_n fastest); block 128 = 2×2 warps, warp (wy, wx)
 // owns rows m0 + wy·32 .. +31 and columns n0 + wx·32 .. +31.
 template <bool kTransA, bool kTransB>

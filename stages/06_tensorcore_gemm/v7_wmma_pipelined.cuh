@@ -1,46 +1,21 @@
-// flashstages · stage 06 · v7 — WMMA made fast: cp.async pipeline, 16 fragments per warp (fp16).
+// flashstages · stage 06 · v7 — WMMA made fast: cp.async pipeline, 16 fragments per warp (fp16)
 //
 // What changes from v6, three things that only pay together:
-//  1. Several fragments per warp. The block tile grows to 128×256×64 with 8 warps in 2×4, and each
-//     warp owns a 64×64 tile: 4×4 accumulators (128 registers per lane). Per 16-deep step it loads
-//     4 A and 4 B fragments and issues 16 MMAs, 2 MMAs per load instead of v6's 1.
-//  2. A 3-stage cp.async pipeline. Copies go global -> shared without passing through registers, 16
-//     bytes each, and the block keeps 2 tiles in flight while it computes on the 3rd:
-//
-//       prologue: issue tiles 0, 1 (one commit group each)
-//       step kt:  wait for tile kt (wait_group<1>) | barrier | first 16-deep MMAs | issue tile kt+2
-//                 into stage (kt+2) % 3, commit | the other MMAs on stage kt % 3
-//     (docs/06_tensorcore_gemm.md draws the timeline, step by step.)
-//
-//     A step is 64 deep (4 MMA steps per barrier), and each thread's copies come from a
-//     gemm::AsyncTileStream, whose addresses are worked out once. Measured at 8192³ on scratch
-//     variants of this kernel without bounds handling (development measurements, not committed):
-//     32-deep steps about 20% slower; 4 stages, or copies issued right after the barrier, about 10%
-//     slower.
-//     Chunks that cross the matrix edge are copied element by element with zeros after them. When
-//     A or B is not 16-byte aligned (base, or lda/ldb not a multiple of 8), that operand is copied
+//  1. Several fragments per warp: a 128×256×64 block tile, 8 warps in 2×4, each owning 64×64 as 4×4
+//     accumulators (128 registers per lane); per 16-deep step 4 A and 4 B fragment loads feed 16 MMAs,
+//     2 MMAs per load instead of v6's 1.
+//  2. A 3-stage cp.async pipeline (gemm::AsyncTileStream): copies go global -> shared without passing
+//     through registers, 16 bytes each, and the block keeps 2 tiles in flight while it computes on the
+//     3rd (the schedule is drawn at the kernel). Operands that are not 16-byte aligned are copied
 //     element by element throughout: same kernel, same results, slower.
-//  3. Shared rows padded by 8 halves (16 bytes), so the eight 16-byte row segments that one
-//     fragment-load phase (LDSM) reads fall on eight different groups of 4 banks (the row strides,
-//     144, 272 and 528 bytes, are odd multiples of 16): no bank conflicts. Tiles are handed out in
-//     groups of 8 tile rows (gemm::grouped_tile) so that the blocks running together share A and B
-//     in L2.
-// The epilogue stages each warp's 16×64 strip of accumulators through shared memory (reusing the
-// pipeline buffers) to store C coalesced.
+//  3. Shared rows padded by 8 halves, so the eight 16-byte row segments that one fragment-load phase
+//     (LDSM) reads fall on eight different groups of 4 banks: no bank conflicts. Tiles are handed out
+//     in groups of 8 tile rows (gemm::grouped_tile) so that the blocks running together share A and B
+//     in L2. The epilogue stages each warp's 16×64 strip of accumulators through shared memory.
 // What it still lacks: control of its own latency, and Hopper's own paths. WMMA compiles to mma.sync
-// (HMMA.16816, fed from registers through LDSM, one warp at a time). The committed ncu profile at
-// 4096³ (results/nvidia-h100-80gb-hbm3/logs/ncu_stage06_v7_limits.csv) finds 246 registers per
-// thread, so one block and 2 warps per scheduler; the scheduler issues in 26.4% of its cycles, the
-// tensor pipe is busy 46.8%, and the largest stalls per issued instruction are fixed-latency
-// dependencies (wait, 2.30) and the LDSM results (short_scoreboard, 1.10). Raw mma.sync with
-// ldmatrix, a swizzled layout and a deeper pipeline is the next step; cuBLAS, which goes past what
-// any mma.sync stream reaches on this GPU (ceilings/README.md), uses wgmma, and stage 07 goes there.
-// README.md and docs/06_tensorcore_gemm.md have the numbers.
-// Measured (results/nvidia-h100-80gb-hbm3/stage06.json, ceilings.json):
-//   <!-- value: [stage06/v7/fp16/M:4096/N:4096/K:4096] / [stage06/v6/fp16/M:4096/N:4096/K:4096] | .1f -->8.5<!-- /value -->× v6 at 4096³;
-//   <!-- value: [stage06/v7/fp16/M:4096/N:4096/K:4096] / [cublas/fp16/M:4096/N:4096/K:4096] | .2f -->0.44<!-- /value -->× cuBLAS fp16 at 4096³,
-//   <!-- value: [stage06/v7/fp16/M:8192/N:8192/K:8192] / [cublas/fp16/M:8192/N:8192/K:8192] | .2f -->0.46<!-- /value -->× at 8192³;
-//   <!-- value: 100 * [stage06/v7/fp16/M:4096/N:4096/K:4096] / [ceiling/mma_m16n8k16/fp16] | .0f -->45<!-- /value -->% of the mma.sync m16n8k16 ceiling at 4096³.
+// (HMMA.16816, fed from registers through LDSM, one warp at a time), and its profile (NOTES.md) shows
+// the warps stalled on fixed latencies and on LDSM results. Raw mma.sync with ldmatrix, a swizzled
+// layout and a deeper pipeline is the next step (v9).
 //
 // Run: build/h100/stages/06_tensorcore_gemm/stage06_gemm --dtype fp16 --version v7
 #pragma once
@@ -52,7 +27,10 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "gemm_device.cuh"
+#include "common/device/sm80.cuh"
+#include "stages/06_tensorcore_gemm/epilogue.cuh"
+#include "stages/06_tensorcore_gemm/scheduler.cuh"
+#include "stages/06_tensorcore_gemm/tiles.cuh"
 
 namespace fs::gemm_v7 {
 
@@ -80,6 +58,13 @@ struct Config {
 // grid: one block per 128×256 tile of C (1D, grouped order); block 256 = 2×4 warps, warp (wy, wx)
 // owns rows m0 + wy·64 .. +63 and columns n0 + wx·64 .. +63.
 // vec_a, vec_b: the operand allows 16-byte copies (16-byte aligned base, ld a multiple of 8).
+// The pipeline, 64-deep k-tiles (4 MMA steps per barrier), 3 stages (docs/06_tensorcore_gemm.md draws
+// the timeline, step by step):
+//   prologue: issue tiles 0, 1 (one commit group each)
+//   step kt:  wait for tile kt (wait_group<1>) | barrier | first 16-deep MMAs | issue tile kt+2
+//             into stage (kt+2) % 3, commit | the other MMAs on stage kt % 3
+// The padded row strides, 144, 272 and 528 bytes, are odd multiples of 16: the 8 rows of an LDSM phase
+// start on 8 different groups of 4 banks.
 template <bool kTransA, bool kTransB>
 __global__ void __launch_bounds__(kThreads, 1)
     gemm_v7_kernel(int64_t M, int64_t N, int64_t K, float alpha, const __half* __restrict__ A, int64_t lda,
@@ -163,7 +148,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
         for (int j = 0; j < kWN / kF; ++j) wmma::mma_sync(acc[i][j], a[i], b[j], acc[i][j]);
       // The copies of tile kt + kStages - 1 go out after the first MMAs of this step, not before
-      // them: right after the barrier every warp wants the tensor cores at once (measured faster).
+      // them: right after the barrier every warp wants the tensor cores at once (faster: NOTES.md, v7).
       if (kk == 0) {
         if (kt + kStages - 1 < k_tiles) load_next(int((kt + kStages - 1) % kStages));
         sm80::cp_async_commit_group();

@@ -1,34 +1,20 @@
-// flashstages · stage 06 · v8 — INT8 tensor cores through WMMA: int8 in, int32 out, exact.
+// flashstages · stage 06 · v8 — INT8 tensor cores through WMMA: int8 in, int32 out, exact
 //
 // What changes from v7: the element types and the shared layout, not the pipeline.
 //  * int8 inputs, int32 accumulators: every product of two int8 values and every partial sum is an
 //    integer held exactly, so the result is exact while |sum| <= 2^31 - 1, i.e. for K <= 131071 at
-//    worst-case inputs (131072·128² = 2^31 already overflows; docs/06_tensorcore_gemm.md, "Why INT8
-//    is exact").
+//    worst-case inputs (docs/06_tensorcore_gemm.md, "Why INT8 is exact").
 //  * v7's 128×256×64 block tile and late-issued copies; at one byte per element a stage is half
-//    v7's size, so the pipeline is 4 stages deep in 97–99 KiB (a little faster than 3: a development
-//    measurement, not committed).
-//  * Panels instead of padded rows (gemm::PanelTile): an int8 fragment at k = 16 would start 16 bytes
+//    v7's size, so the pipeline is 4 stages deep in 97–99 KiB.
+//  * Panels instead of padded rows (PanelTile, below): an int8 fragment at k = 16 would start 16 bytes
 //    into a padded row, and WMMA needs 32-byte aligned fragments; panels 16 elements wide make every
 //    fragment 256 contiguous bytes.
 //  * The epilogue rounds alpha·acc + beta·C in fp64 to int32, exact for integer alpha and beta.
 // The 16-byte copies need the base 16-byte aligned and lda/ldb multiples of 16; otherwise that operand
 // is copied element by element, as in v7.
-// What it still lacks: WMMA offers int8 only as m16n16k16, which compiles to IMMA.16816 (k16, seen
-// in the SASS), not the k32 IMMA.16832, whose mma.sync ceiling on this GPU is
-// <!-- value: [ceiling/mma_m16n8k32/int8] | .0f -->1314<!-- /value --> TOPS. Yet the instruction is not what limits v8 today:
-// the committed ncu profile at 4096³ (results/nvidia-h100-80gb-hbm3/logs/ncu_stage06_v8_limits.csv)
-// finds its tensor pipe 32.2% busy, 2 warps per scheduler (238 registers), and the largest stalls on
-// the LDSM results (short_scoreboard, 1.91), fixed latencies (wait, 1.71) and the cp.async tiles
-// (long_scoreboard, 1.41): v7's latency problem, so v8's TOPS come out close to v7's TFLOPS, not
-// twice them. Raw mma.sync.m16n8k32 with ldmatrix is the next step. The layout benchmarked here,
-// both operands K-contiguous (A untransposed, B transposed), is cuBLASLt's for int8.
-// Measured (results/nvidia-h100-80gb-hbm3/stage06.json, ceilings.json; 8192³):
-//   <!-- value: [stage06/v8/int8/M:8192/N:8192/K:8192] | .0f -->329<!-- /value --> TOPS against v7's
-//   <!-- value: [stage06/v7/fp16/M:8192/N:8192/K:8192] | .0f -->304<!-- /value --> TFLOPS;
-//   <!-- value: [stage06/v8/int8/M:8192/N:8192/K:8192] / [cublaslt/int8/M:8192/N:8192/K:8192] | .2f -->0.27<!-- /value -->× cuBLASLt int8,
-//   <!-- value: [stage06/v8/int8/M:4096/N:4096/K:4096] / [cublaslt/int8/M:4096/N:4096/K:4096] | .2f -->0.23<!-- /value -->× at 4096³;
-//   <!-- value: 100 * [stage06/v8/int8/M:4096/N:4096/K:4096] / [ceiling/mma_m16n8k32/int8] | .0f -->24<!-- /value -->% of the mma.sync m16n8k32 ceiling at 4096³.
+// What it still lacks: WMMA offers int8 only as m16n16k16, which compiles to IMMA.16816 (k16), not the
+// k32 IMMA.16832; and it keeps v7's latency problem (NOTES.md: its profile). Raw mma.sync.m16n8k32
+// with ldmatrix is the next step (v10).
 //
 // Run: build/h100/stages/06_tensorcore_gemm/stage06_gemm --dtype int8 --trans-b 1 --version v8
 #pragma once
@@ -39,7 +25,10 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "gemm_device.cuh"
+#include "common/device/sm80.cuh"
+#include "stages/06_tensorcore_gemm/epilogue.cuh"
+#include "stages/06_tensorcore_gemm/scheduler.cuh"
+#include "stages/06_tensorcore_gemm/tiles.cuh"
 
 namespace fs::gemm_v8 {
 
@@ -53,10 +42,32 @@ constexpr int kStages = 4;
 constexpr int kLdC = kWN + 4;                  // int32 per row of a warp's staging strip
 constexpr int kGroupM = 8;                     // tile rows per group of the tile order
 
+// WMMA wants every fragment's first element 32-byte aligned. A padded int8 tile cannot give that: a
+// fragment at k = 16 starts 16 bytes into a row. So the tile is cut along its contiguous dimension
+// into panels 16 elements wide, each a dense [rows][16] block: a 16×16 fragment is then 256 contiguous
+// bytes (ldm 16) and 8 of its rows are 128 contiguous bytes, conflict-free. Panels sit 32 bytes
+// further apart than their size, so the threads that write one row's chunks (one per panel) start on
+// different banks.
+//
+//   stored (rows, cols), cols = 16·P:   panel 0          panel 1               panel P-1
+//                                       [rows][16]  +32  [rows][16]  +32  ...  [rows][16]
+template <bool kIsKContig, int kBX, int kDepth>
+struct PanelTile {
+  static constexpr bool kKContig = kIsKContig;
+  static constexpr int kBK = kDepth;
+  static constexpr int kRows = kKContig ? kBX : kBK;
+  static constexpr int kCols = kKContig ? kBK : kBX;
+  static constexpr int kPanelStride = kRows * 16 + 32;
+  static constexpr int kElems = kCols / 16 * kPanelStride;
+  static constexpr int kLd = 16;  // WMMA's ldm inside a panel
+  __device__ static int at(int r, int c) { return c / 16 * kPanelStride + r * 16 + c % 16; }
+  __device__ static int frag(int x, int k) { return kKContig ? at(x, k) : at(k, x); }
+};
+
 template <bool kTransA, bool kTransB>
 struct Config {
-  using TileA = gemm::PanelTile<!kTransA, kBM, kBK>;
-  using TileB = gemm::PanelTile<kTransB, kBN, kBK>;
+  using TileA = PanelTile<!kTransA, kBM, kBK>;
+  using TileB = PanelTile<kTransB, kBN, kBK>;
   static constexpr int kStageElems = TileA::kElems + TileB::kElems;
   static constexpr std::size_t kPipeBytes = std::size_t(kStages) * kStageElems * sizeof(int8_t);
   static constexpr std::size_t kStagingBytes = std::size_t(kThreads / 32) * kF * kLdC * sizeof(int32_t);
@@ -153,7 +164,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
         for (int j = 0; j < kWN / kF; ++j) wmma::mma_sync(acc[i][j], a[i], b[j], acc[i][j]);
       // The copies of tile kt + kStages - 1 go out after the first MMAs of this step, not before
-      // them: right after the barrier every warp wants the tensor cores at once (measured faster).
+      // them: right after the barrier every warp wants the tensor cores at once (faster: NOTES.md, v7).
       if (kk == 0) {
         if (kt + kStages - 1 < k_tiles) load_next(int((kt + kStages - 1) % kStages));
         sm80::cp_async_commit_group();

@@ -1,45 +1,19 @@
-// flashstages · stage 06 · v9 — raw mma.sync: ldmatrix, a swizzled 4-stage cp.async pipeline (fp16, bf16).
+// flashstages · stage 06 · v9 — raw mma.sync: ldmatrix, a swizzled 4-stage cp.async pipeline (fp16, bf16)
 //
-// C is fp32, fp16 or bf16 (alpha·acc + beta·C in fp32, rounded once), whichever of fp16 and bf16 the
-// inputs are.
 // What changes from v7: the same block and warp tiles (128×256, 8 warps of 64×64), but the tensor
 // cores are driven by hand instead of through WMMA, which hid the fragment layout:
-//  1. mma.sync.m16n8k16 (sm80::mma_m16n8k16, the instruction WMMA compiles to) on fragments loaded by
-//     ldmatrix (sm80::ldmatrix_x4, _trans). The layouts are common/device/sm80.cuh's table. One
-//     ldmatrix .x4 gives a whole A fragment (16×16) or the B fragments of two n8 tiles; per 16-deep
-//     step a warp issues 4 + 4 of them and 4×8 = 32 MMAs. Every transpose is served without a copy:
-//     an operand stored k-contiguous (A untransposed, B transposed) is read by plain ldmatrix, one
-//     stored x-contiguous by ldmatrix .trans.
-//  2. A swizzled shared layout instead of padded rows (gemm::SwizzledTile, drawn there): 16-byte
-//     chunks XORed within each 128-byte line so that ldmatrix's 8 rows hit 8 different bank groups.
-//     No padding bytes: a stage is exactly 128·32·2 + 256·32·2 = 24576 bytes.
-//  3. Fragments double-buffered in registers: the fragments of step s+1 are loaded while the MMAs of
-//     step s run, across k-tiles too, so the LDSM latency (v7's short_scoreboard stall) hides behind
-//     32 MMAs. The addresses are worked out once, before the main loop (gemm::ldmatrix_lane_offset);
-//     in the loop each ldmatrix adds a compile-time XOR and offset (gemm::ldmatrix_block_offset).
-//  4. A 4-stage pipeline, 32 deep, one barrier per k-tile, placed before the last 16-deep step, when
-//     the next tile's first fragments are needed:
-//       prologue: issue tiles 0..2 (one commit group each) | wait tile 0 | barrier | fragments (0, s0)
-//       step kt:  s0: load fragments (kt, s1) | issue tile kt+3 into the stage of kt-1, commit | MMAs s0
-//                 s1: wait tile kt+1 | barrier | load fragments (kt+1, s0) | MMAs s1
-//  5. The epilogue writes the accumulators straight from registers, a pair of columns per store
-//     (8 bytes of fp32, 4 of fp16/bf16: a quad of lanes fills a 32-byte sector), no staging in
-//     shared memory.
-// Registers: 64×64 fp32 accumulators are 128 per lane, the two fragment buffers 2·(16 + 16) = 64.
-// __launch_bounds__(256, 1) allows 255: one block of 8 warps per SM (2 per scheduler), 98304 bytes of
-// shared memory (gemm_v9::Config). The block tile and pipeline depth are a template parameter
-// (gemm_v9::Tiles) so that v11 can time other choices of the same kernel.
-// Leading dimensions and bases: the copies are as wide as A and B allow (the launcher picks the
-// largest of 16, 8, 4 bytes dividing both bases and both row strides; gemm::copy_bytes): 16 is
-// cp.async.cg, 8 and 4 cp.async.ca with 2× and 4× the copy instructions, the same pipeline; odd
-// leading dimensions copy element by element through registers, which the pipeline cannot hide.
-// Tails in M, N, K: copies outside the matrix zero-fill, the epilogue stores only inside C.
-// Measured (results/nvidia-h100-80gb-hbm3/stage06.json, ceilings.json):
-//   <!-- value: [stage06/v9/fp16/M:4096/N:4096/K:4096] / [cublas/fp16/M:4096/N:4096/K:4096] | .2f -->0.56<!-- /value -->× cuBLAS fp16 at 4096³,
-//   <!-- value: [stage06/v9/fp16/M:8192/N:8192/K:8192] / [cublas/fp16/M:8192/N:8192/K:8192] | .2f -->0.58<!-- /value -->× at 8192³;
-//   <!-- value: [stage06/v9/fp16/M:4096/N:4096/K:4096] / [stage06/v7/fp16/M:4096/N:4096/K:4096] | .1f -->1.3<!-- /value -->× v7 at 4096³;
-//   <!-- value: 100 * [stage06/v9/fp16/M:4096/N:4096/K:4096] / [ceiling/mma_m16n8k16/fp16] | .0f -->58<!-- /value -->% of the mma.sync m16n8k16 ceiling at 4096³;
-//   bf16 (bf16 out) <!-- value: [stage06/v9/bf16/M:4096/N:4096/K:4096] / [cublas/bf16/M:4096/N:4096/K:4096] | .2f -->0.53<!-- /value -->× cuBLAS bf16 at 4096³.
+//  1. mma.sync.m16n8k16 (sm80::mma_m16n8k16) on fragments loaded by ldmatrix (sm80::ldmatrix_x4,
+//     _trans; the layouts are common/device/sm80.cuh's table): every transpose is served without a
+//     copy, a k-contiguous operand by plain ldmatrix, an x-contiguous one by ldmatrix .trans.
+//  2. A swizzled shared layout instead of padded rows (gemm::SwizzledTile): ldmatrix's 8 rows hit 8
+//     different bank groups, and no byte is padding.
+//  3. Fragments double-buffered in registers: those of step s+1 load while the MMAs of step s run,
+//     across k-tiles too, so the LDSM latency (v7's short_scoreboard stall) hides behind 32 MMAs.
+//  4. A 4-stage pipeline, 32 deep, one barrier per k-tile (drawn at the kernel).
+//  5. The epilogue writes the accumulators straight from registers, a pair of columns per store.
+// Inputs fp16 or bf16, C fp32, fp16 or bf16 (alpha·acc + beta·C in fp32, rounded once). The copies are
+// as wide as A and B allow (16, 8, 4 or 2 bytes; gemm::copy_bytes). The block tile and the pipeline
+// depth are a template parameter (Tiles) so that v11 can time other choices of the same kernel.
 //
 // Run: build/h100/stages/06_tensorcore_gemm/stage06_gemm --dtype fp16 --version v9
 //      build/h100/stages/06_tensorcore_gemm/stage06_bench --benchmark_filter='stage06/v9/|cublas/fp16'
@@ -52,7 +26,11 @@
 #include <cstdint>
 
 #include "common/lib/flashstages.h"
-#include "gemm_device.cuh"
+#include "common/device/gemm_epilogue.cuh"
+#include "common/device/sm80.cuh"
+#include "stages/06_tensorcore_gemm/fragments.cuh"
+#include "stages/06_tensorcore_gemm/scheduler.cuh"
+#include "stages/06_tensorcore_gemm/tiles.cuh"
 
 namespace fs::gemm_v9 {
 
@@ -62,7 +40,7 @@ constexpr int kFragsM = kWM / kMmaM, kFragsN = kWN / kMmaN;  // 4 × 8 accumulat
 constexpr int kGroupM = 8;  // tile rows per group of the tile order
 
 // A block tile and its pipeline: BM × BN of C per block, in warps of 64×64, k-tiles BK deep (in
-// elements), Stages of them in shared memory. v9 runs V9Tiles; v11 (v11_autotune.cu) times others.
+// elements), Stages of them in shared memory. v9 runs V9Tiles; v11 (v11_autotune.cuh) times others.
 template <int BM, int BN, int BK, int Stages>
 struct Tiles {
   static constexpr int kBM = BM, kBN = BN, kBK = BK, kStages = Stages;
@@ -91,8 +69,18 @@ using Config = V9Tiles::Smem<kTransA, kTransB>;  // 4 stages: 98304 bytes
 // grid: one block per BM×BN tile of C (1D, grouped order); block: (BM/64)×(BN/64) warps, warp (wy, wx)
 // owns rows m0 + wy·64 .. +63 and columns n0 + wx·64 .. +63 (V9Tiles: 2×4 warps, 256 threads).
 // T: __half or __nv_bfloat16. c_dtype: FS_FP32, FS_FP16 or FS_BF16, whatever T is (the accumulators are
-// fp32, rounded once at the store). kCopyBytes: 16, 8, 4 or 2 (see the header).
-// c_pairs: C's base and ldc keep even columns 2-element aligned (pair stores).
+// fp32, rounded once at the store). kCopyBytes: 16, 8, 4 or 2: 16 is cp.async.cg, 8 and 4 cp.async.ca
+// with 2× and 4× the copy instructions, the same pipeline; 2 (odd leading dimensions) copies element by
+// element through registers, which the pipeline cannot hide. Copies outside the matrix zero-fill.
+// c_pairs: C's base and ldc keep even columns 2-element aligned (pair stores: 8 bytes of fp32, 4 of
+// fp16/bf16, so a quad of lanes fills a 32-byte sector); the epilogue stores only inside C.
+// The pipeline: one barrier per k-tile, placed before the last 16-deep step, when the next tile's first
+// fragments are needed (V9Tiles: 2 steps, 4 stages):
+//   prologue: issue tiles 0..2 (one commit group each) | wait tile 0 | barrier | fragments (0, s0)
+//   step kt:  s0: load fragments (kt, s1) | issue tile kt+3 into the stage of kt-1, commit | MMAs s0
+//             s1: wait tile kt+1 | barrier | load fragments (kt+1, s0) | MMAs s1
+// Registers: 64×64 fp32 accumulators are 128 per lane, the two fragment buffers 2·(16 + 16) = 64;
+// __launch_bounds__(256, 1) allows 255: one block of 8 warps per SM (2 per scheduler).
 template <class Tl, class T, bool kTransA, bool kTransB, int kCopyBytes>
 __global__ void __launch_bounds__(Tl::kThreads, 1)
     gemm_v9_kernel(int64_t M, int64_t N, int64_t K, float alpha, const T* __restrict__ A, int64_t lda,

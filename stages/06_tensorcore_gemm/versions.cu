@@ -1,7 +1,6 @@
-// Stage 06: the list of its versions, in order, as the registry shows them (the descriptors live beside
-// their launches: simt.cu, wmma.cu, mma.cu, mma_int8.cu, v11_autotune.cu, whole_tiles.cu,
-// shifted_edges_int8.cu).
-#include "gemm.h"
+// Stage 06: the list of its versions, in order, as the registry shows them (each descriptor lives
+// beside its launch, in vN.cu).
+#include "stages/06_tensorcore_gemm/versions.h"
 
 namespace fs {
 

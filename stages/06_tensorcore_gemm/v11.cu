@@ -1,56 +1,19 @@
-// flashstages · stage 06 · v11 — v9's kernel with the block tile, the k-tile depth and the pipeline
-// depth chosen per problem by timing a few candidates on the current GPU at first use (fp16, bf16).
-//
-// What changes from v9: nothing inside the kernel; this file is host code, as stage 04's v5 is to v4.
-// v9 runs one configuration everywhere: 128×256 tiles of C, 8 warps, 32-deep k-tiles, 4 stages, one
-// block per SM. What that costs, per SM and per 16-deep step of the block (the budget an ncu profile
-// of v9 has to explain), on the H100's measured ceilings (ceilings.json: 2470 FLOP of mma.sync and
-// 128 bytes of shared memory per SM per clock):
-//   the MMAs       2·128·256·16 FLOP / 2470            = 424 clocks
-//   ldmatrix       8 warps · (2 KB of A + 2 KB of B) / 128 = 256 clocks
-//   cp.async       (128 + 256)·16·2 bytes / 128          =  96 clocks
-// so shared memory is busy 83% of the time the tensor pipe needs, and a __syncthreads every second
-// step stops all 8 warps of the SM's only block. The candidates move those terms:
-//   128×256, 64 deep, 3 stages:       one barrier per four steps instead of two (144 KB of shared memory)
-//   256×128, 32 deep, 4 stages:       v9 turned on its side: the grouped order walks C differently
-//   128×128, 4 warps, 2 blocks/SM:    a block waiting at its barrier leaves the other block's 4 warps
-//                                     running (64 KB each, or 96 KB at 64 deep with 3 stages); more
-//                                     copies per FLOP (16 KB per SM-step instead of 12)
-// Which wins depends on the shape (how many waves of tiles fill the SMs) and the GPU, so v11 times them
-// (common/lib/tuner.h): the first call for a (GPU, dtype, transposes, M, N, K) runs each usable
-// candidate 10 times on a problem of the caller's sizes and leading dimensions, in stream-ordered
-// workspace (drawn uniform in [-1, 1]: timing zeros flatters a kernel; alpha = 1, beta = 0), and
-// remembers the fastest for the process. FLASHSTAGES_AUTOTUNE=0 takes v9's configuration without
-// timing, =verbose prints every timing. Only 16-byte-aligned operands are tuned: narrower rows take
-// v9 itself (its 8-, 4- and 2-byte copy paths), which is also what a call inside a CUDA graph capture
-// gets, and what a call gets when the tuning problem does not fit in memory.
-// Measured (results/nvidia-h100-80gb-hbm3/stage06.json; v9, v11 and cuBLAS in one run,
-// logs/bench_stage06_rerun_v9_v11.log):
-//   fp16 <!-- value: [stage06/v11/fp16/M:4096/N:4096/K:4096] / [stage06/v9/fp16/M:4096/N:4096/K:4096] | .2f -->1.00<!-- /value -->× v9 at 4096³, <!-- value: [stage06/v11/fp16/M:8192/N:8192/K:8192] / [stage06/v9/fp16/M:8192/N:8192/K:8192] | .2f -->1.07<!-- /value -->× at 8192³, <!-- value: [stage06/v11/fp16/M:4096/N:4096/K:1024] / [stage06/v9/fp16/M:4096/N:4096/K:1024] | .2f -->1.07<!-- /value -->× at 4096×4096×1024;
-//   <!-- value: [stage06/v11/fp16/M:4096/N:4096/K:4096] / [cublas/fp16/M:4096/N:4096/K:4096] | .2f -->0.56<!-- /value -->× cuBLAS fp16 at 4096³, <!-- value: [stage06/v11/fp16/M:8192/N:8192/K:8192] / [cublas/fp16/M:8192/N:8192/K:8192] | .2f -->0.61<!-- /value -->× at 8192³ (the stage README, "v11").
-//
-// Run: build/h100/stages/06_tensorcore_gemm/stage06_gemm --dtype fp16 --version v11
-//      FLASHSTAGES_AUTOTUNE=verbose build/h100/stages/06_tensorcore_gemm/stage06_bench --benchmark_filter='stage06/v11/'
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-
+// Stage 06 v11: the tuner (v11_autotune.cuh lists what it chooses among), the launch of each candidate,
+// v11's descriptor and C entry, fs_gemm_v11, and the candidates as the tests look inside them.
 #include <string>
 #include <vector>
 
 #include "common/lib/device.h"
-#include "common/lib/gemm_launch.h"
 #include "common/lib/random.h"
 #include "common/lib/tuner.h"
 #include "common/lib/workspace.h"
-#include "gemm.h"
-#include "mma_launch.h"
+#include "stages/06_tensorcore_gemm/launch.cuh"
+#include "stages/06_tensorcore_gemm/versions.h"
+#include "stages/06_tensorcore_gemm/v11_autotune.cuh"
 
 namespace fs::gemm_v11 {
 
 namespace {
-
-using gemm_v9::Tiles;
-using gemm_v9::V9Tiles;
 
 // One candidate: its configuration and its launch, 16-byte copies only (any dtype, any transposes).
 struct Candidate {
@@ -64,7 +27,9 @@ template <class Tl>
 struct Run16 {
   template <bool kTA, bool kTB>
   static cudaError_t run(const GemmParams& p, cudaStream_t stream) {
-    return gemm_v9::launch_any_half<Tl, kTA, kTB, 16>(p, stream);
+    return gemm::launch_any_half(
+        [](auto e) { return gemm_v9::gemm_v9_kernel<Tl, typename decltype(e)::type, kTA, kTB, 16>; },
+        Tl::template Smem<kTA, kTB>::kSmemBytes, Tl::kBM, Tl::kBN, Tl::kThreads, p, stream);
   }
 };
 
@@ -73,12 +38,6 @@ Candidate candidate() {
   return {Tl::kBM, Tl::kBN, Tl::kBK, Tl::kStages, Tl::kThreads, gemm::max_smem_bytes<Tl::template Smem>(),
           gemm::launch_transposes<Run16<Tl>>};
 }
-
-template <class... Ts>
-struct TileList {};
-// v9's configuration first (the untuned choice), then the others the header explains.
-using CandidateTiles = TileList<V9Tiles, Tiles<128, 256, 64, 3>, Tiles<256, 128, 32, 4>, Tiles<128, 128, 32, 4>,
-                                Tiles<128, 128, 64, 3>>;
 
 template <class... Ts>
 std::vector<Candidate> candidate_list(TileList<Ts...>) {
@@ -113,7 +72,8 @@ std::string key_of(int device, const GemmParams& p) {
 }
 
 // The problem the candidates are timed on: the caller's sizes, transposes, leading dimensions and
-// types, in workspace of `buffers` (freed when it goes), A and B drawn from seeds 5000 and 5001.
+// types, in stream-ordered workspace of `buffers` (freed when it goes), A and B drawn uniform in
+// [-1, 1] from seeds 5000 and 5001 (timing zeros flatters a kernel), alpha = 1, beta = 0.
 Status make_tuning_problem(GemmParams p, WorkspaceSet& buffers, cudaStream_t stream, GemmParams* out) {
   const DType ab = DType(p.ab_dtype);
   const int64_t spans[2] = {gemm_a_span(p), gemm_b_span(p)};

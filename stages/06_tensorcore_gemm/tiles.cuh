@@ -1,42 +1,27 @@
-// Device helpers the stage 06 kernels share, each introduced by the version named beside it: guarded
-// 128-bit loads (v3), shared tiles in their stored orientation, element copies and the staged store
-// of C (v6), cp.async tile streams (the sm80 wrappers of common/device/sm80.cuh) and the grouped tile
-// order (v7), the int8 panel tile (v8), the swizzled tile with its copy stream of any width and
-// ldmatrix addressing (v9), the int8 byte transpose (v10), the copy of whole tiles (v12, v15). Kept here
-// once so that each vN_*.cuh shows only its own idea. The alpha/beta epilogue (v1) and its pair store
-// (v9), which stage 07 shares, are common/device/gemm_epilogue.cuh.
+// Stage 06: the shared-memory tiles and the copies that fill them from global memory, as several
+// versions share them unchanged; each piece is introduced by the version named in its section.
+//   v3–v5    TileStream: an fp32 operand's float4s, through registers into a k-major shared tile
+//   v6–v8    PaddedTile (v6, v7): a tile in its stored orientation, rows padded; copy_tile_elements
+//   v7, v8   AsyncTileStream: 16-byte cp.async copies into a padded or panel tile
+//   v9–v16   SwizzledTile, and SwizzledTileStream: copies of any width into it, bounds checked
+//   v12–v16  WholeTileStream: the same copies for k-tiles that lie inside the matrix, unchecked
 #pragma once
 
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
-#include <type_traits>
 
-#include "common/device/gemm_epilogue.cuh"
 #include "common/device/sm80.cuh"
 
 namespace fs::gemm {
 
-// ---- v3: 128-bit loads and stores -----------------------------------------------------------------
-// Four floats of shared memory into four registers with one LDS.128 (s 16-byte aligned).
-__device__ __forceinline__ void lds128(float* r, const float* s) {
-  const float4 v = *reinterpret_cast<const float4*>(s);
-  r[0] = v.x;
-  r[1] = v.y;
-  r[2] = v.z;
-  r[3] = v.w;
-}
-
+// ---- v3: an fp32 operand's k-tiles as float4s ---------------------------------------------------
 // This thread's float4s of one operand's k-tiles, for a k-major shared tile s[BK][BX] (the SIMT
 // versions' sA[k][m], sB[k][n]). The operand is stored (X, K), k contiguous (A untransposed, B
 // transposed), or (K, X), x contiguous (A transposed, B untransposed); vectors run along the stored
 // rows. A thread's vectors share one column and sit kRowStep stored rows apart, so one pointer, one
 // pair of bounds and one stride describe them all, worked out once and moved one k-tile per step: the
-// main loop keeps few 64-bit values alive and does almost no address arithmetic. (An early v5 that
-// recomputed every address from x0, k0 and ld each step, with branches around each vector, ran 15%
-// slower than the same loop without any bounds handling: a development measurement, not committed.)
+// main loop keeps few 64-bit values alive and does almost no address arithmetic.
 template <bool kKContig, int kBX, int kBK, int kThreads>
 struct TileStream {
   static constexpr int kRows = kKContig ? kBX : kBK, kCols = kKContig ? kBK : kBX;  // stored tile
@@ -137,26 +122,12 @@ __device__ __forceinline__ void copy_tile_elements(T* s, const T* __restrict__ g
   }
 }
 
-// Writes a rows × cols accumulator tile staged in shared memory (row stride ld) to C at (m0, n0)
-// through the epilogue. `count` threads, this one being `index`, stride over the elements so that
-// neighbouring threads store neighbouring columns (coalesced).
-template <class TOut, class TAcc>
-__device__ __forceinline__ void store_staged(TOut* C, int64_t ldc, int64_t M, int64_t N, int64_t m0, int64_t n0,
-                                             const TAcc* s, int ld, int rows, int cols, float alpha, float beta,
-                                             int index, int count) {
-  for (int e = index; e < rows * cols; e += count) {
-    const int r = e / cols, c = e % cols;
-    if (m0 + r < M && n0 + c < N) epilogue(C + (m0 + r) * ldc + n0 + c, s[r * ld + c], alpha, beta);
-  }
-}
-
+// ---- v7: 16-byte cp.async copies -----------------------------------------------------------------
 // The tile copies of v7 and v8: one cp.async of 16 bytes per chunk of 16 / sizeof(T) elements along
 // the stored rows, into a Tile (PaddedTile or PanelTile) of one pipeline stage. As TileStream does for
 // v3–v5, a thread's chunks share one column and sit kRowStep stored rows apart, so one source pointer
-// and one pair of bounds, moved one k-tile per step, describe them all. (Recomputing each 64-bit
-// address and byte count every step made v7 issue 7.7 instructions per HMMA in an early version, an
-// ncu development measurement, not committed; today's v7 issues 3.4 per HMMA,
-// results/nvidia-h100-80gb-hbm3/logs/ncu_stage06_v7_limits.csv.) Needs 16-byte aligned base and ld.
+// and one pair of bounds, moved one k-tile per step, describe them all (NOTES.md, v7: what recomputing
+// each address every step cost). Needs 16-byte aligned base and ld.
 template <class Tile, int kThreads, class T>
 struct AsyncTileStream {
   static constexpr int kChunk = 16 / sizeof(T);
@@ -214,43 +185,6 @@ struct AsyncTileStream {
   }
 };
 
-// ---- v7: grouped tile order -----------------------------------------------------------------------
-// Block b of a 1D grid takes tile (tile_m, tile_n). Consecutive blocks walk down kGroup tile rows
-// before moving right, so the blocks resident at one time share kGroup rows of A and a narrow band of
-// columns of B, and re-read them from L2 instead of DRAM.
-template <int kGroup>
-__device__ __forceinline__ void grouped_tile(int64_t b, int64_t tiles_m, int64_t tiles_n, int64_t& tile_m,
-                                             int64_t& tile_n) {
-  const int64_t per_group = int64_t(kGroup) * tiles_n;
-  const int64_t first_m = b / per_group * kGroup;
-  const int64_t rows = tiles_m - first_m < kGroup ? tiles_m - first_m : kGroup;
-  tile_m = first_m + (b % per_group) % rows;
-  tile_n = (b % per_group) / rows;
-}
-
-// ---- v8: the int8 panel tile ---------------------------------------------------------------------
-// WMMA wants every fragment's first element 32-byte aligned. A padded int8 tile cannot give that: a
-// fragment at k = 16 starts 16 bytes into a row. So the tile is cut along its contiguous dimension
-// into panels 16 elements wide, each a dense [rows][16] block: a 16×16 fragment is then 256 contiguous
-// bytes (ldm 16) and 8 of its rows are 128 contiguous bytes, conflict-free. Panels sit 32 bytes
-// further apart than their size, so the threads that write one row's chunks (one per panel) start on
-// different banks.
-//
-//   stored (rows, cols), cols = 16·P:   panel 0          panel 1               panel P-1
-//                                       [rows][16]  +32  [rows][16]  +32  ...  [rows][16]
-template <bool kIsKContig, int kBX, int kDepth>
-struct PanelTile {
-  static constexpr bool kKContig = kIsKContig;
-  static constexpr int kBK = kDepth;
-  static constexpr int kRows = kKContig ? kBX : kBK;
-  static constexpr int kCols = kKContig ? kBK : kBX;
-  static constexpr int kPanelStride = kRows * 16 + 32;
-  static constexpr int kElems = kCols / 16 * kPanelStride;
-  static constexpr int kLd = 16;  // WMMA's ldm inside a panel
-  __device__ static int at(int r, int c) { return c / 16 * kPanelStride + r * 16 + c % 16; }
-  __device__ static int frag(int x, int k) { return kKContig ? at(x, k) : at(k, x); }
-};
-
 // ---- v9: the swizzled tile ---------------------------------------------------------------------
 // A tile kept in its stored orientation, as PaddedTile, but dense: no padding. Its rows are cut into
 // 16-byte chunks (8 halves, 16 int8), and within every 128-byte line of shared memory the chunk index
@@ -284,35 +218,7 @@ struct SwizzledTile {
   }
 };
 
-// This lane's row address for an ldmatrix .x4 that loads a 16(x) × 16(k) block of 16-bit values (or
-// 16 × 32 int8, the same 512 bytes) at (x0, k = 0) of a SwizzledTile. Lanes 8i .. 8i+7 address the
-// rows of 8×8 tile i; the tiles come in the order the mma fragment registers want them:
-//   A (x = m): tile 0 (m 0-7, k 0-7), 1 (m 8-15, k 0-7), 2 (m 0-7, k 8-15), 3 (m 8-15, k 8-15)
-//   B (x = n): tile 0 (n 0-7, k 0-7), 1 (n 0-7, k 8-15), 2 (n 8-15, k 0-7), 3 (n 8-15, k 8-15)
-// so that A's .x4 is a[0..3] of one m16n8k16 fragment, B's is b[0..1] of two n8 tiles (k in 16-bit
-// units; for int8 read "k 0-15, k 16-31"). A k-contiguous tile has x rows: each lane points at row x,
-// chunk k/8, and plain ldmatrix hands lane 4g+t row g. An x-contiguous tile (16-bit only) has k rows:
-// each lane points at row k, chunk x/8, and ldmatrix .trans hands lane 4g+t column g.
-template <class Tile, bool kOperandB>
-__device__ __forceinline__ uint32_t ldmatrix_lane_offset(int lane, int x0) {
-  const int i = lane / 8, r = lane % 8;
-  const int dx = kOperandB ? (i >> 1) * 8 : (i & 1) * 8;  // x of the tile's first row or column
-  const int dk = kOperandB ? (i & 1) : (i >> 1);          // 16-byte chunk of k (8 halves, 16 int8)
-  if constexpr (Tile::kKContig) return Tile::offset(x0 + dx + r, dk * 16);
-  else return Tile::offset(dk * 8 + r, (x0 + dx) * 2);
-}
-
-// The offset of block (x0 + 16·i, 32 bytes of k times s) from the lane's offset of block (x0, 0), by a
-// compile-time XOR and add (no swizzle worked out in the loop). K-contiguous rows: 32·s bytes along the
-// row flips bit 5 only (the key is unchanged), 16·i rows keep the key (it repeats every 8 rows, or 16
-// for 64-byte rows): XOR 32·s, add 16·i rows. X-contiguous rows (x0 a multiple of 64 halves, one
-// 128-byte line): 32·i bytes along the row flips bits 5..6, 16·s rows keep the key: XOR 32·i, add 16·s rows.
-template <class Tile>
-__device__ __forceinline__ uint32_t ldmatrix_block_offset(uint32_t lane_offset, int s, int i) {
-  if constexpr (Tile::kKContig) return (lane_offset ^ uint32_t(32 * s)) + uint32_t(16 * i * Tile::kRowBytes);
-  else return (lane_offset ^ uint32_t(32 * i)) + uint32_t(16 * s * Tile::kRowBytes);
-}
-
+// ---- v9: copies of any width into a swizzled tile -----------------------------------------------
 // The tile copies of v9 and v10: AsyncTileStream's walk (one pointer, one pair of bounds, moved one
 // k-tile per step) into a SwizzledTile, with copies kCopyBytes wide. 16 is cp.async.cg; 8 and 4,
 // for leading dimensions and bases that are not 16-byte aligned, are cp.async.ca (the same pipeline,
@@ -387,39 +293,10 @@ struct SwizzledTileStream {
   }
 };
 
-// ---- v10: the int8 byte transpose ----------------------------------------------------------------
-// ldmatrix moves 16-bit values: .trans cannot turn an x-contiguous int8 tile into k-contiguous
-// fragments. v10 copies such an operand in its stored orientation (Src, k rows) and rewrites it into a
-// k-contiguous SwizzledTile (Dst, x rows) before the fragment loads. Each thread step takes a 4 k × 4 x
-// block: four 32-bit loads (one per k row), a 4×4 byte transpose in registers (__byte_perm, PRMT),
-// four 32-bit stores (one per x row). Consecutive threads walk k first, so a warp's stores cover
-// whole 64-byte rows of Dst.
-template <class Src, class Dst, int kThreads>
-__device__ __forceinline__ void transpose_s8(unsigned char* dst, const unsigned char* src, int tid) {
-  static_assert(!Src::kKContig && Dst::kKContig && Src::kBK == Dst::kBK && Src::kCols == Dst::kRows, "one tile");
-  constexpr int kKBlocks = Src::kBK / 4, kBlocks = kKBlocks * (Src::kCols / 4);
-  static_assert(kBlocks % kThreads == 0, "whole blocks per thread");
-#pragma unroll
-  for (int b = tid; b < kBlocks; b += kThreads) {
-    const int k = b % kKBlocks * 4, x = b / kKBlocks * 4;
-    uint32_t w[4];  // w[i]: bytes x..x+3 of k row k+i
-#pragma unroll
-    for (int i = 0; i < 4; ++i) w[i] = *reinterpret_cast<const uint32_t*>(src + Src::offset(k + i, x));
-    // Byte j of w[i] is (k+i, x+j); out[j] gathers byte j of w[0..3]: (x+j, k..k+3).
-    const uint32_t lo01 = __byte_perm(w[0], w[1], 0x5140), hi01 = __byte_perm(w[0], w[1], 0x7362);
-    const uint32_t lo23 = __byte_perm(w[2], w[3], 0x5140), hi23 = __byte_perm(w[2], w[3], 0x7362);
-    const uint32_t out[4] = {__byte_perm(lo01, lo23, 0x5410), __byte_perm(lo01, lo23, 0x7632),
-                             __byte_perm(hi01, hi23, 0x5410), __byte_perm(hi01, hi23, 0x7632)};
-#pragma unroll
-    for (int j = 0; j < 4; ++j) *reinterpret_cast<uint32_t*>(dst + Dst::offset(x + j, k)) = out[j];
-  }
-}
-
 // ---- v12: whole tiles, copied without bounds ------------------------------------------------------
 // SwizzledTileStream decides in every k-tile whether its copies lie inside the matrix: 64-bit compares
-// of two bounds, a branch around each path, the bounds walked along with the pointer. In v9's SASS
-// the copies of a k-tile take 72 instructions per warp, their 6 cp.async among them, beside 64 MMAs
-// and 16 ldmatrix (ncu's source page at 4096³). Yet in most blocks every k-tile lies wholly inside.
+// of two bounds, a branch around each path, the bounds walked along with the pointer (NOTES.md, v12:
+// what that costs in v9). Yet in most blocks every k-tile lies wholly inside.
 // WholeTileStream is the copy for those blocks, with SwizzledTileStream's interface and no bounds: its
 // kCopies copies sit kRowStep stored rows apart in the matrix and, the swizzle key repeating every 8
 // rows (or 8 lines of two rows), exactly kRowStep·kRowBytes bytes apart in shared memory: per copy one

@@ -1,15 +1,13 @@
-// Stage 06: the raw mma.sync version v10 (int8 -> int32) — its launch, descriptor and C entry.
-#include <cstdint>
-
-#include "common/lib/gemm_launch.h"
-#include "gemm.h"
-#include "mma_launch.h"
-#include "v10_mma_int8.cuh"
+// Stage 06 v10 (int8 -> int32): its launch, descriptor and C entry, fs_gemm_v10.
+#include "stages/06_tensorcore_gemm/launch.cuh"
+#include "stages/06_tensorcore_gemm/versions.h"
+#include "stages/06_tensorcore_gemm/v10_mma_int8.cuh"
 
 namespace fs {
 
 namespace {
 
+// v10's tiles, with the widest copy both operands allow.
 struct V10 {
   template <bool kTA, bool kTB>
   static cudaError_t run(const GemmParams& p, cudaStream_t stream) {

@@ -1,11 +1,7 @@
-// Stage 06: the raw mma.sync version v9 (fp16, bf16) — its launch, descriptor and C entry (v10, int8,
-// is mma_int8.cu: a translation unit each, so that their many instances compile in parallel).
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-
-#include "common/lib/gemm_launch.h"
-#include "gemm.h"
-#include "mma_launch.h"
+// Stage 06 v9 (fp16, bf16): its launch, descriptor and C entry, fs_gemm_v9.
+#include "stages/06_tensorcore_gemm/launch.cuh"
+#include "stages/06_tensorcore_gemm/versions.h"
+#include "stages/06_tensorcore_gemm/v9_mma_sync.cuh"
 
 namespace fs {
 
@@ -15,8 +11,12 @@ namespace {
 struct V9 {
   template <bool kTA, bool kTB>
   static cudaError_t run(const GemmParams& p, cudaStream_t stream) {
+    using namespace gemm_v9;
     return gemm::dispatch_copy_bytes<2>(gemm::operand_copy_bytes(p, 2), [&](auto w) {
-      return gemm_v9::launch_any_half<gemm_v9::V9Tiles, kTA, kTB, decltype(w)::value>(p, stream);
+      constexpr int kCopyBytes = decltype(w)::value;
+      return gemm::launch_any_half(
+          [](auto e) { return gemm_v9_kernel<V9Tiles, typename decltype(e)::type, kTA, kTB, kCopyBytes>; },
+          Config<kTA, kTB>::kSmemBytes, V9Tiles::kBM, V9Tiles::kBN, V9Tiles::kThreads, p, stream);
     });
   }
 };
@@ -28,6 +28,7 @@ const KernelDesc kGemmV9 = gemm_kernel(
     {"fs_gemm_v9", "stage06", "v9",
      "mma.sync m16n8k16 fp16/bf16: ldmatrix, 128x256x32 tiles, 4-stage swizzled cp.async, no padding"},
     kHalfSupport, kStageArchs, gemm::max_smem_bytes<gemm_v9::Config>(), gemm::launch_transposes<V9>);
+
 }  // namespace fs
 
 FS_EXPORT_GEMM(fs_gemm_v9, fs::kGemmV9)
