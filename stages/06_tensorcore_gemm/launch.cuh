@@ -1,8 +1,8 @@
 // Stage 06: what the versions' launches share (host code): the element types each family of versions
 // takes, the launch of the SIMT kernels' two argument lists (v1–v5), and one launch per kernel signature
-// of the mma.sync versions, fp16/bf16 in (v9, v11, v12, v14) and int8 in (v10, v13, v15, v16). The
-// transpose dispatch and the facts about the operands (copy widths, C's pair stores) are
-// common/lib/gemm_launch.h; the problem and its validation common/lib/gemm.h.
+// of the mma.sync versions, fp16/bf16 in (v9, v11, v12, v14) and int8 in (v10, v13, v15; v16 launches
+// its product itself, behind its repack). The transpose dispatch and the facts about the operands (copy
+// widths, C's pair stores) are common/lib/gemm_launch.h; the problem and its validation common/lib/gemm.h.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -85,27 +85,16 @@ cudaError_t launch_any_half(KernelFor kernel_for, std::size_t smem, int bm, int 
              : launch_half_kernel<__nv_bfloat16>(kernel_for(Elem<__nv_bfloat16>{}), smem, bm, bn, threads, p, stream);
 }
 
-// The same for a kernel with v10's signature (int8 in, int32 out). dependent: launched as a programmatic
-// dependent of the kernel before it on the stream (compute capability 9.0 and later; v16's product
-// behind its repack). Its blocks may then be scheduled before that kernel has finished, and must wait
-// in griddepcontrol.wait before they read what it writes, as v15's kernel does.
+// The same for a kernel with v10's signature (int8 in, int32 out).
 template <class Kernel>
 cudaError_t launch_int8_kernel(Kernel kernel, std::size_t smem, int bm, int bn, int threads, const GemmParams& p,
-                               cudaStream_t stream, bool dependent = false) {
+                               cudaStream_t stream) {
   if (const cudaError_t err = allow_smem(kernel, smem); err != cudaSuccess) return err;
   const bool c_pairs = pairs_aligned(p.c, p.ldc, 4);
-  cudaLaunchAttribute after_previous{};
-  after_previous.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  after_previous.val.programmaticStreamSerializationAllowed = 1;
-  cudaLaunchConfig_t config{};
-  config.gridDim = dim3(tile_count(p, bm, bn));
-  config.blockDim = dim3(unsigned(threads));
-  config.dynamicSmemBytes = smem;
-  config.stream = stream;
-  config.attrs = dependent ? &after_previous : nullptr;
-  config.numAttrs = dependent ? 1 : 0;
-  return cudaLaunchKernelEx(&config, kernel, p.m, p.n, p.k, p.alpha, static_cast<const int8_t*>(p.a), p.lda,
-                            static_cast<const int8_t*>(p.b), p.ldb, p.beta, static_cast<int32_t*>(p.c), p.ldc, c_pairs);
+  kernel<<<tile_count(p, bm, bn), threads, smem, stream>>>(p.m, p.n, p.k, p.alpha, static_cast<const int8_t*>(p.a),
+                                                           p.lda, static_cast<const int8_t*>(p.b), p.ldb, p.beta,
+                                                           static_cast<int32_t*>(p.c), p.ldc, c_pairs);
+  return cudaSuccess;
 }
 
 }  // namespace fs::gemm

@@ -1,5 +1,5 @@
-// Stage 06 v15 (int8 -> int32): its launch, descriptor and C entry, fs_gemm_v15, and its 16-byte kernel
-// as v16 launches it. Rows that are not 8-byte aligned go to v10.
+// Stage 06 v15 (int8 -> int32): its launch, descriptor and C entry, fs_gemm_v15. Rows that are not
+// 8-byte aligned go to v10.
 #include "stages/06_tensorcore_gemm/launch.cuh"
 #include "stages/06_tensorcore_gemm/versions.h"
 #include "stages/06_tensorcore_gemm/v15_shifted_edges_int8.cuh"
@@ -10,12 +10,11 @@ namespace {
 
 template <int kCopyBytes>
 struct V15 {
-  // dependent: behind v16's repack, as its programmatic dependent (gemm::launch_int8_kernel).
   template <bool kTA, bool kTB>
-  static cudaError_t run(const GemmParams& p, cudaStream_t stream, bool dependent = false) {
+  static cudaError_t run(const GemmParams& p, cudaStream_t stream) {
     using namespace gemm_v15;
     return gemm::launch_int8_kernel(gemm_v15_kernel<kTA, kTB, kCopyBytes>, Config<kTA, kTB>::kSmemBytes, kBM, kBN,
-                                    kThreads, p, stream, dependent);
+                                    kThreads, p, stream);
   }
 };
 
@@ -30,11 +29,8 @@ Status run_v15(const GemmParams& p, cudaStream_t stream) {
 
 }  // namespace
 
-Status gemm_v15_run_16b(const GemmParams& p, cudaStream_t stream, bool dependent) {
-  return gemm::launch_transposes<V15<16>>(p, stream, dependent);
-}
-
-// v15 opts in to more than 48 KB of shared memory: v10's, the largest of the transpose instances.
+// v15 opts in to more than 48 KB of shared memory: v10's, the largest of the transpose instances (v16,
+// which hands v15 every call it does not repack, states it too).
 extern const std::size_t kGemmV15SmemBytes = gemm::max_smem_bytes<gemm_v15::Config>();
 const KernelDesc kGemmV15 = gemm_kernel(
     {"fs_gemm_v15", "stage06", "v15",

@@ -208,12 +208,6 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
     sm80::cp_async_wait_group<0>();  // only empty groups remain; none may outlive the block
   };
-#if __CUDA_ARCH__ >= 900
-  // griddepcontrol.wait: launched as v16's programmatic dependent, the block may start before the
-  // repack has finished; A and B are its output, so nothing is read before the repack's grid is done
-  // and its writes are visible. Launched plainly, this returns at once.
-  cudaGridDependencySynchronize();
-#endif
   if (whole) main_loop(std::true_type{});
   else main_loop(std::false_type{});
 

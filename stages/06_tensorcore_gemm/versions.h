@@ -28,10 +28,8 @@ std::string gemm_v11_candidate_name(int index);
 const KernelDesc* gemm_v11_candidate(int index);
 int gemm_v11_remembered_choice(const GemmParams& p);
 
-// v15's kernel with 16-byte copies (every row of A and B 16-byte aligned), launched as the programmatic
-// dependent of the kernel before it on the stream when `dependent`: v16's product behind its repack.
-// And the shared memory v15's kernel asks for, the largest of its transpose instances.
-Status gemm_v15_run_16b(const GemmParams& p, cudaStream_t stream, bool dependent);
+// The shared memory v15's kernel asks for, the largest of its transpose instances: v16 hands v15 every
+// call it does not repack, and its descriptor states the larger of this and its own kernel's.
 extern const std::size_t kGemmV15SmemBytes;
 
 }  // namespace fs
