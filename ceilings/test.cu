@@ -157,7 +157,7 @@ FS_GPU_TEST_CASE("ceilings: mma.sync m16n8k16 bf16 gives D + iters·A·B in the 
   check_mma_m16n8k16<__nv_bfloat16>();
 }
 
-FS_GPU_TEST_CASE("ceilings: one block per SM reserves more than half an SM's shared memory, and the mma loop gives the same results") {
+FS_GPU_TEST_CASE("ceilings: one block per SM reserves more than half an SM's shared memory — and the mma loop gives the same results") {
   FS_SKIP_WITHOUT_GPU();
   int sms = 0, per_sm = 0;
   FS_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));

@@ -608,7 +608,7 @@ FS_CPU_TEST_CASE("split-KV heuristic: fill whole waves / never split a full grid
   CHECK(fs::split_kv_heuristic(0, 100, 132) == 1);
 }
 
-FS_CPU_TEST_CASE("last-wave split: shorten the last wave / leave whole waves, uneven tiles and short slices alone") {
+FS_CPU_TEST_CASE("last-wave split: shorten the last wave / leave whole waves and uneven tiles and short slices alone") {
   // Key blocks of 64 keys, as stage 07's v8 takes them at D = 128.
   auto split = [](int64_t tiles, int64_t key_blocks, int64_t slots, bool equal) {
     const fs::LastWaveSplit w = fs::last_wave_split(tiles, 64 * key_blocks, slots, equal);

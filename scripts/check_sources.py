@@ -9,7 +9,10 @@
      configures an earlier version may), and vN.cu includes no other version's kernel file;
   3. a version's header, the comment that opens vN_<technique>.cuh, is at most 20 lines;
   4. no source file (stages/, common/, ceilings/) holds a generated-value marker (<!-- value … -->)
-     or an internal run id (s183): numbers live in the generated tables, measurements in NOTES.md.
+     or an internal run id (s183): numbers live in the generated tables, measurements in NOTES.md;
+  5. no doctest case name holds a comma or a semicolon: doctest_discover_tests runs each case by
+     -tc=<name>, where a comma separates filters, so the case would lose its cpu/gpu label and
+     `ctest -L gpu` would never run it (CMake splits lists at a semicolon).
 
     python3 scripts/check_sources.py [--stage stages/05_flash_bwd ...]     (exit 1, one line per problem)
 """
@@ -30,6 +33,7 @@ RUN_ID = re.compile(r"\bs(?!(?:16|32|64)\b)\d{2,3}\b")
 VERSIONS = re.compile(r"\bVERSIONS\s+((?:v\d+\s*)+)")
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.MULTILINE)
 VERSION_FILE = re.compile(r"^v(\d+)(?:_\w+\.cuh|\.cu)$")
+TEST_NAME = re.compile(r'\b(?:FS_GPU_|FS_CPU_)?TEST_CASE\(\s*"([^"]*)"')
 MAX_HEADER_LINES = 20
 SHORT_FILE_LINES = 60
 
@@ -109,6 +113,9 @@ def check_markers() -> list[str]:
                 if VALUE_MARKER.search(line):
                     problems.append(f"{where}: a generated-value marker in a source file (numbers live in the "
                                     f"generated tables)")
+                if (m := TEST_NAME.search(line)) and re.search(r"[,;]", m.group(1)):
+                    problems.append(f"{where}: a test case name with a comma or semicolon (ctest would lose "
+                                    f"its cpu/gpu label): {m.group(1)!r}")
                 if m := RUN_ID.search(line):
                     problems.append(f"{where}: an internal run id, {m.group(0)} (name the log by what it holds, "
                                     f"in NOTES.md)")

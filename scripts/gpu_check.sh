@@ -70,8 +70,11 @@ fi
 # SANITIZE_ONLY (space-separated versions, e.g. "stage05/v0 stage05/v1 stage05/v2") splits further:
 # each process checks one of them (FLASHSTAGES_ONLY), so a case that loops over every version of a
 # stage, too slow under racecheck as a whole, becomes one process per version; the cases' exit code
-# 77 (versions left out, reported skipped) then counts as a pass. FLASHSTAGES_REQUIRE_GPU=1 throughout:
-# a missing GPU fails, never skips.
+# 77 (versions left out, reported skipped) then counts as a pass. SANITIZE_DONE names the verdict file
+# of an earlier run over the same build (lines "sanitizer_<binary>_<tool>[_caseN][_version]: clean …", as
+# results/*/logs/racecheck_*.txt keep them): the processes it shows clean are not run again, so a
+# racecheck that outlasts one sitting finishes in the next. FLASHSTAGES_REQUIRE_GPU=1 throughout: a
+# missing GPU fails, never skips.
 if has sanitize; then
   binaries=()
   for t in "$build"/stages/07_*/*/stage*_test "$build"/stages/06_*/stage*_test "$build"/stages/04_*/stage*_test \
@@ -89,6 +92,10 @@ if has sanitize; then
     log=$logs/sanitizer_${name}_$1${3:+_case$3}${4:+_${4//\//_}}.log
     what="${3:+ case $3}${4:+ $4}"
     [ -n "$3" ] && range=(--first="$3" --last="$3")
+    if [ -n "${SANITIZE_DONE:-}" ] && grep -q "^$(basename "$log" .log): clean" "$SANITIZE_DONE"; then
+      echo "clean$what: in $(basename "$SANITIZE_DONE") (not run again)" >"$log.summary"
+      return
+    fi
     FLASHSTAGES_REQUIRE_GPU=1 FLASHSTAGES_ONLY="$4" FLASHSTAGES_SANITIZER=1 FLASHSTAGES_AUTOTUNE=0 \
       timeout "${SANITIZE_TIMEOUT:-420}" compute-sanitizer \
       --tool "$1" --error-exitcode 99 "$2" "${filters[@]}" "${range[@]}" >"$log" 2>&1

@@ -334,7 +334,7 @@ FS_GPU_TEST_CASE("stage06 v9 to v16 take 8- and 4-byte copies where rows allow n
 
 // v16's workspace is (M + N)·K' bytes, as large as A and B: asked for more than the GPU holds (A and B
 // of 0.6 of its memory each, at fake addresses that nothing may read), it must answer before any launch.
-FS_GPU_TEST_CASE("stage06 v16 reports FS_ERR_OUT_OF_MEMORY when its repacked rows cannot fit, before any launch") {
+FS_GPU_TEST_CASE("stage06 v16 reports FS_ERR_OUT_OF_MEMORY when its repacked rows cannot fit — before any launch") {
   FS_SKIP_WITHOUT_GPU();
   if (!testing::runs_here(kGemmV16)) return;
   std::size_t free_bytes = 0, total_bytes = 0;

@@ -354,7 +354,7 @@ FS_GPU_TEST_CASE("stage07 attention v6 forced to 1 2 and 7 splits matches fp64 o
 // fp64 on the values they stand for, at fp8's tolerance (common/tools/compare.h): the odd sizes (Nk = 17,
 // 100, 1000, 1023: 32-key groups that end inside Vᵀ's padding) and grouped K/V with decoding at D = 128,
 // custom scales, long key sequences. There is no fp8 naive stage to compare the error with.
-FS_GPU_TEST_CASE("stage07 attention v9 (fp8) matches fp64 at odd sizes, grouped K/V, decoding and custom scales") {
+FS_GPU_TEST_CASE("stage07 attention v9 (fp8) matches fp64 at odd sizes with grouped K/V and decoding and custom scales") {
   FS_SKIP_WITHOUT_GPU();
   const KernelDesc& v9 = kFlashTmaV9;
   if (!testing::runs_here(v9)) return;
