@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Draw the flashstages result figures, README tables and inline numbers from Google Benchmark JSON.
 
-    python3 plots/plot_results.py --results results/nvidia-h100-80gb-hbm3 --repo-docs
-    python3 plots/plot_results.py --results results/nvidia-h100-80gb-hbm3 --repo-docs --no-plots --check
+    python3 plots/plot_results.py --repo-docs                   (the reference run: results/REFERENCE)
+    python3 plots/plot_results.py --repo-docs --no-plots --check
+    python3 plots/plot_results.py --results results/<gpu> --readme results/<gpu>/README.md
 
 Every ``*.json`` in the results folder is read (one file per stage, ``sdpa.json`` from
 ``plots/sdpa_bench.py``, ``ceilings.json`` from the instruction-ceiling microbenchmark). From those
@@ -23,7 +24,8 @@ rows this script
     (EXPR: + - * / ( ), numbers, ``[NAME]``, ``[NAME].FIELD``, ``{CONTEXT_KEY}``; ``[NAME@FILE]``
     takes FILE's row where several files measured NAME, else the first file read is taken)
 in each ``--readme`` file and, with ``--repo-docs``, in every markdown file of the repository that can
-hold them (source files hold none). ``--check`` writes nothing and lists what is stale (exit 1).
+hold them (source files hold none). The docs quote one run, the reference: ``--results`` defaults to
+the folder results/REFERENCE names, and ``--repo-docs`` refuses any other. ``--check`` writes nothing and lists what is stale (exit 1).
 
 Row selection: for each benchmark the ``median`` aggregate when the file has one, otherwise its
 iteration row (of several, the one with the median time). Never a best-of. A stage's own tables
@@ -42,14 +44,15 @@ import sys
 from pathlib import Path
 
 from flashstages_plots.figures import draw_all, require_matplotlib
-from flashstages_plots.files import REPO_ROOT, marked_files, render_files
+from flashstages_plots.files import REPO_ROOT, marked_files, reference_folder, render_files
 from flashstages_plots.results import ResultsError, load_results
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--results", type=Path, required=True, help="folder of Google Benchmark *.json files")
+    p.add_argument("--results", type=Path,
+                   help="folder of Google Benchmark *.json files (default: the reference run's, results/REFERENCE)")
     p.add_argument("--readme", type=Path, action="append", default=[],
                    help="a file whose results:NAME blocks and value markers are rewritten (repeatable)")
     p.add_argument("--repo-docs", action="store_true",
@@ -67,6 +70,14 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     try:
+        reference = reference_folder(args.repo_root)
+        if args.results is None:
+            if reference is None:
+                raise ResultsError(f"no --results, and {args.repo_root}/results/REFERENCE names no reference run")
+            args.results = reference
+        if args.repo_docs and reference is not None and args.results.resolve() != reference.resolve():
+            raise ResultsError(f"--repo-docs rewrites the docs, which quote the reference run ({reference}, "
+                               f"results/REFERENCE), not {args.results}: give --readme {args.results}/README.md")
         if not args.results.is_dir():
             raise ResultsError(f"results folder {args.results} does not exist")
         for readme in args.readme:

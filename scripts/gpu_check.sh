@@ -303,8 +303,11 @@ if has compare; then
   note "compare: rc=${PIPESTATUS[0]} in $((SECONDS - start)) s"
 fi
 
-if has plots; then
-  python3 plots/plot_results.py --results "$out" --repo-docs >"$logs/plots.log" 2>&1
+if has plots; then  # the docs quote the reference run alone (results/REFERENCE); any other GPU its own README
+  docs=(--repo-docs)
+  [ "$out" = "results/$(grep -v '^#' results/REFERENCE | head -1)" ] || docs=(--readme "$out/README.md")
+  [ -f "$out/README.md" ] || docs=()
+  python3 plots/plot_results.py --results "$out" "${docs[@]}" >"$logs/plots.log" 2>&1
   note "plots: rc=$?"
 fi
 

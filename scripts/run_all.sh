@@ -24,7 +24,7 @@ build=build/$preset
 # cannot take it. --repo-docs: every README, docs/ chapter and NOTES.md that holds a marker.
 # The docs quote one run, the reference (a test checks them against it): only results in that folder
 # rewrite them. Results from any other GPU get their plots and their own README of generated tables.
-reference=results/nvidia-h100-80gb-hbm3
+reference=results/$(grep -v "^#" results/REFERENCE | head -1)  # the folder the docs quote
 plot() {  # usage: plot RESULTS_DIR
   local py docs=(--repo-docs)
   if [ "${1%/}" != "$reference" ]; then

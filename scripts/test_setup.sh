@@ -38,8 +38,9 @@ PYTHONPATH=$hide exec $python \"\$@\""
 # fixture as two results folders (the reference run the docs quote, and another GPU's) and a README
 # with a stale table. setup.sh finds .venv/ and .deps/ beside its own scripts/ folder.
 repo=$tmp/repo
-reference=$repo/results/nvidia-h100-80gb-hbm3
+reference=$repo/results/$(grep -v '^#' "$here/../results/REFERENCE" | head -1)  # the setting, as the repository has it
 mkdir -p "$repo/scripts" "$repo/plots" "$repo/results/fake" "$reference"
+cp "$here/../results/REFERENCE" "$repo/results/"
 cp "$setup_sh" "$repo/scripts/setup.sh"
 cp "$run_all_sh" "$repo/scripts/run_all.sh"
 cp "$here/progress.sh" "$repo/scripts/"

@@ -21,6 +21,18 @@ SKIP_DIRS = {"build", ".old", ".deps", ".venv", ".git", "__pycache__", "node_mod
 STAGE_DOCS = {"README.md", "NOTES.md"}
 
 
+def reference_folder(root: Path) -> Path | None:
+    """The reference run's folder, results/<gpu>, that results/REFERENCE names (its first line that is
+    not a comment); None where the repository has no such file."""
+    setting = root / "results" / "REFERENCE"
+    if not setting.is_file():
+        return None
+    names = [line.strip() for line in setting.read_text().splitlines() if line.strip() and not line.startswith("#")]
+    if len(names) != 1 or "/" in names[0]:
+        raise ResultsError(f"{setting} should name one folder of results/, not {names}")
+    return root / "results" / names[0]
+
+
 def _skipped_dir(name: str) -> bool:
     return name in SKIP_DIRS or name.startswith((".", "build"))
 

@@ -67,5 +67,29 @@ class RepoDocsTest(unittest.TestCase):
             self.assertEqual((root / "docs" / "plain.md").stat().st_mtime_ns, plain_time)
 
 
+class ReferenceTest(unittest.TestCase):
+    """results/REFERENCE names the run the docs quote: the default --results, and the only one --repo-docs takes."""
+
+    def test_the_reference_is_the_default_and_the_only_folder_for_the_docs(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            root = Path(tmp) / "repo"
+            reference = write_results(root / "results" / "ref-gpu", LADDER_FIXTURE)
+            other = write_results(root / "results" / "other-gpu", LADDER_FIXTURE)
+            (root / "README.md").write_text("<!-- value: [stage04/v2/fp16/D:128/N:8192/causal:0] | .0f -->0"
+                                            "<!-- /value -->\n", encoding="utf-8")
+            (root / "results" / "REFERENCE").write_text("# the run the docs quote\nref-gpu\n", encoding="utf-8")
+            status, log = run_main(["--repo-docs", "--repo-root", str(root), "--no-plots"])
+            self.assertEqual(status, 0, log)
+            self.assertIn("360", (root / "README.md").read_text(encoding="utf-8"))
+            status, log = run_main(["--results", str(other), "--repo-docs", "--repo-root", str(root), "--no-plots"])
+            self.assertEqual(status, 1)
+            self.assertIn("quote the reference run", log)
+            (root / "results" / "REFERENCE").write_text("ref-gpu\nother-gpu\n", encoding="utf-8")
+            status, log = run_main(["--repo-docs", "--repo-root", str(root), "--no-plots"])
+            self.assertEqual(status, 1)
+            self.assertIn("should name one folder", log)
+            self.assertTrue(reference.is_dir())
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

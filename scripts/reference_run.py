@@ -1,0 +1,386 @@
+#!/usr/bin/env python3
+"""The reference run, in parts: every benchmark, peer, test and sanitizer the docs quote, on one GPU.
+
+A complete run takes some 90 minutes of GPU time, more than one sitting on a lent GPU allows, so it is
+cut into parts that each take minutes. A part is what has to be measured together: a rung's versions
+and its peers at the headline shapes are one part (the same call, the same clocks); a rung's remaining
+grid, or an evidence run (stage 04's tuner candidates, stage 05's deterministic repeats and its delta
+ablation), is a part of its own. Each part writes its files into its own folder under --work, and a
+part.json beside them (when, how long, which GPU and clocks, the exit codes), so a sitting that ends
+mid-part loses that part alone, and the next sitting goes on where it stopped.
+
+    python3 scripts/reference_run.py list                      the parts, in order, with their estimates
+    python3 scripts/reference_run.py targets [PART...]         the build targets the parts need
+    python3 scripts/reference_run.py run PART...               run these parts (again, if done)
+    python3 scripts/reference_run.py next --budget SECONDS     run the parts not done yet, in order, while
+                                                               their estimates fit the budget
+    python3 scripts/reference_run.py merge --into results/<gpu>
+                                                               fold the parts' JSON into one file per
+                                                               stage (median rows only) and write the
+                                                               parts' record, logs/reference_run_parts.txt
+    python3 scripts/reference_run.py check-plan results/<gpu>  every benchmark in that folder's JSON
+                                                               belongs to exactly one part (no GPU)
+
+The estimates are from the committed H100 run (rows × repetitions × 50 ms, plus the checks and the
+peers' scripts); `list` shows a part's measured time once it has run. The build is the caller's:
+cmake --preset h100 && cmake --build --preset h100 --target $(python3 scripts/reference_run.py targets).
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "scripts"))
+from merge_bench import benchmark_of, merge  # noqa: E402  (the same folding the docs describe)
+
+# The headline shapes: attention at N = 8192 (D = 64, 128 and stage 07's D = 256), GEMM at 4096³.
+HEADLINE_ATTENTION = "/N:8192/"
+
+
+@dataclass
+class Bench:
+    """One stage benchmark binary, filtered (Google Benchmark's regex; a leading '-' excludes)."""
+    binary: str  # the build target, e.g. stage07_attention_bench
+    out: str  # the results file it writes, e.g. stage07_attention.json
+    filter: str = ""
+
+    def command(self, build: Path, work: Path) -> list[str]:
+        path = next(build.glob(f"**/{self.binary}"), build / self.binary)
+        cmd = [str(path), f"--benchmark_out={work / self.out}", "--benchmark_out_format=json"]
+        return cmd + ([f"--benchmark_filter={self.filter}"] if self.filter else [])
+
+
+@dataclass
+class Script:
+    """A peer's Python script (PyTorch's SDPA or matmul), its rows written to `out`."""
+    args: list[str]
+    out: str
+    fold_into: str = ""  # also folded into this file of the part (a stage's peers in its own file)
+
+    def command(self, build: Path, work: Path) -> list[str]:
+        return [sys.executable, str(ROOT / "plots" / self.args[0]), *self.args[1:], "--out", str(work / self.out)]
+
+
+@dataclass
+class Check:
+    """The GPU tests (ctest) or a compute-sanitizer pass (scripts/gpu_check.sh's sanitize step)."""
+    step: str  # test or sanitize
+    env: dict[str, str] = field(default_factory=dict)
+
+    def command(self, build: Path, work: Path) -> list[str]:
+        if self.step == "test":
+            return ["ctest", "--test-dir", str(build), "-L", "gpu", "-j", "6", "--output-on-failure"]
+        return ["bash", str(ROOT / "scripts" / "gpu_check.sh"), build.name, self.step]
+
+
+@dataclass
+class Part:
+    name: str
+    what: str
+    estimate_s: int
+    steps: list
+    # Which of its files the results folder keeps (the rest are the part's logs).
+    keeps: tuple[str, ...] = ()
+    parallel: bool = False  # its steps side by side (racecheck's two halves), not one after the other
+
+    @property
+    def evidence(self) -> bool:
+        """An evidence run: it may time again, as same-run anchors, benchmarks a stage's part owns."""
+        return self.what.startswith("evidence:")
+
+
+def sdpa(out: str, *args: str, fold_into: str = "") -> Script:
+    return Script(["sdpa_bench.py", *args], out, fold_into)
+
+
+PARTS: list[Part] = [
+    Part("naive", "stages 01-03 (the naive stage is every later stage's floor)", 150,
+         [Bench("stage01_bench", "stage01.json"), Bench("stage02_bench", "stage02.json"),
+          Bench("stage03_bench", "stage03.json")], ("stage01.json", "stage02.json", "stage03.json")),
+    Part("ceilings", "the instruction and bandwidth ceilings", 60,
+         [Bench("ceilings_bench", "ceilings.json")], ("ceilings.json",)),
+    Part("stage04", "stage 04 v1-v6 on the grid and the underfilled shapes; SDPA's forward on the same shapes",
+         420, [Bench("stage04_bench", "stage04.json", "-/tile:"), sdpa("sdpa.json")],
+         ("stage04.json", "sdpa.json")),
+    Part("stage04_tuner", "evidence: every tile shape v5 and every plan v6 choose among, with the pick", 400,
+         [Bench("stage04_bench", "stage04_tuner.json", "/tile:")], ("stage04_tuner.json",)),
+    Part("stage05", "stage 05 v0-v10 (dQ by atomics) on its grid; SDPA's backward on the same grid", 480,
+         [Bench("stage05_bench", "stage05.json", "-(_deterministic|_delta_in_loop)/"),
+          sdpa("sdpa_bwd.json", "--backward")], ("stage05.json", "sdpa_bwd.json")),
+    Part("stage05_deterministic", "evidence: every deterministic dQ path beside v2's and v10's atomics", 300,
+         [Bench("stage05_bench", "stage05_deterministic.json", "_deterministic/|^stage05/v(2|10)/")],
+         ("stage05_deterministic.json",)),
+    Part("stage05_delta_ablation", "evidence: v9 with delta computed once against in every key block", 90,
+         [Bench("stage05_bench", "stage05_delta_ablation.json", "^stage05/v9(_delta_in_loop)?/")],
+         ("stage05_delta_ablation.json",)),
+    Part("stage06", "stage 06 v1-v16 with cuBLAS and cuBLASLt; PyTorch's matmul and int_mm", 240,
+         [Bench("stage06_bench", "stage06.json"), Script(["matmul_bench.py"], "torch_matmul.json")],
+         ("stage06.json", "torch_matmul.json")),
+    Part("stage07_gemm", "stage 07 gemm v1-v12 with cuBLAS and cuBLASLt", 220,
+         [Bench("stage07_gemm_bench", "stage07_gemm.json")], ("stage07_gemm.json",)),
+    Part("stage07_attention_headline",
+         "stage 07 attention at N = 8192 (D = 64, 128, 256), stage 04's v5; SDPA flash and cuDNN there", 200,
+         [Bench("stage07_attention_bench", "stage07_attention.json", HEADLINE_ATTENTION),
+          sdpa("sdpa_headline.json", "--seq", "8192", "--dim", "64", "128", "256", "--backend", "flash", "cudnn",
+               "--no-qk", "--no-gqa", fold_into="stage07_attention.json")],
+         ("stage07_attention.json",)),
+    Part("stage07_attention_grid",
+         "stage 07 attention on the rest of the grid, packed batches and underfilled shapes; SDPA there", 480,
+         [Bench("stage07_attention_bench", "stage07_attention.json", "-" + HEADLINE_ATTENTION),
+          sdpa("sdpa_grid.json", "--seq", "512", "1024", "2048", "4096", "16384", "--backend", "flash", "cudnn",
+               fold_into="stage07_attention.json"),
+          sdpa("sdpa_packed.json", "--packed-defaults", "--dtype", "fp16", "--backend", "flash")],
+         ("stage07_attention.json", "sdpa_packed.json")),
+    Part("tests", "every GPU test (FLASHSTAGES_REQUIRE_GPU=1 ctest -L gpu)", 480, [Check("test")]),
+    Part("sanitize", "compute-sanitizer memcheck, initcheck and synccheck over every test binary", 300,
+         [Check("sanitize", {"TOOLS": "memcheck initcheck synccheck"})]),
+    Part("racecheck", "compute-sanitizer racecheck, one process per case (stage 05: per case and version)", 1800,
+         [Check("sanitize", {"TOOLS": "racecheck", "SANITIZE": "stage07 stage06 stage04 stage01 stage02 stage03 "
+                             "common ceilings", "SANITIZE_TIMEOUT": "1200", "SANITIZE_JOBS": "6"}),
+          Check("sanitize", {"TOOLS": "racecheck", "SANITIZE": "stage05", "SANITIZE_TIMEOUT": "1200",
+                             "SANITIZE_JOBS": "10", "SANITIZE_ONLY": " ".join(f"stage05/v{v}" for v in range(11))})],
+         parallel=True),
+]
+BY_NAME = {p.name: p for p in PARTS}
+
+
+def part_targets(parts: list[Part]) -> list[str]:
+    targets: list[str] = []
+    for part in parts:
+        for step in part.steps:
+            names = [step.binary] if isinstance(step, Bench) else []
+            if isinstance(step, Check):  # the test binaries and the library the Python tests load
+                names = ["all"]
+            targets += [n for n in names if n not in targets]
+    return ["all"] if "all" in targets else targets
+
+
+def gpu_state() -> dict[str, str]:
+    query = "name,driver_version,clocks.sm,clocks.max.sm,clocks.max.mem,power.limit,temperature.gpu"
+    try:
+        out = subprocess.run(["nvidia-smi", f"--query-gpu={query}", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=30).stdout.splitlines()
+    except (OSError, subprocess.TimeoutExpired):
+        return {}
+    return dict(zip(query.split(","), (v.strip() for v in out[0].split(",")))) if out else {}
+
+
+def commit() -> str:
+    return subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
+                          text=True).stdout.strip() or "unknown"
+
+
+def fold(into: Path, extra: Path) -> None:
+    """The peer's rows into the stage's file: same run, so the stage's own tables take them."""
+    doc, _, _ = merge(json.loads(into.read_text()), json.loads(extra.read_text()))
+    into.write_text(json.dumps(doc, indent=1))
+
+
+def run_part(part: Part, build: Path, work: Path, timeout: float | None) -> bool:
+    """Runs the part's steps (side by side where it says so); False if one failed or the budget ran out,
+    in which case no part.json is written and the part runs again next time."""
+    folder = work / part.name
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "part.json").unlink(missing_ok=True)
+    record = {"part": part.name, "what": part.what, "commit": commit(), "gpu": gpu_state(),
+              "started": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), "steps": []}
+    start = time.monotonic()
+    batches = [part.steps] if part.parallel else [[s] for s in part.steps]
+    for batch in batches:
+        running = []
+        for step in batch:
+            i = part.steps.index(step)
+            cmd = step.command(build, folder)
+            env = dict(os.environ, FLASHSTAGES_REQUIRE_GPU="1", PYTHONUNBUFFERED="1")
+            if isinstance(step, Bench):  # the tuners print every candidate and their pick: the evidence
+                env.setdefault("FLASHSTAGES_AUTOTUNE", "verbose")
+            if isinstance(step, Check):
+                env.update(step.env, LOGS=str(folder / f"logs{i}"))
+            print(f"[{part.name}] {' '.join(cmd)}", flush=True)
+            log = (folder / f"step{i}.log").open("w")
+            running.append((i, step, cmd, log, time.monotonic(),
+                            subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)))
+        for i, step, cmd, log, t0, proc in running:
+            left = None if timeout is None else max(1.0, timeout - (time.monotonic() - start))
+            try:
+                rc = proc.wait(timeout=left)
+            except subprocess.TimeoutExpired:
+                for *_, other in running:
+                    other.kill()
+                print(f"[{part.name}] stopped: the budget ran out", flush=True)
+                return False
+            finally:
+                log.close()
+            if rc == 0 and isinstance(step, Script) and step.fold_into:
+                fold(folder / step.fold_into, folder / step.out)
+            record["steps"].append({"command": " ".join(cmd), "rc": rc, "seconds": round(time.monotonic() - t0, 1)})
+            print(f"[{part.name}] step {i}: rc={rc} in {time.monotonic() - t0:.0f} s", flush=True)
+    record["seconds"] = round(time.monotonic() - start, 1)
+    record["ok"] = all(step["rc"] == 0 for step in record["steps"])
+    (folder / "part.json").write_text(json.dumps(record, indent=1))
+    return record["ok"]
+
+
+def done(work: Path, part: Part) -> dict | None:
+    path = work / part.name / "part.json"
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    total = 0
+    for part in PARTS:
+        rec = done(args.work, part)
+        state = f"done in {rec['seconds']:.0f} s ({'ok' if rec['ok'] else 'FAILED'})" if rec else "not run"
+        total += part.estimate_s
+        print(f"{part.name:28s} ~{part.estimate_s:5d} s  {state:24s} {part.what}")
+    print(f"{'':28s} ~{total:5d} s in all")
+    return 0
+
+
+def cmd_next(args: argparse.Namespace) -> int:
+    deadline = time.monotonic() + args.budget
+    for part in PARTS:
+        if done(args.work, part) or (args.only and part.name not in args.only):
+            continue
+        left = deadline - time.monotonic()
+        if part.estimate_s > left and not args.start_anyway:
+            print(f"[next] {part.name}: ~{part.estimate_s} s does not fit the {left:.0f} s left; stopping")
+            return 0
+        run_part(part, args.build, args.work, left)
+    print("[next] every part has run" if all(done(args.work, p) for p in PARTS) else "[next] budget used")
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    unknown = [n for n in args.parts if n not in BY_NAME]
+    if unknown:
+        raise SystemExit(f"reference_run: no part named {', '.join(unknown)} (list shows them)")
+    return 0 if all([run_part(BY_NAME[n], args.build, args.work, None) for n in args.parts]) else 1
+
+
+def medians_only(doc: dict) -> dict:
+    """The median rows (the rows the tables read), or the row itself where a file has no aggregates."""
+    names_with_median = {benchmark_of(r) for r in doc["benchmarks"] if r.get("aggregate_name") == "median"}
+    doc["benchmarks"] = [r for r in doc["benchmarks"] if r.get("aggregate_name") == "median"
+                         or (benchmark_of(r) not in names_with_median and r.get("run_type") != "aggregate")]
+    return doc
+
+
+def cmd_merge(args: argparse.Namespace) -> int:
+    files: dict[str, dict] = {}
+    lines = [f"# The reference run's parts (scripts/reference_run.py), folded into {args.into}",
+             "# part, commit, started (UTC), seconds, GPU, SM clock max, memory clock max, power limit; what"]
+    missing = []
+    for part in PARTS:
+        rec = done(args.work, part)
+        if not rec:
+            missing.append(part.name)
+            continue
+        gpu = rec.get("gpu", {})
+        lines.append(f"{part.name}  {rec['commit']}  {rec['started']}  {rec['seconds']:.0f} s  "
+                     f"{gpu.get('name', '?')} {gpu.get('clocks.max.sm', '?')} {gpu.get('clocks.max.mem', '?')} "
+                     f"{gpu.get('power.limit', '?')}  {'ok' if rec['ok'] else 'FAILED'}; {part.what}")
+        for name in part.keeps:
+            path = args.work / part.name / name
+            if not path.is_file():
+                raise SystemExit(f"reference_run: part {part.name} has no {name}")
+            doc = json.loads(path.read_text())
+            files[name] = merge(files[name], doc)[0] if name in files else doc
+    if missing and not args.partial:
+        raise SystemExit(f"reference_run: not run yet: {', '.join(missing)} (--partial merges what there is)")
+    args.into.mkdir(parents=True, exist_ok=True)
+    for name, doc in files.items():
+        (args.into / name).write_text(json.dumps(medians_only(doc), indent=1) + "\n")
+    (args.into / "logs").mkdir(exist_ok=True)
+    (args.into / "logs" / "reference_run_parts.txt").write_text("\n".join(lines + [f"# not run: {m}" for m in missing]) + "\n")
+    print(f"wrote {len(files)} files into {args.into}" + (f"; not run: {', '.join(missing)}" if missing else ""))
+    return 0
+
+
+def binary_of(results_file: str) -> str:
+    """The bench binary that writes a results file: stage07_attention.json and its evidence files
+    (stage04_tuner.json, stage05_delta_ablation.json) come from stage07_attention_bench, stage04_bench,
+    stage05_bench."""
+    stem = results_file.removesuffix(".json")
+    binaries = {s.binary for p in PARTS for s in p.steps if isinstance(s, Bench)}
+    for candidate in (stem, "_".join(stem.split("_")[:2]), stem.split("_")[0]):
+        if f"{candidate}_bench" in binaries:
+            return f"{candidate}_bench"
+    return ""
+
+
+def steps_selecting(binary: str, name: str) -> list[str]:
+    """The parts whose run of `binary` selects benchmark `name` (Google Benchmark's filter: a regex
+    searched in the name; a leading '-' selects what it does not match)."""
+    owners = []
+    for part in PARTS:
+        for step in part.steps:
+            if isinstance(step, Bench) and step.binary == binary:
+                f = step.filter
+                if not f or (re.search(f[1:], name) is None if f.startswith("-") else re.search(f, name)):
+                    owners.append(f"{part.name} ({step.out})")
+    return owners
+
+
+def cmd_check_plan(args: argparse.Namespace) -> int:
+    """Every benchmark that a bench binary wrote into the folder is run by exactly one part (evidence
+    parts aside, which may time a stage's benchmark again beside their own)."""
+    problems, count = [], 0
+    for path in sorted(args.results.glob("*.json")):
+        binary = binary_of(path.name)
+        if not binary:
+            continue  # a peer's file (sdpa.json, torch_matmul.json): the parts' peer steps write it
+        for name in sorted({benchmark_of(r) for r in json.loads(path.read_text())["benchmarks"]}):
+            if not name.startswith(("stage", "ceiling", "cublas")):
+                continue  # a peer's row folded into the stage's file
+            count += 1
+            owners = steps_selecting(binary, name)
+            main = [o for o in owners if not BY_NAME[o.split()[0]].evidence]
+            if len(main) != 1 and not (not main and len(owners) == 1):
+                problems.append(f"{path.name}: {name}: run by {', '.join(owners) or 'no part'}")
+    print("\n".join(problems) if problems else f"each of the {count} benchmarks in {args.results} is run by one part")
+    return 1 if problems else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--work", type=Path, default=ROOT / "build" / "reference", help="the parts' folders")
+    p.add_argument("--build", type=Path, default=ROOT / "build" / "h100", help="the build tree (a preset's)")
+    sub = p.add_subparsers(dest="command", required=True)
+    sub.add_parser("list")
+    t = sub.add_parser("targets")
+    t.add_argument("parts", nargs="*")
+    r = sub.add_parser("run")
+    r.add_argument("parts", nargs="+")
+    n = sub.add_parser("next")
+    n.add_argument("--budget", type=float, required=True, help="seconds this sitting may spend")
+    n.add_argument("--only", nargs="+", help="only these parts")
+    n.add_argument("--start-anyway", action="store_true", help="start a part that may not fit (it resumes)")
+    m = sub.add_parser("merge")
+    m.add_argument("--into", type=Path, required=True)
+    m.add_argument("--partial", action="store_true", help="merge the parts that have run")
+    c = sub.add_parser("check-plan")
+    c.add_argument("results", type=Path)
+    args = p.parse_args(argv)
+    if args.command == "targets":
+        unknown = [n for n in args.parts if n not in BY_NAME]
+        if unknown:
+            raise SystemExit(f"reference_run: no part named {', '.join(unknown)}")
+        print(" ".join(part_targets([BY_NAME[n] for n in args.parts] or PARTS)))
+        return 0
+    return {"list": cmd_list, "run": cmd_run, "next": cmd_next, "merge": cmd_merge,
+            "check-plan": cmd_check_plan}[args.command](args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

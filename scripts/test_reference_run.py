@@ -1,0 +1,119 @@
+#!/usr/bin/env python3
+"""Tests of reference_run.py without a GPU: fake bench binaries stand in for the stages' (they write
+Google Benchmark JSON for the filter they are given), so the parts, the budget, the folding of a
+peer's rows and the merge into one file per stage are checked; then the real plan against the
+reference folder: every committed benchmark is run by exactly one part.
+
+    python3 scripts/test_reference_run.py
+"""
+from __future__ import annotations
+
+import importlib
+import json
+import stat
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import reference_run as rr  # noqa: E402
+
+FAKE_BENCH = """#!/usr/bin/env python3
+import json, re, sys, time
+args = dict(a.split("=", 1) for a in sys.argv[1:] if "=" in a)
+names = {names!r}
+f = args.get("--benchmark_filter", "")
+keep = [n for n in names if not f or (re.search(f[1:], n) is None if f.startswith("-") else re.search(f, n))]
+time.sleep({sleep})
+rows = []
+for n in keep:
+    for agg, t in (("mean", 1.1), ("median", 1.0), ("stddev", 0.1)):
+        rows.append({{"name": n + "_" + agg, "run_name": n, "run_type": "aggregate", "aggregate_name": agg,
+                     "real_time": t, "time_unit": "ms"}})
+json.dump({{"context": {{"gpu_name": "Fake GPU"}}, "benchmarks": rows}}, open(args["--benchmark_out"], "w"))
+"""
+
+failures = 0
+
+
+def check(what: str, ok: bool) -> None:
+    global failures
+    print(f"  {'ok' if ok else 'FAILED'}: {what}")
+    failures += not ok
+
+
+def fake_binary(build: Path, name: str, names: list[str], sleep: float = 0.0) -> None:
+    path = build / "stages" / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(FAKE_BENCH.format(names=names, sleep=sleep))
+    path.chmod(path.stat().st_mode | stat.S_IEXEC)
+
+
+def names_in(path: Path) -> list[str]:
+    return sorted({r["run_name"] for r in json.loads(path.read_text())["benchmarks"]})
+
+
+def main() -> int:
+    with tempfile.TemporaryDirectory() as tmp:
+        build, work, into = Path(tmp, "build"), Path(tmp, "work"), Path(tmp, "results")
+        fake_binary(build, "stage09_bench", ["stage09/v1/fp16/N:8192/", "stage09/v1/fp16/N:512/",
+                                             "stage09/v1/fp16/N:512/tile:0"])
+        fake_binary(build, "slow_bench", ["slow/v1/"], sleep=5)
+        rr.PARTS[:] = [
+            rr.Part("main", "the stage's grid", 1, [rr.Bench("stage09_bench", "stage09.json", "-(/tile:|/N:8192/)")],
+                    ("stage09.json",)),
+            rr.Part("headline", "the headline shape, its peer folded in", 1,
+                    [rr.Bench("stage09_bench", "stage09.json", "/N:8192/"),
+                     rr.Bench("stage09_bench", "peer.json", "/N:512/$")], ("stage09.json",)),
+            rr.Part("tuner", "evidence: the candidates", 1, [rr.Bench("stage09_bench", "stage09_tuner.json", "/tile:")],
+                    ("stage09_tuner.json",)),
+            rr.Part("slow", "a part that outlasts its budget", 60, [rr.Bench("slow_bench", "slow.json")], ("slow.json",)),
+        ]
+        rr.BY_NAME.clear()
+        rr.BY_NAME.update({p.name: p for p in rr.PARTS})
+        base = ["--work", str(work), "--build", str(build)]
+
+        print("== next: the parts that fit the budget, in order")
+        rr.main(base + ["next", "--budget", "30"])
+        check("the three short parts ran", all((work / n / "part.json").is_file() for n in ("main", "headline", "tuner")))
+        check("the part that does not fit was not started", not (work / "slow").exists())
+        check("the filter reached the binary", names_in(work / "main" / "stage09.json") == ["stage09/v1/fp16/N:512/"])
+        check("the tuner's rows went to their own file",
+              names_in(work / "tuner" / "stage09_tuner.json") == ["stage09/v1/fp16/N:512/tile:0"])
+
+        print("== a part stopped by its budget leaves no record, so it runs again")
+        rr.main(base + ["next", "--budget", "2", "--start-anyway"])
+        check("no part.json for the stopped part", not (work / "slow" / "part.json").exists())
+
+        print("== merge: one file per stage, median rows only, the parts' record")
+        rr.main(base + ["merge", "--into", str(into), "--partial"])
+        merged = json.loads((into / "stage09.json").read_text())
+        check("the grid and the headline in one file",
+              names_in(into / "stage09.json") == ["stage09/v1/fp16/N:512/", "stage09/v1/fp16/N:8192/"])
+        check("median rows only", {r["aggregate_name"] for r in merged["benchmarks"]} == {"median"})
+        record = (into / "logs" / "reference_run_parts.txt").read_text()
+        check("the record names each part and what did not run", "headline" in record and "# not run: slow" in record)
+        try:
+            rr.main(base + ["merge", "--into", str(into)])
+            check("merge without --partial refuses a missing part", False)
+        except SystemExit as e:
+            check("merge without --partial refuses a missing part", "slow" in str(e))
+
+        print("== fold: a peer's rows join the stage's file of the same part")
+        peer = work / "headline" / "peer.json"
+        rr.fold(work / "headline" / "stage09.json", peer)
+        check("folded", "stage09/v1/fp16/N:512/" in names_in(work / "headline" / "stage09.json"))
+
+    print("== the real plan against the reference folder (results/REFERENCE)")
+    importlib.reload(rr)
+    setting = HERE.parent / "results" / "REFERENCE"
+    folder = [l.strip() for l in setting.read_text().splitlines() if l.strip() and not l.startswith("#")][0]
+    check(f"every benchmark in results/{folder} is run by one part",
+          rr.main(["check-plan", str(HERE.parent / "results" / folder)]) == 0)
+    return 0
+
+
+if __name__ == "__main__":
+    status = main()
+    sys.exit(1 if failures else status)
