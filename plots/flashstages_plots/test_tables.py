@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Tests of tables.py: the ceilings, ladder, roofline, cliff and tuner tables.
+"""Tests of tables.py: the ceilings, ladder, versions, roofline, cliff and tuner tables; techniques.py.
 
     python3 plots/flashstages_plots/test_tables.py      (plots/test_plot_results.py runs every test)
 """
@@ -71,6 +71,58 @@ class LadderTableTest(unittest.TestCase):
         results = load(FIXTURE)  # no peaks in these contexts: % of peak is unknown, not invented
         text = render_block("ladder", results)
         self.assertIn("| stage06 | v2 | fp16 | GEMM M = N = K = 4096 | `stage06.json` | 294 | — |", text)
+
+
+class VersionsTableTest(unittest.TestCase):
+    """A stage's ladder: each version at the headline shape with its idea, × previous, its peers."""
+
+    def test_stage06_versions_in_their_arithmetic_with_their_peers(self):
+        text = render_block("versions:stage06", load(LADDER_FIXTURE))
+        rows = [line for line in text.splitlines() if line.startswith("| v") and not line.startswith("| version")
+                or "(peer)" in line]
+        self.assertTrue(rows[0].startswith("| v1 | SIMT fp32: 32x32 shared-memory tiles"), rows[0])
+        self.assertIn("| fp32 |", rows[0])
+        self.assertIn("| v2 |", rows[1])
+        self.assertIn("| fp16 |", rows[1])  # v2's 4096³ row (its 1024³ row is not the headline)
+        self.assertIn("| int8 |", rows[2])
+        # every version the registry has keeps its row; those without the headline shape say so
+        self.assertTrue(any(r.startswith("| v16 |") and "not timed at this shape" in r for r in rows))
+        peers = [r for r in rows if "(peer)" in r]
+        self.assertEqual([r.split("|")[1].strip() for r in peers],
+                         ["cublas (peer)", "cublas (peer)", "cublaslt (peer)"])  # fp32, fp16, int8; not bf16
+        self.assertNotIn("sdpa", text)  # attention peers stand beside attention stages only
+
+    def test_times_over_the_previous_version_of_the_same_arithmetic(self):
+        text = render_block("versions:stage04", load(LADDER_FIXTURE))
+        v1 = next(l for l in text.splitlines() if l.startswith("| v1 |"))
+        v2 = next(l for l in text.splitlines() if l.startswith("| v2 |"))
+        self.assertIn("| fp16 |", v1)  # fp16 before bf16
+        t1, t2 = (float(l.split("|")[4]) for l in (v1, v2))
+        self.assertIn(f"| {t2 / t1:.2f}× |", v2)
+        self.assertIn("sdpa_flash (peer)", text)
+
+    def test_one_stage_only(self):
+        with self.assertRaises(ResultsError):
+            render_block("versions:stage04+stage05", load(LADDER_FIXTURE))
+        with self.assertRaises(ResultsError):
+            render_block("versions", load(LADDER_FIXTURE))
+
+
+class TechniquesTest(unittest.TestCase):
+    def test_every_version_of_every_stage_has_its_idea(self):
+        import re
+        from flashstages_plots.techniques import REPO_ROOT, version_techniques
+        found = version_techniques()
+        for cmake in (REPO_ROOT / "stages").rglob("CMakeLists.txt"):
+            text = cmake.read_text(encoding="utf-8")
+            versions = re.search(r"VERSIONS\s+((?:v\d+\s*)+)", text)
+            if not versions:
+                continue
+            stage = re.search(r"flashstages_add_stage\(\s*(\w+)", text).group(1)
+            for v in versions.group(1).split():
+                key = next((k for k in found if k.replace("/", "_") == f"{stage}/{v}".replace("/", "_")), None)
+                self.assertIsNotNone(key, f"{stage} {v}: no descriptor with a technique in {cmake.parent}")
+                self.assertTrue(found[key])
 
 
 class RooflineTableTest(unittest.TestCase):
