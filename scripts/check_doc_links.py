@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Checks the links from the docs and READMEs into the code: every linked file exists, every #Lnn
+"""Checks the links of every markdown file in the repository: every linked file exists, every
+#section anchor names a heading of the linked markdown file, every #Lnn
 (or #Lnn-Lmm) anchor is inside it, a text that says "line 96" links to line 96, and where the link
 text names an identifier
 ([`locate`](...#L88), [copy_kv](...#L65), [TileCopy](...#L66)) the linked line (or, for a declaration
@@ -21,13 +22,45 @@ IDENTIFIER = re.compile(r"^`?([A-Za-z_][A-Za-z0-9_]*(?:::[A-Za-z_][A-Za-z0-9_]*)
 WORDS = re.compile(r"^(here|this|there|it|the [a-z ]+|v\d+)$")
 
 
+SKIP = {"build", ".git", ".deps", ".venv", "node_modules", "__pycache__"}
+
+
 def documents():
-    yield ROOT / "README.md"
-    yield from sorted((ROOT / "docs").glob("*.md"))
-    yield from sorted((ROOT / "stages").glob("**/README.md"))
-    yield from sorted((ROOT / "stages").glob("**/NOTES.md"))
-    yield from sorted((ROOT / "plots").glob("README.md"))
-    yield from sorted((ROOT / "results").glob("*/README.md"))
+    """Every markdown file of the repository (build trees, hidden folders and environments aside)."""
+    for path in sorted(ROOT.rglob("*.md")):
+        parts = path.relative_to(ROOT).parts[:-1]
+        if not any(p in SKIP or p.startswith((".", "build")) for p in parts):
+            yield path
+
+
+SECTION_LINK = re.compile(r"\]\(([^)\s#]*\.md|)#([^)\sL][^)\s]*|L[^0-9)][^)\s]*)\)")
+HEADING = re.compile(r"^#{1,6}\s+(.*?)\s*#*\s*$")
+
+
+def slug(heading: str) -> str:
+    """GitHub's anchor for a heading: lower case, markup and punctuation dropped, spaces to hyphens."""
+    text = re.sub(r"<[^>]+>", "", heading)
+    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", text)  # a link keeps its text
+    text = text.strip().lower()
+    text = re.sub(r"[^\w\- ]", "", text)
+    return text.replace(" ", "-")
+
+
+def anchors(path: Path) -> set[str]:
+    """The anchors of a markdown file's headings (a repeated heading gets -1, -2, … as on GitHub)."""
+    seen: dict[str, int] = {}
+    out = set()
+    fenced = False
+    for line in path.read_text().splitlines():
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+        m = None if fenced else HEADING.match(line)
+        if m:
+            base = slug(m.group(1))
+            n = seen.get(base, 0)
+            out.add(base if n == 0 else f"{base}-{n}")
+            seen[base] = n + 1
+    return out
 
 
 def nearest(lines, name, around):
@@ -43,6 +76,11 @@ def main():
         text_lines = doc.read_text().splitlines()
         changed = False
         for n, line in enumerate(text_lines, 1):
+            for m in SECTION_LINK.finditer(line):  # a link to a heading: that heading exists
+                target, anchor = m.groups()
+                path = (doc.parent / target).resolve() if target else doc
+                if path.is_file() and anchor not in anchors(path):
+                    bad.append(f"{doc.relative_to(ROOT)}:{n}: ({target}#{anchor}): no such heading in {path.name}")
             for m in LINK.finditer(line):
                 text, target, first, last = m.groups()
                 if "://" in target or target.startswith("mailto:") or target.endswith(".md") and not first:

@@ -318,11 +318,27 @@ def ladder_tables(results: Results, prefix: tuple[str, ...] | None) -> tuple[lis
 
 # A version's row takes the first arithmetic of these it was timed in at the headline shape.
 VERSION_DTYPES = ("fp16", "bf16", "fp32", "int8", "fp8_e4m3")
+# The rung each stage builds on: its fastest version at the headline shape heads the stage's ladder,
+# so that the first version's gain is over what the reader already has.
+PREVIOUS_RUNG = {"stage02": "stage01", "stage03": "stage02", "stage04": "stage03", "stage07/attention": "stage04",
+                 "stage07/gemm": "stage06"}
+
+
+def _fastest_version(results: Results, stage: str, dtype: str | None, beside: str) -> Run | None:
+    """The fastest `<stage>/vN` run at the headline shape (in `dtype` where given): from the file
+    `beside` where that run timed the stage too (stage 07 attention times stage 04's v5 in its own run),
+    else from any file."""
+    own = re.compile(re.escape(stage) + r"/v\d+$")
+    runs = [r for r in results.runs if own.match(r.name.series) and r.tflops is not None
+            and headline_group(r.name) is not None and (dtype is None or r.name.dtype == dtype)]
+    same_run = [r for r in runs if r.source == beside]
+    return max(same_run or runs, key=lambda r: r.tflops, default=None)
 
 
 def versions_tables(results: Results, prefix: tuple[str, ...] | None) -> tuple[list[str], list[Run]]:
-    """A stage's ladder: every version (``<prefix>/vN``; variants such as ``v9_delta_in_loop`` and
-    tuner candidates aside) at the headline shape, in the first of VERSION_DTYPES it was timed in
+    """A stage's ladder: the fastest version of the rung it builds on (PREVIOUS_RUNG), then every
+    version (``<prefix>/vN``; variants such as ``v9_delta_in_loop`` and tuner candidates aside) at the
+    headline shape, in the first of VERSION_DTYPES it was timed in
     there, with its idea from its descriptor, × the previous version of the same arithmetic, and % of
     peak; then the peers of those arithmetics at the same shape, from the stage's own run where it
     timed them. A version without the headline shape (stage 05's v0 and v1 stop at N = 4096) keeps its
@@ -345,6 +361,18 @@ def versions_tables(results: Results, prefix: tuple[str, ...] | None) -> tuple[l
             if key not in at_headline or mine:  # the stage's own file first (stage 04's v5 is in 07's too)
                 at_headline[key] = r
     rows, used, last = [], [], {}
+    if stage in PREVIOUS_RUNG:
+        first = next((at_headline[(v, d)] for v in sorted(versions) for d in VERSION_DTYPES if (v, d) in at_headline),
+                     None)
+        beside = stage.replace("/", "_") + ".json"
+        base = _fastest_version(results, PREVIOUS_RUNG[stage], first.name.dtype if first else None, beside) \
+            or _fastest_version(results, PREVIOUS_RUNG[stage], None, beside)
+        if base is not None:
+            peak, _ = peak_of(results, base.name.dtype, base.source)
+            rows.append([f"{base.name.series} (before)", f"the fastest of {PREVIOUS_RUNG[stage]}", base.name.dtype,
+                         format_number(base.tflops), "—", format_percent(percent(base.tflops, peak))])
+            used.append(base)
+            last[base.name.dtype] = base
     for v in sorted(versions):
         run = next((at_headline[(v, d)] for d in VERSION_DTYPES if (v, d) in at_headline), None)
         idea = techniques.get(f"{stage}/v{v}", "—").replace("|", "\\|")
@@ -364,6 +392,7 @@ def versions_tables(results: Results, prefix: tuple[str, ...] | None) -> tuple[l
     peers = [r for r in results.runs if r.name.series in HEADLINE_PEERS and r.name.dtype in dtypes
              and is_backward(r.name.series) == backward and headline_group(r.name) in groups]
     peers = with_own_peers(results, used + _unique_runs(peers), prefix)[len(used):]
+    peers = [r for r in peers if r not in used]
     for r in sorted(_unique_runs(peers), key=lambda r: (dtype_order(r.name.dtype), HEADLINE_PEERS.index(r.name.series))):
         peak, _ = peak_of(results, r.name.dtype, r.source)
         rows.append([f"{r.name.series} (peer)", "", r.name.dtype, format_number(r.tflops), "—",
@@ -373,7 +402,8 @@ def versions_tables(results: Results, prefix: tuple[str, ...] | None) -> tuple[l
         return [], []
     group = headline_group(used[0].name)
     shape = ("attention " if group == "attention" else "GEMM ") + headline_shape_text(group)
-    text = (f"**The ladder of {stage}** — each version at the headline shape ({shape}{', backward' if backward else ''}), "
+    before = f"the fastest version of {PREVIOUS_RUNG[stage]} (before), then " if stage in PREVIOUS_RUNG else ""
+    text = (f"**The ladder of {stage}** — {before}each version at the headline shape ({shape}{', backward' if backward else ''}), "
             "in the first of fp16, bf16, fp32, int8, fp8 it is timed in; TFLOPS (TOPS for int8); × previous: "
             "over the previous version of the same arithmetic; % of peak: of the SM clock × units in the context")
     header = ["version", "what it adds", "arithmetic", "TFLOPS", "× previous", "% of peak"]

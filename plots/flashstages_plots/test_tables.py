@@ -101,6 +101,13 @@ class VersionsTableTest(unittest.TestCase):
         self.assertIn(f"| {t2 / t1:.2f}× |", v2)
         self.assertIn("sdpa_flash (peer)", text)
 
+    def test_the_ladder_starts_from_the_rung_it_builds_on(self):
+        text = render_block("versions:stage04", load(LADDER_FIXTURE))
+        rows = [l for l in text.splitlines() if l.startswith("| stage03/")]
+        self.assertEqual(len(rows), 1)
+        self.assertIn("(before)", rows[0])  # stage 03's fastest, fp32 (it has no fp16 row)
+        self.assertIn("| fp32 |", rows[0])
+
     def test_one_stage_only(self):
         with self.assertRaises(ResultsError):
             render_block("versions:stage04+stage05", load(LADDER_FIXTURE))
