@@ -91,6 +91,7 @@ class Part:
     # Which of its files the results folder keeps (the rest are the part's logs).
     keeps: tuple[str, ...] = ()
     parallel: bool = False  # its steps side by side (racecheck's two halves), not one after the other
+    log: str = ""  # a check's record in the results folder's logs/, named by what it holds
 
     @property
     def evidence(self) -> bool:
@@ -140,15 +141,16 @@ PARTS: list[Part] = [
                fold_into="stage07_attention.json"),
           sdpa("sdpa_packed.json", "--packed-defaults", "--dtype", "fp16", "--backend", "flash")],
          ("stage07_attention.json", "sdpa_packed.json")),
-    Part("tests", "every GPU test (FLASHSTAGES_REQUIRE_GPU=1 ctest -L gpu)", 480, [Check("test")]),
+    Part("tests", "every GPU test (FLASHSTAGES_REQUIRE_GPU=1 ctest -L gpu)", 480, [Check("test")],
+         log="tests_reference_run.txt"),
     Part("sanitize", "compute-sanitizer memcheck, initcheck and synccheck over every test binary", 300,
-         [Check("sanitize", {"TOOLS": "memcheck initcheck synccheck"})]),
+         [Check("sanitize", {"TOOLS": "memcheck initcheck synccheck"})], log="sanitizers_reference_run.txt"),
     Part("racecheck", "compute-sanitizer racecheck, one process per case (stage 05: per case and version)", 1800,
          [Check("sanitize", {"TOOLS": "racecheck", "SANITIZE": "stage07 stage06 stage04 stage01 stage02 stage03 "
                              "common ceilings", "SANITIZE_TIMEOUT": "1200", "SANITIZE_JOBS": "6"}),
           Check("sanitize", {"TOOLS": "racecheck", "SANITIZE": "stage05", "SANITIZE_TIMEOUT": "1200",
                              "SANITIZE_JOBS": "10", "SANITIZE_ONLY": " ".join(f"stage05/v{v}" for v in range(11))})],
-         parallel=True),
+         parallel=True, log="racecheck_reference_run.txt"),
 ]
 BY_NAME = {p.name: p for p in PARTS}
 
@@ -301,6 +303,20 @@ def cmd_merge(args: argparse.Namespace) -> int:
     for name, doc in files.items():
         (args.into / name).write_text(json.dumps(medians_only(doc), indent=1) + "\n")
     (args.into / "logs").mkdir(exist_ok=True)
+    logs = args.into / "logs"
+    for part in PARTS:
+        rec = done(args.work, part)
+        if rec and part.log:  # a check's verdicts: ctest's summary, or gpu_check.sh's one line per process
+            text = [f"# {part.what}: {part.name} of the reference run, {rec['started']}, {rec['seconds']:.0f} s, "
+                    f"commit {rec['commit']}, {rec.get('gpu', {}).get('name', '?')}"]
+            for i, step in enumerate(rec["steps"]):
+                text.append(f"## {step['command']}: rc={step['rc']} in {step['seconds']:.0f} s")
+                summary = args.work / part.name / f"logs{i}" / "summary.txt"
+                ctest = args.work / part.name / f"step{i}.log"
+                source = summary if summary.is_file() else ctest
+                text += source.read_text(errors="replace").splitlines() if source.is_file() else ["(no log)"]
+            logs.mkdir(parents=True, exist_ok=True)
+            (logs / part.log).write_text("\n".join(text) + "\n")
     (args.into / "logs" / "reference_run_parts.txt").write_text("\n".join(lines + [f"# not run: {m}" for m in missing]) + "\n")
     print(f"wrote {len(files)} files into {args.into}" + (f"; not run: {', '.join(missing)}" if missing else ""))
     return 0
