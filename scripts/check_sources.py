@@ -10,7 +10,9 @@
   3. a version's header, the comment that opens vN_<technique>.cuh, is at most 20 lines;
   4. no source file (stages/, common/, ceilings/) holds a generated-value marker (<!-- value … -->)
      or an internal run id (s183): numbers live in the generated tables, measurements in NOTES.md;
-  5. no doctest case name holds a comma or a semicolon: doctest_discover_tests runs each case by
+  5. no README or chapter a learner reads (README.md files, docs/) carries an internal run id either:
+     a log is named by what it holds;
+  6. no doctest case name holds a comma or a semicolon: doctest_discover_tests runs each case by
      -tc=<name>, where a comma separates filters, so the case would lose its cpu/gpu label and
      `ctest -L gpu` would never run it (CMake splits lists at a semicolon).
 
@@ -122,6 +124,22 @@ def check_markers() -> list[str]:
     return problems
 
 
+# What a learner reads: every README and chapter. The results/ READMEs join once their provenance
+# names logs by what they hold (issue 51).
+PROSE = ("README.md", "docs/*.md", "stages/**/README.md", "ceilings/**/*.md", "python/**/*.md", "plots/README.md")
+
+
+def check_prose() -> list[str]:
+    problems = []
+    for pattern in PROSE:
+        for path in sorted(ROOT.glob(pattern)):
+            for n, line in enumerate(path.read_text().splitlines(), 1):
+                if m := RUN_ID.search(line):
+                    problems.append(f"{path.relative_to(ROOT)}:{n}: an internal run id, {m.group(0)} (a learner "
+                                    f"reads this: name the log by what it holds)")
+    return problems
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--stage", action="append", type=Path, default=[],
@@ -130,7 +148,7 @@ def main() -> int:
     stages = [p.resolve() for p in args.stage] or stage_dirs()
     problems = [p for stage in stages for p in check_stage(stage)]
     if not args.stage:
-        problems += check_markers()
+        problems += check_markers() + check_prose()
     else:
         problems += [p for p in check_markers() if any(p.startswith(str(s.relative_to(ROOT)) + "/") for s in stages)]
     print("\n".join(problems) if problems else f"{len(stages)} stage(s) follow the ladder convention")
