@@ -7,8 +7,8 @@
 // kernels (named cutlass_80_…, sm80_… or ampere_…; the wgmma ones sm90_… or nvjet_sm90_…), and this
 // tool times them on the same problem. The API does not say which kernel an algorithm runs, the
 // profiler does: --configs launches the listed configurations once each, in order, so that Nsight
-// Compute names them. What it found is the stage README's "What mma.sync reaches in cuBLAS itself"
-// (the runs: NOTES.md).
+// Compute names them. What it found, and the runs, are in the
+// stage's NOTES.md.
 //   stage06_cublaslt_algos --dtype fp16 --m 4096 --n 4096 --k 4096
 //   ncu --clock-control none --metrics gpu__time_duration.sum stage06_cublaslt_algos --configs pick,21:24:12
 //

@@ -45,7 +45,7 @@ static_assert(consumer_regs(2) == 240 && consumer_regs(3) == 160, "the splits th
 // (Nk ≥ kWideFromKeys): 192-key blocks pay on long sequences and cost on short ones, where they
 // overshoot the keys by 12.5%. At D = 128 a larger Bc leaves room for 2 stages only, and v3 and v4,
 // which hold blocks j − 1 and j at once, then leave the producer no stage to fill ahead (the stage
-// README, "Tile sizes per head dim"; the measurements: NOTES.md). v7's three consumers have 160
+// README, v7; the measurements: NOTES.md). v7's three consumers have 160
 // registers each, and take Bc = 128 at D = 64 and 80 at D = 128 (v7_three_consumers.cuh).
 constexpr int default_bc(int D) { return D <= 128 ? 128 : 64; }
 constexpr int kWideBc = 192;                 // D = 64, long sequences

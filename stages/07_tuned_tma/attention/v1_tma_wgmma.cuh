@@ -51,7 +51,7 @@ struct Config {
 //     are 3D, [heads][rows][D], so a key tile that runs past Nk reads zeros, not the next head's keys).
 //     Where a sequence ends inside its plane (padded and packed batches) TMA cannot stop there: the
 //     warpgroup zeroes those rows of Q's tile and of the last V tile once they land (first_foreign_row,
-//     tiles.cuh; the stage README, "Variable lengths").
+//     tiles.cuh; the stage README, v1).
 //  2. Thread 0 announces a stage's bytes with arrive.expect_tx, TMA counts them down, everyone waits for
 //     the phase to flip: no cp.async groups and no __syncthreads to publish the copies.
 //  3. S = Q·K_jᵀ is wgmma.mma_async m64n64k16 × D/16, A (Q) and B (K_j) from shared memory through

@@ -11,8 +11,8 @@
 // (v5.cu: split_kv_heuristic); one split is v4's launch. Extra memory: splits · rows · (D + 1) · 4 bytes.
 // The slice's blocks are counted from its first: only the loads (ws::produce's `first`) and the mask
 // (ws::Consumer<T, C, /*kSlice=*/true>'s j0) add the slice's first block.
-// Why it is faster: short queries against long keys fill the GPU (the stage README, "Short queries
-// against long keys").
+// Why it is faster: short queries against long keys fill the GPU (the stage README, v5; the
+// measurements: NOTES.md).
 // What it still lacks: grouped K/V heads each load their group's K and V (v6 packs them).
 //
 // Run: build/h100/stages/07_tuned_tma/attention/stage07_attention --dtype fp16 --batch 2 --heads 8 --seq 256 --seq-k 32768 --dim 128 --version v5
