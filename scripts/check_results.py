@@ -2,8 +2,9 @@
 """Checks that results/ is the evidence a reader can use, and no more (results/README.md):
 
   1. each GPU folder holds its JSON, its plots, its README.md and logs/, and nothing else;
-  2. every log is cited: linked from a README, a docs/ chapter or a NOTES.md, or named (`logs/<name>`,
-     wildcards and {a,b} allowed) in its GPU folder's README;
+  2. every log is cited: linked from a README or a docs/ chapter, or named (`logs/<name>`, wildcards
+     and {a,b} allowed) in its GPU folder's README (a log only a NOTES.md row rests on lives in git
+     history: scripts/archive_logs.py moves it there);
   3. results/ stays under MAX_FILES files and MAX_MB megabytes in all.
 
     python3 scripts/check_results.py            (exit 1, one line per problem)
@@ -27,9 +28,8 @@ TOP_LEVEL = {".json", ".png"}
 
 
 def readers() -> list[Path]:
-    """The files whose links cite results: every README, the chapters, the stages' NOTES.md."""
+    """The files whose links cite results: every README and the chapters."""
     out = [p for p in ROOT.rglob("README.md")] + list((ROOT / "docs").glob("*.md"))
-    out += list((ROOT / "stages").rglob("NOTES.md"))
     return sorted(p for p in out if not any(part.startswith((".", "build")) for part in p.relative_to(ROOT).parts))
 
 
@@ -74,8 +74,8 @@ def main() -> int:
                 if args.list:
                     print(f"{log.relative_to(ROOT)}: {', '.join(sorted(set(who))) if who else 'cited nowhere'}")
                 if not who:
-                    problems.append(f"{log.relative_to(ROOT)}: cited by no README, chapter or NOTES.md "
-                                    f"(git history keeps it: remove it)")
+                    problems.append(f"{log.relative_to(ROOT)}: cited by no README or chapter "
+                                    f"(scripts/archive_logs.py moves it to git history)")
     size = sum(p.stat().st_size for p in files) / 1e6
     if len(files) >= MAX_FILES:
         problems.append(f"results/: {len(files)} files (at most {MAX_FILES - 1})")
