@@ -10,12 +10,12 @@ Every ``*.json`` in the results folder is read (one file per stage, ``sdpa.json`
 rows this script
 
   * draws PNGs into ``--out`` (default: the results folder):
-      attention_<dtype>_D<d>_causal<c>.png   TFLOPS vs N, one line per series (forward pass;
-                                             attention_bwd_… the backward pass)
-      attention_memory_D<d>.png              extra device memory (MiB) vs N (…_bwd_D<d>: backward)
-      gemm_<dtype>.png                       TFLOPS vs M=N=K, one line per series
-      ladder.png                             fastest version of every stage at the headline shape, with peers
-      roofline.png                           the headline points against the compute and DRAM roofs
+      attention_<dtype>.png       TFLOPS vs N, one line per series, a panel per (D, mask): a row per D,
+                                  a column per mask (forward pass; attention_bwd_<dtype>.png backward)
+      attention_memory.png        extra device memory (MiB) vs N, a panel per D (…_bwd.png: backward)
+      gemm_<dtype>.png            TFLOPS vs M=N=K, one line per series
+      ladder.png                  fastest version of every stage at the headline shape, with peers
+      roofline.png                the headline points against the compute and DRAM roofs
   * rewrites the tables between ``<!-- results:NAME:begin -->`` / ``<!-- results:NAME:end -->``
     (NAME: attention, gemm, memory, cliff, tuner, each optionally ``:<prefix>`` or
     ``:<prefix>+<prefix>``; ladder, roofline, ceilings). tuner: a tuner's candidates, benchmarks named

@@ -1,11 +1,18 @@
 """The figures: matplotlib drawings of the results, written as PNGs (``draw_all``).
 
-    attention_<dtype>_D<d>_causal<c>.png   TFLOPS vs N, one line per series (attention_bwd_…: the
-                                           backward pass)
-    attention_memory_D<d>.png              extra device memory (MiB) vs N (…_bwd_D<d>: backward)
-    gemm_<dtype>.png                       TFLOPS vs M = N = K, one line per series and file
-    ladder.png                             the headline entries: TFLOPS and % of peak
-    roofline.png                           the headline points against the compute and DRAM roofs
+    attention_<dtype>.png       TFLOPS vs N, one line per series, a panel per (D, mask) that has runs:
+                                a row per D, a column per mask (attention_bwd_<dtype>.png: the
+                                backward pass)
+    attention_memory.png        extra device memory (MiB) vs N, non-causal, a panel per D
+                                (attention_memory_bwd.png: the backward pass)
+    gemm_<dtype>.png            TFLOPS vs M = N = K, one line per series and file
+    ladder.png                  the headline entries: TFLOPS and % of peak
+    roofline.png                the headline points against the compute and DRAM roofs
+
+The panels of a figure share their axes, one legend below them and one caption above them (GPU, CUDA,
+clocks, shape rule, statistic); a series has one colour and style in every panel of a figure, and the
+same in every figure unless two of a figure's series would look alike (series_colors, figure_colors,
+_style). Each PNG names the JSON files it draws in its metadata (Source).
 
 This is the only module that uses matplotlib, and it imports it only inside the functions that draw,
 so the tables and numbers (``--no-plots``) need nothing beyond the standard library.
@@ -22,9 +29,9 @@ from .headline import (DRAM_CEILING, DRAM_PEAK_KEY, Headline, ceiling_of, ceilin
                        headline_entries, headline_shape_text, intensity, memory_roofs, peak_of, short_ceiling)
 from .results import Results, ResultsError, unique
 from .series import (MEMORY_BEYOND, attention_config, attention_configs, attention_lines, attention_shape_text,
-                     dtype_order, gemm_lines, is_baseline, is_peer, is_power_of_two, line_label, memory_config,
-                     memory_configs, memory_label, memory_lines, memory_runs, pass_text, series_order,
-                     square_size)
+                     dtype_order, gemm_lines, is_baseline, is_peer, is_power_of_two, line_key_order, line_label,
+                     memory_config, memory_configs, memory_key_order, memory_label, memory_lines, memory_runs,
+                     pass_text, series_order, square_size)
 
 
 def require_matplotlib() -> None:
@@ -91,9 +98,10 @@ def _style(series: str, colors: dict[str, str], off_rule: bool = False) -> dict:
     return style
 
 
-def _log2_axis(ax, values: list[int], label: str) -> None:
+def _log2_axis(ax, values: list[int], label: str) -> str:
     """Log2 axis: a labelled tick at each power of two in the measured range; other sizes (1000,
-    4097) sit at their true place with an unlabelled minor tick, so no two labels collide."""
+    4097) sit at their true place with an unlabelled minor tick, so no two labels collide. Sets the
+    axis label, and returns it, with the minor ticks' sizes named."""
     from matplotlib.ticker import NullLocator
     ax.set_xscale("log", base=2)
     values = sorted(set(values))
@@ -109,6 +117,15 @@ def _log2_axis(ax, values: list[int], label: str) -> None:
         ax.tick_params(axis="x", which="minor", length=5, width=1.0)
         label += " (minor ticks: " + ", ".join(str(v) for v in others) + ")"
     ax.set_xlabel(label)
+    return label
+
+
+def _caption_axes(fig, gridspec_row, subtitle: str):
+    """An empty axes row that holds the caption as its title, so the layout makes room for it."""
+    ax = fig.add_subplot(gridspec_row)
+    ax.axis("off")
+    ax.set_title(subtitle, fontsize=8.5)
+    return ax
 
 
 def _finish(fig, ax, title: str, subtitle: str, path: Path, sources: list[str]) -> Path:
@@ -122,72 +139,163 @@ def _finish(fig, ax, title: str, subtitle: str, path: Path, sources: list[str]) 
 
 
 # ---------------------------------------------------------------------------------------------
+# Figures of panels: attention's (D, mask) configs side by side, one legend, one caption
+# ---------------------------------------------------------------------------------------------
+
+MASK_TEXT = {0: "non-causal", 1: "causal"}
+LEGEND_COLUMNS = 4  # the legend below a figure of panels
+
+
+def _legend_rows(entries: int) -> int:
+    return -(-entries // LEGEND_COLUMNS)
+
+
+def _panel_figure(cells: list[tuple[int, int]], panel_size: tuple[float, float], legend_rows: int):
+    """A figure of panels, one per (row key, column key) in cells, on a grid of the row keys that occur
+    by the column keys that occur (a cell without data stays blank), under an empty row for the
+    caption. The panels share both axes; tick labels only where no panel sits below (x) or to the
+    left (y). Returns the figure, {cell: axes} and the caption's grid slot."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    rows = sorted({r for r, _ in cells})
+    cols = sorted({c for _, c in cells})
+    width, height = panel_size
+    fig = Figure(figsize=(0.8 + width * len(cols), 1.2 + height * len(rows) + 0.2 * legend_rows),
+                 dpi=150, layout="constrained")
+    FigureCanvasAgg(fig)
+    grid = fig.add_gridspec(len(rows) + 1, len(cols), height_ratios=[0.001] + [1] * len(rows))
+    axes: dict[tuple[int, int], object] = {}
+    first = None
+    for cell in sorted(cells):
+        ax = fig.add_subplot(grid[rows.index(cell[0]) + 1, cols.index(cell[1])], sharex=first, sharey=first)
+        first = first or ax
+        axes[cell] = ax
+    for cell, ax in axes.items():
+        bottom, left = _outer(cell, list(axes))
+        ax.tick_params(labelbottom=bottom, labelleft=left)
+    return fig, axes, grid[0, :]
+
+
+def _outer(cell: tuple[int, int], cells: list[tuple[int, int]]) -> tuple[bool, bool]:
+    """(no panel below it, no panel to its left): where a panel of shared axes shows x and y labels."""
+    r, c = cell
+    return (not any(r2 > r and c2 == c for r2, c2 in cells), not any(c2 < c and r2 == r for r2, c2 in cells))
+
+
+def _finish_panels(fig, axes: dict, caption_slot, title: str, subtitle: str, x_label: str, y_label: str,
+                   handles: list, path: Path, sources: list[str]) -> Path:
+    """Labels on the outer panels, the one legend below the grid (an entry per line), the caption
+    above it, the title; the PNG with the files it draws from in its metadata."""
+    for cell, ax in axes.items():
+        bottom, left = _outer(cell, list(axes))
+        ax.grid(True, which="major", alpha=0.35)
+        ax.set_xlabel(x_label if bottom else "")
+        ax.set_ylabel(y_label if left else "")
+    fig.legend(handles=handles, loc="outside lower center", ncols=LEGEND_COLUMNS, fontsize=8, frameon=False)
+    _caption_axes(fig, caption_slot, subtitle)
+    fig.suptitle(title, fontsize=12, fontweight="bold")
+    fig.savefig(path, dpi=150, bbox_inches="tight",
+                metadata={"Software": "plots/plot_results.py", "Source": ", ".join(sources)})
+    return path
+
+
+# ---------------------------------------------------------------------------------------------
 # Lines over N or size: attention, its memory, GEMM
 # ---------------------------------------------------------------------------------------------
 
 def draw_attention_throughput(results: Results, out_dir: Path, colors: dict[str, str]) -> list[Path]:
-    """attention_<dtype>_D<d>_causal<c>.png: TFLOPS vs N, one line per series."""
+    """attention_<dtype>.png (attention_bwd_<dtype>.png: the backward pass): TFLOPS vs N, a panel per
+    (D, mask) that has data, a row per D and a column per mask, one line per series."""
+    from matplotlib.lines import Line2D
     written = []
     runs = [r for r in results.of_kind("attention") if r.tflops is not None]
-    for backward, dtype, d, causal in attention_configs(runs):
-        chosen = [r for r in runs if attention_config(r) == (backward, dtype, d, causal)]
-        lines = attention_lines(chosen, lambda r: r.tflops)
-        if not lines:
+    configs = attention_configs(runs)
+    for backward, dtype in dict.fromkeys(k[:2] for k in configs):
+        panels = {}  # (D, causal) → (runs, lines)
+        for _, _, d, causal in (k for k in configs if k[:2] == (backward, dtype)):
+            chosen = [r for r in runs if attention_config(r) == (backward, dtype, d, causal)]
+            lines = attention_lines(chosen, lambda r: r.tflops)
+            if lines:
+                panels[(d, causal)] = (chosen, lines)
+        if not panels:
             continue
-        fig, ax = _new_figure()
-        shown = figure_colors((key[0] for key in lines), colors)
-        for key, points in lines.items():
-            ns = sorted(points)
-            ax.plot(ns, [points[n] for n in ns], label=line_label(key),
-                    **_style(key[0], shown, key[1] is not None))
-        _log2_axis(ax, sorted({n for p in lines.values() for n in p}), "sequence length N")
-        ax.set_ylabel("TFLOPS")
-        ax.set_ylim(bottom=0)
-        mask = "causal" if causal else "non-causal"
+        keys = sorted({key for _, lines in panels.values() for key in lines}, key=line_key_order)
+        shown = figure_colors((key[0] for key in keys), colors)
+        fig, axes, caption_slot = _panel_figure(list(panels), (4.6, 3.0), _legend_rows(len(keys)))
+        every_n = sorted({n for _, lines in panels.values() for points in lines.values() for n in points})
+        x_label = ""
+        for (d, causal), (chosen, lines) in panels.items():
+            ax = axes[(d, causal)]
+            for key, points in lines.items():
+                ns = sorted(points)
+                ax.plot(ns, [points[n] for n in ns], **_style(key[0], shown, key[1] is not None))
+            x_label = _log2_axis(ax, every_n, "sequence length N")
+            ax.set_title(f"D = {d}, {MASK_TEXT[causal]}", fontsize=10)
+        next(iter(axes.values())).set_ylim(bottom=0)  # the panels share y
+        handles = [Line2D([], [], label=line_label(key), **_style(key[0], shown, key[1] is not None))
+                   for key in keys]
+        chosen = [r for every, _ in panels.values() for r in every]
         sources = sources_of(chosen)
         subtitle = (f"{setup_caption(results, sources)}\n"
-                    f"{attention_shape_text(chosen, d)} · {statistic_text(chosen)}")
-        path = out_dir / f"attention_{'bwd_' if backward else ''}{dtype}_D{d}_causal{causal}.png"
-        written.append(_finish(fig, ax, f"Attention {pass_text(backward)} throughput — {dtype}, D = {d}, {mask}",
-                               subtitle, path, sources))
+                    f"{attention_shape_text(chosen, None)} · {statistic_text(chosen)}")
+        path = out_dir / f"attention_{'bwd_' if backward else ''}{dtype}.png"
+        title = f"Attention {pass_text(backward)} throughput — {dtype}"
+        written.append(_finish_panels(fig, axes, caption_slot, title, subtitle, x_label, "TFLOPS", handles,
+                                      path, sources))
     return written
 
 
 def draw_attention_memory(results: Results, out_dir: Path, colors: dict[str, str]) -> list[Path]:
-    """attention_memory_D<d>.png (attention_memory_bwd_D<d>.png): extra device memory vs N, non-causal,
-    log y."""
+    """attention_memory.png (attention_memory_bwd.png: the backward pass): extra device memory vs N,
+    non-causal, log y, a panel per D, one line per (series, dtype)."""
+    from matplotlib.lines import Line2D
     written = []
     runs = memory_runs(results)
-    for backward, d in memory_configs(runs):
-        chosen = [r for r in runs if memory_config(r) == (backward, d)]
-        fig, ax = _new_figure()
-        zero_only: list[str] = []
-        drawn = 0
-        mem_lines = memory_lines(chosen)
-        shown = figure_colors((key[0] for key in mem_lines), colors)
-        for key, points in mem_lines.items():
-            # A log axis cannot show 0 B; a series with nothing else is named in a note instead.
-            ns = sorted(n for n, v in points.items() if v > 0)
-            if not ns:
-                zero_only.append(memory_label(key))
-                continue
-            ax.plot(ns, [points[n] for n in ns], label=memory_label(key),
-                    **_style(key[0], shown, key[2] is not None))
-            drawn += 1
-        if drawn == 0:
+    configs = memory_configs(runs)
+    for backward in dict.fromkeys(k[0] for k in configs):
+        panels = {}  # D → (runs, {key: points above 0 B}, labels of the lines with 0 B only)
+        for _, d in (k for k in configs if k[0] == backward):
+            chosen = [r for r in runs if memory_config(r) == (backward, d)]
+            drawn, zero_only = {}, []
+            for key, points in memory_lines(chosen).items():
+                # A log axis cannot show 0 B; a line with nothing else is named in a note instead.
+                above = {n: v for n, v in points.items() if v > 0}
+                if above:
+                    drawn[key] = above
+                else:
+                    zero_only.append(memory_label(key))
+            if drawn:
+                panels[d] = (chosen, drawn, zero_only)
+        if not panels:
             continue
-        ax.set_yscale("log")
-        _log2_axis(ax, sorted({r.name.get("N") for r in chosen}), "sequence length N")
-        ax.set_ylabel("extra device memory (MiB, log scale)")
-        if zero_only:
-            ax.text(0.01, 0.01, "no extra memory (0 B): " + ", ".join(zero_only),
-                    transform=ax.transAxes, fontsize=7, va="bottom")
+        keys = sorted({key for _, drawn, _ in panels.values() for key in drawn}, key=memory_key_order)
+        shown = figure_colors((key[0] for key in keys), colors)
+        # Two panels a row, so that the figure stays narrow enough to read at a page's width.
+        cell_of = {d: divmod(i, 2) for i, d in enumerate(panels)}
+        fig, axes, caption_slot = _panel_figure(list(cell_of.values()), (4.6, 3.0), _legend_rows(len(keys)))
+        every_n = sorted({r.name.get("N") for chosen, _, _ in panels.values() for r in chosen})
+        x_label = ""
+        for d, (chosen, drawn, zero_only) in panels.items():
+            ax = axes[cell_of[d]]
+            for key, points in drawn.items():
+                ns = sorted(points)
+                ax.plot(ns, [points[n] for n in ns], **_style(key[0], shown, key[2] is not None))
+            ax.set_yscale("log")
+            x_label = _log2_axis(ax, every_n, "sequence length N")
+            ax.set_title(f"D = {d}", fontsize=10)
+            if zero_only:
+                ax.text(0.01, 0.01, "no extra memory (0 B):\n" + ", ".join(zero_only),
+                        transform=ax.transAxes, fontsize=6.5, va="bottom", wrap=True)
+        handles = [Line2D([], [], label=memory_label(key), **_style(key[0], shown, key[2] is not None))
+                   for key in keys]
+        chosen = [r for every, _, _ in panels.values() for r in every]
         sources = sources_of(chosen)
         subtitle = (f"{setup_caption(results, sources)}\n"
-                    f"non-causal · {attention_shape_text(chosen, d)} · {statistic_text(chosen)}")
-        path = out_dir / f"attention_memory_{'bwd_' if backward else ''}D{d}.png"
-        written.append(_finish(fig, ax, f"Attention {pass_text(backward)}: device memory beyond "
-                               f"{MEMORY_BEYOND[backward]} — D = {d}", subtitle, path, sources))
+                    f"non-causal · {attention_shape_text(chosen, None)} · {statistic_text(chosen)}")
+        path = out_dir / f"attention_memory{'_bwd' if backward else ''}.png"
+        title = f"Attention {pass_text(backward)}: device memory beyond {MEMORY_BEYOND[backward]}"
+        written.append(_finish_panels(fig, axes, caption_slot, title, subtitle, x_label,
+                                      "extra device memory (MiB, log scale)", handles, path, sources))
     return written
 
 
@@ -227,14 +335,6 @@ def _plain_log_ticks(axis) -> None:
     """Label a log axis 0.1, 1, 10, 100 … instead of 10⁻¹, 10⁰ …"""
     from matplotlib.ticker import FuncFormatter
     axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-
-
-def _caption_axes(fig, gridspec_row, subtitle: str):
-    """An empty axes row that holds the caption as its title, so the layout makes room for it."""
-    ax = fig.add_subplot(gridspec_row)
-    ax.axis("off")
-    ax.set_title(subtitle, fontsize=8.5)
-    return ax
 
 
 def draw_ladder(results: Results, out_dir: Path) -> list[Path]:

@@ -94,13 +94,16 @@ def family_label(family: tuple[int, int] | None) -> str:
     return "" if family is None else f"B = {family[0]}, H = {family[1]}"
 
 
-def attention_shape_text(runs: list[Run], d: int) -> str:
-    """Say which B and H the default-rule runs used, and whether the names recorded them."""
+def attention_shape_text(runs: list[Run], d: int | None) -> str:
+    """Say which B and H the default-rule runs used, and whether the names recorded them. With d None
+    (a figure with a panel per D) H is left as the rule, 2048/D."""
     default_rule = [r for r in runs if attention_family(r.name) is None]
     if not default_rule:
         return "B, H as labelled"
     recorded = any(r.name.get("B") is not None for r in default_rule)
-    text = f"B·N = {DEFAULT_TOKENS}, H = {DEFAULT_MODEL_DIM}/D = {max(1, DEFAULT_MODEL_DIM // d)}"
+    text = f"B·N = {DEFAULT_TOKENS}, H = {DEFAULT_MODEL_DIM}/D"
+    if d is not None:
+        text += f" = {max(1, DEFAULT_MODEL_DIM // d)}"
     if any(r.name.get("N") > DEFAULT_TOKENS for r in default_rule):
         text += f" (B = 1 for N > {DEFAULT_TOKENS})"
     if not recorded:
@@ -113,7 +116,8 @@ def causal_of(name: BenchName) -> int:
 
 
 def attention_config(run: Run) -> tuple[bool, str, int, int]:
-    """(backward, dtype, D, causal): one figure, or one table, per config; the passes never share one."""
+    """(backward, dtype, D, causal): one table per config, and one panel of the figure of its pass and
+    dtype; the passes never share a table or a figure."""
     return (is_backward(run.name.series), run.name.dtype, run.name.get("D"), causal_of(run.name))
 
 
@@ -125,7 +129,8 @@ def pass_text(backward: bool) -> str:
     return "backward" if backward else "forward"
 
 
-def _line_key_order(key: tuple[str, tuple[int, int] | None]) -> tuple:
+def line_key_order(key: tuple[str, tuple[int, int] | None]) -> tuple:
+    """The order of attention_lines' keys: series_order, then the default shape before any family."""
     series, family = key
     return (series_order(series), family is not None, family or (0, 0))
 
@@ -144,7 +149,7 @@ def attention_lines(runs: list[Run], value) -> dict[tuple[str, tuple | None], di
                   "keeping the first", file=sys.stderr)
             continue
         points[n] = v
-    return dict(sorted(lines.items(), key=lambda kv: _line_key_order(kv[0])))
+    return dict(sorted(lines.items(), key=lambda kv: line_key_order(kv[0])))
 
 
 def line_label(key: tuple[str, tuple | None]) -> str:
@@ -175,8 +180,13 @@ def memory_lines(runs: list[Run]) -> dict[tuple[str, str, tuple | None], dict[in
     for r in runs:
         lines.setdefault((r.name.series, r.name.dtype, attention_family(r.name)), {})[r.name.get("N")] = \
             r.extra_bytes / MIB
-    order = sorted(lines, key=lambda k: (series_order(k[0]), dtype_order(k[1]), k[2] is not None, k[2] or (0, 0)))
-    return {key: lines[key] for key in order}
+    return {key: lines[key] for key in sorted(lines, key=memory_key_order)}
+
+
+def memory_key_order(key: tuple[str, str, tuple | None]) -> tuple:
+    """The order of memory_lines' keys: series_order, then dtype, then the default shape first."""
+    series, dtype, family = key
+    return (series_order(series), dtype_order(dtype), family is not None, family or (0, 0))
 
 
 def memory_label(key: tuple[str, str, tuple | None]) -> str:

@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # plots/, the pack
 from flashstages_plots.results import Results, load_results, select_runs  # noqa: E402
 from flashstages_plots.series import gemm_lines, is_backward  # noqa: E402
 from flashstages_plots.tables import attention_tables, render_block  # noqa: E402
-from flashstages_plots.figures import draw_attention_throughput, draw_gemm  # noqa: E402
+from flashstages_plots.figures import draw_attention_memory, draw_attention_throughput, draw_gemm  # noqa: E402
 from flashstages_plots.markers import MarkerError, render_value  # noqa: E402
 from flashstages_plots.testing import HAVE_MATPLOTLIB  # noqa: E402
 
@@ -70,7 +70,9 @@ class BackwardPeersTest(unittest.TestCase):
         if HAVE_MATPLOTLIB:
             with tempfile.TemporaryDirectory() as tmp:
                 names = {p.name for p in draw_attention_throughput(results, Path(tmp), {})}
-            self.assertEqual(names, {"attention_fp16_D64_causal0.png", "attention_bwd_fp16_D64_causal0.png"})
+                names |= {p.name for p in draw_attention_memory(results, Path(tmp), {})}
+            self.assertEqual(names, {"attention_fp16.png", "attention_bwd_fp16.png",
+                                     "attention_memory.png", "attention_memory_bwd.png"})
 
 
 class SameRunPeersTest(unittest.TestCase):
