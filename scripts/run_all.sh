@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The main job: set up, build, then on a GPU run every stage's check and benchmark, the instruction
-# ceilings, the PyTorch SDPA peers, and draw the plots into results/<gpu>/. Without a GPU it says so and redraws the plots and
-# README tables from the results already committed.
+# The main job: set up, then on a GPU build, run every stage's check and benchmark, the instruction
+# ceilings, the PyTorch SDPA peers, and draw the plots into results/<gpu>/. Without a GPU it builds
+# nothing: it says so and redraws the README tables (in place) and the plots (into build/plots/) from
+# the results already committed.
 #   usage: scripts/run_all.sh [preset]   (default: release)
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -13,11 +14,6 @@ cd "$root"
 
 echo "setup: scripts/setup.sh (installs only what is missing)"
 scripts/setup.sh
-echo "configure: cmake --preset $preset"
-alive configure cmake --preset "$preset"
-echo "build: cmake --build --preset $preset (this takes several minutes; nvcc compiles each kernel for every architecture)"
-alive build cmake --build --preset "$preset"
-build=build/$preset
 
 # plot_results.py needs matplotlib for the PNGs, not for the tables and numbers in the docs (--no-plots).
 # Use the python that has it: python3, or the project's .venv/ that setup.sh makes when the system's
@@ -25,15 +21,16 @@ build=build/$preset
 # The docs quote one run, the reference (a test checks them against it): only results in that folder
 # rewrite them. Results from any other GPU get their plots and their own README of generated tables.
 reference=results/$(grep -v "^#" results/REFERENCE | head -1)  # the folder the docs quote
-plot() {  # usage: plot RESULTS_DIR
-  local py docs=(--repo-docs)
+plot() {  # usage: plot RESULTS_DIR [PNG_DIR]   (PNG_DIR: where the figures go, default RESULTS_DIR)
+  local py docs=(--repo-docs) out=()
+  [ -n "${2:-}" ] && mkdir -p "$2" && out=(--out "$2")
   if [ "${1%/}" != "$reference" ]; then
     [ -f "$1/README.md" ] || own_readme "$1" >"$1/README.md"
     docs=(--readme "$1/README.md")
   fi
   for py in python3 "$root/.venv/bin/python3"; do
     if "$py" -c "import matplotlib" 2>/dev/null; then
-      "$py" plots/plot_results.py --results "$1" "${docs[@]}"
+      "$py" plots/plot_results.py --results "$1" "${docs[@]}" "${out[@]}"
       return
     fi
   done
@@ -57,15 +54,23 @@ if ! nvidia-smi -L >/dev/null 2>&1; then
     echo "FLASHSTAGES_REQUIRE_GPU=1 but no NVIDIA GPU or driver was found: nothing was run." >&2
     exit 1
   fi
-  echo "No NVIDIA GPU on this machine: nothing was run or timed."
+  # Nothing to build for: the committed results are redrawn instead. The tables come out as they are
+  # committed; the figures go to build/plots/, so another matplotlib's pixels leave the checkout alone.
+  echo "No NVIDIA GPU on this machine: nothing was built, run or timed."
   echo "Drawing the plots and tables from the committed results instead:"
   for dir in results/*/; do
     [ -n "$(ls "$dir"/*.json 2>/dev/null)" ] || continue
-    echo "plots: $dir"
-    plot "$dir"
+    echo "plots: $dir -> build/plots/$(basename "$dir")/"
+    plot "$dir" "build/plots/$(basename "$dir")"
   done
   exit 0
 fi
+
+echo "configure: cmake --preset $preset"
+alive configure cmake --preset "$preset"
+echo "build: cmake --build --preset $preset (this takes several minutes; nvcc compiles each kernel for every architecture)"
+alive build cmake --build --preset "$preset"
+build=build/$preset
 
 slug=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | tr 'A-Z' 'a-z' | sed 's/[^a-z0-9]\+/-/g; s/^-//; s/-$//')
 out=results/$slug

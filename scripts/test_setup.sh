@@ -74,6 +74,7 @@ expect() {
   echo "  FAILED: $what"; sed 's/^/    | /' "$out"; failed=$((failed + 1))
 }
 has() { grep -qE -- "$1" "$out"; }
+lacks_in_log() { ! grep -qE -- "$1" "$log"; }
 lacks() { ! grep -qE -- "$1" "$out"; }
 readme_rewritten() { ! grep -q "stale table" "$repo/README.md" && grep -q '^| ' "$repo/README.md"; }
 nothing_installed() {
@@ -117,6 +118,8 @@ expect "no PNG drawn" [ -z "$(ls "$repo"/results/*/*.png 2>/dev/null)" ]
 expect "README table rewritten from the reference results without matplotlib" readme_rewritten
 expect "another GPU's results get their own README of tables" grep -q '^| ' "$repo/results/fake/README.md"
 expect "nothing installed" nothing_installed
+expect "nothing configured or built: there is no GPU to build for" lacks_in_log "^cmake (--preset|--build)"
+expect "says nothing was built" has "nothing was built"
 
 scenario "run_all.sh without a GPU but FLASHSTAGES_REQUIRE_GPU=1: a failure, not a redraw" \
   scripts/run_all.sh FAKE_UID=1000 FAKE_SYSTEM=1 FLASHSTAGES_REQUIRE_GPU=1
