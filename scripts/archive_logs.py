@@ -22,43 +22,17 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-RESULTS = ROOT / "results"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from check_results import RESULTS, ROOT, citations  # noqa: E402  (what counts as cited: one definition)
+
 LINK = re.compile(r"\[([^\]]+)\]\(([^)\s#]+)\)")
-NAMED = re.compile(r"`(logs/[^`\s]+)`")
-
-
-def skipped(path: Path) -> bool:
-    return any(part.startswith((".", "build")) for part in path.relative_to(ROOT).parts)
-
-
-def readers() -> list[Path]:
-    """What a learner reads: every README and every docs/ chapter (NOTES.md is the notebook)."""
-    return sorted(p for p in list(ROOT.rglob("README.md")) + list((ROOT / "docs").glob("*.md")) if not skipped(p))
-
-
-def expand(pattern: str) -> list[str]:
-    m = re.match(r"(.*?)\{([^}]*)\}(.*)", pattern)
-    return [x for alt in m.group(2).split(",") for x in expand(m.group(1) + alt + m.group(3))] if m else [pattern]
-
-
-def cited_by_readers() -> set[Path]:
-    cited = set()
-    for doc in readers():
-        text = doc.read_text(encoding="utf-8")
-        cited |= {(doc.parent / t).resolve() for _, t in LINK.findall(text)}
-        if doc.parent.parent == RESULTS:  # a GPU folder's README names its own logs
-            for named in NAMED.findall(text):
-                for pattern in expand(named):
-                    cited |= {p.resolve() for p in doc.parent.glob(pattern)}
-    return cited
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--apply", action="store_true", help="git rm the logs and rewrite the NOTES.md links")
     args = parser.parse_args()
-    cited = cited_by_readers()
+    cited = citations()
     logs = sorted(p for p in RESULTS.glob("*/logs/**/*") if p.is_file() and p.resolve() not in cited)
     print(f"{len(logs)} logs cited by no README or chapter")
     if not args.apply:
