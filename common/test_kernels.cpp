@@ -166,6 +166,9 @@ void capture_and_replay(const std::function<Status(cudaStream_t)>& launch, const
   FS_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
   for (int replay = 0; replay < 2; ++replay) {
     before_replay();
+    // The poison is a cudaMemset on the legacy default stream, which a non-blocking stream does not
+    // wait for: without this the replay and the poison race (initcheck's timing lost that race).
+    FS_CUDA_CHECK(cudaDeviceSynchronize());
     FS_CUDA_CHECK(cudaGraphLaunch(exec, stream));
     FS_CUDA_CHECK(cudaStreamSynchronize(stream));
   }
