@@ -145,10 +145,12 @@ PARTS: list[Part] = [
          log="tests_reference_run.txt"),
     Part("sanitize", "compute-sanitizer memcheck, initcheck and synccheck over every test binary", 300,
          [Check("sanitize", {"TOOLS": "memcheck initcheck synccheck"})], log="sanitizers_reference_run.txt"),
+    # The slowest racecheck processes on the H200 (2026-12-02): stage05 v1 case 2 1,192 s, stage06 case 1
+    # 819 s, stage05 v1 case 1 782 s; hence stage 05's longer timeout.
     Part("racecheck", "compute-sanitizer racecheck, one process per case (stage 05: per case and version)", 1800,
          [Check("sanitize", {"TOOLS": "racecheck", "SANITIZE": "stage07 stage06 stage04 stage01 stage02 stage03 "
                              "common ceilings", "SANITIZE_TIMEOUT": "1200", "SANITIZE_JOBS": "6"}),
-          Check("sanitize", {"TOOLS": "racecheck", "SANITIZE": "stage05", "SANITIZE_TIMEOUT": "1200",
+          Check("sanitize", {"TOOLS": "racecheck", "SANITIZE": "stage05", "SANITIZE_TIMEOUT": "1500",
                              "SANITIZE_JOBS": "10", "SANITIZE_ONLY": " ".join(f"stage05/v{v}" for v in range(11))})],
          parallel=True, log="racecheck_reference_run.txt"),
 ]
@@ -177,6 +179,10 @@ def gpu_state() -> dict[str, str]:
 
 
 def commit() -> str:
+    """The commit the part runs: FLASHSTAGES_COMMIT where the caller names it (a copied work tree's git
+    metadata can lag behind its files), else git's HEAD."""
+    if os.environ.get("FLASHSTAGES_COMMIT"):
+        return os.environ["FLASHSTAGES_COMMIT"]
     return subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
                           text=True).stdout.strip() or "unknown"
 
@@ -315,6 +321,9 @@ def cmd_merge(args: argparse.Namespace) -> int:
                 ctest = args.work / part.name / f"step{i}.log"
                 source = summary if summary.is_file() else ctest
                 text += source.read_text(errors="replace").splitlines() if source.is_file() else ["(no log)"]
+                # Then one line per sanitizer process, in the form SANITIZE_DONE reads.
+                for verdict in sorted((args.work / part.name / f"logs{i}").glob("*.log.summary")):
+                    text.append(f"{verdict.name.removesuffix('.log.summary')}: {verdict.read_text().strip()}")
             logs.mkdir(parents=True, exist_ok=True)
             (logs / part.log).write_text("\n".join(text) + "\n")
     (args.into / "logs" / "reference_run_parts.txt").write_text("\n".join(lines + [f"# not run: {m}" for m in missing]) + "\n")
