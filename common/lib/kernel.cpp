@@ -9,26 +9,38 @@ namespace fs {
 extern const KernelList kStageKernels[];
 extern const int kStageCount;
 
-Status launch(const KernelDesc& kernel, const AttentionParams& params, cudaStream_t stream) {
+Status admits(const KernelDesc& kernel, const AttentionParams& params) {
   if (!kernel.run_attention) return Status::UnsupportedDtype;  // a GEMM or backward kernel takes no forward params
   FS_RETURN_IF_ERROR(validate(params, kernel.attention));
-  FS_RETURN_IF_ERROR(check_current_device(kernel.info, largest_tensor_bytes(params)));
-  return kernel.run_attention(prepare(params), stream);
+  return check_current_device(kernel.info, largest_tensor_bytes(params));
 }
 
-Status launch(const KernelDesc& kernel, const AttentionBwdParams& params, cudaStream_t stream) {
+Status admits(const KernelDesc& kernel, const AttentionBwdParams& params) {
   if (!kernel.run_attention_bwd) return Status::UnsupportedDtype;  // not a backward kernel
   FS_RETURN_IF_ERROR(validate(params, kernel.attention));
   FS_RETURN_IF_ERROR(check_current_device(kernel.info, largest_tensor_bytes(params.fwd)));
   // After the device check: sizes no GPU could hold make every span overlap, and are named InvalidSize.
-  FS_RETURN_IF_ERROR(check_outputs_apart(params));
+  return check_outputs_apart(params);
+}
+
+Status admits(const KernelDesc& kernel, const GemmParams& params) {
+  if (!kernel.run_gemm) return Status::UnsupportedDtype;
+  FS_RETURN_IF_ERROR(validate(params, kernel.gemm));
+  return check_current_device(kernel.info, largest_matrix_bytes(params));
+}
+
+Status launch(const KernelDesc& kernel, const AttentionParams& params, cudaStream_t stream) {
+  FS_RETURN_IF_ERROR(admits(kernel, params));
+  return kernel.run_attention(prepare(params), stream);
+}
+
+Status launch(const KernelDesc& kernel, const AttentionBwdParams& params, cudaStream_t stream) {
+  FS_RETURN_IF_ERROR(admits(kernel, params));
   return kernel.run_attention_bwd(prepare(params), stream);
 }
 
 Status launch(const KernelDesc& kernel, const GemmParams& params, cudaStream_t stream) {
-  if (!kernel.run_gemm) return Status::UnsupportedDtype;
-  FS_RETURN_IF_ERROR(validate(params, kernel.gemm));
-  FS_RETURN_IF_ERROR(check_current_device(kernel.info, largest_matrix_bytes(params)));
+  FS_RETURN_IF_ERROR(admits(kernel, params));
   return kernel.run_gemm(params, stream);
 }
 

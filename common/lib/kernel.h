@@ -152,6 +152,12 @@ constexpr KernelDesc gemm_kernel(const KernelName& n, const GemmSupport& support
   return k;
 }
 
+// What launch() checks before it runs, without running: Success when launch() would run the version
+// (the params valid for it, the current GPU able to run it and hold its tensors).
+Status admits(const KernelDesc& kernel, const AttentionParams& params);
+Status admits(const KernelDesc& kernel, const AttentionBwdParams& params);
+Status admits(const KernelDesc& kernel, const GemmParams& params);
+
 // Validate, check the device, run (see the top of this file).
 Status launch(const KernelDesc& kernel, const AttentionParams& params, cudaStream_t stream);
 Status launch(const KernelDesc& kernel, const AttentionBwdParams& params, cudaStream_t stream);

@@ -1,0 +1,11 @@
+# pick_bench answers --help (exit 0) and refuses a bad flag (exit 2) before it looks for a GPU.
+execute_process(COMMAND ${EXE} --help RESULT_VARIABLE rc OUTPUT_VARIABLE out)
+if(NOT rc EQUAL 0 OR NOT out MATCHES "usage: pick_bench")
+  message(FATAL_ERROR "pick_bench --help: exit ${rc}, printed: ${out}")
+endif()
+foreach(bad "--rounds;0" "--only;everything" "--bogus;1" "--rounds")
+  execute_process(COMMAND ${EXE} ${bad} RESULT_VARIABLE rc ERROR_VARIABLE err)
+  if(NOT rc EQUAL 2 OR NOT err MATCHES "pick_bench: ")
+    message(FATAL_ERROR "pick_bench ${bad}: exit ${rc} (want 2), said: ${err}")
+  endif()
+endforeach()

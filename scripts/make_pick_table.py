@@ -1,0 +1,192 @@
+#!/usr/bin/env python3
+"""Writes the pick table: for every benchmark point of every GPU in results/, the library's versions
+ranked by their measured median time there, fastest first. The picking entries (fs_attention_forward,
+fs_attention_backward, fs_gemm; common/lib/pick.cpp) run the first of a point's versions that takes
+the caller's problem on the caller's GPU, at the point nearest the problem.
+
+    python3 scripts/make_pick_table.py            writes common/lib/pick_table.inc
+    python3 scripts/make_pick_table.py --check    writes nothing; exit 1 if the file is stale
+    python3 scripts/make_pick_table.py --markdown prints the table for a person (the reference GPU)
+
+What it reads, per GPU folder (the reference, results/REFERENCE, first; then the others in name order):
+  - every stage*.json, the median rows of the library's own versions: "stageNN/vN/<dtype>/<shape>"
+    and "stage07/<rung>/vN/…". Peers (cuBLAS, SDPA) are not the library's and are left out; so are
+    evidence rows that force a configuration (a `tile:` or `splits:` in the name) and versions the
+    registry does not list (an ablation such as v9_delta_in_loop). A backward's "vN_deterministic"
+    row is vN asked for a deterministic dQ.
+  - the GPU's name and compute capability from the JSON's context (gpu_name, compute_capability).
+A version with no row on a GPU is never picked there by the table (the entries fall back to a rule,
+pick.cpp says which, only where no ranked version takes the problem).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import statistics
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "results"
+OUT = ROOT / "common" / "lib" / "pick_table.inc"
+RANKED = 4  # versions kept per point, fastest first
+
+DTYPES = {"fp32": "FS_FP32", "fp16": "FS_FP16", "bf16": "FS_BF16", "int8": "FS_INT8", "fp8_e4m3": "FS_FP8_E4M3"}
+# name prefix -> (problem, version-segment index): "stage04/v5/…", "stage07/attention/v8/…"
+VERSION = re.compile(r"^(stage0[1-5]|stage06|stage07/attention|stage07/gemm)/(v\d+)(_deterministic)?/([a-z0-9_]+)/(.*)$")
+PROBLEM = {"stage01": "fwd", "stage02": "fwd", "stage03": "fwd", "stage04": "fwd", "stage07/attention": "fwd",
+           "stage05": "bwd", "stage06": "gemm", "stage07/gemm": "gemm"}
+
+
+def reference() -> str:
+    lines = [ln.strip() for ln in (RESULTS / "REFERENCE").read_text().splitlines()]
+    return next(ln for ln in lines if ln and not ln.startswith("#"))
+
+
+def shape_of(problem: str, fields: dict[str, str]) -> tuple | None:
+    """The point a benchmark measured. Attention: (head_dim, causal, batch, heads, kv_heads, seq_q,
+    seq_k, packed); GEMM: (m, n, k). None for an evidence row."""
+    if "tile" in fields or "splits" in fields:
+        return None
+    if problem == "gemm":
+        return int(fields["M"]), int(fields["N"]), int(fields["K"])
+    d, causal = int(fields["D"]), int(fields["causal"])
+    if "packed" in fields:  # "16x512-8192": 16 entries of 512 to 8192 rows; "2x8192"
+        entries, lengths = fields["packed"].split("x")
+        longest = int(lengths.split("-")[-1])
+        return d, causal, int(entries), int(fields["H"]), int(fields["H"]), longest, longest, 1
+    if "N" in fields:  # the square grid: B·N = 16384 (B at least 1), H = 2048 / D (common/tools/bench.cpp)
+        n = int(fields["N"])
+        return d, causal, max(1, 16384 // n), 2048 // d, 2048 // d, n, n, 0
+    heads = int(fields["H"])
+    return d, causal, int(fields["B"]), heads, int(fields.get("KVH", heads)), int(fields["Nq"]), int(fields["Nk"]), 0
+
+
+def read_gpu(folder: Path) -> tuple[str, int, dict]:
+    """(GPU name, compute capability, {(problem, dtype, deterministic, shape): {version: [ms, …]}})."""
+    name, cc = "", 0
+    times: dict = defaultdict(lambda: defaultdict(list))
+    for path in sorted(folder.glob("stage*.json")):
+        doc = json.loads(path.read_text())
+        ctx = doc.get("context", {})
+        name = name or ctx.get("gpu_name", "")
+        cc = cc or int(round(float(ctx.get("compute_capability", "0")) * 10))
+        for row in doc.get("benchmarks", []):
+            if row.get("aggregate_name") != "median" or row.get("error_occurred"):
+                continue
+            m = VERSION.match(row["name"])
+            if not m:
+                continue
+            stage, version, deterministic, dtype, rest = m.groups()
+            fields = dict(p.split(":", 1) for p in rest.split("/") if ":" in p)
+            fields = {k: v.removesuffix("_median") for k, v in fields.items()}
+            shape = shape_of(PROBLEM[stage], fields)
+            if shape is None or dtype not in DTYPES:
+                continue
+            key = (PROBLEM[stage], dtype, bool(deterministic), shape)
+            times[key][f"{stage}/{version}"].append(float(row["real_time"]))
+    return name, cc, times
+
+
+def registry_versions() -> set[str]:
+    """Every version the library lists, read from the descriptors' names in the stages' sources:
+    {"fs_flash_fwd_v5", "stage04", "v5", …} is stage04/v5."""
+    found = set()
+    for src in ROOT.glob("stages/**/*.cu"):
+        found |= set(re.findall(r'\{"fs_\w+",\s*"(stage0\d(?:/\w+)?)",\s*"(v\d+)"', src.read_text()))
+    return {f"{s}/{v}" for s, v in found}
+
+
+def gpu_folders() -> list[Path]:
+    ref = reference()
+    others = sorted(p for p in RESULTS.iterdir() if p.is_dir() and p.name != ref and any(p.glob("stage*.json")))
+    return [RESULTS / ref] + others
+
+
+def tables(known: set[str]) -> list[dict]:
+    out = []
+    for folder in gpu_folders():
+        name, cc, times = read_gpu(folder)
+        points = []
+        for (problem, dtype, det, shape), by_version in sorted(times.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2], kv[0][3])):
+            ranked = sorted((statistics.median(ms), v) for v, ms in by_version.items() if not known or v in known)
+            if ranked:
+                points.append({"problem": problem, "dtype": dtype, "deterministic": det, "shape": shape,
+                               "ranked": [(v, ms) for ms, v in ranked[:RANKED]]})
+        if points:
+            out.append({"folder": folder.name, "gpu": name, "cc": cc, "points": points})
+    return out
+
+
+def render(gpus: list[dict]) -> str:
+    lines = ["// Generated by scripts/make_pick_table.py from results/*/stage*.json (the reference GPU first); do not",
+             "// edit: rerun the script. Per GPU, every benchmark point with the library's versions ranked by their",
+             "// median time there (ms), fastest first. common/lib/pick.cpp reads it.",
+             "// Attention: {problem, dtype, deterministic, head_dim, causal, batch, heads, kv_heads, seq_q, seq_k,",
+             "//             packed, {ranked}}; GEMM: {ab_dtype, m, n, k, {ranked}}.",
+             ""]
+    att, gemm, gpus_rows = [], [], []
+    for g in gpus:
+        a0, m0 = len(att), len(gemm)
+        for p in g["points"]:
+            ranked = ", ".join(f'{{"{v}", {ms:.4f}f}}' for v, ms in p["ranked"])
+            if p["problem"] == "gemm":
+                m, n, k = p["shape"]
+                gemm.append(f"    {{{DTYPES[p['dtype']]}, {m}, {n}, {k}, {{{ranked}}}}},")
+            else:
+                d, causal, b, h, kvh, nq, nk, packed = p["shape"]
+                prob = "FS_PROBLEM_ATTENTION" if p["problem"] == "fwd" else "FS_PROBLEM_ATTENTION_BWD"
+                att.append(f"    {{{prob}, {DTYPES[p['dtype']]}, {int(p['deterministic'])}, {d}, {causal}, {b}, {h}, "
+                           f"{kvh}, {nq}, {nk}, {packed}, {{{ranked}}}}},")
+        gpus_rows.append(f'    {{"{g["gpu"]}", "{g["folder"]}", {g["cc"]}, {a0}, {len(att) - a0}, {m0}, {len(gemm) - m0}}},')
+    lines.append("const PickAttentionPoint kPickAttention[] = {")
+    lines += att + ["};", "", "const PickGemmPoint kPickGemm[] = {"] + gemm + ["};", ""]
+    lines.append("// {GPU name, results folder, compute capability, first attention point, count, first GEMM point, count}")
+    lines.append("const PickGpu kPickGpus[] = {")
+    lines += gpus_rows + ["};", ""]
+    return "\n".join(lines)
+
+
+def markdown(gpus: list[dict]) -> str:
+    g = gpus[0]
+    rows = [f"Pick table of {g['gpu']} (results/{g['folder']}): at each benchmark point, the versions fastest first.", "",
+            "| problem | dtype | shape | picked | then |", "|---|---|---|---|---|"]
+    for p in g["points"]:
+        if p["problem"] == "gemm":
+            shape = "M={} N={} K={}".format(*p["shape"])
+        else:
+            d, causal, b, h, kvh, nq, nk, packed = p["shape"]
+            shape = f"D={d} B={b} H={h}" + (f" KVH={kvh}" if kvh != h else "") + f" Nq={nq} Nk={nk}"
+            shape += (" causal" if causal else "") + (" packed" if packed else "")
+        name = p["problem"] + (" deterministic" if p["deterministic"] else "")
+        best, rest = p["ranked"][0], p["ranked"][1:]
+        then = ", ".join(f"{v} {best[1] / ms:.2f}×" for v, ms in rest)
+        rows.append(f"| {name} | {p['dtype']} | {shape} | {best[0]} ({best[1]:.3f} ms) | {then} |")
+    return "\n".join(rows) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--check", action="store_true", help="write nothing; exit 1 if the committed table is stale")
+    p.add_argument("--markdown", action="store_true", help="print the reference GPU's table as markdown")
+    args = p.parse_args(argv)
+    gpus = tables(registry_versions())
+    if args.markdown:
+        sys.stdout.write(markdown(gpus))
+        return 0
+    text = render(gpus)
+    if args.check:
+        if not OUT.is_file() or OUT.read_text() != text:
+            print(f"{OUT.relative_to(ROOT)} is stale: run python3 scripts/make_pick_table.py")
+            return 1
+        print(f"{OUT.relative_to(ROOT)} is up to date ({sum(len(g['points']) for g in gpus)} points, {len(gpus)} GPUs)")
+        return 0
+    OUT.write_text(text)
+    print(f"wrote {OUT.relative_to(ROOT)}: {sum(len(g['points']) for g in gpus)} points over {len(gpus)} GPUs")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
