@@ -1,6 +1,7 @@
-"""CPU test of the stage executables' command lines: --help answers with every flag and its default,
-and a bad flag is refused with a message that names it, exit code 2, before any GPU is looked for
-(so on a machine without one the message is still about the flag).
+"""CPU test of the stage executables' command lines: --help answers with every flag, its default and
+the exit codes; a bad flag is refused with a message that names it, exit code 2, before any GPU is
+looked for (so on a machine without one the message is still about the flag); valid flags without a
+GPU exit 77.
 
     python3 common/test_cli.py build/.../stage01_naive build/.../stage03_online_softmax \
         build/.../stage04_flash_fwd build/.../stage06_gemm build/.../stage05_flash_bwd build/.../stage07_gemm \
@@ -12,11 +13,18 @@ import sys
 import unittest
 
 EXES = {}
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+NO_GPU = 77  # fs::kExitNoGpu: the flags were fine, no usable GPU, nothing run
 
 
 def run(exe, *args):
     p = subprocess.run([EXES[exe], *args], capture_output=True, text=True, timeout=60)
     return p.returncode, p.stdout + p.stderr
+
+
+def reached_the_gpu_check(code, out):
+    """A run whose flags were taken: 0 on a GPU, 77 and the reason without one."""
+    return code == (NO_GPU if "no NVIDIA GPU or driver was found" in out else 0)
 
 
 class CommandLine(unittest.TestCase):
@@ -39,6 +47,18 @@ class CommandLine(unittest.TestCase):
                         self.assertIn(flag, out)
                     self.assertIn("=4096", out)  # a default, shown beside its flag
                     self.assertNotIn("GPU", out.splitlines()[0])
+
+    def test_help_and_readme_give_the_exit_codes(self):
+        for exe in ("stage01", "stage05", "stage06", "stage06algos"):
+            with self.subTest(exe=exe):
+                code, out = run(exe, "--help")
+                self.assertEqual(code, 0, out)
+                self.assertIn(f"Exit codes: 0 done, every check passed; 1 a wrong result or a failed launch; 2 a bad "
+                              f"flag (refused before any GPU is looked for); {NO_GPU} no usable GPU, nothing run.", out)
+        with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as f:
+            readme = " ".join(f.read().split())
+        self.assertIn(f"Exit codes: 0 every version checked passed, 1 a wrong result or a failed launch, 2 a bad "
+                      f"flag, {NO_GPU} no usable GPU", readme)
 
     def refused(self, exe, args, names):
         with self.subTest(exe=exe, args=args):
@@ -106,8 +126,8 @@ class CommandLine(unittest.TestCase):
         # takes them): only the full name reaches the baseline.
         self.refused("stage07", ["--version", "v9", "--k", "17"], "stage07/gemm/v9")
         code, out = run("stage07", "--version", "stage06/v9", "--k", "17", "--m", "64", "--n", "64", "--repeats", "1")
-        self.assertNotIn("error:", out)  # taken: on to the GPU check (without a GPU it says so, exit 2)
-        self.assertEqual(code, 2 if "no NVIDIA GPU or driver was found" in out else 0, out)
+        self.assertNotIn("error:", out)  # taken: on to the GPU check (without a GPU it says so, exit 77)
+        self.assertTrue(reached_the_gpu_check(code, out), out)
 
     def test_benchmarks_follow_the_tests_rule_without_a_gpu(self):
         # No GPU: skipped (77) and said so, or a failure with FLASHSTAGES_REQUIRE_GPU=1; never a silent 0.
@@ -134,7 +154,8 @@ class CommandLine(unittest.TestCase):
         self.assertNotIn("--deterministic", out)  # a forward stage has nothing to make deterministic
 
     def test_cublaslt_algos_tool(self):
-        # stage06_cublaslt_algos: its own flags, the same rules (help with defaults, code 2 before any GPU).
+        # stage06_cublaslt_algos: its own flags, the same rules (help with defaults, code 2 before any GPU,
+        # 77 without one).
         code, out = run("stage06algos", "--help")
         self.assertEqual(code, 0, out)
         for flag in ("--m", "--n", "--k", "--dtype", "--repeats", "--configs", "4096"):
@@ -145,14 +166,17 @@ class CommandLine(unittest.TestCase):
                             (["--bogus"], "--bogus")):
             self.refused("stage06algos", args, names)
         code, out = run("stage06algos", "--m", "64", "--n", "64", "--k", "64", "--repeats", "1")
-        self.assertEqual(code, 2 if "no NVIDIA GPU or driver was found" in out else 0, out)
+        self.assertTrue(reached_the_gpu_check(code, out), out)
 
     def test_valid_flags_reach_the_gpu_check(self):
-        # With valid flags the executable goes on to look for a GPU: without one it says so plainly.
+        # With valid flags the executable goes on to look for a GPU: without one it says so plainly and
+        # exits 77, its own code, not a bad flag's 2.
         code, out = run("stage04", "--seq", "17", "--dim", "64", "--causal=1", "--version", "v3", "--check", "0",
                         "--repeats", "1")
         if "no NVIDIA GPU or driver was found" in out:
-            self.assertEqual(code, 2, out)
+            self.assertEqual(code, NO_GPU, out)
+            self.assertIn("nothing run", out)
+            self.assertNotIn("error:", out)
             self.assertNotIn("insufficient", out.splitlines()[-1].split("(")[0])
         else:
             self.assertEqual(code, 0, out)

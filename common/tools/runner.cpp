@@ -71,7 +71,7 @@ std::string join(const std::vector<std::string>& items) {
   return s;
 }
 
-// A bad combination of flags, found after parsing: exit code 2 with this message.
+// A bad combination of flags, found after parsing: kExitUsage with this message.
 struct UsageError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
@@ -490,10 +490,13 @@ int parse_command_line(CLI::App& app, int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {
     std::printf("%s", app.help().c_str());
-    return 0;
+    std::printf("Exit codes: %d done, every check passed; %d a wrong result or a failed launch; %d a bad flag "
+                "(refused before any GPU is looked for); %d no usable GPU, nothing run.\n",
+                kExitPassed, kExitFailed, kExitUsage, kExitNoGpu);
+    return kExitPassed;
   } catch (const CLI::ParseError& e) {
     std::fprintf(stderr, "error: %s\nRun with --help for the options and their defaults.\n", e.what());
-    return 2;
+    return kExitUsage;
   }
   return -1;
 }
@@ -502,7 +505,7 @@ int run_stage(int argc, char** argv, const StageRun& stage) {
   const std::vector<const KernelDesc*> own = resolve(stage.kernels), baselines = resolve(stage.baselines);
   if (own.empty()) {
     std::fprintf(stderr, "error: the library holds no kernel named %s\n", join(stage.kernels).c_str());
-    return 2;
+    return kExitFailed;
   }
   const bool backward = own.front()->is_attention_bwd();
   const bool attention = own.front()->is_attention() || backward;
@@ -598,15 +601,15 @@ int run_stage(int argc, char** argv, const StageRun& stage) {
     }
   } catch (const UsageError& e) {
     std::fprintf(stderr, "error: %s\nRun with --help for the options and their defaults.\n", e.what());
-    return 2;
+    return kExitUsage;
   }
 
   std::printf("flashstages %s\n", stage.title);
   std::string why;
   const auto dev = query_device(0, &why);
   if (!dev) {
-    std::printf("%s: nothing to run\n", why.c_str());
-    return 2;
+    std::printf("%s: nothing run (exit code %d)\n", why.c_str(), kExitNoGpu);
+    return kExitNoGpu;
   }
   std::printf("device: %s\n", dev->summary().c_str());
 
@@ -686,10 +689,10 @@ int run_stage(int argc, char** argv, const StageRun& stage) {
                   extra, r.verdict.c_str());
     }
     if (failures) std::printf("%d implementation(s) FAILED\n", failures);
-    return failures ? 1 : 0;
+    return failures ? kExitFailed : kExitPassed;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
-    return 1;
+    return kExitFailed;
   }
 }
 

@@ -1,8 +1,9 @@
 // The body of every stage's executable, one runner over the library's kernel descriptors: read the
 // problem from the command line and check it (before looking for a GPU), then run every version on
 // the same inputs — each checked against the fp64 reference, then timed — and print one row per
-// version. Exit code 0 when every version passed, 1 when one was wrong or failed, 2 on bad arguments
-// or without a usable GPU.
+// version. Exit codes (ExitCode below; --help lists them): 0 when every version passed, 1 when one was
+// wrong or failed, 2 on a bad flag, 77 when the flags were fine but no usable GPU was found (nothing
+// run: the tests' and benchmarks' "skipped").
 //
 // Attention stages:  --batch --heads --seq --seq-k --dim --causal --scale --dtype --check-heads
 // Backward stages:   the same, and --deterministic (the backward of that problem is run)
@@ -44,11 +45,19 @@ struct StageRun {
   std::function<std::unique_ptr<GemmPeer>(const GemmParams&)> gemm_peer;
 };
 
+// The exit codes of every executable of the project (the stages', stage06_cublaslt_algos).
+enum ExitCode : int {
+  kExitPassed = 0,  // every version checked passed (or, unchecked, ran)
+  kExitFailed = 1,  // a wrong result, or a launch that failed
+  kExitUsage = 2,   // a bad flag or combination of flags, refused before any GPU is looked for
+  kExitNoGpu = 77,  // the flags were fine, but no usable GPU was found: nothing was run
+};
+
 int run_stage(int argc, char** argv, const StageRun& stage);
 
 // The command line into `app`, as every executable of the project reads it: --help prints the options
-// with their defaults (exit code 0), a bad flag "error: ..." naming it (exit code 2). -1 when the
-// program goes on.
+// with their defaults and the exit codes (exit code 0), a bad flag "error: ..." naming it (kExitUsage).
+// -1 when the program goes on.
 int parse_command_line(CLI::App& app, int argc, char** argv);
 
 }  // namespace fs

@@ -246,8 +246,8 @@ int main(int argc, char** argv) {
   std::string why;
   const std::optional<fs::DeviceInfo> dev = fs::query_device(0, &why);
   if (!dev) {
-    std::fprintf(stderr, "stage06_cublaslt_algos: %s\n", why.c_str());
-    return 2;  // as the stage executables: the flags were fine, the machine has no GPU
+    std::fprintf(stderr, "stage06_cublaslt_algos: %s: nothing run\n", why.c_str());
+    return fs::kExitNoGpu;  // as the stage executables: the flags were fine, the machine has no GPU
   }
   try {
     const fs::DType type = dtype == "fp16" ? fs::DType::FP16 : fs::DType::BF16;
