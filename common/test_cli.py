@@ -1,7 +1,7 @@
 """CPU test of the stage executables' command lines: --help answers with every flag, its default and
-the exit codes; a bad flag is refused with a message that names it, exit code 2, before any GPU is
-looked for (so on a machine without one the message is still about the flag); valid flags without a
-GPU exit 77.
+the exit codes; a bad flag or value is refused with a message that names it, exit code 2, before any
+GPU is looked for (so on a machine without one the message is still about the flag); valid flags
+without a GPU exit 77.
 
     python3 common/test_cli.py build/.../stage01_naive build/.../stage03_online_softmax \
         build/.../stage04_flash_fwd build/.../stage06_gemm build/.../stage05_flash_bwd build/.../stage07_gemm \
@@ -80,6 +80,39 @@ class CommandLine(unittest.TestCase):
                             (["--heads", "2", "--kv-heads", "4"], "--kv-heads"),
                             (["--batch", str(1 << 62), "--seq", "1"], "too large")):
             self.refused("stage01", args, names)
+
+    def test_flags_take_only_the_values_they_document(self):
+        # Switches take 0, 1, false or true (a bare flag is true); integers are decimal. CLI11 alone took
+        # --causal=2 as true, --check 2 as 1, --seq 010 as octal 8 and --trans-a 0x1 as 1.
+        for exe, args, names in (("stage01", ["--causal=2"], "--causal: takes 0, 1, false or true, got '2'"),
+                                 ("stage01", ["--causal=yes"], "--causal: takes 0, 1, false or true, got 'yes'"),
+                                 ("stage01", ["--causal=-1"], "--causal"), ("stage01", ["--causal=01"], "--causal"),
+                                 ("stage05", ["--deterministic=2"], "--deterministic: takes 0, 1, false or true"),
+                                 ("stage05", ["--deterministic=on"], "--deterministic"),
+                                 ("stage01", ["--check", "2"], "--check: takes 0, 1, false or true, got '2'"),
+                                 ("stage06", ["--check", "yes"], "--check"), ("stage06", ["--check", "-1"], "--check"),
+                                 ("stage01", ["--seq", "0x10"], "--seq: expects a decimal integer, got '0x10'"),
+                                 ("stage01", ["--seq", "1e3"], "--seq: expects a decimal integer"),
+                                 ("stage01", ["--dim", "64.0"], "--dim: expects a decimal integer"),
+                                 ("stage01", ["--heads", "+4"], "--heads: expects a decimal integer"),
+                                 ("stage01", ["--repeats", "0b11"], "--repeats: expects a decimal integer"),
+                                 ("stage01", ["--check-heads", "1_000"], "--check-heads: expects a decimal integer"),
+                                 ("stage06", ["--trans-a", "0x1"], "--trans-a: expects a decimal integer"),
+                                 ("stage06", ["--trans-b", "2"], "--trans-b: must be 0 to 1, got 2"),
+                                 ("stage06", ["--m", "010.5"], "--m: expects a decimal integer"),
+                                 ("stage06algos", ["--m", "0x100"], "--m: expects a decimal integer"),
+                                 ("stage06algos", ["--repeats", "1001"], "--repeats: must be 1 to 1000")):
+            self.refused(exe, args, names)
+        # 010 is ten: the refusal quotes the sizes as read (octal 010 would be 8, and 09 no number at all).
+        self.refused("stage01", ["--causal", "--seq", "010", "--seq-k", "09"], "(--seq 10, --seq-k 9)")
+        for args in (["--causal"], ["--causal=1"], ["--causal=true"], ["--causal=0"], ["--causal=false"],
+                     ["--causal", "--causal=0"], ["--check", "false"], ["--check=1"]):
+            with self.subTest(args=args):
+                code, out = run("stage01", "--seq", "17", "--repeats", "1", "--version", "v1", *args)
+                self.assertNotIn("error:", out)
+                self.assertTrue(reached_the_gpu_check(code, out), out)
+        code, out = run("stage05", "--deterministic", "--seq", "17", "--dim", "64", "--version", "v2", "--repeats", "1")
+        self.assertTrue(reached_the_gpu_check(code, out), out)
 
     def test_stage07_attention_names_what_the_hopper_versions_do_not_take(self):
         # D = 32 is stage 04's, not stage 07's (the 128-byte swizzle needs 64-element rows): refused by

@@ -9,12 +9,14 @@
 // Backward stages:   the same, and --deterministic (the backward of that problem is run)
 // GEMM stages:       --m --n --k --dtype --c-dtype --trans-a --trans-b --alpha --beta --check-rows
 // Both:              --check 0|1  --repeats R  --version vN|stageNN/vN  --help
-// Defaults follow the benchmarks (attention: N = 4096, D = 64, B = 16384 / N, H = 2048 / D; GEMM:
-// 4096³); --help lists every flag with its default.
+// Integers are read as decimal, switches (--causal, --deterministic, --check) as 0, 1, false or true
+// (a bare --causal is true); any other value is a bad flag. Defaults follow the benchmarks (attention:
+// N = 4096, D = 64, B = 16384 / N, H = 2048 / D; GEMM: 4096³); --help lists every flag with its default.
 #pragma once
 
 #include <cuda_runtime.h>
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -24,6 +26,7 @@
 
 namespace CLI {
 class App;
+class Validator;
 }
 
 namespace fs {
@@ -59,5 +62,13 @@ int run_stage(int argc, char** argv, const StageRun& stage);
 // with their defaults and the exit codes (exit code 0), a bad flag "error: ..." naming it (kExitUsage).
 // -1 when the program goes on.
 int parse_command_line(CLI::App& app, int argc, char** argv);
+
+// The values a flag takes, the same in every executable. CLI11 alone reads 010 as octal 8 and 0x10 as
+// 16 (and, in newer versions, 1_000 as 1000), and a bool from 2, -1, yes or on.
+// A decimal integer in [lo, hi]: digits alone, with a minus sign for a negative number. Give it to
+// ->transform(), not ->check(): it rewrites the value as CLI11 reads it next (010 as 10).
+CLI::Validator decimal_in(int64_t lo, int64_t hi);
+// A switch: 0, 1, false or true; a bare flag (--causal) reaches it as true.
+const CLI::Validator& switch_value();
 
 }  // namespace fs
