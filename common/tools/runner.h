@@ -5,10 +5,11 @@
 // wrong or failed, 2 on a bad flag, 77 when the flags were fine but no usable GPU was found (nothing
 // run: the tests' and benchmarks' "skipped").
 //
-// Attention stages:  --batch --heads --seq --seq-k --dim --causal --scale --dtype --check-heads
+// Attention stages:  --batch --heads --kv-heads --seq --seq-k --dim --causal --scale --dtype --check-heads
 // Backward stages:   the same, and --deterministic (the backward of that problem is run)
 // GEMM stages:       --m --n --k --dtype --c-dtype --trans-a --trans-b --alpha --beta --check-rows
 // Both:              --check 0|1  --repeats R  --version vN|stageNN/vN  --help
+// (The README's table of flags says the same; common/test_cli.py holds both to --help.)
 // Integers are read as decimal, switches (--causal, --deterministic, --check) as 0, 1, false or true
 // (a bare --causal is true); any other value is a bad flag. Defaults follow the benchmarks (attention:
 // N = 4096, D = 64, B = 16384 / N, H = 2048 / D; GEMM: 4096³); --help lists every flag with its default.
