@@ -140,6 +140,26 @@ class Checks(unittest.TestCase):
         self.refused(ValueError, ["k is not contiguous", "k.contiguous()"], k=Stand((2, 4, 130, 64), contiguous=False))
         self.refused(ValueError, ["out is not contiguous"], out=Stand((2, 4, 100, 64), contiguous=False))
 
+    def test_without_pytorch_it_says_what_to_install(self):
+        # None in sys.modules is what an import of a package that is not installed finds: ModuleNotFoundError.
+        saved = sys.modules.get("torch")
+        sys.modules["torch"] = None
+        try:
+            with self.assertRaises(ModuleNotFoundError) as caught:
+                flashstages.attention(*self.qkv())
+            with self.assertRaises(ModuleNotFoundError):
+                flashstages.flash_attention(*self.qkv())  # after its checks, which pass
+        finally:
+            if saved is None:
+                del sys.modules["torch"]
+            else:
+                sys.modules["torch"] = saved
+        message = str(caught.exception)
+        self.assertEqual(caught.exception.name, "torch")
+        for words in ("has no PyTorch", "-m pip install torch", "https://pytorch.org/get-started/locally/",
+                      "needs no PyTorch"):
+            self.assertIn(words, message)
+
     def test_unknown_kernel(self):
         with self.assertRaises(ValueError) as caught:
             flashstages._attention_kernel(self.lib, "fs_flash_fwd_v9")
