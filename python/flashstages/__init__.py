@@ -10,8 +10,9 @@ grouped-query attention) — and raises TypeError or ValueError naming the tenso
 and the problem; what the library itself refuses comes back as FlashstagesError with its named code
 (FS_ERR_UNSUPPORTED_HEAD_DIM, ...). It launches on PyTorch's current stream of the tensors' device.
 The library is found by find_library(): $FLASHSTAGES_LIBRARY, then the build tree of this checkout,
-then the install prefix. kernels() lists what the library holds; call() runs any entry, the GEMMs of
-stage 06 and the backward passes of stage 05 included, on a params struct.
+then the install prefix. kernels() lists what the library holds (each KernelInfo printed with its
+name, stage, dtypes, head_dims, GPUs and technique); call() runs any entry, the GEMMs of stage 06 and
+the backward passes of stage 05 included, on a params struct.
 
 flash_attention(q, k, v) is attention with gradients: a torch.autograd.Function (FlashAttention) whose
 forward is stage 04's v5 with the LSE kept and whose backward is stage 05's v8 (fp16/bf16, head_dim 64
@@ -24,9 +25,9 @@ kernels(), call() and the structs need no PyTorch.
 import sys
 
 from ._capi import (BF16, DTYPE_NAMES, FP8_E4M3, FP16, FP32, INT8, INT32, LIBRARY_ENV, PARAMS_OF_PROBLEM,  # noqa: F401
-                    PROBLEM_ATTENTION, PROBLEM_ATTENTION_BWD, PROBLEM_GEMM, AttentionBwdParams, AttentionParams,
-                    FlashstagesError, GemmParams, KernelInfo, call, find_library, kernels, library_candidates, load,
-                    status_name)
+                    PROBLEM_ATTENTION, PROBLEM_ATTENTION_BWD, PROBLEM_GEMM, PROBLEM_NAMES, AttentionBwdParams,
+                    AttentionParams, FlashstagesError, GemmParams, KernelInfo, call, find_library, kernels,
+                    library_candidates, load, status_name)
 
 __all__ = ["attention", "attention_params", "flash_attention", "library", "kernels", "call", "load", "find_library", "FlashstagesError",
            "AttentionParams", "AttentionBwdParams", "GemmParams", "KernelInfo"]
