@@ -15,7 +15,7 @@ name, stage, dtypes, head_dims, GPUs and technique); call() runs any entry, the 
 the backward passes of stage 05 included, on a params struct.
 
 flash_attention(q, k, v) is attention with gradients: a torch.autograd.Function (FlashAttention) whose
-forward is stage 04's v5 with the LSE kept and whose backward is stage 05's v8 (fp16/bf16, head_dim 64
+forward is stage 04's v5 with the LSE kept and whose backward is stage 05's v10 (fp16/bf16, head_dim 64
 or 128, K/V with Q's heads or a divisor of them).
 
 attention() and flash_attention() take PyTorch tensors; PyTorch is imported at their first call, and
@@ -274,8 +274,8 @@ def flash_attention(q, k, v, causal=False, scale=None, deterministic=False, *, k
     CUDA device, contiguous, float16 or bfloat16, D 64 or 128 (what both kernels take). causal: the
     bottom-right mask of attention(), which needs Nq <= Nk here. scale: None for 1/sqrt(D).
     deterministic: dQ bitwise the same on every backward of the same inputs (no unordered atomic adds:
-    v2's second pass, whichever of v2 to v8 is the backward; slower); dK and dV always are. The forward
-    (kernel, stage 04's v5 by default) keeps O and the LSE; the backward (backward_kernel, stage 05's v8
+    v2's second pass, whichever of v2 to v10 is the backward; slower); dK and dV always are. The forward
+    (kernel, stage 04's v5 by default) keeps O and the LSE; the backward (backward_kernel, stage 05's v10
     by default) reads them with dO. Both run on PyTorch's current
     stream. Bad input raises TypeError or ValueError here, before the library is called.
     """
