@@ -1,6 +1,8 @@
 // Tests of common/: the fp64 references against hand-computed cases, the FLOP formulas, validation
-// (every status code a bad input can produce), comparison, random data, parallel_for. CPU only.
+// (every status code a bad input can produce), comparison, random data, parallel_for, the values the
+// executables' flags take. CPU only.
 // (test_kernels.cpp tests the registry, the static switch, the device check and graph capture.)
+#include <CLI/CLI.hpp>
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -22,6 +24,7 @@
 #include "common/tools/gpu_test.h"
 #include "common/tools/parallel.h"
 #include "common/tools/reference.h"
+#include "common/tools/runner.h"
 
 namespace {
 
@@ -638,4 +641,45 @@ FS_CPU_TEST_CASE("last-wave split: shorten the last wave / leave whole waves and
   CHECK(split(48, 127, 132, true) == std::pair<int64_t, int>{0, 1});
   // 128 decoding tiles on 132 SMs: one wave whatever the split.
   CHECK(split(128, 1024, 132, true) == std::pair<int64_t, int>{0, 1});
+}
+
+FS_CPU_TEST_CASE("command line: integers are decimal / switches take 0 or 1 or false or true / the rest is refused") {
+  // What a flag's value turns into, or "refused" with CLI11's message when the flag's validator refuses it.
+  auto read = [](std::vector<std::string> args) {
+    CLI::App app{"test"};
+    int64_t seq = 4096;
+    int trans = 0;
+    bool causal = false, check = true;
+    app.add_option("--seq", seq)->transform(fs::decimal_in(1, std::numeric_limits<int64_t>::max()));
+    app.add_option("--trans", trans)->transform(fs::decimal_in(0, 1));
+    app.add_flag("--causal", causal)->check(fs::switch_value());
+    app.add_option("--check", check)->check(fs::switch_value());
+    std::reverse(args.begin(), args.end());  // CLI11 takes a vector in reverse order
+    try {
+      app.parse(args);
+    } catch (const CLI::ParseError& e) {
+      return "refused: " + std::string(e.what());
+    }
+    return std::to_string(seq) + " " + std::to_string(trans) + " " + std::to_string(causal) + std::to_string(check);
+  };
+  CHECK(read({}) == "4096 0 01");
+  CHECK(read({"--seq", "17", "--trans", "1", "--causal", "--check", "0"}) == "17 1 10");
+  CHECK(read({"--seq", "010"}) == "10 0 01");  // decimal, not octal 8
+  for (const char* bad : {"0x10", "1_000", "1'000", "0b11", "0o17", "+5", " 12", "12 ", "1e3", "1.0", "", "ten"})
+    CHECK(read({"--seq", bad}) == "refused: --seq: expects a decimal integer, got '" + std::string(bad) + "'");
+  CHECK(read({"--seq", "0"}) == "refused: --seq: must be at least 1, got 0");
+  CHECK(read({"--seq", "99999999999999999999"}) == "refused: --seq: must be at least 1, got 99999999999999999999");
+  CHECK(read({"--trans", "2"}) == "refused: --trans: must be 0 to 1, got 2");
+  CHECK(read({"--trans", "0x1"}) == "refused: --trans: expects a decimal integer, got '0x1'");
+  // Switches: the bare flag, 0, 1, false, true; the last one given counts.
+  CHECK(read({"--causal=1"}) == "4096 0 11");
+  CHECK(read({"--causal=true"}) == "4096 0 11");
+  CHECK(read({"--causal=0"}) == "4096 0 01");
+  CHECK(read({"--causal=false"}) == "4096 0 01");
+  CHECK(read({"--causal", "--causal=0"}) == "4096 0 01");
+  CHECK(read({"--check", "false"}) == "4096 0 00");
+  for (const std::string bad : {"2", "-1", "yes", "on", "TRUE", "01"}) {
+    CHECK(read({"--causal=" + bad}) == "refused: --causal: takes 0, 1, false or true, got '" + bad + "'");
+    CHECK(read({"--check", bad}) == "refused: --check: takes 0, 1, false or true, got '" + bad + "'");
+  }
 }

@@ -140,6 +140,41 @@ class Checks(unittest.TestCase):
         self.refused(ValueError, ["k is not contiguous", "k.contiguous()"], k=Stand((2, 4, 130, 64), contiguous=False))
         self.refused(ValueError, ["out is not contiguous"], out=Stand((2, 4, 100, 64), contiguous=False))
 
+    def test_without_pytorch_it_says_what_to_install(self):
+        # None in sys.modules is what an import of a package that is not installed finds: ModuleNotFoundError.
+        saved = sys.modules.get("torch")
+        sys.modules["torch"] = None
+        try:
+            with self.assertRaises(ModuleNotFoundError) as caught:
+                flashstages.attention(*self.qkv())
+            with self.assertRaises(ModuleNotFoundError):
+                flashstages.flash_attention(*self.qkv())  # after its checks, which pass
+        finally:
+            if saved is None:
+                del sys.modules["torch"]
+            else:
+                sys.modules["torch"] = saved
+        message = str(caught.exception)
+        self.assertEqual(caught.exception.name, "torch")
+        for words in ("has no PyTorch", "-m pip install torch", "https://pytorch.org/get-started/locally/",
+                      "needs no PyTorch"):
+            self.assertIn(words, message)
+
+    def test_kernels_lists_the_whole_library_and_each_kernel_reads_by_name(self):
+        every = flashstages.kernels()  # no argument: the process's library
+        self.assertEqual(len(every), self.lib.fs_kernel_count())
+        self.assertEqual([k.name for k in every], [k.name for k in flashstages.kernels(self.lib)])
+        self.assertNotIn("object at 0x", repr(every))
+        self.assertTrue(repr(self.v5).startswith(
+            "KernelInfo(name='fs_flash_fwd_v5', stage='stage04', version='v5', problem='attention', "
+            "dtypes=['fp16', 'bf16'], head_dims=[32, 64, 128, 256], archs=["), repr(self.v5))
+        self.assertIn(f"technique={self.v5.technique.decode()!r})", repr(self.v5))
+        v0 = flashstages._attention_kernel(self.lib, "fs_flash_bwd_v0", flashstages.PROBLEM_ATTENTION_BWD)
+        self.assertIn("problem='attention_bwd', dtypes=['fp32', 'fp16', 'bf16'], head_dims='1 to 256'", repr(v0))
+        gemm = flashstages.kernels(problem=flashstages.PROBLEM_GEMM)[0]
+        self.assertIn("problem='gemm'", repr(gemm))
+        self.assertNotIn("head_dims", repr(gemm))  # a GEMM has none
+
     def test_unknown_kernel(self):
         with self.assertRaises(ValueError) as caught:
             flashstages._attention_kernel(self.lib, "fs_flash_fwd_v9")

@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <charconv>
 #include <cstring>
 #include <cmath>
 #include <cstdio>
@@ -23,16 +24,7 @@ namespace {
 
 // ---- Command-line values ---------------------------------------------------------------------
 
-CLI::Validator at_least(int64_t lo) {
-  return CLI::Validator(
-      [lo](std::string& s) -> std::string {
-        int64_t v = 0;
-        if (!CLI::detail::lexical_cast(s, v)) return "expects an integer, got '" + s + "'";
-        if (v < lo) return "must be at least " + std::to_string(lo) + ", got " + s;
-        return {};
-      },
-      ">=" + std::to_string(lo));
-}
+CLI::Validator at_least(int64_t lo) { return decimal_in(lo, std::numeric_limits<int64_t>::max()); }
 
 const CLI::Validator kFinite(
     [](std::string& s) -> std::string {
@@ -71,7 +63,7 @@ std::string join(const std::vector<std::string>& items) {
   return s;
 }
 
-// A bad combination of flags, found after parsing: exit code 2 with this message.
+// A bad combination of flags, found after parsing: kExitUsage with this message.
 struct UsageError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
@@ -257,24 +249,26 @@ class BackwardJob : public Problem {
 void add_attention_options(CLI::App& app, AttentionOptions& o, const std::string& default_dtype,
                            const std::vector<std::string>& dtypes, bool backward) {
   o.dtype = default_dtype;
-  app.add_option("--batch", o.batch, "B, batch entries [default: 16384 / N, at least 1]")->check(at_least(1));
-  app.add_option("--heads", o.heads, "H, heads [default: 2048 / D, at least 1]")->check(at_least(1));
+  app.add_option("--batch", o.batch, "B, batch entries [default: 16384 / N, at least 1]")->transform(at_least(1));
+  app.add_option("--heads", o.heads, "H, heads [default: 2048 / D, at least 1]")->transform(at_least(1));
   app.add_option("--kv-heads", o.kv_heads, "KVH, K/V heads, a divisor of H (grouped-query attention) [default: H]")
-      ->check(at_least(1));
-  app.add_option("--seq", o.seq, "Nq, query rows per head")->capture_default_str()->check(at_least(1));
-  app.add_option("--seq-k", o.seq_k, "Nk, key and value rows per head [default: Nq]")->check(at_least(1));
-  app.add_option("--dim", o.dim, "D, head_dim")->capture_default_str()->check(at_least(1));
-  app.add_flag("--causal", o.causal, "causal mask, aligned bottom-right (also --causal=0/1)");
+      ->transform(at_least(1));
+  app.add_option("--seq", o.seq, "Nq, query rows per head")->capture_default_str()->transform(at_least(1));
+  app.add_option("--seq-k", o.seq_k, "Nk, key and value rows per head [default: Nq]")->transform(at_least(1));
+  app.add_option("--dim", o.dim, "D, head_dim")->capture_default_str()->transform(at_least(1));
+  app.add_flag("--causal", o.causal, "causal mask, aligned bottom-right (also --causal=0/1 or =false/true)")
+      ->check(switch_value());
   app.add_option("--scale", o.scale, "softmax scale; 0 selects 1/sqrt(D)")->capture_default_str()->check(kFinite);
   app.add_option("--dtype", o.dtype, "element type of Q, K, V, O")
       ->capture_default_str()
       ->check(CLI::IsMember(dtypes));
   app.add_option("--check-heads", o.check_heads,
                  "heads checked against fp64; 0 = all [default: all, 8 or 2 as the problem grows]")
-      ->check(at_least(0));
+      ->transform(at_least(0));
   if (backward)
     app.add_flag("--deterministic", o.deterministic,
-                 "dQ bitwise the same on every run (no unordered atomics; also --deterministic=0/1)");
+                 "dQ bitwise the same on every run (no unordered atomics; also --deterministic=0/1 or =false/true)")
+        ->check(switch_value());
 }
 
 AttentionParams attention_params(const AttentionOptions& o) {
@@ -402,20 +396,20 @@ class GemmJob : public Problem {
 };
 
 void add_gemm_options(CLI::App& app, GemmOptions& o, const std::vector<std::string>& dtypes) {
-  app.add_option("--m", o.m, "M, rows of C")->capture_default_str()->check(at_least(1));
-  app.add_option("--n", o.n, "N, columns of C [default: M]")->check(at_least(1));
-  app.add_option("--k", o.k, "K, the reduction [default: M]")->check(at_least(1));
+  app.add_option("--m", o.m, "M, rows of C")->capture_default_str()->transform(at_least(1));
+  app.add_option("--n", o.n, "N, columns of C [default: M]")->transform(at_least(1));
+  app.add_option("--k", o.k, "K, the reduction [default: M]")->transform(at_least(1));
   app.add_option("--dtype", o.dtype, "element type of A and B")->capture_default_str()->check(CLI::IsMember(dtypes));
   app.add_option("--c-dtype", o.c_dtype, "element type of C [default: int32 for int8, else the input type]")
       ->check(CLI::IsMember({"fp32", "fp16", "bf16", "int32"}));
-  app.add_option("--trans-a", o.trans_a, "A stored K×M")->capture_default_str()->check(CLI::Range(0, 1));
+  app.add_option("--trans-a", o.trans_a, "A stored K×M")->capture_default_str()->transform(decimal_in(0, 1));
   app.add_option("--trans-b", o.trans_b, "B stored N×K [default: 1 for int8, cuBLASLt's layout; else 0]")
-      ->check(CLI::Range(0, 1));
+      ->transform(decimal_in(0, 1));
   app.add_option("--alpha", o.alpha, "C = alpha·op(A)·op(B) + beta·C")->capture_default_str()->check(kFinite);
   app.add_option("--beta", o.beta, "beta = 0 never reads C")->capture_default_str()->check(kFinite);
   app.add_option("--check-rows", o.check_rows, "rows of C checked against fp64; 0 = all")
       ->capture_default_str()
-      ->check(at_least(0));
+      ->transform(at_least(0));
 }
 
 GemmCase gemm_problem(const GemmOptions& o) {
@@ -485,15 +479,47 @@ bool selected(const KernelDesc& k, const std::string& only) {
 
 }  // namespace
 
+CLI::Validator decimal_in(int64_t lo, int64_t hi) {
+  const bool open = hi == std::numeric_limits<int64_t>::max();
+  const std::string bounds = open ? "at least " + std::to_string(lo) : std::to_string(lo) + " to " + std::to_string(hi);
+  return CLI::Validator(
+      [lo, hi, bounds](std::string& s) -> std::string {
+        // from_chars reads decimal digits after an optional minus sign, and nothing else: no base
+        // prefix, no sign +, no spaces, no digit separators; the whole string must be the number.
+        int64_t v = 0;
+        const char* end = s.data() + s.size();
+        const auto [stop, error] = std::from_chars(s.data(), end, v);
+        if (s.empty() || stop != end || error == std::errc::invalid_argument)
+          return "expects a decimal integer, got '" + s + "'";
+        if (error == std::errc::result_out_of_range || v < lo || v > hi) return "must be " + bounds + ", got " + s;
+        s = std::to_string(v);  // as CLI11 reads it next: 010 stays ten
+        return {};
+      },
+      open ? ">=" + std::to_string(lo) : std::to_string(lo) + ".." + std::to_string(hi));
+}
+
+const CLI::Validator& switch_value() {
+  static const CLI::Validator v(
+      [](std::string& s) -> std::string {
+        if (s == "0" || s == "1" || s == "false" || s == "true") return {};
+        return "takes 0, 1, false or true, got '" + s + "'";
+      },
+      "0|1");
+  return v;
+}
+
 int parse_command_line(CLI::App& app, int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {
     std::printf("%s", app.help().c_str());
-    return 0;
+    std::printf("Exit codes: %d done, every check passed; %d a wrong result or a failed launch; %d a bad flag "
+                "(refused before any GPU is looked for); %d no usable GPU, nothing run.\n",
+                kExitPassed, kExitFailed, kExitUsage, kExitNoGpu);
+    return kExitPassed;
   } catch (const CLI::ParseError& e) {
     std::fprintf(stderr, "error: %s\nRun with --help for the options and their defaults.\n", e.what());
-    return 2;
+    return kExitUsage;
   }
   return -1;
 }
@@ -502,7 +528,7 @@ int run_stage(int argc, char** argv, const StageRun& stage) {
   const std::vector<const KernelDesc*> own = resolve(stage.kernels), baselines = resolve(stage.baselines);
   if (own.empty()) {
     std::fprintf(stderr, "error: the library holds no kernel named %s\n", join(stage.kernels).c_str());
-    return 2;
+    return kExitFailed;
   }
   const bool backward = own.front()->is_attention_bwd();
   const bool attention = own.front()->is_attention() || backward;
@@ -523,11 +549,12 @@ int run_stage(int argc, char** argv, const StageRun& stage) {
     go.dtype = dtype_names.front();  // fp32 for stage 06, fp16 for stage 07 (which takes no fp32)
     add_gemm_options(app, go, dtype_names);
   }
-  app.add_option("--check", common.check, "check every version against fp64 first (0: time only)")
-      ->capture_default_str();
+  app.add_option("--check", common.check, "check every version against fp64 first (0 or false: time only)")
+      ->capture_default_str()
+      ->check(switch_value());
   app.add_option("--repeats", common.repeats, "timed runs per version (the median is reported)")
       ->capture_default_str()
-      ->check(at_least(1));
+      ->transform(at_least(1));
   std::vector<std::string> versions;
   for (const KernelDesc* k : baselines) versions.push_back(k->qualified());
   for (const KernelDesc* k : own) versions.push_back(k->qualified());
@@ -598,15 +625,15 @@ int run_stage(int argc, char** argv, const StageRun& stage) {
     }
   } catch (const UsageError& e) {
     std::fprintf(stderr, "error: %s\nRun with --help for the options and their defaults.\n", e.what());
-    return 2;
+    return kExitUsage;
   }
 
   std::printf("flashstages %s\n", stage.title);
   std::string why;
   const auto dev = query_device(0, &why);
   if (!dev) {
-    std::printf("%s: nothing to run\n", why.c_str());
-    return 2;
+    std::printf("%s: nothing run (exit code %d)\n", why.c_str(), kExitNoGpu);
+    return kExitNoGpu;
   }
   std::printf("device: %s\n", dev->summary().c_str());
 
@@ -686,10 +713,10 @@ int run_stage(int argc, char** argv, const StageRun& stage) {
                   extra, r.verdict.c_str());
     }
     if (failures) std::printf("%d implementation(s) FAILED\n", failures);
-    return failures ? 1 : 0;
+    return failures ? kExitFailed : kExitPassed;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
-    return 1;
+    return kExitFailed;
   }
 }
 

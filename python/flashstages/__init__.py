@@ -10,17 +10,24 @@ grouped-query attention) — and raises TypeError or ValueError naming the tenso
 and the problem; what the library itself refuses comes back as FlashstagesError with its named code
 (FS_ERR_UNSUPPORTED_HEAD_DIM, ...). It launches on PyTorch's current stream of the tensors' device.
 The library is found by find_library(): $FLASHSTAGES_LIBRARY, then the build tree of this checkout,
-then the install prefix. kernels() lists what the library holds; call() runs any entry, the GEMMs of
-stage 06 and the backward passes of stage 05 included, on a params struct.
+then the install prefix. kernels() lists what the library holds (each KernelInfo printed with its
+name, stage, dtypes, head_dims, GPUs and technique); call() runs any entry, the GEMMs of stage 06 and
+the backward passes of stage 05 included, on a params struct.
 
 flash_attention(q, k, v) is attention with gradients: a torch.autograd.Function (FlashAttention) whose
-forward is stage 04's v5 with the LSE kept and whose backward is stage 05's v8 (fp16/bf16, head_dim 64
+forward is stage 04's v5 with the LSE kept and whose backward is stage 05's v10 (fp16/bf16, head_dim 64
 or 128, K/V with Q's heads or a divisor of them).
+
+attention() and flash_attention() take PyTorch tensors; PyTorch is imported at their first call, and
+without it they raise ModuleNotFoundError saying how to install it (README.md). Importing flashstages,
+kernels(), call() and the structs need no PyTorch.
 """
+import sys
+
 from ._capi import (BF16, DTYPE_NAMES, FP8_E4M3, FP16, FP32, INT8, INT32, LIBRARY_ENV, PARAMS_OF_PROBLEM,  # noqa: F401
-                    PROBLEM_ATTENTION, PROBLEM_ATTENTION_BWD, PROBLEM_GEMM, AttentionBwdParams, AttentionParams,
-                    FlashstagesError, GemmParams, KernelInfo, call, find_library, kernels, library_candidates, load,
-                    status_name)
+                    PROBLEM_ATTENTION, PROBLEM_ATTENTION_BWD, PROBLEM_GEMM, PROBLEM_NAMES, AttentionBwdParams,
+                    AttentionParams, FlashstagesError, GemmParams, KernelInfo, call, find_library, kernels,
+                    library_candidates, load, status_name)
 
 __all__ = ["attention", "attention_params", "flash_attention", "library", "kernels", "call", "load", "find_library", "FlashstagesError",
            "AttentionParams", "AttentionBwdParams", "GemmParams", "KernelInfo"]
@@ -33,6 +40,13 @@ DEFAULT_KERNEL = "fs_flash_fwd_v5"  # stage 04's fastest on its whole sweep (sta
 DEFAULT_BACKWARD_KERNEL = "fs_flash_bwd_v10"
 _DTYPES = {"torch.float32": FP32, "torch.float16": FP16, "torch.bfloat16": BF16}
 _lib = None
+# What to do without PyTorch: the message of the ModuleNotFoundError attention() and flash_attention() raise.
+INSTALL_TORCH = (
+    "flashstages.attention() and flash_attention() take PyTorch tensors, and this Python ({python}) has no "
+    "PyTorch. Install a CUDA build of it: `{python} -m pip install torch` (PyPI's Linux wheels are CUDA "
+    "builds), or the command https://pytorch.org/get-started/locally/ gives for your CUDA version, e.g. "
+    "`{python} -m pip install torch --index-url https://download.pytorch.org/whl/cu130`. The C interface "
+    "(kernels(), call(), the params structs) needs no PyTorch.")
 
 
 def library():
@@ -41,6 +55,17 @@ def library():
     if _lib is None:
         _lib = load()
     return _lib
+
+
+def _torch():
+    """PyTorch, imported at first use; without it, ModuleNotFoundError saying what to install."""
+    try:
+        import torch
+    except ModuleNotFoundError as e:
+        if e.name != "torch":  # PyTorch is there but broken (a dependency of its own missing): say that
+            raise
+        raise ModuleNotFoundError(INSTALL_TORCH.format(python=sys.executable), name="torch") from None
+    return torch
 
 
 def _attention_kernel(lib, name, problem=PROBLEM_ATTENTION):
@@ -148,8 +173,7 @@ def attention(q, k, v, *, causal=False, scale=None, out=None, lse=None, kernel=D
     None for 1/sqrt(D). out: the output to write ([B, H, Nq, D], contiguous), made when None. lse: an
     optional [B, H, Nq] float32 tensor for the log-sum-exp of each row. Returns out.
     """
-    import torch
-
+    torch = _torch()
     lib = library()
     info = _attention_kernel(lib, kernel)
     q, k, v = _check_attention(info, q, k, v, out, lse, make_contiguous)
@@ -197,7 +221,7 @@ def _flash_attention_function():
     global _function
     if _function is not None:
         return _function
-    import torch
+    torch = _torch()
 
     class FlashAttention(torch.autograd.Function):
         """forward(q, k, v, causal, scale, deterministic, kernel, backward_kernel) → O; the inputs are
@@ -250,8 +274,8 @@ def flash_attention(q, k, v, causal=False, scale=None, deterministic=False, *, k
     CUDA device, contiguous, float16 or bfloat16, D 64 or 128 (what both kernels take). causal: the
     bottom-right mask of attention(), which needs Nq <= Nk here. scale: None for 1/sqrt(D).
     deterministic: dQ bitwise the same on every backward of the same inputs (no unordered atomic adds:
-    v2's second pass, whichever of v2 to v8 is the backward; slower); dK and dV always are. The forward
-    (kernel, stage 04's v5 by default) keeps O and the LSE; the backward (backward_kernel, stage 05's v8
+    v2's second pass, whichever of v2 to v10 is the backward; slower); dK and dV always are. The forward
+    (kernel, stage 04's v5 by default) keeps O and the LSE; the backward (backward_kernel, stage 05's v10
     by default) reads them with dO. Both run on PyTorch's current
     stream. Bad input raises TypeError or ValueError here, before the library is called.
     """

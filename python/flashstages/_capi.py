@@ -10,6 +10,7 @@ import sys
 FP32, FP16, BF16, INT8, INT32, FP8_E4M3 = 0, 1, 2, 3, 4, 5
 DTYPE_NAMES = {FP32: "fp32", FP16: "fp16", BF16: "bf16", INT8: "int8", INT32: "int32", FP8_E4M3: "fp8_e4m3"}
 PROBLEM_ATTENTION, PROBLEM_GEMM, PROBLEM_ATTENTION_BWD = 0, 1, 2
+PROBLEM_NAMES = {PROBLEM_ATTENTION: "attention", PROBLEM_GEMM: "gemm", PROBLEM_ATTENTION_BWD: "attention_bwd"}
 
 
 class AttentionParams(ctypes.Structure):
@@ -116,6 +117,20 @@ class KernelInfo(ctypes.Structure):
             return 1 <= d <= self.max_head_dim
         return d in list(self.head_dims)[: self.num_head_dims]
 
+    def __repr__(self):
+        """KernelInfo(name='fs_flash_fwd_v5', stage='stage04', version='v5', problem='attention', dtypes=[...],
+        head_dims=[...], archs=[...], technique='...'): what fs_kernel_at says of it, named."""
+        def text(b):
+            return b.decode() if b is not None else None
+        fields = [f"name={self.name!r}", f"stage={text(self.stage)!r}", f"version={text(self.version)!r}",
+                  f"problem={PROBLEM_NAMES.get(self.problem, self.problem)!r}",
+                  f"dtypes={[DTYPE_NAMES[code] for code in self.dtypes]!r}"]
+        if self.problem != PROBLEM_GEMM:  # any head_dim up to a bound, or the listed ones
+            heads = list(self.head_dims)[: self.num_head_dims]
+            fields.append(f"head_dims={heads!r}" if heads else f"head_dims='1 to {self.max_head_dim}'")
+        fields += [f"archs={list(self.archs)[: self.num_archs]!r}", f"technique={text(self.technique)!r}"]
+        return f"KernelInfo({', '.join(fields)})"
+
 
 class FlashstagesError(RuntimeError):
     def __init__(self, code, name, message):
@@ -195,10 +210,13 @@ def load(path=None):
     return lib
 
 
-def kernels(lib, problem=None, stage=None):
+def kernels(lib=None, problem=None, stage=None):
     """Every launcher the library holds (KernelInfo), in stage and version order; optionally only
     those of one problem kind (PROBLEM_ATTENTION, PROBLEM_ATTENTION_BWD, PROBLEM_GEMM) or one stage
-    ("stage04")."""
+    ("stage04"). lib: a library load() returned; None for the process's (flashstages.library())."""
+    if lib is None:
+        from . import library  # the package's, which loads the library once per process
+        lib = library()
     found = [lib.fs_kernel_at(i).contents for i in range(lib.fs_kernel_count())]
     return [k for k in found
             if (problem is None or k.problem == problem) and (stage is None or k.stage.decode() == stage)]

@@ -217,14 +217,14 @@ int main(int argc, char** argv) {
   std::string dtype = "fp16", configs_text;
   CLI::App app{"stage06_cublaslt_algos: every cuBLASLt algorithm for one fp16/bf16 GEMM (C = A·B, row-major, "
                "fp32 accumulation), each at its fastest tile and stage count, beside the heuristic's pick"};
-  const auto positive = CLI::Range(int64_t(1), int64_t(1) << 20);
-  app.add_option("--m", m, "M, rows of C")->capture_default_str()->check(positive);
-  app.add_option("--n", n, "N, columns of C")->capture_default_str()->check(positive);
-  app.add_option("--k", k, "K, the inner dimension")->capture_default_str()->check(positive);
+  const CLI::Validator positive = fs::decimal_in(1, int64_t(1) << 20);
+  app.add_option("--m", m, "M, rows of C")->capture_default_str()->transform(positive);
+  app.add_option("--n", n, "N, columns of C")->capture_default_str()->transform(positive);
+  app.add_option("--k", k, "K, the inner dimension")->capture_default_str()->transform(positive);
   app.add_option("--dtype", dtype, "fp16 or bf16 (A, B and C)")->capture_default_str()->check(CLI::IsMember({"fp16", "bf16"}));
   app.add_option("--repeats", repeats, "timed runs per configuration (the median is reported)")
       ->capture_default_str()
-      ->check(CLI::Range(1, 1000));
+      ->transform(fs::decimal_in(1, 1000));
   // A list parse_configs refuses is a bad flag like any other: fs::parse_command_line reports it.
   const CLI::Validator config_list(
       [](std::string& s) -> std::string {
@@ -246,8 +246,8 @@ int main(int argc, char** argv) {
   std::string why;
   const std::optional<fs::DeviceInfo> dev = fs::query_device(0, &why);
   if (!dev) {
-    std::fprintf(stderr, "stage06_cublaslt_algos: %s\n", why.c_str());
-    return 2;  // as the stage executables: the flags were fine, the machine has no GPU
+    std::fprintf(stderr, "stage06_cublaslt_algos: %s: nothing run\n", why.c_str());
+    return fs::kExitNoGpu;  // as the stage executables: the flags were fine, the machine has no GPU
   }
   try {
     const fs::DType type = dtype == "fp16" ? fs::DType::FP16 : fs::DType::BF16;
