@@ -22,6 +22,7 @@
 #include "common/tools/attention_check.h"
 #include "common/tools/device_info.h"
 #include "common/tools/gemm_check.h"
+#include "common/tools/runner.h"
 #include "common/tools/timing.h"
 
 using namespace fs;
@@ -66,7 +67,7 @@ Row measure(const std::string& problem, const std::string& shape, const Params& 
   if (pick_version(p, &picked) != Status::Success || picked.kernel != list[0]) {
     std::fprintf(stderr, "pick_bench: %s %s: the entry's pick is not the first admitted candidate\n", problem.c_str(),
                  shape.c_str());
-    std::exit(1);
+    std::exit(kExitFailed);
   }
   std::vector<std::vector<double>> per(list.size());
   TimingOptions opt;
@@ -151,7 +152,7 @@ void write_json(const std::string& path, const std::vector<Row>& rows, const std
 [[noreturn]] void usage(const char* why) {
   std::fprintf(stderr, "pick_bench: %s\nusage: pick_bench [--rounds N (>= 1, default 5)] [--json FILE] "
                "[--only fwd|bwd|gemm]\n", why);
-  std::exit(2);
+  std::exit(kExitUsage);
 }
 
 }  // namespace
@@ -164,7 +165,7 @@ int main(int argc, char** argv) {
     if (a == "--help" || a == "-h") {
       std::printf("pick_bench: the picked version against the next candidates, alternating rounds\n"
                   "usage: pick_bench [--rounds N (>= 1, default 5)] [--json FILE] [--only fwd|bwd|gemm]\n");
-      return 0;
+      return kExitPassed;
     }
     if (i + 1 >= argc) usage(("flag " + a + " needs a value").c_str());
     const std::string v = argv[++i];
@@ -186,7 +187,7 @@ int main(int argc, char** argv) {
   const std::optional<DeviceInfo> found = query_device(0, &why);
   if (!found) {
     std::fprintf(stderr, "pick_bench: no GPU: %s\n", why.c_str());
-    return 77;
+    return kExitNoGpu;
   }
   const DeviceInfo& dev = *found;
   std::printf("pick_bench on %s (sm_%d): %d alternating rounds, within %.0f%% of the best\n", dev.name.c_str(),
@@ -229,5 +230,5 @@ int main(int argc, char** argv) {
   }
   std::printf("worst picked/best: %.3f over %zu points; %d above %.2f\n", worst, rows.size(), missed, kWithin);
   if (!json.empty()) write_json(json, rows, dev.name);
-  return missed ? 1 : 0;
+  return missed ? kExitFailed : kExitPassed;
 }
