@@ -151,8 +151,30 @@ std::vector<PickCandidate> attention_candidates(const AttentionParams& p, bool b
                     [&](const PickAttentionPoint& pt) { return distance(pt, p, deterministic); });
 }
 
+// What the candidates depend on besides the GPU: the fields distance() reads (pointers, scale and
+// strides play no part in the order; admits() checks them on every call).
+std::string order_key(const AttentionParams& p, int problem, bool deterministic) {
+  char k[224];
+  std::snprintf(k, sizeof k, "%d %d %d %lld %d %lld %lld %lld %lld %lld %d %lld %lld", problem, int(deterministic),
+                p.dtype, static_cast<long long>(p.head_dim), int(p.causal != 0), static_cast<long long>(p.batch),
+                static_cast<long long>(p.heads), static_cast<long long>(p.kv_heads), static_cast<long long>(p.seq_q),
+                static_cast<long long>(p.seq_k), int(p.cu_seqlens_q != nullptr), static_cast<long long>(p.max_seq_q),
+                static_cast<long long>(p.max_seq_k));
+  return k;
+}
+std::string order_key(const AttentionParams& p) { return order_key(p, FS_PROBLEM_ATTENTION, false); }
+std::string order_key(const AttentionBwdParams& p) {
+  return order_key(p.fwd, FS_PROBLEM_ATTENTION_BWD, p.deterministic != 0);
+}
+std::string order_key(const GemmParams& p) {
+  char k[96];
+  std::snprintf(k, sizeof k, "%d %d %lld %lld %lld", FS_PROBLEM_GEMM, p.ab_dtype, static_cast<long long>(p.m),
+                static_cast<long long>(p.n), static_cast<long long>(p.k));
+  return k;
+}
+
 // The current GPU's name and compute capability, read once per device.
-Status current_gpu(std::string* name, int* cc) {
+Status current_gpu(std::string* name, int* cc, int* device) {
   DeviceProps dev;
   FS_RETURN_IF_ERROR(current_device(&dev));
   static thread_local std::unordered_map<int, std::string> names;
@@ -165,6 +187,7 @@ Status current_gpu(std::string* name, int* cc) {
   }
   *name = it->second;
   *cc = dev.cc;
+  *device = dev.device;
   return Status::Success;
 }
 
@@ -189,12 +212,19 @@ Status first_admitted(const std::vector<PickCandidate>& list, const Params& p, P
 template <class Params>
 Status pick_current(const Params& p, PickCandidate* out) {
   std::string name;
-  int cc = 0;
-  if (const Status st = current_gpu(&name, &cc); st != Status::Success) {
+  int cc = 0, device = 0;
+  if (const Status st = current_gpu(&name, &cc, &device); st != Status::Success) {
     *out = {nullptr, std::string("no GPU to pick for: ") + status_name(st)};
     return st;
   }
-  return first_admitted(pick_candidates(p, name, cc), p, out);
+  // The order is worked out once per GPU and problem shape (sorting the points and writing every
+  // reason took about 100 us on a CPU core, more than a short kernel); admits() runs on every call.
+  static thread_local std::unordered_map<std::string, std::vector<PickCandidate>> orders;
+  if (orders.size() > 4096) orders.clear();  // a bound for programs that see ever new shapes
+  const std::string key = std::to_string(device) + " " + order_key(p);
+  auto it = orders.find(key);
+  if (it == orders.end()) it = orders.emplace(key, pick_candidates(p, name, cc)).first;
+  return first_admitted(it->second, p, out);
 }
 
 }  // namespace
