@@ -38,12 +38,6 @@ struct Row {
   double ratio = 0;                                   // picked / best time
 };
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 // The first kCandidates candidates that admit the problem on this GPU, the picked one first.
 template <class Params>
 std::vector<const KernelDesc*> admitted(const Params& p, const std::string& gpu, int cc) {
@@ -69,16 +63,14 @@ Row measure(const std::string& problem, const std::string& shape, const Params& 
                  shape.c_str());
     std::exit(kExitFailed);
   }
-  std::vector<std::vector<double>> per(list.size());
+  std::vector<std::vector<float>> per(list.size());  // per candidate, its median of each round
   TimingOptions opt;
   for (int r = 0; r < rounds; ++r)
-    for (std::size_t i = 0; i < list.size(); ++i) {
-      const std::vector<float> ms = time_runs([&] { return launch(*list[i], p, nullptr); }, opt, l2_bytes);
-      per[i].push_back(median(std::vector<double>(ms.begin(), ms.end())));
-    }
+    for (std::size_t i = 0; i < list.size(); ++i)
+      per[i].push_back(median(time_runs([&] { return launch(*list[i], p, nullptr); }, opt, l2_bytes)));
   double best = 1e300;
   for (std::size_t i = 0; i < list.size(); ++i) {
-    const double t = median(per[i]);
+    const double t = median(per[i]);  // common/lib/timer.h's, as every timing of the project
     row.times.emplace_back(list[i]->qualified(), t);
     if (t < best) best = t, row.best = list[i]->qualified();
   }

@@ -29,6 +29,11 @@ from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "plots"))
+from flashstages_plots.files import reference_folder  # noqa: E402  (results/REFERENCE, read once for the project)
+from flashstages_plots.series import DEFAULT_MODEL_DIM, DEFAULT_TOKENS  # noqa: E402  (the benchmarks' grid rule)
+from flashstages_plots.techniques import version_techniques  # noqa: E402  (the registry's descriptors)
+
 RESULTS = ROOT / "results"
 OUT = ROOT / "common" / "lib" / "pick_table.inc"
 RANKED = 4  # versions kept per point, fastest first
@@ -38,11 +43,6 @@ DTYPES = {"fp32": "FS_FP32", "fp16": "FS_FP16", "bf16": "FS_BF16", "int8": "FS_I
 VERSION = re.compile(r"^(stage0[1-5]|stage06|stage07/attention|stage07/gemm)/(v\d+)(_deterministic)?/([a-z0-9_]+)/(.*)$")
 PROBLEM = {"stage01": "fwd", "stage02": "fwd", "stage03": "fwd", "stage04": "fwd", "stage07/attention": "fwd",
            "stage05": "bwd", "stage06": "gemm", "stage07/gemm": "gemm"}
-
-
-def reference() -> str:
-    lines = [ln.strip() for ln in (RESULTS / "REFERENCE").read_text().splitlines()]
-    return next(ln for ln in lines if ln and not ln.startswith("#"))
 
 
 def shape_of(problem: str, fields: dict[str, str]) -> tuple | None:
@@ -57,9 +57,9 @@ def shape_of(problem: str, fields: dict[str, str]) -> tuple | None:
         entries, lengths = fields["packed"].split("x")
         longest = int(lengths.split("-")[-1])
         return d, causal, int(entries), int(fields["H"]), int(fields["H"]), longest, longest, 1
-    if "N" in fields:  # the square grid: B·N = 16384 (B at least 1), H = 2048 / D (common/tools/bench.cpp)
+    if "N" in fields:  # the square grid: B·N = DEFAULT_TOKENS (B at least 1), H = DEFAULT_MODEL_DIM / D
         n = int(fields["N"])
-        return d, causal, max(1, 16384 // n), 2048 // d, 2048 // d, n, n, 0
+        return d, causal, max(1, DEFAULT_TOKENS // n), DEFAULT_MODEL_DIM // d, DEFAULT_MODEL_DIM // d, n, n, 0
     heads = int(fields["H"])
     return d, causal, int(fields["B"]), heads, int(fields.get("KVH", heads)), int(fields["Nq"]), int(fields["Nk"]), 0
 
@@ -90,19 +90,10 @@ def read_gpu(folder: Path) -> tuple[str, int, dict]:
     return name, cc, times
 
 
-def registry_versions() -> set[str]:
-    """Every version the library lists, read from the descriptors' names in the stages' sources:
-    {"fs_flash_fwd_v5", "stage04", "v5", …} is stage04/v5."""
-    found = set()
-    for src in ROOT.glob("stages/**/*.cu"):
-        found |= set(re.findall(r'\{"fs_\w+",\s*"(stage0\d(?:/\w+)?)",\s*"(v\d+)"', src.read_text()))
-    return {f"{s}/{v}" for s, v in found}
-
-
 def gpu_folders() -> list[Path]:
-    ref = reference()
-    others = sorted(p for p in RESULTS.iterdir() if p.is_dir() and p.name != ref and any(p.glob("stage*.json")))
-    return [RESULTS / ref] + others
+    ref = reference_folder(ROOT)
+    others = sorted(p for p in RESULTS.iterdir() if p.is_dir() and p != ref and any(p.glob("stage*.json")))
+    return [ref] + others
 
 
 def tables(known: set[str]) -> list[dict]:
@@ -110,7 +101,7 @@ def tables(known: set[str]) -> list[dict]:
     for folder in gpu_folders():
         name, cc, times = read_gpu(folder)
         points = []
-        for (problem, dtype, det, shape), by_version in sorted(times.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2], kv[0][3])):
+        for (problem, dtype, det, shape), by_version in sorted(times.items()):
             ranked = sorted((statistics.median(ms), v) for v, ms in by_version.items() if not known or v in known)
             if ranked:
                 points.append({"problem": problem, "dtype": dtype, "deterministic": det, "shape": shape,
@@ -172,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--check", action="store_true", help="write nothing; exit 1 if the committed table is stale")
     p.add_argument("--markdown", action="store_true", help="print the reference GPU's table as markdown")
     args = p.parse_args(argv)
-    gpus = tables(registry_versions())
+    gpus = tables(set(version_techniques(ROOT)))  # every version the registry lists
     if args.markdown:
         sys.stdout.write(markdown(gpus))
         return 0
