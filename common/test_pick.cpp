@@ -216,7 +216,7 @@ FS_GPU_TEST_CASE("fs_attention_backward and fs_gemm run the picked version and m
   FS_SKIP_WITHOUT_GPU();
   uint64_t seed = 71000;
   for (int deterministic : {0, 1}) {
-    const AttentionParams shape = attention_shape(2, 4, 300, 211, 128, DType::FP16, true);
+    const AttentionParams shape = attention_shape(2, 4, 211, 300, 128, DType::FP16, true);
     AttentionBwdFixture fixture(shape, ++seed);
     AttentionBwdParams p = fixture.params();
     p.deterministic = deterministic;
