@@ -288,8 +288,21 @@ def cmd_merge(args: argparse.Namespace) -> int:
     lines = [f"# The reference run's parts (scripts/reference_run.py), folded into {args.into}",
              "# part, commit, started (UTC), seconds, GPU, SM clock max, memory clock max, power limit; what"]
     missing = []
+    # A lent GPU machine keeps nothing between sittings: a part folded into this folder by an earlier
+    # merge keeps its line, its log and its rows here when --work no longer holds its record.
+    record_file = args.into / "logs" / "reference_run_parts.txt"
+    earlier = {line.split()[0]: line for line in (record_file.read_text().splitlines() if record_file.is_file()
+                                                   else []) if line.strip() and not line.startswith("#")}
+    for part in PARTS:  # a file such a part shares with a part merged now starts from its rows here
+        if not done(args.work, part) and part.name in earlier:
+            for name in part.keeps:
+                if (args.into / name).is_file():
+                    files[name] = json.loads((args.into / name).read_text())
     for part in PARTS:
         rec = done(args.work, part)
+        if not rec and part.name in earlier:
+            lines.append(earlier[part.name])
+            continue
         if not rec:
             missing.append(part.name)
             continue

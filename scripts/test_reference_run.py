@@ -12,6 +12,7 @@ import importlib
 import json
 import stat
 import sys
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -99,6 +100,14 @@ def main() -> int:
             check("merge without --partial refuses a missing part", False)
         except SystemExit as e:
             check("merge without --partial refuses a missing part", "slow" in str(e))
+
+        print("== a later sitting: a part merged earlier keeps its line and rows when --work lost it")
+        shutil.rmtree(work / "main")
+        rr.main(base + ["merge", "--into", str(into), "--partial"])
+        check("the lost part's rows stay beside the headline's",
+              names_in(into / "stage09.json") == ["stage09/v1/fp16/N:512/", "stage09/v1/fp16/N:8192/"])
+        record = (into / "logs" / "reference_run_parts.txt").read_text()
+        check("the lost part's line stays", any(l.startswith("main ") for l in record.splitlines()))
 
         print("== fold: a peer's rows join the stage's file of the same part")
         peer = work / "headline" / "peer.json"
