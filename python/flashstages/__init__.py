@@ -25,12 +25,13 @@ kernels(), call() and the structs need no PyTorch.
 import sys
 
 from ._capi import (BF16, DTYPE_NAMES, FP8_E4M3, FP16, FP32, INT8, INT32, LIBRARY_ENV, PARAMS_OF_PROBLEM,  # noqa: F401
-                    PROBLEM_ATTENTION, PROBLEM_ATTENTION_BWD, PROBLEM_GEMM, PROBLEM_NAMES, AttentionBwdParams,
-                    AttentionParams, FlashstagesError, GemmParams, KernelInfo, call, find_library, kernels,
-                    library_candidates, load, status_name)
+                    PICKING_ENTRIES, PROBLEM_ATTENTION, PROBLEM_ATTENTION_BWD, PROBLEM_GEMM, PROBLEM_NAMES,
+                    AttentionBwdParams, AttentionParams, FlashstagesError, GemmParams, KernelInfo, Pick, call,
+                    find_library, kernels, library_candidates, load, query_pick, status_name)
 
-__all__ = ["attention", "attention_params", "flash_attention", "library", "kernels", "call", "load", "find_library", "FlashstagesError",
-           "AttentionParams", "AttentionBwdParams", "GemmParams", "KernelInfo"]
+__all__ = ["attention", "attention_params", "flash_attention", "library", "kernels", "call", "query_pick", "load",
+           "find_library", "FlashstagesError", "AttentionParams", "AttentionBwdParams", "GemmParams", "KernelInfo",
+           "Pick"]
 
 DEFAULT_KERNEL = "fs_flash_fwd_v5"  # stage 04's fastest on its whole sweep (stages/04_flash_fwd/README.md)
 # Stage 05's fastest (stages/05_flash_bwd/README.md: v10, v9 with its addresses worked out once), run
