@@ -4,7 +4,7 @@ before touching a device. Without a GPU a valid call must return FS_ERR_CUDA, fr
 entries and from the picking entries and their query alike. With --layout, the ctypes mirrors
 against the C header instead: every struct's size and every field's offset and size, as
 struct_layout.cpp (built by CMake against flashstages.h) prints them; no library needed. (test_binding.py
-runs the kernels on a GPU through the torch-facing API.)
+and test_torch_op.py run the kernels on a GPU through the torch-facing API.)
 
     python3 python/test_ctypes.py build/common/libflashstages.so
     python3 python/test_ctypes.py --layout build/python_struct_layout
@@ -241,7 +241,7 @@ class CInterface(unittest.TestCase):
         # The entries pick for the current GPU: without one they refuse before anything else, and the
         # query says why in its Pick.
         if has_gpu():
-            self.skipTest("this machine has a GPU: the query answers there")
+            self.skipTest("this machine has a GPU; test_torch_op.py asks the query there")
         fp16 = dict(dtype=flashstages.FP16, head_dim=64)
         self.assertEqual(self.code("fs_attention_forward", valid_params(**fp16)), "FS_ERR_CUDA")
         bwd = flashstages.kernels(self.lib, problem=flashstages.PROBLEM_ATTENTION_BWD)[-1]
