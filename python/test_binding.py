@@ -1,11 +1,12 @@
 """Tests of the torch-facing binding (flashstages.attention) and of how the package finds the library.
 
-On the CPU: every check attention() makes before it calls the library, on stand-in tensors (no
-PyTorch needed), and the library lookup order. With PyTorch and a GPU: every attention kernel against
+On the CPU: every check attention(), pick() and flash_attention()'s operators make before they call
+the library, on stand-in tensors (no PyTorch needed); that the package imports and its C interface
+runs without PyTorch; and the library lookup order. With PyTorch and a GPU: every attention kernel against
 torch.nn.functional.scaled_dot_product_attention in fp64 (for causal with Nq != Nk against
 causal_lower_right, this project's bottom-right mask; with K/V shared by groups of query heads too),
 CPU tensors refused without touching the device, the current stream honoured, and the README's example
-as written.
+as written. (test_torch_op.py tests flash_attention on the GPU.)
 
     python3 python/test_binding.py build/.../libflashstages.so          # the CPU cases
     python3 python/test_binding.py build/.../libflashstages.so --gpu    # the GPU cases (77: skipped)
@@ -73,8 +74,8 @@ class Checks(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.lib = flashstages.library()
-        cls.v5 = flashstages._attention_kernel(cls.lib, "fs_flash_fwd_v5")
-        cls.v1 = flashstages._attention_kernel(cls.lib, "fs_online_softmax_v1")
+        cls.v5 = [flashstages._attention_kernel(cls.lib, "fs_flash_fwd_v5")]
+        cls.every = flashstages._takes(cls.lib, None, flashstages.PROBLEM_ATTENTION)  # the picking entry's
 
     def qkv(self, **change):
         shapes = dict(q=(2, 4, 100, 64), k=(2, 4, 130, 64), v=(2, 4, 130, 64))
@@ -85,14 +86,30 @@ class Checks(unittest.TestCase):
 
     def refused(self, error, words, info=None, out=None, lse=None, make_contiguous=False, **change):
         with self.assertRaises(error) as caught:
-            flashstages._check_attention(info or self.v5, *self.qkv(**change), out, lse, make_contiguous)
+            flashstages._check_attention(info or self.v5, *self.qkv(**change), {"out": out}, lse, make_contiguous)
         for word in words:
             self.assertIn(word, str(caught.exception))
 
     def test_a_valid_call_passes(self):
-        q, k, v = flashstages._check_attention(self.v5, *self.qkv(), Stand((2, 4, 100, 64)),
-                                               Stand((2, 4, 100), dtype="torch.float32"), False)
-        self.assertEqual(q.shape, (2, 4, 100, 64))
+        for takes in (self.v5, self.every):
+            q, k, v = flashstages._check_attention(takes, *self.qkv(), {"out": Stand((2, 4, 100, 64))},
+                                                   Stand((2, 4, 100), dtype="torch.float32"), False)
+            self.assertEqual(q.shape, (2, 4, 100, 64))
+
+    def test_the_default_takes_what_some_version_takes(self):
+        # kernel=None runs the picking entry: a dtype and head_dim pass when some forward version takes them
+        # (the registry says which), and the refusal says what they take together.
+        for dtype, code in (("torch.float32", flashstages.FP32), ("torch.float16", flashstages.FP16)):
+            for d in (16, 48, 64, 256, 257, 300):
+                taken = any(i.in_dtypes & (1 << code) and i.takes_head_dim(d) for i in self.every)
+                qkv = {n: Stand((2, 4, 100 if n == "q" else 130, d), dtype) for n in ("q", "k", "v")}
+                with self.subTest(dtype=dtype, d=d, taken=taken):
+                    if taken:
+                        flashstages._check_attention(self.every, qkv["q"], qkv["k"], qkv["v"])
+                    else:
+                        self.refused(ValueError, [f"head_dim {d}: no forward version of this library takes it in "
+                                                  f"{dtype} (they take 1 to"], info=self.every, **qkv)
+        self.assertTrue(any(i.takes_head_dim(64) for i in self.every))
 
     def test_devices(self):
         self.refused(ValueError, ["k is on cpu", "CUDA"], k=Stand((2, 4, 130, 64), device="cpu"))
@@ -130,7 +147,7 @@ class Checks(unittest.TestCase):
         # K/V heads that divide q's 4 heads pass (grouped-query, multi-query); others are refused, named.
         for kv_heads in (2, 1):
             kv = Stand((2, kv_heads, 130, 64))
-            _, k, _ = flashstages._check_attention(self.v5, *self.qkv(k=kv, v=kv), None, None, False)
+            _, k, _ = flashstages._check_attention(self.v5, *self.qkv(k=kv, v=kv))
             self.assertEqual(k.shape[1], kv_heads)
         for kv_heads in (3, 8):
             kv = Stand((2, kv_heads, 130, 64))
@@ -146,9 +163,14 @@ class Checks(unittest.TestCase):
         sys.modules["torch"] = None
         try:
             with self.assertRaises(ModuleNotFoundError) as caught:
-                flashstages.attention(*self.qkv())
+                flashstages.attention(*self.qkv())  # after its checks, which pass
             with self.assertRaises(ModuleNotFoundError):
-                flashstages.flash_attention(*self.qkv())  # after its checks, which pass
+                flashstages.pick(*self.qkv())  # likewise
+            if flashstages._ops is None:  # registered at import when this process had PyTorch already
+                with self.assertRaises(ModuleNotFoundError):
+                    flashstages.flash_attention(*self.qkv())
+                with self.assertRaises(ModuleNotFoundError):
+                    flashstages.torch_ops()
         finally:
             if saved is None:
                 del sys.modules["torch"]
@@ -160,15 +182,48 @@ class Checks(unittest.TestCase):
                       "needs no PyTorch"):
             self.assertIn(words, message)
 
+    def test_the_package_and_its_c_interface_need_no_pytorch(self):
+        # A fresh Python where PyTorch cannot be imported: the package imports without touching it, lists
+        # the library, asks the picking query (refused without a GPU, or answered), and the tensor
+        # functions name what to install.
+        code = "\n".join([
+            "import sys",
+            "sys.modules['torch'] = None  # what an import finds when PyTorch is not installed",
+            "import flashstages",
+            "lib = flashstages.library()",
+            "print('kernels', len(flashstages.kernels()))",
+            "p = flashstages.AttentionParams(1, 2, 17, 17, 64, 0.0, 0, flashstages.FP16, 0x10000, 0x20000, 0x30000,",
+            "                                0x40000, 0x50000)",
+            "try:",
+            "    print('pick', flashstages.query_pick(lib, p).name)",
+            "except flashstages.FlashstagesError as e:",
+            "    print('pick refused', e.name)",
+            "for call in (lambda: flashstages.torch_ops(), lambda: flashstages.flash_attention(None, None, None)):",
+            "    try:",
+            "        call()",
+            "    except ModuleNotFoundError as e:",
+            "        print('needs torch', 'pip install torch' in str(e))",
+        ])
+        p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           env={**os.environ, "PYTHONPATH": HERE})
+        self.assertEqual(p.returncode, 0, p.stderr)
+        lines = p.stdout.splitlines()
+        self.assertEqual(lines[0], f"kernels {self.lib.fs_kernel_count()}")
+        self.assertTrue(lines[1].startswith("pick "), lines)
+        if not has_gpu():
+            self.assertEqual(lines[1], "pick refused FS_ERR_CUDA")
+        self.assertEqual(lines[2:], ["needs torch True"] * 2)
+
     def test_kernels_lists_the_whole_library_and_each_kernel_reads_by_name(self):
         every = flashstages.kernels()  # no argument: the process's library
         self.assertEqual(len(every), self.lib.fs_kernel_count())
         self.assertEqual([k.name for k in every], [k.name for k in flashstages.kernels(self.lib)])
         self.assertNotIn("object at 0x", repr(every))
-        self.assertTrue(repr(self.v5).startswith(
+        v5 = self.v5[0]
+        self.assertTrue(repr(v5).startswith(
             "KernelInfo(name='fs_flash_fwd_v5', stage='stage04', version='v5', problem='attention', "
-            "dtypes=['fp16', 'bf16'], head_dims=[32, 64, 128, 256], archs=["), repr(self.v5))
-        self.assertIn(f"technique={self.v5.technique.decode()!r})", repr(self.v5))
+            "dtypes=['fp16', 'bf16'], head_dims=[32, 64, 128, 256], archs=["), repr(v5))
+        self.assertIn(f"technique={v5.technique.decode()!r})", repr(v5))
         v0 = flashstages._attention_kernel(self.lib, "fs_flash_bwd_v0", flashstages.PROBLEM_ATTENTION_BWD)
         self.assertIn("problem='attention_bwd', dtypes=['fp32', 'fp16', 'bf16'], head_dims='1 to 256'", repr(v0))
         gemm = flashstages.kernels(problem=flashstages.PROBLEM_GEMM)[0]
@@ -184,9 +239,15 @@ class Checks(unittest.TestCase):
 
 
 class FlashChecks(unittest.TestCase):
-    """flash_attention() refuses, named and before any library call or PyTorch import, what its forward or
-    its backward would refuse: the stand-ins are no tensors, so a call that got past the checks would fail
-    otherwise."""
+    """flash_attention()'s operators refuse, named and before any library call, what their forward or their
+    backward would refuse: the forward's checks (_check_flash_attention, in its real and its fake
+    implementation) cover the backward's too. The stand-ins are no tensors: a call past the checks would
+    fail otherwise."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.lib = flashstages.library()
+        cls.backward_versions = flashstages.kernels(cls.lib, problem=flashstages.PROBLEM_ATTENTION_BWD)
 
     def qkv(self, dtype="torch.float16", d=64, kv_heads=4, nq=100, nk=130, **change):
         tensors = dict(q=Stand((2, 4, nq, d), dtype), k=Stand((2, kv_heads, nk, d), dtype),
@@ -194,19 +255,20 @@ class FlashChecks(unittest.TestCase):
         tensors.update(change)
         return tensors["q"], tensors["k"], tensors["v"]
 
-    def refused(self, error, words, causal=False, **qkv):
+    def check(self, causal=False, kernel=None, backward_kernel=None, **qkv):
+        flashstages._check_flash_attention(self.lib, *self.qkv(**qkv), causal, kernel, backward_kernel)
+
+    def refused(self, error, words, **call):
         with self.assertRaises(error) as caught:
-            flashstages.flash_attention(*self.qkv(**qkv), causal=causal)
+            self.check(**call)
         for word in words:
             self.assertIn(word, str(caught.exception))
 
     def test_a_valid_call_passes_the_checks(self):
-        lib = flashstages.library()
-        fwd = flashstages._attention_kernel(lib, flashstages.DEFAULT_KERNEL)
-        bwd = flashstages._attention_kernel(lib, flashstages.DEFAULT_BACKWARD_KERNEL, flashstages.PROBLEM_ATTENTION_BWD)
         for dtype in ("torch.float16", "torch.bfloat16"):
             for d in (64, 128):
-                flashstages._check_flash_attention(fwd, bwd, *self.qkv(dtype, d), causal=True)
+                self.check(causal=True, dtype=dtype, d=d)
+                self.check(causal=True, dtype=dtype, d=d, kernel="fs_flash_fwd_v5", backward_kernel="fs_flash_bwd_v10")
 
     def test_devices_and_contiguity(self):
         self.refused(ValueError, ["q is on cpu", "CUDA"], q=Stand((2, 4, 100, 64), device="cpu"))
@@ -215,53 +277,122 @@ class FlashChecks(unittest.TestCase):
                      k=Stand((2, 4, 130, 64), contiguous=False))
 
     def test_dtypes(self):
-        self.refused(TypeError, ["fs_flash_fwd_v5 takes float16, bfloat16"], dtype="torch.float32")
         self.refused(TypeError, ["q is torch.float64"], dtype="torch.float64")
         self.refused(TypeError, ["k is torch.bfloat16", "one dtype"], k=Stand((2, 4, 130, 64), "torch.bfloat16"))
         self.refused(TypeError, ["q must be a torch.Tensor"], q=[[1.0]])
+        self.refused(TypeError, ["fs_flash_fwd_v5 takes float16, bfloat16"], dtype="torch.float32",
+                     kernel="fs_flash_fwd_v5")
+        # The forward would take fp32 (stages 01 to 03); a named backward that does not is refused first.
+        self.refused(TypeError, ["q is torch.float32: the backward, fs_flash_bwd_v10, takes float16, bfloat16"],
+                     dtype="torch.float32", backward_kernel="fs_flash_bwd_v10")
 
-    def test_shapes_and_head_dims(self):
-        self.refused(ValueError, ["q must have 4 dimensions"], q=Stand((4, 100, 64)))
-        self.refused(ValueError, ["v has shape (2, 4, 129, 64)"], v=Stand((2, 4, 129, 64)))
-        # The forward takes 32 and 256; the backward does not: refused up front, naming the backward.
-        self.refused(ValueError, ["head_dim 32", "the backward, fs_flash_bwd_v10", "[64, 128]"], d=32)
-        self.refused(ValueError, ["head_dim 256", "the backward"], d=256)
-        self.refused(ValueError, ["head_dim 48", "fs_flash_fwd_v5"], d=48)
+    def test_head_dims_only_the_backward_refuses_are_refused_up_front(self):
+        # The forward takes 32 and 256; the backward named does not: refused before anything runs, naming it.
+        for d in (32, 256):
+            self.refused(ValueError, [f"head_dim {d}", "the backward, fs_flash_bwd_v10,", "[64, 128]"], d=d,
+                         backward_kernel="fs_flash_bwd_v10")
+            self.check(d=d, kernel="fs_flash_fwd_v5", backward_kernel="fs_flash_bwd_v0")  # v0: any up to 256
+        self.refused(ValueError, ["head_dim 48", "fs_flash_fwd_v5"], d=48, kernel="fs_flash_fwd_v5")
+        self.refused(ValueError, ["head_dim 300", "no forward version"], d=300)
 
-    def test_the_default_backward_takes_what_the_other_tensor_core_versions_take(self):
-        # The default is stage 05's fastest; a dtype or head_dim that v2, v3 or v4 take and it did not
-        # would be refused where an older default ran. (Grouped K/V: every backward version takes it.)
-        lib = flashstages.library()
-        default = flashstages._attention_kernel(lib, flashstages.DEFAULT_BACKWARD_KERNEL,
-                                                flashstages.PROBLEM_ATTENTION_BWD)
-        self.assertEqual(default.name, "fs_flash_bwd_v10")
-        for name in ("fs_flash_bwd_v2", "fs_flash_bwd_v3", "fs_flash_bwd_v4"):
-            other = flashstages._attention_kernel(lib, name, flashstages.PROBLEM_ATTENTION_BWD)
-            self.assertEqual(other.in_dtypes & ~default.in_dtypes, 0, name)
-            for d in list(other.head_dims)[: other.num_head_dims]:
-                self.assertTrue(default.takes_head_dim(d), f"{name} takes head_dim {d}")
+    def test_the_default_refuses_exactly_what_no_version_of_either_pass_takes(self):
+        # The picking entries run some version that takes the problem: the registry decides what passes.
+        forward = flashstages.kernels(self.lib, problem=flashstages.PROBLEM_ATTENTION)
+        for dtype, code in (("torch.float32", flashstages.FP32), ("torch.float16", flashstages.FP16),
+                            ("torch.bfloat16", flashstages.BF16)):
+            for d in (8, 32, 48, 64, 128, 200, 256, 257):
+                def taken(versions):
+                    return any(i.in_dtypes & (1 << code) and i.takes_head_dim(d) for i in versions)
+                with self.subTest(dtype=dtype, d=d):
+                    if taken(forward) and taken(self.backward_versions):
+                        self.check(dtype=dtype, d=d)
+                    else:
+                        self.refused(ValueError, [f"head_dim {d}: no "], dtype=dtype, d=d)
+
+    def test_what_several_versions_take_together_is_named(self):
+        # Made-up backward versions, so that the message is tested where today's registry gives none (stage
+        # 05's v0 takes every head_dim up to 256 in every dtype flash_attention takes).
+        def info(head_dims=(), max_head_dim=0, dtypes=(flashstages.FP16, flashstages.BF16)):
+            k = flashstages.KernelInfo(entry=b"fs_made_up", in_dtypes=sum(1 << t for t in dtypes),
+                                       num_head_dims=len(head_dims), max_head_dim=max_head_dim)
+            for i, d in enumerate(head_dims):
+                k.head_dims[i] = d
+            return k
+        tensor_core = [info((64, 128)), info((64, 128))]
+        with self.assertRaises(ValueError) as caught:
+            flashstages._check_takes(tensor_core, "torch.float16", 256, backward=True)
+        self.assertEqual(str(caught.exception), "head_dim 256: no backward version of this library takes it in "
+                                                "torch.float16 (they take [64, 128])")
+        with self.assertRaises(TypeError) as caught:
+            flashstages._check_takes(tensor_core, "torch.float32", 64, backward=True)
+        self.assertEqual(str(caught.exception), "q is torch.float32: no backward version of this library takes it")
+        mixed = tensor_core + [info(max_head_dim=96), info((256,))]
+        flashstages._check_takes(mixed, "torch.float16", 80, backward=True)
+        with self.assertRaises(ValueError) as caught:
+            flashstages._check_takes(mixed, "torch.float16", 200)
+        self.assertIn("no forward version", str(caught.exception))
+        self.assertIn("(they take 1 to 96 and [128, 256])", str(caught.exception))
 
     def test_grouped_kv_passes_the_checks(self):
         # The backward sums dK, dV over each group: a grouping passes, a non-divisor does not.
-        lib = flashstages.library()
-        fwd = flashstages._attention_kernel(lib, flashstages.DEFAULT_KERNEL)
-        bwd = flashstages._attention_kernel(lib, flashstages.DEFAULT_BACKWARD_KERNEL, flashstages.PROBLEM_ATTENTION_BWD)
         for kv_heads in (2, 1):
-            flashstages._check_flash_attention(fwd, bwd, *self.qkv(kv_heads=kv_heads), causal=True)
+            self.check(causal=True, kv_heads=kv_heads)
         self.refused(ValueError, ["divide"], kv_heads=3)
 
     def test_causal_needs_no_more_queries_than_keys(self):
         self.refused(ValueError, ["causal with Nq = 130 > Nk = 100"], causal=True, nq=130, nk=100)
-        with self.assertRaises(ImportError if not has_torch() else TypeError):  # past the checks: no tensors
-            flashstages.flash_attention(*self.qkv(nq=130, nk=100), causal=False)
+        self.check(causal=False, nq=130, nk=100)
 
     def test_unknown_kernels(self):
         with self.assertRaises(ValueError) as caught:
-            flashstages.flash_attention(*self.qkv(), backward_kernel="fs_flash_fwd_v5")
+            self.check(backward_kernel="fs_flash_fwd_v5")
         self.assertIn("not an attention backward kernel", str(caught.exception))
         self.assertIn("fs_flash_bwd_v2", str(caught.exception))
         with self.assertRaises(ValueError):
-            flashstages.flash_attention(*self.qkv(), kernel="fs_flash_bwd_v2")
+            self.check(kernel="fs_flash_bwd_v2")
+
+    def test_the_backward_operator_checks_out_lse_and_d_o(self):
+        q, k, v = self.qkv()
+        ok = dict(d_o=Stand((2, 4, 100, 64)), out=Stand((2, 4, 100, 64)), lse=Stand((2, 4, 100), "torch.float32"))
+
+        def refused(error, words, **change):
+            t = {**ok, **change}
+            with self.assertRaises(error) as caught:
+                flashstages._check_flash_backward(self.lib, t["d_o"], q, k, v, t["out"], t["lse"], False, None)
+            for word in words:
+                self.assertIn(word, str(caught.exception))
+
+        flashstages._check_flash_backward(self.lib, ok["d_o"], q, k, v, ok["out"], ok["lse"], True, None)
+        refused(ValueError, ["d_o has shape (2, 4, 99, 64)", "q's"], d_o=Stand((2, 4, 99, 64)))
+        refused(TypeError, ["d_o is torch.bfloat16", "q, k, v, out, d_o must have one dtype"],
+                d_o=Stand((2, 4, 100, 64), "torch.bfloat16"))
+        refused(ValueError, ["d_o is not contiguous"], d_o=Stand((2, 4, 100, 64), contiguous=False))
+        refused(ValueError, ["d_o is on cpu"], d_o=Stand((2, 4, 100, 64), device="cpu"))
+        refused(TypeError, ["lse is torch.float16"], lse=Stand((2, 4, 100)))
+        refused(ValueError, ["lse has shape (2, 4, 101)"], lse=Stand((2, 4, 101), "torch.float32"))
+        refused(ValueError, ["out has shape"], out=Stand((2, 4, 100, 32)))
+        with self.assertRaises(ValueError):
+            flashstages._check_flash_backward(self.lib, ok["d_o"], q, k, v, ok["out"], ok["lse"], False,
+                                              "fs_flash_fwd_v5")
+
+
+class PickChecks(unittest.TestCase):
+    """pick() checks its tensors as attention() does before it asks the library."""
+
+    def test_refusals_come_first(self):
+        q, k = Stand((2, 4, 100, 64)), Stand((2, 4, 130, 64))
+        with self.assertRaises(ValueError) as caught:
+            flashstages.pick(q, k, Stand((2, 4, 130, 64), device="cpu"))
+        self.assertIn("v is on cpu", str(caught.exception))
+        with self.assertRaises(ValueError) as caught:
+            flashstages.pick(q, k, k, deterministic=True)
+        self.assertIn("pass backward=True", str(caught.exception))
+        with self.assertRaises(ValueError) as caught:
+            flashstages.pick(Stand((2, 4, 100, 300)), Stand((2, 4, 130, 300)), Stand((2, 4, 130, 300)), backward=True)
+        self.assertIn("no backward version", str(caught.exception))
+        with self.assertRaises(ValueError) as caught:
+            flashstages.pick(q, Stand((2, 4, 130, 64), contiguous=False), k)
+        self.assertIn("k is not contiguous", str(caught.exception))
 
 
 class Lookup(unittest.TestCase):
@@ -363,6 +494,21 @@ class OnTheGpu(unittest.TestCase):
                     ref = self.reference(q, k.repeat_interleave(group, 1), v.repeat_interleave(group, 1), causal)
                     self.assertLess((o.double() - ref).abs().max().item(), tol)
 
+    def test_the_default_matches_sdpa(self):
+        # kernel=None: the picking entry, in every dtype attention() takes, with the version pick() names.
+        import torch
+        torch.manual_seed(6)
+        for dtype, tol in ((torch.float32, 1e-4), (torch.float16, 4e-3), (torch.bfloat16, 1e-2)):
+            for nq, nk, causal in ((200, 200, True), (100, 230, True), (230, 100, False)):
+                q = torch.rand(2, 4, nq, 64, device="cuda", dtype=dtype) * 2 - 1
+                k, v = (torch.rand(2, 2, nk, 64, device="cuda", dtype=dtype) * 2 - 1 for _ in range(2))
+                picked = flashstages.pick(q, k, v, causal=causal)
+                with self.subTest(dtype=str(dtype), nq=nq, nk=nk, causal=causal, picked=picked.name):
+                    o = flashstages.attention(q, k, v, causal=causal)
+                    torch.cuda.synchronize()
+                    ref = self.reference(q, k.repeat_interleave(2, 1), v.repeat_interleave(2, 1), causal)
+                    self.assertLess((o.double() - ref).abs().max().item(), tol)
+
     def test_cpu_tensors_are_refused_and_the_context_survives(self):
         import torch
         q = torch.rand(1, 2, 64, 64, dtype=torch.float16)
@@ -404,99 +550,6 @@ class OnTheGpu(unittest.TestCase):
         self.assertIn("torch.Size([2, 4, 1024, 64])", p.stdout)
 
 
-class FlashGradients(unittest.TestCase):
-    """flash_attention's dQ, dK, dV against PyTorch's autograd of scaled_dot_product_attention.
-
-    Tolerance, the flash-attention rule: both are measured against an fp64 autograd of the same inputs
-    and dO, and ours must be within 2x of SDPA's own error in the same dtype (its fp16/bf16 kernels round
-    P and dS as ours do, so its error is what this precision costs), plus an absolute floor of one unit
-    in the last place of the dtype at the gradient's largest magnitude: SDPA can be nearly exact on a tiny
-    problem (N = 17), where 2x of almost nothing would fail an equally good kernel."""
-
-    SHAPES = ((1, 2, 17, 17, 64, True), (2, 3, 1000, 1000, 128, False), (1, 2, 1000, 1000, 64, True),
-              (1, 2, 100, 230, 128, True), (2, 2, 230, 100, 64, False), (1, 1, 17, 1000, 128, True))
-
-    def gradients(self, fn, q, k, v, d_o):
-        q, k, v = (t.detach().clone().requires_grad_(True) for t in (q, k, v))
-        fn(q, k, v).backward(d_o)
-        return q.grad, k.grad, v.grad
-
-    def sdpa(self, causal, nq, nk, gqa=False):
-        import torch
-        from torch.nn.attention.bias import causal_lower_right
-        args = {"enable_gqa": True} if gqa else {}
-        if causal:  # the project's bottom-right mask: is_causal agrees with it only when Nq = Nk
-            args.update({"is_causal": True} if nq == nk else {"attn_mask": causal_lower_right(nq, nk)})
-        return lambda q, k, v: torch.nn.functional.scaled_dot_product_attention(q, k, v, **args)
-
-    def check_against_sdpa(self, dtype, b, h, kv_heads, nq, nk, d, causal):
-        """Our dQ, dK, dV within 2x SDPA's error against SDPA in fp64 (plus the floor, see above); K and V
-        with kv_heads heads, SDPA's enable_gqa=True when that is fewer than h."""
-        import torch
-        q = torch.randn(b, h, nq, d, device="cuda", dtype=dtype)
-        k, v = (torch.randn(b, kv_heads, nk, d, device="cuda", dtype=dtype) for _ in range(2))
-        d_o = torch.randn(b, h, nq, d, device="cuda", dtype=dtype)
-        sdpa = self.sdpa(causal, nq, nk, gqa=kv_heads != h)
-        ref = self.gradients(sdpa, q.double(), k.double(), v.double(), d_o.double())
-        theirs = self.gradients(sdpa, q, k, v, d_o)
-        ours = self.gradients(lambda q, k, v: flashstages.flash_attention(q, k, v, causal=causal), q, k, v, d_o)
-        torch.cuda.synchronize()
-        ulp = torch.finfo(dtype).eps
-        for name, r, t, o in zip(("dq", "dk", "dv"), ref, theirs, ours):
-            self.assertEqual(o.dtype, dtype, name)
-            self.assertEqual(o.shape, r.shape, name)
-            their_err = (t.double() - r).abs().max().item()
-            our_err = (o.double() - r).abs().max().item()
-            floor = ulp * max(1.0, r.abs().max().item())
-            self.assertLessEqual(our_err, 2 * their_err + floor,
-                                 f"{name}: ours {our_err:.3g}, SDPA's {their_err:.3g} against fp64")
-
-    def test_gradients_match_sdpa(self):
-        import torch
-        torch.manual_seed(2)
-        for dtype in (torch.float16, torch.bfloat16):
-            for b, h, nq, nk, d, causal in self.SHAPES:
-                with self.subTest(dtype=str(dtype), b=b, h=h, nq=nq, nk=nk, d=d, causal=causal):
-                    self.check_against_sdpa(dtype, b, h, h, nq, nk, d, causal)
-
-    def test_grouped_kv_gradients_match_sdpa_with_enable_gqa(self):
-        # dK and dV of a K/V head are the sums over its group of query heads: SDPA's enable_gqa=True.
-        import torch
-        torch.manual_seed(5)
-        for dtype in (torch.float16, torch.bfloat16):
-            for b, h, kv_heads, nq, nk, d, causal in ((2, 4, 2, 100, 230, 64, True), (1, 4, 1, 300, 300, 128, False),
-                                                      (2, 8, 2, 1, 1000, 64, False), (1, 6, 1, 17, 17, 128, True)):
-                with self.subTest(dtype=str(dtype), b=b, h=h, kv_heads=kv_heads, nq=nq, nk=nk, d=d, causal=causal):
-                    self.check_against_sdpa(dtype, b, h, kv_heads, nq, nk, d, causal)
-
-    def test_scale_and_a_strided_gradient(self):
-        # A scale of its own, and dO as an expanded view (autograd hands those over for a sum's backward).
-        import torch
-        torch.manual_seed(3)
-        q, k, v = (torch.randn(1, 2, 300, 64, device="cuda", dtype=torch.float16) for _ in range(3))
-        q64, k64, v64 = (t.double().requires_grad_(True) for t in (q, k, v))
-        torch.nn.functional.scaled_dot_product_attention(q64, k64, v64, scale=0.3).sum().backward()
-        q, k, v = (t.requires_grad_(True) for t in (q, k, v))
-        flashstages.flash_attention(q, k, v, scale=0.3).sum().backward()
-        for r, o in ((q64.grad, q.grad), (k64.grad, k.grad), (v64.grad, v.grad)):
-            # fp16 keeps 11 bits; 1e-2 of the largest gradient is ten of its rounding steps.
-            self.assertLess((o.double() - r).abs().max().item(), 1e-2 * max(1.0, r.abs().max().item()))
-
-    def test_deterministic_dq_is_bitwise_the_same(self):
-        import torch
-        torch.manual_seed(4)
-        q, k, v = (torch.randn(2, 4, 1000, 128, device="cuda", dtype=torch.bfloat16) for _ in range(3))
-        d_o = torch.randn_like(q)
-        fn = lambda q, k, v: flashstages.flash_attention(q, k, v, causal=True, deterministic=True)  # noqa: E731
-        first, second = self.gradients(fn, q, k, v, d_o), self.gradients(fn, q, k, v, d_o)
-        for name, a, b in zip(("dq", "dk", "dv"), first, second):
-            self.assertTrue(torch.equal(a, b), name)
-
-    def test_the_function_is_exported(self):
-        import torch
-        self.assertTrue(issubclass(flashstages.FlashAttention, torch.autograd.Function))
-
-
 def main():
     """`test_binding.py [LIBRARY] [--gpu]`: the CPU cases, or with --gpu the GPU cases, which without
     PyTorch and a GPU exit 77 (CTest's "skipped"), or fail when FLASHSTAGES_REQUIRE_GPU=1."""
@@ -510,7 +563,7 @@ def main():
             sys.exit("FLASHSTAGES_REQUIRE_GPU=1 but PyTorch sees no CUDA GPU")
         print("SKIPPED: the binding's GPU tests need PyTorch with a CUDA GPU")
         sys.exit(77)
-    cases = [OnTheGpu, FlashGradients] if gpu else [Checks, FlashChecks, Lookup]
+    cases = [OnTheGpu] if gpu else [Checks, FlashChecks, PickChecks, Lookup]
     suite = unittest.TestSuite(unittest.defaultTestLoader.loadTestsFromTestCase(c) for c in cases)
     result = unittest.TextTestRunner(verbosity=2).run(suite)
     sys.exit(0 if result.wasSuccessful() else 1)

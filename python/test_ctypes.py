@@ -1,12 +1,18 @@
 """CPU test of the C interface through ctypes: the status table, the registry (every problem kind:
 attention forward and backward, GEMM), and that each launcher returns its named code for bad input
-before touching a device. Without a GPU a valid call must return
-FS_ERR_CUDA. (test_binding.py runs the kernels on a GPU through the torch-facing API.)
+before touching a device. Without a GPU a valid call must return FS_ERR_CUDA, from the versions'
+entries and from the picking entries and their query alike. With --layout, the ctypes mirrors
+against the C header instead: every struct's size and every field's offset and size, as
+struct_layout.cpp (built by CMake against flashstages.h) prints them; no library needed. (test_binding.py
+and test_torch_op.py run the kernels on a GPU through the torch-facing API.)
 
     python3 python/test_ctypes.py build/common/libflashstages.so
+    python3 python/test_ctypes.py --layout build/python_struct_layout
 """
+import ctypes
 import math
 import os
+import subprocess
 import sys
 import unittest
 
@@ -14,6 +20,11 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import flashstages  # noqa: E402
 
 LIB_PATH = None
+LAYOUT_EXE = None
+# Each C struct of flashstages.h and its ctypes mirror.
+MIRRORS = {"fs_attention_params": flashstages.AttentionParams,
+           "fs_attention_bwd_params": flashstages.AttentionBwdParams, "fs_gemm_params": flashstages.GemmParams,
+           "fs_kernel_info": flashstages.KernelInfo, "fs_pick": flashstages.Pick}
 CODES = ["FS_SUCCESS", "FS_ERR_NULL_POINTER", "FS_ERR_INVALID_SIZE", "FS_ERR_UNSUPPORTED_HEAD_DIM",
          "FS_ERR_UNSUPPORTED_DTYPE", "FS_ERR_MISALIGNED_POINTER", "FS_ERR_UNSUPPORTED_MASK",
          "FS_ERR_INVALID_SCALE", "FS_ERR_OUT_OF_MEMORY", "FS_ERR_CUDA", "FS_ERR_INVALID_SEQLENS",
@@ -226,9 +237,68 @@ class CInterface(unittest.TestCase):
                 self.assertEqual(self.code(info.name, gemm_params(info)), "FS_ERR_CUDA")
         self.assertEqual(self.lib.fs_kernel_check_device(self.lib.fs_kernel_at(0), 0), 9)  # FS_ERR_CUDA
 
+    def test_picking_entries_without_gpu_are_a_named_cuda_error(self):
+        # The entries pick for the current GPU: without one they refuse before anything else, and the
+        # query says why in its Pick.
+        if has_gpu():
+            self.skipTest("this machine has a GPU; test_torch_op.py asks the query there")
+        fp16 = dict(dtype=flashstages.FP16, head_dim=64)
+        self.assertEqual(self.code("fs_attention_forward", valid_params(**fp16)), "FS_ERR_CUDA")
+        bwd = flashstages.kernels(self.lib, problem=flashstages.PROBLEM_ATTENTION_BWD)[-1]
+        self.assertEqual(self.code("fs_attention_backward", bwd_params(bwd)), "FS_ERR_CUDA")
+        gemm = flashstages.kernels(self.lib, problem=flashstages.PROBLEM_GEMM)[0]
+        self.assertEqual(self.code("fs_gemm", gemm_params(gemm)), "FS_ERR_CUDA")
+        for params in (valid_params(**fp16), bwd_params(bwd), gemm_params(gemm)):
+            with self.subTest(params=type(params).__name__):
+                with self.assertRaises(flashstages.FlashstagesError) as caught:
+                    flashstages.query_pick(self.lib, params)
+                self.assertEqual(caught.exception.name, "FS_ERR_CUDA")
+                self.assertIn("no GPU to pick for", str(caught.exception))
+
+    def test_pick_query_fills_its_struct_or_refuses_a_null(self):
+        pick = flashstages.Pick()
+        self.assertEqual(repr(pick), "Pick(kernel=None, why='')")
+        self.assertEqual(self.lib.fs_pick_attention_forward(None, ctypes.byref(pick)), 1)  # FS_ERR_NULL_POINTER
+        self.assertEqual(self.lib.fs_pick_gemm(ctypes.byref(gemm_params(flashstages.kernels(
+            self.lib, problem=flashstages.PROBLEM_GEMM)[0])), None), 1)
+        # A Pick that names a version prints it by name, stage and version, as the query leaves it.
+        info = self.lib.fs_kernel_at(0)
+        pick.kernel, pick.why = info, b"the rule"
+        self.assertEqual(pick.name, info.contents.name)
+        self.assertEqual(repr(pick), f"Pick(kernel={info.contents.name!r}, stage={info.contents.stage.decode()!r}, "
+                                     f"version={info.contents.version.decode()!r}, why='the rule')")
+
+
+class Layout(unittest.TestCase):
+    """The ctypes mirrors have the C structs' layout (struct_layout.cpp prints the compiler's)."""
+
+    def test_every_mirror_has_its_structs_size_and_offsets(self):
+        printed = subprocess.run([LAYOUT_EXE], capture_output=True, text=True, check=True).stdout.splitlines()
+        sizes, fields = {}, {}
+        for line in printed:
+            name, *numbers = line.split()
+            if "." in name:
+                struct, field = name.split(".")
+                fields.setdefault(struct, {})[field] = tuple(int(n) for n in numbers)
+            else:
+                sizes[name] = int(numbers[0])
+        self.assertEqual(set(sizes), set(MIRRORS))
+        for struct, mirror in MIRRORS.items():
+            with self.subTest(struct=struct):
+                self.assertEqual(ctypes.sizeof(mirror), sizes[struct], f"sizeof({struct})")
+                ours = {name: (getattr(mirror, name).offset, getattr(mirror, name).size) for name, _ in mirror._fields_}
+                self.assertEqual(ours, fields[struct], f"{struct}: (offset, size) of each field")
+
 
 if __name__ == "__main__":
-    if len(sys.argv) < 2:
-        sys.exit("usage: test_ctypes.py path/to/libflashstages.so")
-    LIB_PATH = sys.argv.pop(1)
-    unittest.main(verbosity=2)
+    args = sys.argv[1:]
+    if len(args) == 2 and args[0] == "--layout":
+        LAYOUT_EXE = args[1]
+        suite = unittest.defaultTestLoader.loadTestsFromTestCase(Layout)
+    elif len(args) == 1 and not args[0].startswith("-"):
+        LIB_PATH = args[0]
+        suite = unittest.defaultTestLoader.loadTestsFromTestCase(CInterface)
+    else:
+        sys.exit("usage: test_ctypes.py path/to/libflashstages.so, or test_ctypes.py --layout "
+                 "path/to/python_struct_layout")
+    sys.exit(0 if unittest.TextTestRunner(verbosity=2).run(suite).wasSuccessful() else 1)

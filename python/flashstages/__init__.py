@@ -2,51 +2,56 @@
 
     import torch, flashstages
     q, k, v = (torch.rand(2, 4, 1024, 64, device="cuda") * 2 - 1 for _ in range(3))
-    o = flashstages.attention(q, k, v, causal=True, kernel="fs_online_softmax_v1")
+    o = flashstages.attention(q, k, v, causal=True)         # the fastest version for this GPU and shape
+    flashstages.pick(q, k, v, causal=True)                  # which one that is, and why
+
+attention() runs the library's picking entry, fs_attention_forward: of every version the library
+holds, the one measured fastest at the benchmark point nearest the problem on this GPU that takes it
+(README.md, "Calling the fastest version"). kernel="fs_online_softmax_v1" (any name kernels() lists)
+runs that version instead. pick() says which version the entry would run, and why, without running it.
 
 attention() checks its tensors before it calls the library — on one CUDA device, contiguous, of one
-dtype the kernel takes, of shapes that agree (k and v may have fewer heads than q, a divisor of them:
-grouped-query attention) — and raises TypeError or ValueError naming the tensor
-and the problem; what the library itself refuses comes back as FlashstagesError with its named code
-(FS_ERR_UNSUPPORTED_HEAD_DIM, ...). It launches on PyTorch's current stream of the tensors' device.
-The library is found by find_library(): $FLASHSTAGES_LIBRARY, then the build tree of this checkout,
-then the install prefix. kernels() lists what the library holds (each KernelInfo printed with its
-name, stage, dtypes, head_dims, GPUs and technique); call() runs any entry, the GEMMs of stage 06 and
-the backward passes of stage 05 included, on a params struct.
+dtype and head_dim a version takes (the named one, else any), of shapes that agree (k and v may have
+fewer heads than q, a divisor of them: grouped-query attention) — and raises TypeError or ValueError
+naming the tensor and the problem; what the library itself refuses comes back as FlashstagesError
+with its named code (FS_ERR_UNSUPPORTED_DEVICE, ...). It launches on PyTorch's current stream of the
+tensors' device. The library is found by find_library(): $FLASHSTAGES_LIBRARY, then the build tree
+of this checkout, then the install prefix. kernels() lists what the library holds (each KernelInfo
+printed with its name, stage, dtypes, head_dims, GPUs and technique); call() runs any entry, the GEMMs
+of stage 06 and the backward passes of stage 05 included, on a params struct; query_pick() asks a
+picking entry what it would run for a params struct.
 
-flash_attention(q, k, v) is attention with gradients: a torch.autograd.Function (FlashAttention) whose
-forward is stage 04's v5 with the LSE kept and whose backward is stage 05's v10 (fp16/bf16, head_dim 64
-or 128, K/V with Q's heads or a divisor of them).
+flash_attention(q, k, v) is attention with gradients: one PyTorch operator, so that torch.compile
+traces it whole. torch_ops() registers its forward and backward with torch.library (at first use;
+at import when PyTorch is imported already) and returns their namespace, torch.ops.flashstages.
 
-attention() and flash_attention() take PyTorch tensors; PyTorch is imported at their first call, and
-without it they raise ModuleNotFoundError saying how to install it (README.md). Importing flashstages,
-kernels(), call() and the structs need no PyTorch.
+attention(), flash_attention(), pick() and torch_ops() need PyTorch; it is imported at their first
+call, and without it they raise ModuleNotFoundError saying how to install it (README.md). Importing
+flashstages, kernels(), call(), query_pick() and the structs need no PyTorch.
 """
 import sys
+import typing
 
 from ._capi import (BF16, DTYPE_NAMES, FP8_E4M3, FP16, FP32, INT8, INT32, LIBRARY_ENV, PARAMS_OF_PROBLEM,  # noqa: F401
-                    PROBLEM_ATTENTION, PROBLEM_ATTENTION_BWD, PROBLEM_GEMM, PROBLEM_NAMES, AttentionBwdParams,
-                    AttentionParams, FlashstagesError, GemmParams, KernelInfo, call, find_library, kernels,
-                    library_candidates, load, status_name)
+                    PICKING_ENTRIES, PROBLEM_ATTENTION, PROBLEM_ATTENTION_BWD, PROBLEM_GEMM, PROBLEM_NAMES,
+                    AttentionBwdParams, AttentionParams, FlashstagesError, GemmParams, KernelInfo, Pick, call,
+                    find_library, kernels, library_candidates, load, query_pick, status_name)
 
-__all__ = ["attention", "attention_params", "flash_attention", "library", "kernels", "call", "load", "find_library", "FlashstagesError",
-           "AttentionParams", "AttentionBwdParams", "GemmParams", "KernelInfo"]
+__all__ = ["attention", "attention_params", "flash_attention", "pick", "torch_ops", "library", "kernels", "call",
+           "query_pick", "load", "find_library", "FlashstagesError", "AttentionParams", "AttentionBwdParams",
+           "GemmParams", "KernelInfo", "Pick"]
 
-DEFAULT_KERNEL = "fs_flash_fwd_v5"  # stage 04's fastest on its whole sweep (stages/04_flash_fwd/README.md)
-# Stage 05's fastest (stages/05_flash_bwd/README.md: v10, v9 with its addresses worked out once), run
-# through this binding on the H100 by test_binding.py --gpu. It takes every dtype, head_dim and grouping of K/V
-# heads that v2 to v4 take (test_binding.py checks the first two on the library; every backward version
-# sums dK, dV over a group), so no call that an older version would run is refused by this default.
-DEFAULT_BACKWARD_KERNEL = "fs_flash_bwd_v10"
 _DTYPES = {"torch.float32": FP32, "torch.float16": FP16, "torch.bfloat16": BF16}
 _lib = None
-# What to do without PyTorch: the message of the ModuleNotFoundError attention() and flash_attention() raise.
+_versions_of = {}  # (library, problem) -> its versions, read from the registry once
+_ops = None  # torch.ops.flashstages, once torch_ops() has registered the operators
+# What to do without PyTorch: the message of the ModuleNotFoundError the tensor functions raise.
 INSTALL_TORCH = (
-    "flashstages.attention() and flash_attention() take PyTorch tensors, and this Python ({python}) has no "
-    "PyTorch. Install a CUDA build of it: `{python} -m pip install torch` (PyPI's Linux wheels are CUDA "
-    "builds), or the command https://pytorch.org/get-started/locally/ gives for your CUDA version, e.g. "
-    "`{python} -m pip install torch --index-url https://download.pytorch.org/whl/cu130`. The C interface "
-    "(kernels(), call(), the params structs) needs no PyTorch.")
+    "flashstages.attention(), flash_attention(), pick() and torch_ops() need PyTorch, and this Python "
+    "({python}) has no PyTorch. Install a CUDA build of it: `{python} -m pip install torch` (PyPI's Linux "
+    "wheels are CUDA builds), or the command https://pytorch.org/get-started/locally/ gives for your CUDA "
+    "version, e.g. `{python} -m pip install torch --index-url https://download.pytorch.org/whl/cu130`. The C "
+    "interface (kernels(), call(), query_pick(), the params structs) needs no PyTorch.")
 
 
 def library():
@@ -68,13 +73,58 @@ def _torch():
     return torch
 
 
+def _versions(lib, problem):
+    """Every version of a problem kind the library holds (KernelInfo): those a picking entry chooses among."""
+    key = (lib, problem)
+    if key not in _versions_of:
+        _versions_of[key] = kernels(lib, problem=problem)
+    return _versions_of[key]
+
+
 def _attention_kernel(lib, name, problem=PROBLEM_ATTENTION):
-    found = kernels(lib, problem=problem)
+    found = _versions(lib, problem)
     if name not in [k.name for k in found]:
         kind = "an attention backward" if problem == PROBLEM_ATTENTION_BWD else "an attention"
         raise ValueError(f"kernel {name!r} is not {kind} kernel of this library; it has: "
                          f"{', '.join(k.name for k in found)}")
     return next(k for k in found if k.name == name)
+
+
+def _takes(lib, name, problem):
+    """What a call may run: [the version named], or for None every version of the problem (the picking
+    entry runs one of them)."""
+    return [_attention_kernel(lib, name, problem)] if name is not None else _versions(lib, problem)
+
+
+def _dtype_names(mask):
+    return ", ".join(n for c, n in ((FP32, "float32"), (FP16, "float16"), (BF16, "bfloat16")) if mask & (1 << c))
+
+
+def _head_dims_text(infos):
+    """The head_dims some versions take, together: "[64, 128]", "1 to 256", "1 to 128 and [256]"."""
+    bound = max((i.max_head_dim for i in infos if i.num_head_dims == 0), default=0)
+    listed = sorted({d for i in infos for d in list(i.head_dims)[: i.num_head_dims] if d > bound})
+    return " and ".join(([f"1 to {bound}"] if bound else []) + ([str(listed)] if listed else []))
+
+
+def _check_takes(takes, dtype, d, backward=False):
+    """TypeError or ValueError unless a version of `takes` (KernelInfo: the one named, or all a picking
+    entry chooses among) takes `dtype` (a torch dtype's name, one of _DTYPES) and head_dim d."""
+    if len(takes) == 1:
+        info = takes[0]
+        who = f"the backward, {info.name}," if backward else info.name
+        if not info.in_dtypes & (1 << _DTYPES[dtype]):
+            raise TypeError(f"q is {dtype}: {who} takes {_dtype_names(info.in_dtypes)}")
+        if not info.takes_head_dim(d):
+            raise ValueError(f"head_dim {d}: {who} takes {_head_dims_text([info])}")
+        return
+    kind = "backward" if backward else "forward"
+    with_dtype = [i for i in takes if i.in_dtypes & (1 << _DTYPES[dtype])]
+    if not with_dtype:
+        raise TypeError(f"q is {dtype}: no {kind} version of this library takes it")
+    if not any(i.takes_head_dim(d) for i in with_dtype):
+        raise ValueError(f"head_dim {d}: no {kind} version of this library takes it in {dtype} "
+                         f"(they take {_head_dims_text(with_dtype)})")
 
 
 def _check_tensor(name, t, ndim):
@@ -85,18 +135,21 @@ def _check_tensor(name, t, ndim):
         raise ValueError(f"{name} must have {ndim} dimensions, got shape {tuple(t.shape)}")
 
 
-def _check_attention(info, q, k, v, out, lse, make_contiguous,
-                     copy_hint="or make_contiguous=True to let attention() copy it"):
+def _check_attention(takes, q, k, v, like_q=None, lse=None, make_contiguous=False,
+                     copy_hint="or make_contiguous=True to let attention() copy it", backward=False):
     """Every check attention() makes before the library is called; returns the contiguous inputs.
+    takes: the versions the call may run (_takes). like_q: {name: tensor} of tensors shaped and typed
+    as q, written or read whole (out; the backward's out and d_o). lse: [B, H, Nq] float32, or None.
     copy_hint ends the message for a strided input (flash_attention() has no copying option)."""
+    like_q = {name: t for name, t in (like_q or {}).items() if t is not None}
     tensors = {"q": q, "k": k, "v": v}
     for name, t in tensors.items():
         _check_tensor(name, t, 4)
-    if out is not None:
-        _check_tensor("out", out, 4)
+    for name, t in like_q.items():
+        _check_tensor(name, t, 4)
     if lse is not None:
         _check_tensor("lse", lse, 3)
-    everything = {**tensors, **({"out": out} if out is not None else {}), **({"lse": lse} if lse is not None else {})}
+    everything = {**tensors, **like_q, **({"lse": lse} if lse is not None else {})}
     device = q.device
     for name, t in everything.items():
         if t.device.type != "cuda":
@@ -106,15 +159,12 @@ def _check_attention(info, q, k, v, out, lse, make_contiguous,
     dtype = str(q.dtype)
     if dtype not in _DTYPES:
         raise TypeError(f"q is {dtype}: flashstages takes torch.float32, torch.float16 or torch.bfloat16")
-    for name, t in {**tensors, **({"out": out} if out is not None else {})}.items():
+    for name, t in {**tensors, **like_q}.items():
         if str(t.dtype) != dtype:
-            raise TypeError(f"{name} is {t.dtype}, q is {dtype}: q, k, v and out must have one dtype")
+            raise TypeError(f"{name} is {t.dtype}, q is {dtype}: {', '.join(['q', 'k', 'v', *like_q])} must have "
+                            f"one dtype")
     if lse is not None and str(lse.dtype) != "torch.float32":
         raise TypeError(f"lse is {lse.dtype}: it must be torch.float32")
-    if not info.in_dtypes & (1 << _DTYPES[dtype]):
-        takes = ", ".join(n for c, n in ((FP32, "float32"), (FP16, "float16"), (BF16, "bfloat16"))
-                          if info.in_dtypes & (1 << c))
-        raise TypeError(f"{info.name} takes {takes}, not {dtype}")
     b, h, nq, d = q.shape
     for name in ("k", "v"):
         t = tensors[name]
@@ -127,16 +177,15 @@ def _check_attention(info, q, k, v, out, lse, make_contiguous,
     if kv_heads < 1 or kv_heads > h or h % kv_heads:
         raise ValueError(f"k and v have {kv_heads} heads, q {h}: the K/V heads must divide the query heads "
                          f"(grouped-query attention, each K/V head shared by H / KVH query heads)")
-    if out is not None and tuple(out.shape) != tuple(q.shape):
-        raise ValueError(f"out has shape {tuple(out.shape)}: it must be q's, {tuple(q.shape)}")
+    for name, t in like_q.items():
+        if tuple(t.shape) != tuple(q.shape):
+            raise ValueError(f"{name} has shape {tuple(t.shape)}: it must be q's, {tuple(q.shape)}")
     if lse is not None and tuple(lse.shape) != (b, h, nq):
         raise ValueError(f"lse has shape {tuple(lse.shape)}: it must be [B, H, Nq] = {(b, h, nq)}")
-    if not info.takes_head_dim(d):
-        dims = list(info.head_dims)[: info.num_head_dims] or f"1 to {info.max_head_dim}"
-        raise ValueError(f"head_dim {d}: {info.name} takes {dims}")
-    for name, t in {**({"out": out} if out is not None else {}), **({"lse": lse} if lse is not None else {})}.items():
+    _check_takes(takes, dtype, d, backward)
+    for name, t in {**like_q, **({"lse": lse} if lse is not None else {})}.items():
         if not t.is_contiguous():
-            raise ValueError(f"{name} is not contiguous: the kernel writes it as a dense row-major tensor")
+            raise ValueError(f"{name} is not contiguous: the kernel reads or writes it as a dense row-major tensor")
     inputs = []
     for name, t in tensors.items():
         if not t.is_contiguous():
@@ -161,47 +210,34 @@ def attention_params(q, k, v, out, lse=None, *, causal=False, scale=None):
     return params
 
 
-def attention(q, k, v, *, causal=False, scale=None, out=None, lse=None, kernel=DEFAULT_KERNEL,
-              make_contiguous=False):
-    """O = softmax(scale · Q Kᵀ [causal mask]) V with one of the library's attention kernels.
+def _launch(torch, lib, entry, params, device):
+    """Runs a library entry on PyTorch's current stream of `device`, with `device` the current CUDA device."""
+    with torch.cuda.device(device):
+        call(lib, entry, params, torch.cuda.current_stream(device).cuda_stream)
+
+
+def attention(q, k, v, *, causal=False, scale=None, out=None, lse=None, kernel=None, make_contiguous=False):
+    """O = softmax(scale · Q Kᵀ [causal mask]) V with the library's fastest version for the GPU and the
+    problem (the picking entry fs_attention_forward; pick() says which), or with the version `kernel`
+    names ("fs_flash_fwd_v5": any attention kernel kernels() lists).
 
     q: [B, H, Nq, D]; k, v: [B, KVH, Nk, D] with KVH = H, or a divisor of H for grouped-query attention
     (query head h reads K/V head h // (H // KVH), as SDPA's enable_gqa=True; KVH = 1 is multi-query
-    attention); one CUDA device, one dtype the kernel takes. The causal mask
+    attention); one CUDA device, one dtype and head_dim a version takes (the named one, else any: the
+    others are refused here, naming the tensor). The causal mask
     is aligned bottom-right (query i sees keys j <= i + Nk - Nq), like FlashAttention's and unlike
     PyTorch's is_causal (top-left): compare with torch.nn.attention.bias.causal_lower_right. scale:
     None for 1/sqrt(D). out: the output to write ([B, H, Nq, D], contiguous), made when None. lse: an
     optional [B, H, Nq] float32 tensor for the log-sum-exp of each row. Returns out.
     """
-    torch = _torch()
     lib = library()
-    info = _attention_kernel(lib, kernel)
-    q, k, v = _check_attention(info, q, k, v, out, lse, make_contiguous)
+    q, k, v = _check_attention(_takes(lib, kernel, PROBLEM_ATTENTION), q, k, v, {"out": out}, lse, make_contiguous)
+    torch = _torch()
     if out is None:
         out = torch.empty_like(q)
     params = attention_params(q, k, v, out, lse, causal=causal, scale=scale)
-    with torch.cuda.device(q.device):
-        call(lib, kernel, params, torch.cuda.current_stream(q.device).cuda_stream)
+    _launch(torch, lib, kernel or PICKING_ENTRIES[PROBLEM_ATTENTION][0], params, q.device)
     return out
-
-
-def _check_flash_attention(fwd_info, bwd_info, q, k, v, causal):
-    """Every check flash_attention() makes before the library is called: attention()'s for the forward
-    kernel, then what the backward kernel needs, so that nothing is refused only in backward()."""
-    _check_attention(fwd_info, q, k, v, None, None, make_contiguous=False,
-                     copy_hint="whose gradient flows back to the view (flash_attention() copies nothing)")
-    dtype = str(q.dtype)
-    if not bwd_info.in_dtypes & (1 << _DTYPES[dtype]):
-        takes = ", ".join(n for c, n in ((FP32, "float32"), (FP16, "float16"), (BF16, "bfloat16"))
-                          if bwd_info.in_dtypes & (1 << c))
-        raise TypeError(f"q is {dtype}: the backward, {bwd_info.name}, takes {takes}")
-    d = q.shape[3]
-    if not bwd_info.takes_head_dim(d):
-        dims = list(bwd_info.head_dims)[: bwd_info.num_head_dims] or f"1 to {bwd_info.max_head_dim}"
-        raise ValueError(f"head_dim {d}: the backward, {bwd_info.name}, takes {dims}")
-    if causal and q.shape[2] > k.shape[2]:
-        raise ValueError(f"causal with Nq = {q.shape[2]} > Nk = {k.shape[2]}: the first Nq - Nk query rows "
-                         f"would see no key (the mask is bottom-right aligned)")
 
 
 def _bwd_params(fwd, d_o, dq, dk, dv, deterministic):
@@ -213,75 +249,182 @@ def _bwd_params(fwd, d_o, dq, dk, dv, deterministic):
     return params
 
 
-_function = None
-
-
-def _flash_attention_function():
-    """The torch.autograd.Function, made at first use so that importing flashstages needs no PyTorch."""
-    global _function
-    if _function is not None:
-        return _function
+def pick(q, k, v, *, causal=False, backward=False, deterministic=False):
+    """Which version attention() and flash_attention() run by default on these tensors, on their GPU, and
+    why, without running it: the Pick the library's query fills (fs_pick_attention_forward, or with
+    backward=True fs_pick_attention_backward, for flash_attention's backward; deterministic: its
+    deterministic mode, which the backward ranking tells apart). A Pick prints the version's entry,
+    stage and version and the reason (the measured point nearest the problem and the time there, or the
+    rule); .name is the entry, .info its KernelInfo. The tensors are checked as attention() checks them.
+    The outputs, not made yet, stand in as fresh allocations would lie: 256-byte aligned, apart from q, k
+    and v (the query checks their addresses and reads nothing). Where the entry would refuse the
+    problem: FlashstagesError with its code and reason.
+    """
+    if deterministic and not backward:
+        raise ValueError("deterministic is the backward's mode: pass backward=True with it")
+    lib = library()
+    problem = PROBLEM_ATTENTION_BWD if backward else PROBLEM_ATTENTION
+    q, k, v = _check_attention(_versions(lib, problem), q, k, v, backward=backward,
+                               copy_hint="as attention() and flash_attention() would need it")
     torch = _torch()
+    q_bytes = q.numel() * q.element_size()
+    kv_bytes = k.numel() * k.element_size()
+    lse_bytes = q.numel() // q.shape[3] * 4
+    free = max(t.data_ptr() + t.numel() * t.element_size() for t in (q, k, v))
 
-    class FlashAttention(torch.autograd.Function):
-        """forward(q, k, v, causal, scale, deterministic, kernel, backward_kernel) → O; the inputs are
-        checked by flash_attention(), which is the way to call it."""
+    def fresh(size):  # the next stand-in address, 256-byte aligned, past every other
+        nonlocal free
+        address = (free + 255) // 256 * 256
+        free = address + size
+        return address
 
-        @staticmethod
-        def forward(ctx, q, k, v, causal, scale, deterministic, kernel, backward_kernel):
-            b, h, nq, _ = q.shape
-            out = torch.empty_like(q)
-            lse = torch.empty(b, h, nq, device=q.device, dtype=torch.float32)  # the backward needs it
-            params = attention_params(q, k, v, out, lse, causal=causal, scale=scale)
-            with torch.cuda.device(q.device):
-                call(library(), kernel, params, torch.cuda.current_stream(q.device).cuda_stream)
-            ctx.save_for_backward(q, k, v, out, lse)
-            ctx.causal, ctx.scale, ctx.deterministic = causal, scale, deterministic
-            ctx.backward_kernel = backward_kernel
-            return out
-
-        @staticmethod
-        def backward(ctx, d_o):
-            q, k, v, out, lse = ctx.saved_tensors
-            d_o = d_o.contiguous()  # autograd may hand over an expanded or strided gradient
-            if d_o.dtype != q.dtype:
-                d_o = d_o.to(q.dtype)
-            dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
-            # dk, dv: [B, KVH, Nk, D], the sums over each group of query heads (fwd.kv_heads)
-            fwd = attention_params(q, k, v, out, lse, causal=ctx.causal, scale=ctx.scale)
-            params = _bwd_params(fwd, d_o, dq, dk, dv, ctx.deterministic)
-            with torch.cuda.device(q.device):
-                call(library(), ctx.backward_kernel, params, torch.cuda.current_stream(q.device).cuda_stream)
-            return dq, dk, dv, None, None, None, None, None
-
-    _function = FlashAttention
-    return _function
+    params = AttentionParams(q.shape[0], q.shape[1], q.shape[2], k.shape[2], q.shape[3], 0.0, int(bool(causal)),
+                             _DTYPES[str(q.dtype)], q.data_ptr(), k.data_ptr(), v.data_ptr(), fresh(q_bytes),
+                             fresh(lse_bytes))
+    params.kv_heads = k.shape[1]
+    if backward:
+        fwd = params
+        params = AttentionBwdParams(fwd=fwd, d_o=fresh(q_bytes), dq=fresh(q_bytes), dk=fresh(kv_bytes),
+                                    dv=fresh(kv_bytes), delta=None, deterministic=int(bool(deterministic)))
+    with torch.cuda.device(q.device):
+        return query_pick(lib, params)
 
 
-def __getattr__(name):
-    # flashstages.FlashAttention, made on first access (PEP 562) so that the CPU-side checks need no torch.
-    if name == "FlashAttention":
-        return _flash_attention_function()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+def _check_flash_attention(lib, q, k, v, causal, kernel, backward_kernel):
+    """Every check flash_attention()'s forward makes before the library is called: attention()'s for
+    the forward (`kernel`, None for any version), then what the backward (`backward_kernel`, likewise)
+    takes, so that nothing is refused only in the backward."""
+    _check_attention(_takes(lib, kernel, PROBLEM_ATTENTION), q, k, v,
+                     copy_hint="whose gradient flows back to the view (flash_attention() copies nothing)")
+    _check_takes(_takes(lib, backward_kernel, PROBLEM_ATTENTION_BWD), str(q.dtype), q.shape[3], backward=True)
+    _check_mask(q, k, causal)
 
 
-def flash_attention(q, k, v, causal=False, scale=None, deterministic=False, *, kernel=DEFAULT_KERNEL,
-                    backward_kernel=DEFAULT_BACKWARD_KERNEL):
-    """attention() with gradients: O = softmax(scale · Q Kᵀ [causal mask]) V, differentiable in q, k, v.
+def _check_flash_backward(lib, d_o, q, k, v, out, lse, causal, kernel):
+    """Every check the backward operator makes before the library is called."""
+    _check_attention(_takes(lib, kernel, PROBLEM_ATTENTION_BWD), q, k, v, {"out": out, "d_o": d_o}, lse,
+                     copy_hint="as the forward had them", backward=True)
+    _check_mask(q, k, causal)
+
+
+def _check_mask(q, k, causal):
+    if causal and q.shape[2] > k.shape[2]:
+        raise ValueError(f"causal with Nq = {q.shape[2]} > Nk = {k.shape[2]}: the first Nq - Nk query rows "
+                         f"would see no key (the mask is bottom-right aligned)")
+
+
+def torch_ops():
+    """Registers flash_attention()'s two PyTorch operators, once per process, and returns their namespace,
+    torch.ops.flashstages:
+
+        flash_attention_forward(q, k, v, causal, scale, deterministic, kernel, backward_kernel) -> (out, lse)
+        flash_attention_backward(d_o, q, k, v, out, lse, causal, scale, deterministic, kernel) -> (dq, dk, dv)
+
+    out is [B, H, Nq, D] in q's dtype, lse the log-sum-exp of each row, [B, H, Nq] float32 (not
+    differentiable); dq, dk, dv have q's, k's and v's shapes. kernel, backward_kernel: a version's name,
+    or None for the picking entry. The forward's deterministic and backward_kernel are what its
+    gradient (registered with torch.library.register_autograd: the backward operator) uses; its checks
+    cover the backward's too. Each checks its tensors (flash_attention()'s checks) in its real and in
+    its fake implementation (register_fake: shapes and dtypes for torch.compile), so a bad call is
+    refused before anything runs, when traced as when run. Both launch on PyTorch's current stream.
+
+    torch.compile cannot trace the registration itself: import PyTorch before flashstages (the package
+    registers the operators at import then), or call torch_ops() once before compiling.
+    Needs PyTorch 2.4 or newer (torch.library.custom_op)."""
+    global _ops
+    if _ops is None:
+        _ops = _register_ops(_torch())
+    return _ops
+
+
+def _register_ops(torch):
+    if not hasattr(torch.library, "custom_op"):
+        raise RuntimeError(f"flash_attention needs PyTorch 2.4 or newer (torch.library.custom_op); this is "
+                           f"PyTorch {torch.__version__}")
+    Tensor, Optional, Tuple = torch.Tensor, typing.Optional, typing.Tuple
+
+    def forward_outputs(q):
+        b, h, nq, _ = q.shape
+        return (torch.empty(q.shape, dtype=q.dtype, device=q.device),           # O: [B, H, Nq, D]
+                torch.empty((b, h, nq), dtype=torch.float32, device=q.device))  # LSE: [B, H, Nq]
+
+    @torch.library.custom_op("flashstages::flash_attention_forward", mutates_args=())
+    def forward(q: Tensor, k: Tensor, v: Tensor, causal: bool, scale: Optional[float], deterministic: bool,
+                kernel: Optional[str], backward_kernel: Optional[str]) -> Tuple[Tensor, Tensor]:
+        lib = library()
+        _check_flash_attention(lib, q, k, v, causal, kernel, backward_kernel)
+        out, lse = forward_outputs(q)
+        params = attention_params(q, k, v, out, lse, causal=causal, scale=scale)
+        _launch(torch, lib, kernel or PICKING_ENTRIES[PROBLEM_ATTENTION][0], params, q.device)
+        return out, lse
+
+    @forward.register_fake
+    def _(q, k, v, causal, scale, deterministic, kernel, backward_kernel):
+        _check_flash_attention(library(), q, k, v, causal, kernel, backward_kernel)
+        return forward_outputs(q)
+
+    @torch.library.custom_op("flashstages::flash_attention_backward", mutates_args=())
+    def backward(d_o: Tensor, q: Tensor, k: Tensor, v: Tensor, out: Tensor, lse: Tensor, causal: bool,
+                 scale: Optional[float], deterministic: bool, kernel: Optional[str]) -> Tuple[Tensor, Tensor, Tensor]:
+        lib = library()
+        _check_flash_backward(lib, d_o, q, k, v, out, lse, causal, kernel)
+        # dk, dv: [B, KVH, Nk, D], the sums over each group of query heads (fwd.kv_heads)
+        dq, dk, dv = (torch.empty(t.shape, dtype=t.dtype, device=t.device) for t in (q, k, v))
+        fwd = attention_params(q, k, v, out, lse, causal=causal, scale=scale)
+        _launch(torch, lib, kernel or PICKING_ENTRIES[PROBLEM_ATTENTION_BWD][0],
+                _bwd_params(fwd, d_o, dq, dk, dv, deterministic), q.device)
+        return dq, dk, dv
+
+    @backward.register_fake
+    def _(d_o, q, k, v, out, lse, causal, scale, deterministic, kernel):
+        _check_flash_backward(library(), d_o, q, k, v, out, lse, causal, kernel)
+        return tuple(torch.empty(t.shape, dtype=t.dtype, device=t.device) for t in (q, k, v))
+
+    def setup_context(ctx, inputs, output):
+        q, k, v, causal, scale, deterministic, _, backward_kernel = inputs
+        out, lse = output
+        ctx.save_for_backward(q, k, v, out, lse)
+        ctx.causal, ctx.scale, ctx.deterministic, ctx.backward_kernel = causal, scale, deterministic, backward_kernel
+        ctx.mark_non_differentiable(lse)  # the backward reads it; no gradient flows through it
+
+    def gradient(ctx, d_out, _d_lse):
+        q, k, v, out, lse = ctx.saved_tensors
+        # autograd may hand over an expanded or strided gradient (a sum's backward); the kernels read it dense
+        dq, dk, dv = backward(d_out.contiguous(), q, k, v, out, lse, ctx.causal, ctx.scale, ctx.deterministic,
+                              ctx.backward_kernel)
+        return dq, dk, dv, None, None, None, None, None
+
+    forward.register_autograd(gradient, setup_context=setup_context)
+    return torch.ops.flashstages
+
+
+def flash_attention(q, k, v, causal=False, scale=None, deterministic=False, *, kernel=None, backward_kernel=None):
+    """attention() with gradients: O = softmax(scale · Q Kᵀ [causal mask]) V, differentiable in q, k, v,
+    as one PyTorch operator (torch.ops.flashstages.flash_attention_forward, whose gradient is
+    flash_attention_backward: torch_ops()), so that torch.compile(fullgraph=True) traces it whole.
 
     q: [B, H, Nq, D]; k, v: [B, KVH, Nk, D], KVH = H or a divisor of it (grouped-query attention, as
-    attention() and SDPA's enable_gqa=True: the gradient of a K/V head sums over its group); one
-    CUDA device, contiguous, float16 or bfloat16, D 64 or 128 (what both kernels take). causal: the
-    bottom-right mask of attention(), which needs Nq <= Nk here. scale: None for 1/sqrt(D).
-    deterministic: dQ bitwise the same on every backward of the same inputs (no unordered atomic adds:
-    v2's second pass, whichever of v2 to v10 is the backward; slower); dK and dV always are. The forward
-    (kernel, stage 04's v5 by default) keeps O and the LSE; the backward (backward_kernel, stage 05's v10
-    by default) reads them with dO. Both run on PyTorch's current
-    stream. Bad input raises TypeError or ValueError here, before the library is called.
+    attention() and SDPA's enable_gqa=True: the gradient of a K/V head sums over its group); one CUDA
+    device, contiguous, of a dtype and head_dim both passes take. causal: the bottom-right mask of
+    attention(), which needs Nq <= Nk here. scale: None for 1/sqrt(D). deterministic: dQ bitwise the
+    same on every backward of the same inputs (no unordered atomic adds; slower); dK and dV always are.
+    The forward keeps O and the LSE; the backward reads them with dO. Each runs the library's fastest
+    version for the GPU and the problem (pick(), and pick(backward=True), say which), or the version
+    kernel / backward_kernel names ("fs_flash_fwd_v5", "fs_flash_bwd_v10"). Both run on PyTorch's current
+    stream.
+
+    Bad input raises TypeError or ValueError, naming the tensor, before anything runs — including what
+    only the backward refuses (a dtype or head_dim that no backward version takes, or that
+    backward_kernel does not): always, whether or not any input requires grad, since a flash_attention()
+    call stands for both passes (attention() runs the forward alone).
     """
-    lib = library()
-    fwd_info = _attention_kernel(lib, kernel)
-    bwd_info = _attention_kernel(lib, backward_kernel, PROBLEM_ATTENTION_BWD)
-    _check_flash_attention(fwd_info, bwd_info, q, k, v, causal)
-    return _flash_attention_function().apply(q, k, v, bool(causal), scale, bool(deterministic), kernel,
-                                             backward_kernel)
+    out, _ = torch_ops().flash_attention_forward(q, k, v, bool(causal), None if scale is None else float(scale),
+                                                 bool(deterministic), kernel, backward_kernel)
+    return out
+
+
+# Registering cannot be traced by torch.compile: a program that imported PyTorch before flashstages gets
+# the operators now, so that its first flash_attention() call may be inside torch.compile. Otherwise
+# they are registered at the first torch_ops() or flash_attention() call.
+if sys.modules.get("torch") is not None and hasattr(getattr(sys.modules["torch"], "library", None), "custom_op"):
+    torch_ops()

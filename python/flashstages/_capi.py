@@ -1,5 +1,6 @@
 """The C interface of libflashstages through ctypes: the params structs, the kernel descriptions,
-status codes, and finding and loading the library. The torch-facing API is in __init__.py.
+status codes, the picking entries and their query (Pick), and finding and loading the library. The
+torch-facing API is in __init__.py.
 """
 import ctypes
 import ctypes.util
@@ -132,6 +133,45 @@ class KernelInfo(ctypes.Structure):
         return f"KernelInfo({', '.join(fields)})"
 
 
+class Pick(ctypes.Structure):
+    """Mirror of fs_pick (common/lib/flashstages.h): the version a picking entry (fs_attention_forward,
+    fs_attention_backward, fs_gemm) would run, or null where it would run none, and one line saying why."""
+
+    _fields_ = [
+        ("kernel", ctypes.POINTER(KernelInfo)),
+        ("why", ctypes.c_char * 320),
+    ]
+
+    @property
+    def info(self):
+        """The KernelInfo of the version picked, or None."""
+        return self.kernel.contents if self.kernel else None
+
+    @property
+    def name(self):
+        """The picked version's C entry ("fs_flash_fwd_tma_v8"), or None."""
+        return self.info.name if self.kernel else None
+
+    @property
+    def reason(self):
+        return self.why.decode(errors="replace")
+
+    def __repr__(self):
+        """Pick(kernel='fs_flash_fwd_tma_v8', stage='stage07/attention', version='v8', why='fastest at ...')."""
+        if not self.kernel:
+            return f"Pick(kernel=None, why={self.reason!r})"
+        info = self.info
+        return (f"Pick(kernel={info.name!r}, stage={info.stage.decode()!r}, version={info.version.decode()!r}, "
+                f"why={self.reason!r})")
+
+
+# The picking entries of each problem kind: the one that runs the fastest version that takes the problem,
+# and the one that says which that is (flashstages.h, "The fastest version, picked").
+PICKING_ENTRIES = {PROBLEM_ATTENTION: ("fs_attention_forward", "fs_pick_attention_forward"),
+                   PROBLEM_ATTENTION_BWD: ("fs_attention_backward", "fs_pick_attention_backward"),
+                   PROBLEM_GEMM: ("fs_gemm", "fs_pick_gemm")}
+
+
 class FlashstagesError(RuntimeError):
     def __init__(self, code, name, message):
         super().__init__(f"{name} ({code}): {message}")
@@ -207,6 +247,12 @@ def load(path=None):
         fn = getattr(lib, info.name)
         fn.restype = ctypes.c_int
         fn.argtypes = [ctypes.POINTER(PARAMS_OF_PROBLEM[info.problem]), ctypes.c_void_p]
+    for problem, (entry, query) in PICKING_ENTRIES.items():
+        params = ctypes.POINTER(PARAMS_OF_PROBLEM[problem])
+        getattr(lib, entry).restype = ctypes.c_int
+        getattr(lib, entry).argtypes = [params, ctypes.c_void_p]
+        getattr(lib, query).restype = ctypes.c_int
+        getattr(lib, query).argtypes = [params, ctypes.POINTER(Pick)]
     return lib
 
 
@@ -228,8 +274,22 @@ def status_name(lib, code):
 
 def call(lib, launcher, params, stream=None):
     """Calls one launcher with its params struct (AttentionParams, AttentionBwdParams or GemmParams);
-    returns 0 or raises FlashstagesError."""
+    returns 0 or raises FlashstagesError. A launcher is a version's entry ("fs_flash_fwd_v5") or a
+    picking entry ("fs_attention_forward", PICKING_ENTRIES)."""
     code = getattr(lib, launcher)(ctypes.byref(params), stream)
     if code != 0:
         raise FlashstagesError(code, status_name(lib, code), lib.fs_status_message(code).decode())
     return code
+
+
+def query_pick(lib, params):
+    """What the picking entry of the params' problem would run on the current GPU, and why, without
+    running it (fs_pick_attention_forward, fs_pick_attention_backward or fs_pick_gemm): a Pick. Where
+    the entry would refuse the problem, FlashstagesError with the entry's code and the Pick's reason."""
+    problem = next(p for p, kind in PARAMS_OF_PROBLEM.items() if isinstance(params, kind))
+    pick = Pick()
+    code = getattr(lib, PICKING_ENTRIES[problem][1])(ctypes.byref(params), ctypes.byref(pick))
+    if code != 0:
+        raise FlashstagesError(code, status_name(lib, code),
+                               f"{lib.fs_status_message(code).decode()}; {pick.reason}")
+    return pick
