@@ -468,6 +468,26 @@ FS_CPU_TEST_CASE("backward validation: strided gradients may interleave in one t
           p.fwd.k = fake(0x600000);
           p.dk = const_cast<void*>(fake(0x700000));
         }) == fs::Status::Success);
+
+  // One K/V head and Nk = 29 > Nq = 17: Q, K, V slices of [B, 29, 3 + 2, D], dQ, dK, dV of another. The
+  // counts differ (Q 17 rows of 3 heads, K 29 rows of one), the strides agree: still apart.
+  fs::AttentionBwdParams g = ok;
+  const int64_t g_width = 5 * 64, g_rows = 29;
+  g.fwd.kv_heads = 1, g.fwd.seq_k = g_rows;
+  set_strides(g.fwd.q_strides, g_rows * g_width, 64, g_width);
+  set_strides(g.fwd.k_strides, g_rows * g_width, 64, g_width);
+  set_strides(g.fwd.v_strides, g_rows * g_width, 64, g_width);
+  const std::uintptr_t g_qkv = 0x100000, g_dqkv = 0x800000, k_slice = 3 * 64 * 4, v_slice = 4 * 64 * 4;
+  g.fwd.q = fake(g_qkv), g.fwd.k = fake(g_qkv + k_slice), g.fwd.v = fake(g_qkv + v_slice);
+  g.dq = const_cast<void*>(fake(g_dqkv));
+  g.dk = const_cast<void*>(fake(g_dqkv + k_slice));
+  g.dv = const_cast<void*>(fake(g_dqkv + v_slice));
+  CHECK(fs::validate(g, support) == fs::Status::Success);
+  CHECK(fs::check_outputs_apart(g) == fs::Status::Success);
+  g.dv = const_cast<void*>(fake(g_dqkv + k_slice + 64));  // 16 elements into dK's head
+  CHECK(fs::check_outputs_apart(g) == fs::Status::MisalignedPointer);
+  g.dv = const_cast<void*>(fake(g_dqkv + 2 * 64 * 4));  // dQ's third head
+  CHECK(fs::check_outputs_apart(g) == fs::Status::MisalignedPointer);
 }
 
 FS_CPU_TEST_CASE("reference backward of a group: dK and dV sum over the query heads that share K and V") {

@@ -126,19 +126,32 @@ Status check_raw_strides(const AttentionParams& p, Tensor t) {
   return Status::Success;
 }
 
-// [a, a + a_bytes) of a tensor and the same span of one laid out alike (same strides, counts and element
-// size), b bytes further on (b may be negative): do they share an element? Counting offsets in elements,
-// the first's elements are Σ c_i·s_i + e (0 <= c_i < n_i, 0 <= e < D) and the second's the same plus
-// delta, so they meet where delta = Σ c_i·s_i + e with |c_i| < n_i and |e| < D. With the strides nested
-// (check_raw_strides: each at least the extent of the smaller ones), only the two multiples of the
-// largest stride nearest delta can leave a remainder the smaller ones reach; so the search takes at most
-// two branches per dimension.
-bool shares_element(int64_t delta, const std::pair<int64_t, int64_t>* moving, int n, int64_t d) {
+// One dimension of two tensors whose elements may interleave: its stride (the same in both, where it
+// moves both) and its count in each.
+struct Level {
+  int64_t stride, count_a, count_b;
+};
+
+// Does tensor A share an element with tensor B, which lies delta elements further on (delta may be
+// negative), both laid out by `levels` (sorted by stride) over rows of D elements? A's elements are
+// Σ a_i·s_i + e (0 <= a_i < count_a, 0 <= e < D), B's the same plus delta, so they meet where
+// delta = Σ c_i·s_i + e with -count_b < c_i < count_a and |e| < D. Where every stride is at least the
+// extent of the smaller dimensions in both tensors (nested, as check_raw_strides requires of each),
+// only the two multiples of the largest stride nearest delta can leave a remainder the smaller ones
+// reach: the search takes at most two branches per dimension, and is exact. Levels that are not nested
+// so answer yes: taken as an overlap.
+bool shares_element(int64_t delta, const Level* levels, int n, int64_t d) {
+  int64_t extent_a = d, extent_b = d;  // of the dimensions below level i
+  for (int i = 0; i < n; ++i) {
+    if (levels[i].stride < std::max(extent_a, extent_b)) return true;
+    extent_a += (levels[i].count_a - 1) * levels[i].stride;
+    extent_b += (levels[i].count_b - 1) * levels[i].stride;
+  }
   if (n == 0) return delta > -d && delta < d;
-  const auto [stride, count] = moving[n - 1];  // the largest
-  const int64_t c0 = delta >= 0 ? delta / stride : -((-delta + stride - 1) / stride);  // floor(delta / stride)
+  const Level& top = levels[n - 1];  // the largest stride
+  const int64_t c0 = delta >= 0 ? delta / top.stride : -((-delta + top.stride - 1) / top.stride);  // floor
   for (int64_t c = c0; c <= c0 + 1; ++c)
-    if (c > -count && c < count && shares_element(delta - c * stride, moving, n - 1, d)) return true;
+    if (c > -top.count_b && c < top.count_a && shares_element(delta - c * top.stride, levels, n - 1, d)) return true;
   return false;
 }
 
@@ -232,8 +245,9 @@ Status check_outputs_apart(const AttentionBwdParams& p) {
   auto bytes_of = [&](const Range& r) {
     return r.strided ? uint64_t(extent_elems(f, r.layout)) * dims_of(f, r.layout).element : row_bytes;
   };
-  // Do two of them share a byte? Spans that do not cross cannot; crossing spans of one layout may still
-  // interleave without a common element (shares_element); any other crossing is taken as an overlap.
+  // Do two of them share a byte? Spans that do not cross cannot; crossing spans with the same strides
+  // may still interleave without a common element (shares_element); any other crossing is taken as an
+  // overlap.
   auto meet = [&](const Range& a, const Range& b) {
     if (!overlap(a.ptr, bytes_of(a), b.ptr, bytes_of(b))) return false;
     if (!a.strided || !b.strided) return true;
@@ -241,16 +255,19 @@ Status check_outputs_apart(const AttentionBwdParams& p) {
     const Dims da = dims_of(f, a.layout), db = dims_of(f, b.layout);
     const int64_t e = int64_t(da.element);
     const int64_t delta = int64_t(reinterpret_cast<std::uintptr_t>(b.ptr) - reinterpret_cast<std::uintptr_t>(a.ptr));
-    if (da.element != db.element || sa.batch != sb.batch || sa.head != sb.head || sa.row != sb.row ||
-        da.count[0] != db.count[0] || da.count[1] != db.count[1] || da.count[2] != db.count[2] || delta % e != 0)
-      return true;
-    std::pair<int64_t, int64_t> moving[3];
+    if (da.element != db.element || delta % e != 0) return true;
+    // Each dimension that moves either tensor, with one stride: a stride whose count is 1 moves nothing,
+    // so the other tensor's is the dimension's; where both move, they must agree.
+    const int64_t strides_a[3] = {sa.batch, sa.head, sa.row}, strides_b[3] = {sb.batch, sb.head, sb.row};
+    Level levels[3];
     int n = 0;
-    const int64_t strides[3] = {sa.batch, sa.head, sa.row};
-    for (int i = 0; i < 3; ++i)
-      if (da.count[i] > 1) moving[n++] = {strides[i], da.count[i]};
-    std::sort(moving, moving + n);
-    return shares_element(delta / e, moving, n, f.head_dim);
+    for (int i = 0; i < 3; ++i) {
+      if (da.count[i] == 1 && db.count[i] == 1) continue;
+      if (da.count[i] > 1 && db.count[i] > 1 && strides_a[i] != strides_b[i]) return true;
+      levels[n++] = {da.count[i] > 1 ? strides_a[i] : strides_b[i], da.count[i], db.count[i]};
+    }
+    std::sort(levels, levels + n, [](const Level& x, const Level& y) { return x.stride < y.stride; });
+    return shares_element(delta / e, levels, n, f.head_dim);
   };
   const Range inputs[] = {{f.q, true, Tensor::Q}, {f.k, true, Tensor::K},  {f.v, true, Tensor::V},
                           {f.o, true, Tensor::O}, {f.lse, false, Tensor::Q}, {p.d_o, true, Tensor::O}};
