@@ -223,7 +223,7 @@ FS_GPU_TEST_CASE("stage04 v6 refuses a plan it does not have — before any laun
 // tensor with O's rows padded, at odd sizes, causal, grouped-query and decoding, every head_dim, in
 // v4's kernel (v4, v5: its tuned shape and every candidate) and v6 (its plan, and forced splits, whose
 // merge writes O through its strides).
-FS_GPU_TEST_CASE("stage04 v4 v5 and v6 take strided layouts ([B N H D] and packed QKV) and write only O's view") {
+FS_GPU_TEST_CASE("stage04 v4 v5 and v6 take strided layouts (B N H D and packed QKV) and write only O's view") {
   FS_SKIP_WITHOUT_GPU();
   uint64_t seed = 9900;
   for (const KernelDesc* k : find_kernels("stage04")) {

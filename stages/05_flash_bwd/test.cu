@@ -142,7 +142,7 @@ FS_GPU_TEST_CASE("stage05 lengths that break the rules: the backward skips those
 // (interleaved outputs that share no element) and O, dO rows padded; odd sizes, causal, grouped-query,
 // decoding, both head_dims, fp16 and bf16; with delta, without, and deterministic (the deterministic
 // pair and the preprocess take the strides too).
-FS_GPU_TEST_CASE("stage05 v10 takes strided layouts ([B N H D] and packed QKV) and writes only the gradients' views") {
+FS_GPU_TEST_CASE("stage05 v10 takes strided layouts (B N H D and packed QKV) and writes only the gradients' views") {
   FS_SKIP_WITHOUT_GPU();
   const KernelDesc& v10 = kFlashBwdV10;
   if (!testing::runs_here(v10)) return;

@@ -376,7 +376,7 @@ FS_GPU_TEST_CASE("stage07 attention v9 (fp8) matches fp64 at odd sizes with grou
 // [B, N, H, D] and Q, K, V slices of a packed QKV tensor with O's rows padded, at odd sizes, causal,
 // grouped-query and decoding, every head_dim; v5, v6 and v8 forced to split, so that their merges and
 // v6's packed Q loads and O stores take the strides too; v9 on fp8 (O in bf16 through its own strides).
-FS_GPU_TEST_CASE("stage07 attention every version takes strided layouts ([B N H D] and packed QKV) and writes only O's view") {
+FS_GPU_TEST_CASE("stage07 attention every version takes strided layouts (B N H D and packed QKV) and writes only O's view") {
   FS_SKIP_WITHOUT_GPU();
   uint64_t seed = 9600;
   for (const KernelDesc* k : kHalf) {
