@@ -81,15 +81,6 @@ Status check_tensor_map(const TensorMap2d& t) {
   return Status::Success;
 }
 
-Status check_tensor_map(const TensorMap3d& t) {
-  FS_RETURN_IF_ERROR(check_tensor_map(t.plane));
-  if (t.planes < 1 || t.planes > kMaxExtent) return Status::InvalidSize;
-  // rows · ld < 2^62: both are below 2^31 and 2^40 / size.
-  if (!stride_ok(t.plane_ld, t.plane.rows * t.plane.ld, int64_t(dtype_size(t.plane.dtype))))
-    return Status::InvalidLeadingDim;
-  return Status::Success;
-}
-
 Status check_tensor_map(const TensorMap4d& t) {
   FS_RETURN_IF_ERROR(check_tensor_map(t.plane));
   if (t.heads < 1 || t.heads > kMaxExtent || t.batches < 1 || t.batches > kMaxExtent) return Status::InvalidSize;
@@ -104,16 +95,6 @@ Status encode_tensor_map(const TensorMap2d& t, CUtensorMap* map) {
   const cuuint64_t strides[1] = {cuuint64_t(t.ld) * dtype_size(t.dtype)};  // bytes; dimension 0's is implied
   const cuuint32_t box[2] = {cuuint32_t(t.box_cols), cuuint32_t(t.box_rows)};
   return encode(t.base, t.dtype, 2, dims, strides, box, map);
-}
-
-Status encode_tensor_map(const TensorMap3d& t, CUtensorMap* map) {
-  FS_RETURN_IF_ERROR(check_tensor_map(t));
-  const TensorMap2d& p = t.plane;
-  const std::size_t size = dtype_size(p.dtype);
-  const cuuint64_t dims[3] = {cuuint64_t(p.cols), cuuint64_t(p.rows), cuuint64_t(t.planes)};
-  const cuuint64_t strides[2] = {cuuint64_t(p.ld) * size, cuuint64_t(t.plane_ld) * size};
-  const cuuint32_t box[3] = {cuuint32_t(p.box_cols), cuuint32_t(p.box_rows), 1};
-  return encode(p.base, p.dtype, 3, dims, strides, box, map);
 }
 
 Status encode_tensor_map(const TensorMap4d& t, CUtensorMap* map) {
