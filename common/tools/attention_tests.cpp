@@ -752,7 +752,58 @@ struct VarlenBwdBuffers {
     dk.poison();
     dv.poison();
     delta.poison();
+    for (DeviceBuffer<T>* out : {&by_position_dq, &by_position_dk, &by_position_dv})
+      if (out->get()) out->poison();
   }
+
+  // Every tensor laid out by position (VarlenBuffers::lay_out_by_position: [B, N, H, D] or [total, H,
+  // D]), O as upload_forward left it; the params point at the copies. gather_outputs() reads dQ, dK, dV
+  // back into dq, dk, dv, contiguous, where the comparison reads them.
+  DeviceBuffer<T> by_position_o, by_position_do, by_position_dq, by_position_dk, by_position_dv;
+  void lay_out_by_position(const Varlen& c) {
+    const int64_t entries = c.packed() ? 1 : c.batch;
+    q_dims_[0] = k_dims_[0] = entries, q_dims_[1] = c.heads, k_dims_[1] = c.kvh();
+    q_dims_[2] = c.seq_q, k_dims_[2] = c.seq_k, q_dims_[3] = k_dims_[3] = c.d;
+    q_st_ = {c.packed() ? 0 : c.seq_q * c.heads * c.d, c.d, c.heads * c.d};
+    k_st_ = {c.packed() ? 0 : c.seq_k * c.kvh() * c.d, c.d, c.kvh() * c.d};
+    in.lay_out_by_position(c);
+    auto place = [](const std::vector<T>& x, const int64_t(&dims)[4], const TensorStrides& st) {
+      std::vector<T> y(x.size());
+      scatter_strided(reinterpret_cast<const unsigned char*>(x.data()), reinterpret_cast<unsigned char*>(y.data()),
+                      dims, sizeof(T), 0, st);
+      return DeviceBuffer<T>(y);
+    };
+    by_position_o = place(ho, q_dims_, q_st_);
+    by_position_do = place(h_do, q_dims_, q_st_);
+    by_position_dq = DeviceBuffer<T>(dq.size());
+    by_position_dk = DeviceBuffer<T>(dk.size());
+    by_position_dv = DeviceBuffer<T>(dv.size());
+    p.fwd = in.p;  // Q, K, V by position, their strides, O's
+    p.fwd.o = by_position_o.get();
+    p.fwd.lse = in.lse.get();
+    p.d_o = by_position_do.get();
+    p.dq = by_position_dq.get();
+    p.dk = by_position_dk.get();
+    p.dv = by_position_dv.get();
+  }
+  void gather_outputs() {
+    if (!by_position_dq.get()) return;
+    auto gather = [](const DeviceBuffer<T>& from, DeviceBuffer<T>& to, const int64_t(&dims)[4],
+                     const TensorStrides& st) {
+      const std::vector<T> laid = from.download();
+      std::vector<T> out(laid.size());
+      gather_strided(reinterpret_cast<const unsigned char*>(laid.data()), reinterpret_cast<unsigned char*>(out.data()),
+                     dims, sizeof(T), 0, st);
+      to.upload(out);
+    };
+    gather(by_position_dq, dq, q_dims_, q_st_);
+    gather(by_position_dk, dk, k_dims_, k_st_);
+    gather(by_position_dv, dv, k_dims_, k_st_);
+  }
+
+ private:
+  int64_t q_dims_[4] = {}, k_dims_[4] = {};
+  TensorStrides q_st_{}, k_st_{};
 };
 
 // The fp64 backward of every entry b and K/V head kv, at [b·KVH + kv]: dQ [G, nq, D] and delta [G, nq] of
@@ -857,17 +908,20 @@ VarlenBwdResult compare_varlen_bwd(const Varlen& c, const VarlenBwdBuffers<T>& b
 }
 
 template <class T>
-void check_bwd_varlen_batch(const KernelDesc& kernel, const Varlen& c, uint64_t seed) {
+void check_bwd_varlen_batch(const KernelDesc& kernel, const Varlen& c, uint64_t seed, bool by_position = false) {
   VarlenBwdBuffers<T> buf(c, seed);
   const VarlenBwdReference ref = varlen_bwd_reference(c, buf);
+  if (by_position) buf.lay_out_by_position(c);
   const DType t = dtype_of(buf.p.fwd);
-  INFO(name(kernel), std::string(c.packed() ? " packed " : " padded "), describe(buf.p.fwd), " seed=", seed);
+  INFO(name(kernel), std::string(c.packed() ? " packed " : " padded "), by_position ? "by position " : "",
+       describe(buf.p.fwd), " seed=", seed);
   // Poisons, launches, compares every row.
   auto run = [&](const AttentionBwdParams& p) {
     buf.poison_outputs();
     const Status st = launch(kernel, p, nullptr);
     REQUIRE_MESSAGE(st == Status::Success, std::string(status_name(st)));
     FS_CUDA_CHECK(cudaDeviceSynchronize());
+    buf.gather_outputs();
     const VarlenBwdResult r = compare_varlen_bwd(c, buf, ref, p.delta != nullptr);
     INFO("values that should be exactly 0 and are not: ", r.wrong_zeros);
     check_gradients(r.check, t);
@@ -917,6 +971,21 @@ void check_bwd_varlen_batch(const KernelDesc& kernel, const Varlen& batch, DType
 
 void check_bwd_varlen_layouts(const KernelDesc& kernel, int64_t d, uint64_t seed) {
   each_layout(d, [&](const Varlen& c, DType t) { check_bwd_varlen_batch(kernel, c, t, ++seed); });
+}
+
+void check_bwd_varlen_by_position(const KernelDesc& kernel, int64_t d, uint64_t seed) {
+  auto check = [&](const Varlen& c, DType t) {
+    if (t == DType::FP16)
+      check_bwd_varlen_batch<__half>(kernel, c, ++seed, /*by_position=*/true);
+    else
+      check_bwd_varlen_batch<__nv_bfloat16>(kernel, c, ++seed, /*by_position=*/true);
+  };
+  check(padded_layout(2, d, /*causal=*/true), DType::FP16);
+  check(packed_layout(2, d), DType::FP16);
+  check(packed_causal_layout(2, d), DType::BF16);
+  Varlen grouped = packed_layout(4, d);
+  grouped.kv_heads = 2;
+  check(grouped, DType::BF16);
 }
 
 void check_bwd_varlen_grouped(const KernelDesc& kernel, int64_t d, uint64_t seed) {

@@ -177,6 +177,10 @@ void check_bwd_varlen_layouts(const KernelDesc& kernel, int64_t d, uint64_t seed
 // check_varlen_grouped's batches through the backward: 4 query heads over 2 K/V heads, and over 1.
 void check_bwd_varlen_grouped(const KernelDesc& kernel, int64_t d, uint64_t seed);
 
+// check_varlen_by_position's batches through the backward of a kernel that takes strides: every tensor,
+// gradients included, laid out by position (padded [B, N, H, D], packed [total, H, D]).
+void check_bwd_varlen_by_position(const KernelDesc& kernel, int64_t d, uint64_t seed);
+
 // check_bad_layouts' layouts through the backward, and its own rule: a packed entry with more keys than
 // max_seq_k. For every entry, its rows of dQ and of dK are all left unwritten if it breaks a rule (checked
 // on the device) and all written if not; the launch returns Success either way.

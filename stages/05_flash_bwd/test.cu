@@ -7,7 +7,8 @@
 // entries with no query or no key, the padding NaN in every input, exact zeros in every output row
 // that takes no part, grouped K/V heads) and lengths that break the rules (those entries written
 // nowhere, the others computed); strided layouts through v10 ([B, N, H, D], packed QKV and dQKV
-// slices), the bytes outside the gradients' views untouched; every error code the backward can
+// slices, padded and packed batches by position), the bytes outside the gradients' views untouched;
+// every error code the backward can
 // return, with nothing written. The
 // versions, their head_dims and the naive baseline come from the library's registry, and the delta
 // ablation (which it does not list) goes through every case beside them.
@@ -150,6 +151,8 @@ FS_GPU_TEST_CASE("stage05 v10 takes strided layouts (B N H D and packed QKV) and
   for (DType t : dtypes(v10))
     for (int64_t d : head_dims(v10))
       for (const auto& shape : testing::strided_shapes(t, d)) testing::check_bwd_strided_layouts(v10, shape, ++seed);
+  // Padded and packed batches laid out by position ([B, N, H, D], [total, H, D]).
+  for (int64_t d : head_dims(v10)) testing::check_bwd_varlen_by_position(v10, d, seed += 10);
 }
 
 FS_GPU_TEST_CASE("stage05 every version rejects bad inputs and writes nothing") {
