@@ -308,6 +308,188 @@ FS_CPU_TEST_CASE("validation: a packed batch's longest entry outside 0 .. the to
   CHECK(packed([](auto& p) { p.max_seq_q = p.seq_q + 1; }) == fs::Status::InvalidSeqLens);
 }
 
+namespace {
+
+// Strides {batch, head, row} into a params field.
+void set_strides(int64_t (&field)[3], int64_t batch, int64_t head, int64_t row) {
+  field[0] = batch, field[1] = head, field[2] = row;
+}
+
+// valid_params() (B = 2, H = 3, Nq = 17, Nk = 19, D = 64) laid out [B, N, H, D].
+fs::AttentionParams bnhd_params() {
+  fs::AttentionParams p = valid_params();
+  const int64_t h = p.heads, d = p.head_dim;
+  set_strides(p.q_strides, p.seq_q * h * d, d, h * d);
+  set_strides(p.o_strides, p.seq_q * h * d, d, h * d);
+  set_strides(p.k_strides, p.seq_k * h * d, d, h * d);
+  set_strides(p.v_strides, p.seq_k * h * d, d, h * d);
+  return p;
+}
+
+}  // namespace
+
+FS_CPU_TEST_CASE("validation: strides / zeros are the contiguous layout and bad strides are named") {
+  // One kernel that takes strides and one that does not, both with 16-byte rows.
+  fs::AttentionSupport contiguous;
+  contiguous.dtypes = fs::dtype_bit(fs::DType::FP32);
+  contiguous.max_head_dim = 256;
+  contiguous.alignment = 16;
+  fs::AttentionSupport strided = contiguous;
+  strided.strided = true;
+
+  // Zeros: the contiguous layout, which every kernel takes.
+  const fs::AttentionParams zero = valid_params();
+  CHECK(fs::is_contiguous(zero));
+  const fs::TensorStrides q = fs::strides_of(zero, fs::Tensor::Q), k = fs::strides_of(zero, fs::Tensor::K);
+  CHECK((q.batch == 3 * 17 * 64 && q.head == 17 * 64 && q.row == 64));
+  CHECK((k.batch == 3 * 19 * 64 && k.head == 19 * 64 && k.row == 64));
+  CHECK(fs::validate(zero, contiguous) == fs::Status::Success);
+  CHECK(fs::validate(zero, strided) == fs::Status::Success);
+  // The contiguous layout spelled out is the contiguous layout.
+  fs::AttentionParams spelled = zero;
+  set_strides(spelled.q_strides, 3 * 17 * 64, 17 * 64, 64);
+  set_strides(spelled.o_strides, 3 * 17 * 64, 17 * 64, 64);
+  CHECK(fs::is_contiguous(spelled));
+  CHECK(fs::validate(spelled, contiguous) == fs::Status::Success);
+
+  // [B, N, H, D]: a kernel that takes strides runs it, one that does not refuses it by name.
+  const fs::AttentionParams bnhd = bnhd_params();
+  CHECK_FALSE(fs::is_contiguous(bnhd));
+  CHECK(fs::validate(bnhd, strided) == fs::Status::Success);
+  CHECK(fs::validate(bnhd, contiguous) == fs::Status::UnsupportedLayout);
+  CHECK(fs::extent_elems(bnhd, fs::Tensor::Q) == 2 * 17 * 3 * 64);  // the same elements, in another order
+  CHECK(fs::largest_tensor_bytes(bnhd) == fs::largest_tensor_bytes(zero));
+  // One tensor strided is enough.
+  fs::AttentionParams only_o = zero;
+  set_strides(only_o.o_strides, 17 * 3 * 64, 64, 3 * 64);
+  CHECK(fs::validate(only_o, contiguous) == fs::Status::UnsupportedLayout);
+
+  auto with = [&](const fs::AttentionSupport& s, auto change) {
+    fs::AttentionParams p = bnhd_params();
+    change(p);
+    return fs::validate(p, s);
+  };
+  // A stride whose count is 1 moves nothing: ignored (B = 1), so any value passes, even misaligned.
+  CHECK(with(strided, [](auto& p) { p.batch = 1, p.q_strides[0] = 7; }) == fs::Status::Success);
+  CHECK(with(contiguous, [](auto& p) {
+          p = valid_params();
+          p.batch = 1;
+          set_strides(p.q_strides, 12345, 17 * 64, 64);
+        }) == fs::Status::Success);
+  // Negative, overlapping, too large: InvalidStrides, before whether the kernel takes strides at all.
+  CHECK(with(strided, [](auto& p) { p.k_strides[2] = -192; }) == fs::Status::InvalidStrides);
+  CHECK(with(contiguous, [](auto& p) { p.k_strides[2] = -192; }) == fs::Status::InvalidStrides);
+  CHECK(with(strided, [](auto& p) { p.q_strides[1] = 0; }) == fs::Status::InvalidStrides);       // heads on one row
+  CHECK(with(strided, [](auto& p) { p.q_strides[2] = 64 * 2; }) == fs::Status::InvalidStrides);  // rows over heads
+  CHECK(with(strided, [](auto& p) { p.v_strides[2] = 48; }) == fs::Status::InvalidStrides);      // rows overlap
+  CHECK(with(strided, [](auto& p) { p.o_strides[0] = 16 * 3 * 64; }) == fs::Status::InvalidStrides);  // batches
+  CHECK(with(strided, [](auto& p) { p.q_strides[0] = int64_t(1) << 62; }) == fs::Status::InvalidStrides);
+  CHECK(with(strided, [](auto& p) { p.q_strides[2] = std::numeric_limits<int64_t>::max() / 8; }) ==
+        fs::Status::InvalidStrides);
+  // Sorted by size the rules are the same: heads outermost ([N, B, H, D]-like orders) are fine.
+  CHECK(with(strided, [](auto& p) { set_strides(p.q_strides, 64, 2 * 17 * 64, 2 * 64); }) == fs::Status::Success);
+  // Gaps are fine: rows of a packed QKV tensor [B, N, 3, H, D], Q's slice.
+  CHECK(with(strided, [](auto& p) { set_strides(p.q_strides, 17 * 9 * 64, 64, 9 * 64); }) == fs::Status::Success);
+  // A stride off the kernel's 16 bytes: 4-byte elements, 196 per row is 784 bytes, 195 is 780.
+  CHECK(with(strided, [](auto& p) { set_strides(p.q_strides, 17 * 196, 64, 196); }) == fs::Status::Success);
+  CHECK(with(strided, [](auto& p) { set_strides(p.q_strides, 17 * 196, 64, 195); }) == fs::Status::InvalidStrides);
+  fs::AttentionSupport element_aligned = strided;
+  element_aligned.alignment = 0;
+  CHECK(with(element_aligned, [](auto& p) { set_strides(p.q_strides, 17 * 196, 64, 195); }) == fs::Status::Success);
+  // Bad strides before the layout, the layout before the alignment.
+  CHECK(with(contiguous, [](auto& p) { set_strides(p.q_strides, 17 * 196, 64, 195); }) ==
+        fs::Status::UnsupportedLayout);
+  // Packed batches: [H, total, D], the batch stride moves nothing.
+  auto packed = [&](auto change) {
+    fs::AttentionParams p = valid_params();
+    p.cu_seqlens_q = p.cu_seqlens_k = reinterpret_cast<const int32_t*>(0x60000);
+    change(p);
+    return p;
+  };
+  const fs::AttentionParams thd = packed([](auto& p) {  // [total, H, D]: rows of all heads side by side
+    set_strides(p.q_strides, 0, 64, 3 * 64);
+    set_strides(p.o_strides, 999, 64, 3 * 64);
+    set_strides(p.k_strides, 0, 64, 3 * 64);
+    set_strides(p.v_strides, 0, 64, 3 * 64);
+  });
+  CHECK(fs::extent_elems(thd, fs::Tensor::Q) == 17 * 3 * 64);
+  CHECK(fs::strides_of(thd, fs::Tensor::O).batch == 3 * 17 * 64);  // the contiguous layout's: it moves nothing
+  CHECK(fs::extent_elems(thd, fs::Tensor::O) == 17 * 3 * 64);
+}
+
+FS_CPU_TEST_CASE("backward validation: strided gradients may interleave in one tensor / never share an element") {
+  fs::AttentionSupport support;
+  support.dtypes = fs::dtype_bit(fs::DType::FP32);
+  support.max_head_dim = 256;
+  support.alignment = 16;
+  support.strided = true;
+  // B = 2, H = 3, Nq = Nk = 17, D = 64, fp32. Q, K, V slices of one packed [B, N, 3, H, D] tensor at
+  // 0x100000, dQ, dK, dV of another at 0x200000; O, dO [B, N, H, D].
+  const int64_t width = 3 * 3 * 64, rows = 17;  // a packed row: Q's, K's, V's heads
+  fs::AttentionBwdParams ok{};
+  ok.fwd = valid_params();
+  ok.fwd.seq_k = rows;
+  set_strides(ok.fwd.q_strides, rows * width, 64, width);
+  set_strides(ok.fwd.k_strides, rows * width, 64, width);
+  set_strides(ok.fwd.v_strides, rows * width, 64, width);
+  set_strides(ok.fwd.o_strides, rows * 3 * 64, 64, 3 * 64);
+  const std::uintptr_t qkv = 0x100000, dqkv = 0x200000, slice = 3 * 64 * 4;  // bytes from Q's slice to K's
+  ok.fwd.q = fake(qkv), ok.fwd.k = fake(qkv + slice), ok.fwd.v = fake(qkv + 2 * slice);
+  ok.fwd.o = const_cast<void*>(fake(0x300000));
+  ok.d_o = fake(0x400000);
+  ok.dq = const_cast<void*>(fake(dqkv));
+  ok.dk = const_cast<void*>(fake(dqkv + slice));
+  ok.dv = const_cast<void*>(fake(dqkv + 2 * slice));
+  ok.delta = reinterpret_cast<float*>(0x500000);
+  CHECK(fs::validate(ok, support) == fs::Status::Success);
+  CHECK(fs::check_outputs_apart(ok) == fs::Status::Success);  // dQ, dK, dV interleave without meeting
+
+  auto apart = [&](auto change) {
+    fs::AttentionBwdParams p = ok;
+    change(p);
+    return fs::check_outputs_apart(p);
+  };
+  // dK 16 bytes into dQ's slice: they share elements.
+  CHECK(apart([&](auto& p) { p.dk = const_cast<void*>(fake(dqkv + 16)); }) == fs::Status::MisalignedPointer);
+  // dK one whole packed row further on: still no element in common (each slice is one of every row).
+  CHECK(apart([&](auto& p) { p.dk = const_cast<void*>(fake(dqkv + slice + width * 4)); }) == fs::Status::Success);
+  // dV on dQ's own slice, a packed row later: row n of dV is row n + 1 of dQ.
+  CHECK(apart([&](auto& p) { p.dv = const_cast<void*>(fake(dqkv + width * 4)); }) == fs::Status::MisalignedPointer);
+  // dQ over the inputs' packed tensor: the same layout, the same elements.
+  CHECK(apart([&](auto& p) { p.dq = const_cast<void*>(fake(qkv)); }) == fs::Status::MisalignedPointer);
+  // dK in another layout whose span crosses dQ's: taken as an overlap.
+  CHECK(apart([&](auto& p) {
+          set_strides(p.fwd.k_strides, rows * 3 * 64, 64, 3 * 64);
+          p.fwd.k = fake(0x600000);
+        }) == fs::Status::MisalignedPointer);
+  // The same layout far away: apart.
+  CHECK(apart([&](auto& p) {
+          set_strides(p.fwd.k_strides, rows * 3 * 64, 64, 3 * 64);
+          p.fwd.k = fake(0x600000);
+          p.dk = const_cast<void*>(fake(0x700000));
+        }) == fs::Status::Success);
+
+  // One K/V head and Nk = 29 > Nq = 17: Q, K, V slices of [B, 29, 3 + 2, D], dQ, dK, dV of another. The
+  // counts differ (Q 17 rows of 3 heads, K 29 rows of one), the strides agree: still apart.
+  fs::AttentionBwdParams g = ok;
+  const int64_t g_width = 5 * 64, g_rows = 29;
+  g.fwd.kv_heads = 1, g.fwd.seq_k = g_rows;
+  set_strides(g.fwd.q_strides, g_rows * g_width, 64, g_width);
+  set_strides(g.fwd.k_strides, g_rows * g_width, 64, g_width);
+  set_strides(g.fwd.v_strides, g_rows * g_width, 64, g_width);
+  const std::uintptr_t g_qkv = 0x100000, g_dqkv = 0x800000, k_slice = 3 * 64 * 4, v_slice = 4 * 64 * 4;
+  g.fwd.q = fake(g_qkv), g.fwd.k = fake(g_qkv + k_slice), g.fwd.v = fake(g_qkv + v_slice);
+  g.dq = const_cast<void*>(fake(g_dqkv));
+  g.dk = const_cast<void*>(fake(g_dqkv + k_slice));
+  g.dv = const_cast<void*>(fake(g_dqkv + v_slice));
+  CHECK(fs::validate(g, support) == fs::Status::Success);
+  CHECK(fs::check_outputs_apart(g) == fs::Status::Success);
+  g.dv = const_cast<void*>(fake(g_dqkv + k_slice + 64));  // 16 elements into dK's head
+  CHECK(fs::check_outputs_apart(g) == fs::Status::MisalignedPointer);
+  g.dv = const_cast<void*>(fake(g_dqkv + 2 * 64 * 4));  // dQ's third head
+  CHECK(fs::check_outputs_apart(g) == fs::Status::MisalignedPointer);
+}
+
 FS_CPU_TEST_CASE("reference backward of a group: dK and dV sum over the query heads that share K and V") {
   // Two query heads on one K/V head; L = Σ over both heads of dO ∘ O. Its gradient with respect to K and
   // V, by finite differences, is what attention_backward_group returns; dQ and delta are each head's own.
@@ -483,37 +665,37 @@ FS_CPU_TEST_CASE("TMA tensor maps: each of TMA's limits returns its code before 
   CHECK(with([](auto& u) { u.rows = 1, u.cols = u.ld = int64_t(1) << 31; }) == fs::Status::InvalidSize);
   CHECK(with([](auto& u) { u.rows = 1, u.cols = u.ld = (int64_t(1) << 31) - 8; }) == fs::Status::Success);
 
-  // Rank 3 (stage 07 attention: one plane per head): each plane as above, then the planes.
-  fs::TensorMap3d h;
-  h.plane = t;
-  h.planes = 32;
-  h.plane_ld = t.rows * t.ld;  // planes back to back
-  CHECK(fs::check_tensor_map(h) == fs::Status::Success);
-  auto with3 = [&](auto change) {
-    fs::TensorMap3d u = h;
+  // Rank 4 (stage 07 attention: a plane per (head, batch entry), each with its stride): [B, N, H, D],
+  // the head stride far below a plane, is a valid map.
+  fs::TensorMap4d f;
+  f.plane = t;
+  f.plane.cols = 64, f.plane.ld = 8 * 64;  // 8 heads' rows side by side
+  f.heads = 8, f.head_ld = 64;
+  f.batches = 2, f.batch_ld = t.rows * 8 * 64;
+  CHECK(fs::check_tensor_map(f) == fs::Status::Success);
+  auto with4 = [&](auto change) {
+    fs::TensorMap4d u = f;
     change(u);
     return fs::check_tensor_map(u);
   };
-  CHECK(with3([](auto& u) { u.plane.base = fake(0x10008); }) == fs::Status::MisalignedPointer);
-  CHECK(with3([](auto& u) { u.plane.ld = 1001; }) == fs::Status::InvalidLeadingDim);
-  CHECK(with3([](auto& u) { u.planes = 0; }) == fs::Status::InvalidSize);
-  CHECK(with3([](auto& u) { u.planes = int64_t(1) << 31; }) == fs::Status::InvalidSize);
-  CHECK(with3([](auto& u) { u.planes = (int64_t(1) << 31) - 1; }) == fs::Status::Success);
-  CHECK(with3([](auto& u) { u.plane_ld -= 8; }) == fs::Status::InvalidLeadingDim);  // planes would overlap
-  CHECK(with3([](auto& u) { u.plane_ld += 1; }) == fs::Status::InvalidLeadingDim);  // not 16-byte steps
-  CHECK(with3([](auto& u) { u.plane_ld += 8; }) == fs::Status::Success);            // a gap is allowed
-  CHECK(with3([](auto& u) { u.plane_ld = int64_t(1) << 39; }) == fs::Status::InvalidLeadingDim);  // 2^40 bytes
+  CHECK(with4([](auto& u) { u.plane.base = fake(0x10008); }) == fs::Status::MisalignedPointer);
+  CHECK(with4([](auto& u) { u.heads = 0; }) == fs::Status::InvalidSize);
+  CHECK(with4([](auto& u) { u.batches = int64_t(1) << 31; }) == fs::Status::InvalidSize);
+  CHECK(with4([](auto& u) { u.head_ld = 63; }) == fs::Status::InvalidLeadingDim);  // 126 bytes
+  CHECK(with4([](auto& u) { u.batch_ld = 0; }) == fs::Status::InvalidLeadingDim);
+  CHECK(with4([](auto& u) { u.batch_ld = int64_t(1) << 39; }) == fs::Status::InvalidLeadingDim);  // 2^40 bytes
 }
 
 FS_CPU_TEST_CASE("status codes: every code has a distinct name and a message") {
-  for (int code = FS_SUCCESS; code <= FS_ERR_UNSUPPORTED_LAYOUT; ++code) {
+  for (int code = FS_SUCCESS; code <= FS_ERR_INVALID_STRIDES; ++code) {
     CHECK(std::strncmp(fs_status_name(code), "FS_", 3) == 0);
     CHECK(std::strlen(fs_status_message(code)) > 5);
     for (int other = FS_SUCCESS; other < code; ++other) CHECK(std::strcmp(fs_status_name(code), fs_status_name(other)) != 0);
   }
   CHECK(std::string(fs_status_name(FS_ERR_INVALID_KV_HEADS)) == "FS_ERR_INVALID_KV_HEADS");
   CHECK(std::string(fs_status_name(FS_ERR_UNSUPPORTED_LAYOUT)) == "FS_ERR_UNSUPPORTED_LAYOUT");
-  CHECK(std::string(fs_status_name(FS_ERR_UNSUPPORTED_LAYOUT + 1)) == "FS_UNKNOWN_STATUS");
+  CHECK(std::string(fs_status_name(FS_ERR_INVALID_STRIDES)) == "FS_ERR_INVALID_STRIDES");
+  CHECK(std::string(fs_status_name(FS_ERR_INVALID_STRIDES + 1)) == "FS_UNKNOWN_STATUS");
   CHECK(std::string(fs_status_name(-1)) == "FS_UNKNOWN_STATUS");
 }
 

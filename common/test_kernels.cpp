@@ -86,6 +86,57 @@ FS_CPU_TEST_CASE("registry: every stage's versions in order and each with a C en
   CHECK(find_kernels("stage04/v9").empty());
 }
 
+FS_CPU_TEST_CASE("layouts: the versions that take strides say so / the others refuse a strided problem by name") {
+  // What issue 53 gave strides: every stage 07 attention forward, stage 04's v4 kernel (v4, v5) and v6,
+  // stage 05's v10 backward. Every other attention version takes the contiguous layout alone.
+  const std::set<std::string> strided = {"stage04/v4", "stage04/v5", "stage04/v6", "stage05/v10"};
+  for (const KernelDesc* k : all_kernels()) {
+    if (!k->is_attention() && !k->is_attention_bwd()) {
+      CHECK(k->info.strided == 0);
+      continue;
+    }
+    INFO(k->qualified());
+    const bool takes = strided.count(k->qualified()) > 0 || std::string(k->info.stage) == "stage07/attention";
+    CHECK(k->info.strided == int(takes));
+    CHECK(k->attention.strided == takes);
+    // Its first dtype and head_dim, 16-byte aligned fake tensors, laid out [B, N, H, D]: validation alone
+    // (no device), so the refusal is the version's own.
+    AttentionParams p{};
+    p.batch = 2, p.heads = 4, p.seq_q = 17, p.seq_k = 33;
+    p.head_dim = k->attention.num_head_dims ? k->attention.head_dims[0] : std::min(64, k->attention.max_head_dim);
+    p.dtype = 0;
+    while (!(k->attention.dtypes & (1u << p.dtype))) ++p.dtype;
+    if (p.dtype == FS_FP8_E4M3) p.q_descale = p.k_descale = p.v_descale = 1.0f;
+    p.q = reinterpret_cast<const void*>(0x1000000);
+    p.k = reinterpret_cast<const void*>(0x2000000);
+    p.v = reinterpret_cast<const void*>(0x3000000);
+    p.o = reinterpret_cast<void*>(0x4000000);
+    const int64_t h = p.heads, d = p.head_dim;
+    const int64_t q_strides[3] = {p.seq_q * h * d, d, h * d}, kv_strides[3] = {p.seq_k * h * d, d, h * d};
+    for (int i = 0; i < 3; ++i) {
+      p.q_strides[i] = p.o_strides[i] = q_strides[i];
+      p.k_strides[i] = p.v_strides[i] = kv_strides[i];
+    }
+    Status st;
+    if (k->is_attention()) {
+      st = validate(p, k->attention);
+    } else {
+      AttentionBwdParams b{};
+      b.fwd = p;
+      b.fwd.lse = reinterpret_cast<float*>(0x5000000);
+      b.d_o = reinterpret_cast<const void*>(0x6000000);
+      b.dq = reinterpret_cast<void*>(0x7000000);
+      b.dk = reinterpret_cast<void*>(0x8000000);
+      b.dv = reinterpret_cast<void*>(0x9000000);
+      st = validate(b, k->attention);
+    }
+    if (takes)
+      CHECK(st == Status::Success);
+    else
+      CHECK(st == Status::UnsupportedLayout);
+  }
+}
+
 FS_CPU_TEST_CASE("static switch: one list gives the instances and what the kernel takes") {
   using Dts = Dtypes<DType::FP16, DType::BF16>;
   using Dims = HeadDims<32, 64, 128>;

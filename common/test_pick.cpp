@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "common/lib/kernel.h"
 #include "common/lib/pick.h"
 #include "common/tools/attention_check.h"
 #include "common/tools/check.h"
@@ -243,6 +244,58 @@ FS_GPU_TEST_CASE("fs_attention_backward and fs_gemm run the picked version and m
     REQUIRE(fs_gemm(&p, nullptr) == FS_SUCCESS);
     FS_CUDA_CHECK(cudaDeviceSynchronize());
     CHECK(gemm_passed(g, fixture.compare()));
+  }
+}
+
+namespace {
+
+// The picking entries as the run of a version's descriptor: run_strided validates with the descriptor
+// (stage 04's v4, stage 05's v10: strided, on every GPU this build runs on), then the entry picks again.
+Status run_picked_forward(const AttentionProblem& pr, cudaStream_t stream) {
+  return Status(fs_attention_forward(&pr.p, stream));
+}
+Status run_picked_backward(const AttentionBwdProblem& pr, cudaStream_t stream) {
+  return Status(fs_attention_backward(&pr.p, stream));
+}
+
+}  // namespace
+
+// A strided problem ([B, N, H, D], packed QKV slices): the entries pick among the versions that take
+// strides (fs_pick names one whose fs_kernel_info.strided is set) and compute what fp64 computes.
+FS_GPU_TEST_CASE("the picking entries run strided layouts on a version that takes strides") {
+  FS_SKIP_WITHOUT_GPU();
+  uint64_t seed = 73000;
+  const AttentionParams shapes[] = {attention_shape(2, 4, 100, 130, 128, DType::FP16, true),
+                                    attention_shape(2, 8, 1, 517, 64, DType::BF16, false)};
+  for (AttentionParams shape : shapes) {
+    shape.kv_heads = shape.seq_q == 1 ? 2 : 0;
+    AttentionFixture fixture(shape, ++seed);
+    for (const StridedLayout& layout : {bnhd_layout(shape), packed_qkv_layout(shape)}) {
+      const AttentionParams p = with_strides(fixture.params(), layout);
+      fs_pick pick{};
+      REQUIRE(fs_pick_attention_forward(&p, &pick) == FS_SUCCESS);
+      INFO(describe(shape), " ", layout.name, " picked ", pick.kernel->entry, ": ", pick.why);
+      CHECK(pick.kernel->strided == 1);
+      const AttentionCheck check =
+          fixture.run_strided(kernel_with_run(*find_kernels("stage04/v4").at(0), run_picked_forward), layout);
+      INFO("O: ", check.o.str(), "  LSE: ", check.lse.str());
+      CHECK(check.passed(attention_tolerance(dtype_of(shape)), lse_tolerance(dtype_of(shape))));
+    }
+  }
+  const AttentionParams shape = attention_shape(2, 4, 211, 300, 128, DType::FP16, true);
+  AttentionBwdFixture fixture(shape, ++seed);
+  KernelDesc picked_bwd = *find_kernels("stage05/v10").at(0);
+  picked_bwd.run_attention_bwd = run_picked_backward;
+  for (const StridedLayout& layout : {bnhd_layout(shape), packed_qkv_layout(shape)}) {
+    AttentionBwdParams p = fixture.params();
+    p.fwd = with_strides(p.fwd, layout);
+    fs_pick pick{};
+    REQUIRE(fs_pick_attention_backward(&p, &pick) == FS_SUCCESS);
+    INFO(layout.name, " picked ", pick.kernel->entry, ": ", pick.why);
+    CHECK(pick.kernel->strided == 1);
+    const AttentionBwdCheck check = fixture.run_strided(picked_bwd, fixture.params(), layout);
+    INFO("dQ: ", check.dq.str(), "  dK: ", check.dk.str(), "  dV: ", check.dv.str());
+    CHECK(check.passed(backward_tolerance(DType::FP16)));
   }
 }
 

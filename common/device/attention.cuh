@@ -23,7 +23,10 @@ constexpr float kLn2 = 0.6931471805599453f;
 
 // The launch arguments every tiled attention kernel takes. Tensors are [B, H, N, D] (dense and padded
 // batches) or [H, total, D] (packed batches, seq_q / seq_k = the totals), with KVH heads in place of H
-// for K and V (grouped-query attention); see fs_attention_params.
+// for K and V (grouped-query attention); see fs_attention_params. Where they lie is their strides'
+// (q_strides ...: strides_of, the contiguous layout's unless the caller set others); a kernel that takes
+// no strides (its descriptor's AttentionSupport::strided false) addresses rows by the contiguous
+// layout's row index (Sequence::q_row0) instead, and validate() lets it run on that layout alone.
 template <class T>
 struct Args {
   const T* __restrict__ q;
@@ -41,6 +44,7 @@ struct Args {
   const int32_t* __restrict__ seq_lens;      // [B] or null
   const int32_t* __restrict__ cu_seqlens_q;  // [B+1] or null (then cu_seqlens_k is null too)
   const int32_t* __restrict__ cu_seqlens_k;
+  TensorStrides q_strides, k_strides, v_strides, o_strides;  // element strides {batch, head, row}
 };
 
 template <class T>
@@ -63,6 +67,10 @@ Args<T> make_args(const AttentionProblem& pr, int Br) {
   a.seq_lens = p.seq_lens;
   a.cu_seqlens_q = p.cu_seqlens_q;
   a.cu_seqlens_k = p.cu_seqlens_k;
+  a.q_strides = strides_of(p, Tensor::Q);
+  a.k_strides = strides_of(p, Tensor::K);
+  a.v_strides = strides_of(p, Tensor::V);
+  a.o_strides = strides_of(p, Tensor::O);
   return a;
 }
 
@@ -74,6 +82,10 @@ struct Sequence {
   int64_t nq_rows;  // query rows to write: nq, or seq_q for padded batches (rows past nq get zeros)
   int64_t q0;       // this block's first query row, within the sequence
   int64_t offset;   // nk - nq: query i sees keys j <= i + offset under the causal mask
+  // The strided kernels' view of the same rows: the element offsets of the sequence's first row in Q,
+  // K, V and O as their strides lay them out (row r of Q at q + q_at + r·q_strides.row). LSE, and every
+  // workspace, keep q_row0's contiguous rows.
+  int64_t q_at, k_at, v_at, o_at;
 };
 
 // The rows of query head h of batch entry b (flat index bh = b·H + h, its K/V head h / G): where they
@@ -105,6 +117,10 @@ __device__ __forceinline__ Sequence sequence_of(const A& a, int64_t bh, int64_t 
     s.nq_rows = s.nq;
     s.q_row0 = h * a.seq_q + q_begin;
     s.k_row0 = h / a.group * a.seq_k + k_begin;  // K/V: [KVH, total, D]
+    s.q_at = h * a.q_strides.head + q_begin * a.q_strides.row;
+    s.o_at = h * a.o_strides.head + q_begin * a.o_strides.row;
+    s.k_at = h / a.group * a.k_strides.head + k_begin * a.k_strides.row;
+    s.v_at = h / a.group * a.v_strides.head + k_begin * a.v_strides.row;
   } else {
     s.nq = a.seq_lens ? a.seq_lens[b] : a.seq_q;
     s.nk = a.seq_lens ? a.seq_lens[b] : a.seq_k;
@@ -112,6 +128,10 @@ __device__ __forceinline__ Sequence sequence_of(const A& a, int64_t bh, int64_t 
     s.nq_rows = a.seq_q;
     s.q_row0 = bh * a.seq_q;
     s.k_row0 = bh / a.group * a.seq_k;  // K/V head b·KVH + h / G = bh / G (common/lib/attention.h)
+    s.q_at = b * a.q_strides.batch + h * a.q_strides.head;
+    s.o_at = b * a.o_strides.batch + h * a.o_strides.head;
+    s.k_at = b * a.k_strides.batch + h / a.group * a.k_strides.head;
+    s.v_at = b * a.v_strides.batch + h / a.group * a.v_strides.head;
   }
   if (!valid) s.nq = s.nk = s.nq_rows = 0;  // no row to read or write: the row offsets go unused
   s.offset = s.nk - s.nq;
@@ -145,6 +165,9 @@ struct KeyBlock {
   int64_t nk_rows;  // key rows to write: nk, or Nk for padded batches (rows past nk get zeros)
   int64_t k0;       // this block's first key row, within the sequence
   int64_t offset;   // nk - nq: query i sees keys j <= i + offset under the causal mask
+  // The strided kernels' view (Sequence::q_at): the element offsets of the K/V head's first row in K
+  // (dK) and V (dV), and of the entry's first row of the group's first query head in Q (dQ) and O (dO).
+  int64_t k_at, v_at, q_at, o_at;
   // The first row of Q, dO, dQ (and entry of LSE, delta) of query head bh, q_head0 <= bh < q_head0 + G;
   // seq_q: Nq, or the packed total, the rows of one head.
   __device__ int64_t q_base(int64_t bh, int64_t seq_q) const { return bh * seq_q + q_shift; }
@@ -169,6 +192,11 @@ __device__ __forceinline__ KeyBlock key_block_of(const A& a, int Bc) {
     kb.nk = kb.nk_rows = a.seq_k;
     kb.k0 = blockIdx.x % kv_tiles * Bc;
     kb.offset = a.seq_k - a.seq_q;
+    const int64_t kv_heads = a.heads / a.group, b = bkv / kv_heads, kvh = bkv % kv_heads;
+    kb.k_at = b * a.k_strides.batch + kvh * a.k_strides.head;
+    kb.v_at = b * a.v_strides.batch + kvh * a.v_strides.head;
+    kb.q_at = b * a.q_strides.batch + kvh * a.group * a.q_strides.head;
+    kb.o_at = b * a.o_strides.batch + kvh * a.group * a.o_strides.head;
   } else {
     const int64_t kv_tiles = (a.max_seq_k + Bc - 1) / Bc, x = blockIdx.x;
     const int64_t bkv = x / kv_tiles, kv_heads = a.heads / a.group;
@@ -182,6 +210,7 @@ __device__ __forceinline__ KeyBlock key_block_of(const A& a, int Bc) {
     kb.nk = s.nk;
     kb.nk_rows = a.seq_lens && s.nq_rows > 0 ? a.seq_k : s.nk;  // an entry that breaks the rules has nq_rows 0
     kb.offset = s.offset;
+    kb.k_at = s.k_at, kb.v_at = s.v_at, kb.q_at = s.q_at, kb.o_at = s.o_at;
   }
   return kb;
 }
@@ -244,16 +273,17 @@ __device__ __forceinline__ void mask_scores(float (&rS)[kMT][kNT][4], bool negat
 // put the 8 lanes that read one column of fragments on 8 different 4-byte banks instead of one
 // (docs/04_flash_fwd.md, "bank conflicts").
 
-// Rows [first, first + rows) of a sequence's [n, D] matrix into a padded shared tile, 16 bytes per
-// load and store; rows past n become zeros (a zero V row times P = 0 adds nothing; garbage could be NaN).
+// Rows [first, first + rows) of a sequence's [n, D] matrix, its rows ld elements apart (D: contiguous;
+// a strided tensor's row stride), into a padded shared tile, 16 bytes per load and store; rows past n
+// become zeros (a zero V row times P = 0 adds nothing; garbage could be NaN).
 template <class T, int D, int kThreads>
 __device__ __forceinline__ void load_tile(T* dst /* [rows][D+8] */, const T* src /* [n, D] */, int64_t first,
-                                          int rows, int64_t n) {
+                                          int rows, int64_t n, int64_t ld = D) {
   constexpr int kChunks = D / 8;  // 16-byte chunks per row
   for (int e = threadIdx.x; e < rows * kChunks; e += kThreads) {
     const int r = e / kChunks, c = e % kChunks * 8;
     uint4 x = make_uint4(0, 0, 0, 0);
-    if (first + r < n) x = *reinterpret_cast<const uint4*>(src + (first + r) * D + c);
+    if (first + r < n) x = *reinterpret_cast<const uint4*>(src + (first + r) * ld + c);
     *reinterpret_cast<uint4*>(dst + r * (D + 8) + c) = x;
   }
 }

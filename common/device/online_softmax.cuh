@@ -95,15 +95,15 @@ __device__ __forceinline__ void online_softmax(float (&rS)[kMT][kNT][4], float (
   if (softmax_scores(rS, m, l, alpha, c)) rescale_o(rO, alpha);
 }
 
-// O = o_scale · rO / l and LSE = ln 2 · (m + log2 l) for this warp's rows that exist, O in Out (o: [*, D],
-// lse: null or [*]). Rows past nq (padded batches) get O = 0 and LSE = -inf, as does a row that saw no key
-// at all (l = 0). o_scale is 1 but for fp8 inputs (stage 07 v9), whose V stands for v_descale · V.
+// O = o_scale · rO / l and LSE = ln 2 · (m + log2 l) for this warp's rows that exist, O in Out (o: the
+// tensor, the sequence's row r at o + s.o_at + r·ld; lse: null or [*], contiguous). Rows past nq (padded
+// batches) get O = 0 and LSE = -inf, as does a row that saw no key at all (l = 0). o_scale is 1 but for
+// fp8 inputs (stage 07 v9), whose V stands for v_descale · V.
 template <class Out, int kMT, int kDT>
-__device__ __forceinline__ void write_o_lse(Out* o, float* lse, const Sequence& s, int64_t row0,
+__device__ __forceinline__ void write_o_lse(Out* o, int64_t ld, float* lse, const Sequence& s, int64_t row0,
                                             const float (&rO)[kMT][kDT][4], const float (&m)[kMT][2],
                                             const float (&l)[kMT][2], float o_scale) {
   const int g = threadIdx.x % 32 / 4, t = threadIdx.x % 4;
-  constexpr int D = kDT * 8;
 #pragma unroll
   for (int mt = 0; mt < kMT; ++mt)
 #pragma unroll
@@ -113,7 +113,7 @@ __device__ __forceinline__ void write_o_lse(Out* o, float* lse, const Sequence& 
       if (row >= s.nq_rows) continue;
       const bool seen = row < s.nq && row_sum > 0.0f;
       const float inv_l = seen ? o_scale / row_sum : 0.0f;
-      Out* o_row = o + (s.q_row0 + row) * D;
+      Out* o_row = o + s.o_at + row * ld;
 #pragma unroll
       for (int dt = 0; dt < kDT; ++dt)
         *reinterpret_cast<uint32_t*>(o_row + dt * 8 + 2 * t) =
@@ -125,7 +125,7 @@ __device__ __forceinline__ void write_o_lse(Out* o, float* lse, const Sequence& 
 template <class T, int kMT, int kDT>
 __device__ __forceinline__ void write_o_lse(const Args<T>& a, const Sequence& s, int64_t row0, const float (&rO)[kMT][kDT][4],
                                             const float (&m)[kMT][2], const float (&l)[kMT][2]) {
-  write_o_lse(a.o, a.lse, s, row0, rO, m, l, 1.0f);
+  write_o_lse(a.o, a.o_strides.row, a.lse, s, row0, rO, m, l, 1.0f);
 }
 
 }  // namespace fs::attn

@@ -13,7 +13,7 @@
 //   tma_load_2d                 cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
 //                               one box of a 2D tensor, global → shared, counted on an mbarrier
 //   tma_load_2d_multicast       the same ….multicast::cluster: one read of the box, written to several blocks of the cluster
-//   tma_load_3d                 cp.async.bulk.tensor.3d…: one box of a 3D tensor (attention: [heads][rows][D])
+//   tma_load_4d                 cp.async.bulk.tensor.4d…: one box of a 4D tensor (attention: [B][H][rows][D], any strides)
 //   tma_store_2d                cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group   one box, shared → global
 //   cp_async_bulk_commit_group  cp.async.bulk.commit_group                    close a group of those stores
 //   cp_async_bulk_wait_group_read<N>  cp.async.bulk.wait_group.read N         until they have read their shared source
@@ -196,21 +196,23 @@ __device__ __forceinline__ void tma_load_2d_multicast(void* dst, const void* ten
       : "memory");
 }
 
-// tma_load_2d one dimension up: the box's first element is (c0, c1, c2), c2 selecting a plane of
-// the tensor (the stage 07 attention maps a [B·H, N, D] tensor this way: c0 along D, c1 a row of one
-// head, c2 the head). In loop terms
+// tma_load_2d two dimensions up: the box's first element is (c0, c1, c2, c3), c2 and c3 selecting a
+// plane of the tensor by two coordinates, each with a stride of its own (the stage 07 attention maps:
+// c0 along D, c1 a row of one head's sequence, c2 the head, c3 the batch entry; TensorMap4d). In loop
+// terms
 //   for (r < box1) for (c < box0)
-//     dst[swizzle(r * box0 + c)] = (c2 < dim2 && c1 + r < dim1 && c0 + c < dim0)
-//                                  ? src[c2 * plane + (c1 + r) * ld + c0 + c] : 0;
-// so a box that runs past a plane's last row is zero-filled there instead of reading the next plane:
-// a tile of keys past the end of one head's sequence reads zeros, not the next head's keys.
-// cuda::ptx::cp_async_bulk_tensor(space_cluster, space_global, …) with three coordinates.
-__device__ __forceinline__ void tma_load_3d(void* dst, const void* tensor_map, int32_t c0, int32_t c1, int32_t c2,
-                                            uint64_t* bar) {
+//     dst[swizzle(r * box0 + c)] = (c3 < dim3 && c2 < dim2 && c1 + r < dim1 && c0 + c < dim0)
+//                                  ? src[c3 * ld3 + c2 * ld2 + (c1 + r) * ld1 + c0 + c] : 0;
+// so a box that runs past a plane's last row is zero-filled there instead of reading the next plane,
+// whatever order the strides come in: a tile of keys past the end of one head's sequence reads zeros,
+// not the next head's keys.
+// cuda::ptx::cp_async_bulk_tensor(space_cluster, space_global, …) with four coordinates.
+__device__ __forceinline__ void tma_load_4d(void* dst, const void* tensor_map, int32_t c0, int32_t c1, int32_t c2,
+                                            int32_t c3, uint64_t* bar) {
   asm volatile(
-      "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];\n" ::
-          "r"(smem_address(dst)),
-      "l"(reinterpret_cast<uint64_t>(tensor_map)), "r"(c0), "r"(c1), "r"(c2), "r"(smem_address(bar))
+      "cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], "
+      "[%6];\n" ::"r"(smem_address(dst)),
+      "l"(reinterpret_cast<uint64_t>(tensor_map)), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(smem_address(bar))
       : "memory");
 }
 

@@ -85,13 +85,13 @@ constexpr int kMergeThreads = 256;
 template <int D>
 constexpr int kMergeRows = kMergeThreads * 4 / D;
 
-// One row's merge, columns c .. c + 3 (this thread's), into row r of O and LSE; split i's partial row is
-// p + i·stride. Per row: M = max_s LSE_s; w_s = exp(LSE_s - M) (0 for a slice that saw nothing);
+// One row's merge, columns c .. c + 3 (this thread's), into row `row` of sequence s in O (as its strides
+// lay it out) and LSE; split i's partial row is p + i·stride. Per row: M = max_s LSE_s; w_s = exp(LSE_s - M) (0 for a slice that saw nothing);
 // LSE = M + log Σ w_s and O = Σ w_s O_s / Σ w_s, the same as Σ exp(LSE_s - LSE) O_s. Subtracting M
 // keeps every exponent at or below 0; a row that saw no key in any slice (M = -inf) gets O = 0 and
 // LSE = -inf, as an unsplit launch gives it, without computing -inf - -inf.
 template <class T, int D>
-__device__ __forceinline__ void merge_row(const Args<T>& a, int64_t r, int c, const float* o_part,
+__device__ __forceinline__ void merge_row(const Args<T>& a, const Sequence& s, int64_t row, int c, const float* o_part,
                                           const float* lse_part, int64_t p, int64_t stride, int splits) {
   float lse_max = -INFINITY;
   for (int i = 0; i < splits; ++i) lse_max = fmaxf(lse_max, lse_part[i * stride + p]);
@@ -107,9 +107,9 @@ __device__ __forceinline__ void merge_row(const Args<T>& a, int64_t r, int c, co
       acc.x += w * o.x, acc.y += w * o.y, acc.z += w * o.z, acc.w += w * o.w;
     }
   const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;  // sum >= 1 when any slice saw a key (the max's w is 1)
-  *reinterpret_cast<uint2*>(a.o + r * D + c) =
+  *reinterpret_cast<uint2*>(a.o + s.o_at + row * a.o_strides.row + c) =
       make_uint2(sm80::pack2<T>(acc.x * inv, acc.y * inv), sm80::pack2<T>(acc.z * inv, acc.w * inv));
-  if (a.lse && c == 0) a.lse[r] = sum > 0.0f ? lse_max + logf(sum) : -INFINITY;
+  if (a.lse && c == 0) a.lse[s.q_row0 + row] = sum > 0.0f ? lse_max + logf(sum) : -INFINITY;
 }
 
 // The merge of every row, kMergeRows<D> per block. `a` is built with that row count as its tile
@@ -124,8 +124,8 @@ __global__ void __launch_bounds__(kMergeThreads) merge_splits_kernel(const Args<
   const Sequence s = locate(a, kMergeRows<D>, /*reverse_tiles=*/false);
   const int64_t row = s.q0 + threadIdx.x / kLanes;
   if (row >= s.nq_rows) return;
-  const int64_t r = s.q_row0 + row;  // row of O, LSE and of each split's partials
-  merge_row<T, D>(a, r, threadIdx.x % kLanes * 4, o_part, lse_part, r, rows, splits);
+  const int64_t r = s.q_row0 + row;  // row of LSE and of each split's partials
+  merge_row<T, D>(a, s, row, threadIdx.x % kLanes * 4, o_part, lse_part, r, rows, splits);
 }
 
 // ---- The split path's launch (host) ---------------------------------------------------------------

@@ -83,7 +83,105 @@ bool valid_offsets(const std::vector<int32_t>& cu, int64_t total) {
   return cu.front() == 0 && cu.back() == total && std::is_sorted(cu.begin(), cu.end());
 }
 
+// ---- Layouts ----
+// One tensor as its strides lay it out: the counts of its batch, head and row dimensions (the batch
+// count 1 for packed batches, whose tensors are [H, total, D]) and the params' raw strides.
+struct Dims {
+  int64_t count[3];  // batch, heads, rows
+  const int64_t* raw;  // the params' {batch, head, row} strides
+  std::size_t element;  // bytes
+};
+Dims dims_of(const AttentionParams& p, Tensor t) {
+  const bool query = t == Tensor::Q || t == Tensor::O;
+  const int64_t* raw = t == Tensor::Q ? p.q_strides : t == Tensor::K ? p.k_strides : t == Tensor::V ? p.v_strides
+                                                                                                      : p.o_strides;
+  const DType type = t == Tensor::O ? output_dtype(p) : dtype_of(p);
+  return {{stored_entries(p), query ? p.heads : kv_head_count(p), query ? p.seq_q : p.seq_k}, raw, dtype_size(type)};
+}
+
+constexpr Tensor kTensors[] = {Tensor::Q, Tensor::K, Tensor::V, Tensor::O};
+
+// The raw strides of a tensor: InvalidStrides where one is negative, where two rows overlap (sorted
+// by size, each stride that moves something must be at least the extent of the smaller ones: D
+// elements for the smallest), or where the extent passes 64 bits, in elements or in bytes. All zero:
+// the contiguous layout, valid. For params whose sizes passed validation.
+Status check_raw_strides(const AttentionParams& p, Tensor t) {
+  const Dims d = dims_of(p, t);
+  if (d.raw[0] == 0 && d.raw[1] == 0 && d.raw[2] == 0) return Status::Success;
+  std::pair<int64_t, int64_t> moving[3];  // (stride, count) of the dimensions with a count above 1
+  int n = 0;
+  for (int i = 0; i < 3; ++i) {
+    if (d.raw[i] < 0) return Status::InvalidStrides;
+    if (d.count[i] > 1) moving[n++] = {d.raw[i], d.count[i]};
+  }
+  std::sort(moving, moving + n);
+  int64_t extent = p.head_dim;  // elements spanned by the dimensions below: D for the row itself
+  for (int i = 0; i < n; ++i) {
+    const auto [stride, count] = moving[i];
+    if (stride < extent) return Status::InvalidStrides;  // two rows would share an element
+    if (stride > (INT64_MAX - extent) / (count - 1)) return Status::InvalidStrides;
+    extent += (count - 1) * stride;
+  }
+  if (extent > INT64_MAX / int64_t(d.element)) return Status::InvalidStrides;
+  return Status::Success;
+}
+
+// One dimension of two tensors whose elements may interleave: its stride (the same in both, where it
+// moves both) and its count in each.
+struct Level {
+  int64_t stride, count_a, count_b;
+};
+
+// Does tensor A share an element with tensor B, which lies delta elements further on (delta may be
+// negative), both laid out by `levels` (sorted by stride) over rows of D elements? A's elements are
+// Σ a_i·s_i + e (0 <= a_i < count_a, 0 <= e < D), B's the same plus delta, so they meet where
+// delta = Σ c_i·s_i + e with -count_b < c_i < count_a and |e| < D. Where every stride is at least the
+// extent of the smaller dimensions in both tensors (nested, as check_raw_strides requires of each),
+// only the two multiples of the largest stride nearest delta can leave a remainder the smaller ones
+// reach: the search takes at most two branches per dimension, and is exact. Levels that are not nested
+// so answer yes: taken as an overlap.
+bool shares_element(int64_t delta, const Level* levels, int n, int64_t d) {
+  int64_t extent_a = d, extent_b = d;  // of the dimensions below level i
+  for (int i = 0; i < n; ++i) {
+    if (levels[i].stride < std::max(extent_a, extent_b)) return true;
+    extent_a += (levels[i].count_a - 1) * levels[i].stride;
+    extent_b += (levels[i].count_b - 1) * levels[i].stride;
+  }
+  if (n == 0) return delta > -d && delta < d;
+  const Level& top = levels[n - 1];  // the largest stride
+  const int64_t c0 = delta >= 0 ? delta / top.stride : -((-delta + top.stride - 1) / top.stride);  // floor
+  for (int64_t c = c0; c <= c0 + 1; ++c)
+    if (c > -top.count_b && c < top.count_a && shares_element(delta - c * top.stride, levels, n - 1, d)) return true;
+  return false;
+}
+
 }  // namespace
+
+TensorStrides contiguous_strides(const AttentionParams& p, Tensor t) {
+  const Dims d = dims_of(p, t);
+  return {d.count[1] * d.count[2] * p.head_dim, d.count[2] * p.head_dim, p.head_dim};
+}
+
+TensorStrides strides_of(const AttentionParams& p, Tensor t) {
+  const Dims d = dims_of(p, t);
+  const TensorStrides c = contiguous_strides(p, t);
+  if (d.raw[0] == 0 && d.raw[1] == 0 && d.raw[2] == 0) return c;
+  return {d.count[0] > 1 ? d.raw[0] : c.batch, d.count[1] > 1 ? d.raw[1] : c.head, d.count[2] > 1 ? d.raw[2] : c.row};
+}
+
+bool is_contiguous(const AttentionParams& p) {
+  for (Tensor t : kTensors) {
+    const TensorStrides s = strides_of(p, t), c = contiguous_strides(p, t);
+    if (s.batch != c.batch || s.head != c.head || s.row != c.row) return false;
+  }
+  return true;
+}
+
+int64_t extent_elems(const AttentionParams& p, Tensor t) {
+  const Dims d = dims_of(p, t);
+  const TensorStrides s = strides_of(p, t);
+  return (d.count[0] - 1) * s.batch + (d.count[1] - 1) * s.head + (d.count[2] - 1) * s.row + p.head_dim;
+}
 
 float softmax_scale(const AttentionParams& p) {
   return p.scale != 0.0f ? p.scale : 1.0f / std::sqrt(static_cast<float>(p.head_dim));
@@ -104,6 +202,15 @@ Status validate(const AttentionParams& p, const AttentionSupport& support) {
   if (!aligned(p.q, align) || !aligned(p.k, align) || !aligned(p.v, align) || !aligned(p.o, align) ||
       (p.lse && !aligned(p.lse, sizeof(float))))
     return Status::MisalignedPointer;
+  for (Tensor t : kTensors) FS_RETURN_IF_ERROR(check_raw_strides(p, t));
+  if (!support.strided && !is_contiguous(p)) return Status::UnsupportedLayout;
+  // Every row of every tensor as aligned as its base: each stride (those that move nothing are the
+  // contiguous layout's, multiples of D) a multiple of the alignment.
+  for (Tensor t : kTensors) {
+    const TensorStrides st = strides_of(p, t);
+    const int64_t e = int64_t(dims_of(p, t).element), a = int64_t(align);
+    if (st.batch * e % a != 0 || st.head * e % a != 0 || st.row * e % a != 0) return Status::InvalidStrides;
+  }
   const bool padded = p.seq_lens != nullptr, packed = p.cu_seqlens_q || p.cu_seqlens_k;
   if (!padded && !packed) return Status::Success;
   if (!support.varlen) return Status::InvalidSeqLens;
@@ -128,33 +235,64 @@ Status validate(const AttentionBwdParams& p, const AttentionSupport& support) {
 
 Status check_outputs_apart(const AttentionBwdParams& p) {
   const AttentionParams& f = p.fwd;
-  const std::size_t e = dtype_size(dtype_of(f));
-  const uint64_t q_bytes = span(f, f.heads, f.seq_q, f.head_dim, e),
-                 kv_bytes = span(f, kv_head_count(f), f.seq_k, f.head_dim, e),
-                 row_bytes = span(f, f.heads, f.seq_q, 1, sizeof(float));
+  const uint64_t row_bytes = span(f, f.heads, f.seq_q, 1, sizeof(float));
+  // A tensor as its strides lay it out (laid out: Q, K, V or O's layout), or LSE, delta (contiguous rows).
   struct Range {
     const void* ptr;
-    uint64_t bytes;
+    bool strided;
+    Tensor layout;
   };
-  const Range inputs[] = {{f.q, q_bytes}, {f.k, kv_bytes}, {f.v, kv_bytes},
-                          {f.o, q_bytes}, {f.lse, row_bytes}, {p.d_o, q_bytes}};
-  const Range outputs[] = {{p.dq, q_bytes}, {p.dk, kv_bytes}, {p.dv, kv_bytes}, {p.delta, row_bytes}};
+  auto bytes_of = [&](const Range& r) {
+    return r.strided ? uint64_t(extent_elems(f, r.layout)) * dims_of(f, r.layout).element : row_bytes;
+  };
+  // Do two of them share a byte? Spans that do not cross cannot; crossing spans with the same strides
+  // may still interleave without a common element (shares_element); any other crossing is taken as an
+  // overlap.
+  auto meet = [&](const Range& a, const Range& b) {
+    if (!overlap(a.ptr, bytes_of(a), b.ptr, bytes_of(b))) return false;
+    if (!a.strided || !b.strided) return true;
+    const TensorStrides sa = strides_of(f, a.layout), sb = strides_of(f, b.layout);
+    const Dims da = dims_of(f, a.layout), db = dims_of(f, b.layout);
+    const int64_t e = int64_t(da.element);
+    const int64_t delta = int64_t(reinterpret_cast<std::uintptr_t>(b.ptr) - reinterpret_cast<std::uintptr_t>(a.ptr));
+    if (da.element != db.element || delta % e != 0) return true;
+    // Each dimension that moves either tensor, with one stride: a stride whose count is 1 moves nothing,
+    // so the other tensor's is the dimension's; where both move, they must agree.
+    const int64_t strides_a[3] = {sa.batch, sa.head, sa.row}, strides_b[3] = {sb.batch, sb.head, sb.row};
+    Level levels[3];
+    int n = 0;
+    for (int i = 0; i < 3; ++i) {
+      if (da.count[i] == 1 && db.count[i] == 1) continue;
+      if (da.count[i] > 1 && db.count[i] > 1 && strides_a[i] != strides_b[i]) return true;
+      levels[n++] = {da.count[i] > 1 ? strides_a[i] : strides_b[i], da.count[i], db.count[i]};
+    }
+    std::sort(levels, levels + n, [](const Level& x, const Level& y) { return x.stride < y.stride; });
+    return shares_element(delta / e, levels, n, f.head_dim);
+  };
+  const Range inputs[] = {{f.q, true, Tensor::Q}, {f.k, true, Tensor::K},  {f.v, true, Tensor::V},
+                          {f.o, true, Tensor::O}, {f.lse, false, Tensor::Q}, {p.d_o, true, Tensor::O}};
+  const Range outputs[] = {{p.dq, true, Tensor::Q}, {p.dk, true, Tensor::K}, {p.dv, true, Tensor::V},
+                           {p.delta, false, Tensor::Q}};
   for (std::size_t i = 0; i < std::size(outputs); ++i) {
     if (!outputs[i].ptr) continue;  // delta, when not asked for
     for (const Range& in : inputs)
-      if (overlap(outputs[i].ptr, outputs[i].bytes, in.ptr, in.bytes)) return Status::MisalignedPointer;
+      if (meet(outputs[i], in)) return Status::MisalignedPointer;
     for (std::size_t j = i + 1; j < std::size(outputs); ++j)
-      if (outputs[j].ptr && overlap(outputs[i].ptr, outputs[i].bytes, outputs[j].ptr, outputs[j].bytes))
-        return Status::MisalignedPointer;
+      if (outputs[j].ptr && meet(outputs[i], outputs[j])) return Status::MisalignedPointer;
   }
   return Status::Success;
 }
 
 double largest_tensor_bytes(const AttentionParams& p) {
-  const double entries = double(stored_entries(p));  // packed: [H, total, D]
-  const double q_bytes = double(p.heads) * double(p.seq_q) * double(dtype_size(output_dtype(p)));  // O's, >= Q's
-  const double kv_bytes = double(kv_head_count(p)) * double(p.seq_k) * double(dtype_size(dtype_of(p)));
-  return entries * std::max(q_bytes, kv_bytes) * double(p.head_dim);
+  double largest = 0;  // doubles: sizes no GPU holds still compare as large, without wrapping
+  for (Tensor t : kTensors) {
+    const Dims d = dims_of(p, t);
+    const TensorStrides s = strides_of(p, t);
+    const double elems = double(d.count[0] - 1) * double(s.batch) + double(d.count[1] - 1) * double(s.head) +
+                         double(d.count[2] - 1) * double(s.row) + double(p.head_dim);
+    largest = std::max(largest, elems * double(d.element));
+  }
+  return largest;
 }
 
 AttentionProblem prepare(const AttentionParams& p) {

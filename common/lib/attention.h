@@ -46,6 +46,29 @@ inline int64_t kv_elems(const AttentionParams& p) {
 }
 inline int64_t lse_elems(const AttentionParams& p) { return stored_entries(p) * p.heads * p.seq_q; }
 
+// ---- Layouts: the strides of fs_attention_params --------------------------------------------------
+// Element (b, h, n, d) of a tensor lies at b·batch + h·head + n·row + d elements from its base. The
+// backward's gradients share them: dQ Q's, dK K's, dV V's, dO O's.
+struct TensorStrides {
+  int64_t batch, head, row;
+};
+enum class Tensor { Q, K, V, O };
+
+// The contiguous layout of `t`: {H·Nq·D, Nq·D, D} for Q and O, {KVH·Nk·D, Nk·D, D} for K and V (packed
+// batches: [H, total, D], the same with the totals). For validated params.
+TensorStrides contiguous_strides(const AttentionParams& p, Tensor t);
+// The strides the kernels address `t` with: the params' own, or the contiguous layout's where all three
+// are zero. A stride that moves nothing (its count is 1: B = 1, one head, one row; the batch stride of
+// packed batches) is the contiguous layout's, so that a kernel or a TMA map never sees a value the
+// caller did not mean. For validated params.
+TensorStrides strides_of(const AttentionParams& p, Tensor t);
+// Every tensor laid out as contiguous_strides says (as strides_of gives them): what a kernel that takes
+// no strides (AttentionSupport::strided false) admits. For validated params.
+bool is_contiguous(const AttentionParams& p);
+// The elements `t` spans from its base as strides_of lays it out: the largest offset plus one. For
+// validated params.
+int64_t extent_elems(const AttentionParams& p, Tensor t);
+
 // What one attention kernel takes. Built from the kernel's instance lists (attention_support), so the
 // validation and the kernel's dispatch cannot disagree.
 struct AttentionSupport {
@@ -55,10 +78,11 @@ struct AttentionSupport {
   int max_head_dim = 0;
   std::size_t alignment = 0;  // bytes each tensor base needs; 0 means the element size
   bool varlen = false;        // takes seq_lens / cu_seqlens
+  bool strided = false;       // takes the strides of fs_attention_params (else the contiguous layout alone)
 };
 
 template <class DtypeList, class HeadDimList>
-constexpr AttentionSupport attention_support(std::size_t alignment, bool varlen) {
+constexpr AttentionSupport attention_support(std::size_t alignment, bool varlen, bool strided = false) {
   AttentionSupport s;
   s.dtypes = DtypeList::kMask;
   s.num_head_dims = HeadDimList::kCount;
@@ -67,10 +91,14 @@ constexpr AttentionSupport attention_support(std::size_t alignment, bool varlen)
   s.max_head_dim = HeadDimList::kMax;
   s.alignment = alignment;
   s.varlen = varlen;
+  s.strided = strided;
   return s;
 }
 
-// Checks, in this order: null pointers, sizes, kv_heads, scale, dtype, the fp8 descales, head_dim, mask, alignment; then the
+// Checks, in this order: null pointers, sizes, kv_heads, scale, dtype, the fp8 descales, head_dim, mask, alignment;
+// the strides (InvalidStrides: negative, rows that overlap, an extent past 64 bits; UnsupportedLayout:
+// not the contiguous layout, for a kernel that takes no strides; InvalidStrides: a stride that is not a
+// multiple of the kernel's alignment); then the
 // variable-length fields: none for a kernel that takes none, seq_lens and cu_seqlens not both,
 // cu_seqlens_q and cu_seqlens_k together, 0 <= max_seq_q <= seq_q and 0 <= max_seq_k <= seq_k,
 // device-accessible arrays. Their values are checked on the device by the kernels (and on the host by
@@ -82,7 +110,10 @@ Status validate(const AttentionParams& p, const AttentionSupport& support);
 // dk, dv aligned as Q is and delta to 4 bytes (MisalignedPointer).
 Status validate(const AttentionBwdParams& p, const AttentionSupport& support);
 // No output (dQ, dK, dV, delta) overlaps an input (Q, K, V, O, LSE, dO) or another output, as the sizes
-// lay them out: MisalignedPointer otherwise (a pointer where the kernel cannot use it). For validated
+// and strides lay them out: MisalignedPointer otherwise (a pointer where the kernel cannot use it). Two
+// tensors whose spans cross are apart where they have the same element size and strides and no element
+// in common (dQ, dK, dV interleaved in one [B, N, 3, H, D] tensor); any other crossing counts as an
+// overlap. For validated
 // params on a device that can hold their tensors: sizes no GPU could hold make any two spans overlap,
 // and those are the device check's to name (InvalidSize).
 Status check_outputs_apart(const AttentionBwdParams& p);
@@ -147,7 +178,8 @@ Status for_each_head_slice(const AttentionParams& p, F&& f) {
 }
 
 // The bytes of the largest of Q, K, V, O as the params lay them out (Q, O [B, H, Nq, D], K, V
-// [B, KVH, Nk, D]; packed batches [H, total, D] and [KVH, total, D]). For validated params.
+// [B, KVH, Nk, D]; packed batches [H, total, D] and [KVH, total, D]; with strides, the bytes each spans:
+// extent_elems). For validated params.
 double largest_tensor_bytes(const AttentionParams& p);
 
 // The host-side check behind fs_check_varlen: reads the arrays (one copy and a synchronization of

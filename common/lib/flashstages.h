@@ -6,8 +6,9 @@
  * gemm.h wrap them), so there is one definition of each problem and one list of status codes.
  * fs_kernel_count / fs_kernel_at describe every launcher: what it takes and which GPUs it runs on.
  *
- * Tensors are contiguous, row-major [B, H, Nq, D] for Q and O, [B, KVH, Nk, D] for K and V (KVH = H
- * unless kv_heads says otherwise: grouped-query attention) and [B, H, Nq] (fp32) for LSE.
+ * Tensors are row-major [B, H, Nq, D] for Q and O, [B, KVH, Nk, D] for K and V (KVH = H unless kv_heads
+ * says otherwise: grouped-query attention) and [B, H, Nq] (fp32) for LSE: contiguous, unless the strides
+ * of fs_attention_params lay Q, K, V and O out otherwise ([B, N, H, D], a slice of a packed QKV tensor).
  * Every entry validates its arguments before it launches anything; a non-zero return means nothing
  * was written. fs_status_name / fs_status_message name every code.
  */
@@ -45,8 +46,12 @@ typedef enum fs_status {
   FS_ERR_UNSUPPORTED_DEVICE = 12,  /* this kernel has no code for the current GPU, needs more shared memory,
                                       or its clusters of blocks do not fit (stage 07 gemm v5) */
   FS_ERR_INVALID_KV_HEADS = 13,    /* kv_heads is negative, larger than heads, or does not divide heads */
-  FS_ERR_UNSUPPORTED_LAYOUT = 14   /* this GEMM kernel does not take this pair of transposes (trans_a, trans_b):
-                                      stage 07's int8 version reads A stored M×K and B stored N×K alone */
+  FS_ERR_UNSUPPORTED_LAYOUT = 14,  /* this GEMM kernel does not take this pair of transposes (trans_a, trans_b):
+                                      stage 07's int8 version reads A stored M×K and B stored N×K alone; this
+                                      attention kernel takes contiguous tensors alone (no strides) */
+  FS_ERR_INVALID_STRIDES = 15      /* an attention tensor's strides are negative, make two of its rows overlap,
+                                      do not fit in 64 bits, or are not the multiple of 16 bytes this kernel's
+                                      loads need */
 } fs_status;
 
 /* Element types. A kernel's set of types is a bit mask: bit (1 << dtype). */
@@ -110,6 +115,25 @@ typedef struct fs_attention_params {
   float q_descale;
   float k_descale;
   float v_descale;
+  /* The layouts: each tensor's element strides {batch, head, row}, so that element (b, h, n, d) of Q is
+   * q[b·q_strides[0] + h·q_strides[1] + n·q_strides[2] + d] (K, V, O alike; K and V with their KVH heads).
+   * D is always contiguous; LSE is always [B, H, Nq] contiguous. All three zero: the contiguous layout
+   * above ({H·Nq·D, Nq·D, D} for Q and O, {KVH·Nk·D, Nk·D, D} for K and V), so a caller that leaves
+   * them zero keeps today's layout. FlashAttention's and most models' [B, N, H, D] is {N·H·D, D, H·D}; a
+   * Q sliced from a packed QKV tensor [B, N, 3, H, D] is {N·3·H·D, D, 3·H·D}. No copy is made.
+   * Rules (FS_ERR_INVALID_STRIDES otherwise): no stride negative; the rows the strides address never
+   * overlap (sorted by size, each stride is at least the extent of the smaller ones; a stride whose
+   * count is 1 is ignored, as is the batch stride of packed batches, whose tensors are [H, total, D]
+   * with strides {0, head, row}); the last element's offset fits in 64 bits; and for a kernel that needs
+   * aligned rows, every stride a multiple of 16 bytes. A kernel that takes contiguous tensors alone
+   * (fs_kernel_info.strided = 0) refuses any other layout with FS_ERR_UNSUPPORTED_LAYOUT; strides that
+   * spell out the contiguous layout are the contiguous layout. The backward (fs_attention_bwd_params):
+   * a gradient has the layout of what it is the gradient of — dQ Q's strides, dK K's, dV V's, and dO
+   * O's. */
+  int64_t q_strides[3];
+  int64_t k_strides[3];
+  int64_t v_strides[3];
+  int64_t o_strides[3];
 } fs_attention_params;
 
 /* One GEMM: C = alpha · op(A) · op(B) + beta · C, row-major. op(A) is M×K: A is stored M×K (lda >= K),
@@ -156,6 +180,8 @@ typedef struct fs_kernel_info {
   int32_t num_archs;      /* the GPUs it runs on, as compute capabilities (major·10 + minor): exactly */
   int32_t archs[16];      /*   those this build carries code for; no other GPU, older or newer */
   uint64_t smem_bytes;    /* the dynamic shared memory a block needs: a GPU must allow that much per block */
+  int32_t strided;        /* attention: non-zero when it takes the strides of fs_attention_params (any layout
+                             with D contiguous); 0: contiguous tensors alone (FS_ERR_UNSUPPORTED_LAYOUT) */
 } fs_kernel_info;
 
 FS_API int fs_kernel_count(void);
@@ -173,7 +199,11 @@ FS_API int fs_kernel_check_device(const fs_kernel_info* kernel, int device);
  * (the dtypes, head_dims and GPUs it takes).
  *
  * Forward attention, fs_attention_params: stages 01-03 fs_naive_v1, fs_tiled_v1, fs_online_softmax_v1;
- * stage 04 (tensor-core FlashAttention forward) fs_flash_fwd_vN. */
+ * stage 04 (tensor-core FlashAttention forward) fs_flash_fwd_vN. Layouts other than the contiguous one
+ * (the strides of fs_attention_params): stage 04's v4, v5 and v6, stage 05's v10 and every stage 07
+ * attention version take them (fs_kernel_info.strided); the others refuse them with
+ * FS_ERR_UNSUPPORTED_LAYOUT, and fs_attention_forward / fs_attention_backward pick among those that take
+ * them. */
 
 /* Checks a variable-length layout on the host, once, outside the launch path: copies seq_lens or
  * cu_seqlens_q/k to the host, synchronizes `stream`, and returns FS_ERR_INVALID_SEQLENS (values that
@@ -192,13 +222,15 @@ FS_API int fs_check_varlen(fs_attention_params* params, void* stream);
  *   delta_i = Σ_c dO_ic O_ic,  P = exp(scale · Q Kᵀ - LSE),  dP = dO Vᵀ,  dS = P ∘ (dP - delta),
  *   dV = Pᵀ dO,  dQ = scale · dS K,  dK = scale · dSᵀ Q.
  * No output may overlap an input or another output (FS_ERR_MISALIGNED_POINTER: the pointer is not
- * where the kernel can use it). */
+ * where the kernel can use it); with strides, outputs that interleave without sharing an element (dQ,
+ * dK, dV in one packed [B, N, 3, H, D] tensor, with the same strides) are apart. Layouts: dO has O's
+ * strides, dQ Q's, dK K's, dV V's (fwd.q_strides ...); delta is [B, H, Nq] contiguous, as LSE. */
 typedef struct fs_attention_bwd_params {
   fs_attention_params fwd; /* the forward problem; o and lse are read, never written */
-  const void* d_o;         /* dO [B, H, Nq, D], in fwd.dtype */
-  void* dq;                /* [B, H, Nq, D], in fwd.dtype */
-  void* dk;                /* [B, H, Nk, D], in fwd.dtype */
-  void* dv;                /* [B, H, Nk, D], in fwd.dtype */
+  const void* d_o;         /* dO [B, H, Nq, D], in fwd.dtype, laid out as O (fwd.o_strides) */
+  void* dq;                /* [B, H, Nq, D], in fwd.dtype, laid out as Q (fwd.q_strides) */
+  void* dk;                /* [B, KVH, Nk, D], in fwd.dtype, laid out as K (fwd.k_strides) */
+  void* dv;                /* [B, KVH, Nk, D], in fwd.dtype, laid out as V (fwd.v_strides) */
   float* delta;            /* [B, H, Nq] fp32: rowsum(dO ∘ O); may be null (not written) */
   /* Non-zero: dQ is bitwise the same on every run with the same inputs (no unordered atomic adds).
    * Every version that takes the flag keeps that promise; dK, dV and delta always are. */
@@ -206,7 +238,8 @@ typedef struct fs_attention_bwd_params {
 } fs_attention_bwd_params;
 
 /* Stage 05 (FlashAttention backward): fs_flash_bwd_vN, one entry per version, all taking
- * fs_attention_bwd_params. */
+ * fs_attention_bwd_params. v10 takes the strides (any layout with D contiguous, every stride a multiple of
+ * 16 bytes), on its atomic path and its deterministic one. */
 
 /* ---- GEMM ------------------------------------------------------------------------------------- */
 
@@ -241,7 +274,9 @@ typedef struct fs_attention_bwd_params {
 /* Stage 07 attention: fs_flash_fwd_tma_vN, the FlashAttention forward on Hopper only (sm_90a;
  * FS_ERR_UNSUPPORTED_DEVICE on any other GPU), fs_attention_params as stage 04: fp16 or bf16, head_dim
  * 64, 128 or 256 (FS_ERR_UNSUPPORTED_HEAD_DIM otherwise), grouped-query K/V, the causal mask, any scale,
- * padded and packed batches; Q, K, V, O 16-byte aligned (TMA; else FS_ERR_MISALIGNED_POINTER). v9 alone
+ * padded and packed batches; Q, K, V, O 16-byte aligned (TMA; else FS_ERR_MISALIGNED_POINTER); any layout
+ * through the strides, each a multiple of 16 bytes (TMA's strides; else FS_ERR_INVALID_STRIDES): the
+ * tensor maps are 4D, (D, N, heads, batch entries), with the tensors' own strides. v9 alone
  * is fp8: dtype FS_FP8_E4M3 with q_descale, k_descale, v_descale, O in bf16; head_dim 128; dense batches
  * (seq_lens, cu_seqlens: FS_ERR_INVALID_SEQLENS); grouped-query K/V, the causal mask, any scale. It
  * allocates a workspace for Vᵀ, B·KVH·128·(Nk rounded up to 32) bytes (FS_ERR_OUT_OF_MEMORY if it

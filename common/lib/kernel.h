@@ -120,6 +120,7 @@ constexpr KernelDesc attention_kernel(const KernelName& n, const AttentionSuppor
   k.info.num_head_dims = support.num_head_dims;
   for (int i = 0; i < support.num_head_dims; ++i) k.info.head_dims[i] = support.head_dims[i];
   k.info.max_head_dim = support.max_head_dim;
+  k.info.strided = support.strided ? 1 : 0;
   k.attention = support;
   k.run_attention = run;
   k.extra_bytes = extra_bytes;

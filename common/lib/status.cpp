@@ -31,10 +31,14 @@ constexpr StatusText kStatusText[] = {
      "kv_heads must be 0 (one K/V head per query head) or a divisor of heads: it is negative, larger than heads, "
      "or does not divide heads"},
     {"FS_ERR_UNSUPPORTED_LAYOUT",
-     "this GEMM kernel does not take this pair of transposes (trans_a, trans_b): stage 07's int8 version reads "
-     "A stored M×K and B stored N×K (trans_a = 0, trans_b = 1) alone, both k-contiguous as integer wgmma needs"},
+     "this kernel does not take this layout: a GEMM kernel this pair of transposes (stage 07's int8 version reads "
+     "A stored M×K and B stored N×K, trans_a = 0, trans_b = 1, alone, both k-contiguous as integer wgmma needs), "
+     "an attention kernel strides other than the contiguous layout's (fs_kernel_info.strided is 0)"},
+    {"FS_ERR_INVALID_STRIDES",
+     "an attention tensor's strides are negative, make two of its rows overlap, address past 2^63 elements, or "
+     "are not the multiple of 16 bytes this kernel's loads need"},
 };
-constexpr int kLastStatus = FS_ERR_UNSUPPORTED_LAYOUT;
+constexpr int kLastStatus = FS_ERR_INVALID_STRIDES;
 static_assert(sizeof(kStatusText) / sizeof(kStatusText[0]) == kLastStatus + 1,
               "every fs_status code needs a name and a message");
 

@@ -21,6 +21,7 @@ enum class Status : int {
   UnsupportedDevice = FS_ERR_UNSUPPORTED_DEVICE,
   InvalidKvHeads = FS_ERR_INVALID_KV_HEADS,
   UnsupportedLayout = FS_ERR_UNSUPPORTED_LAYOUT,
+  InvalidStrides = FS_ERR_INVALID_STRIDES,
 };
 
 inline const char* status_name(Status s) { return fs_status_name(static_cast<int>(s)); }

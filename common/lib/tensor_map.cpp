@@ -62,7 +62,7 @@ Status encode(const void* base, DType dtype, int rank, const cuuint64_t* dims, c
   if (!tma_type(dtype, &type)) return Status::UnsupportedDtype;
   EncodeTiled encode_tiled = nullptr;
   FS_RETURN_IF_ERROR(encode_tiled_entry(&encode_tiled));
-  const cuuint32_t steps[3] = {1, 1, 1};
+  const cuuint32_t steps[5] = {1, 1, 1, 1, 1};  // one per dimension, rank 5 at most
   const CUresult r = encode_tiled(map, type, cuuint32_t(rank), const_cast<void*>(base), dims, strides, box, steps,
                                   CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
                                   CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
@@ -81,12 +81,11 @@ Status check_tensor_map(const TensorMap2d& t) {
   return Status::Success;
 }
 
-Status check_tensor_map(const TensorMap3d& t) {
+Status check_tensor_map(const TensorMap4d& t) {
   FS_RETURN_IF_ERROR(check_tensor_map(t.plane));
-  if (t.planes < 1 || t.planes > kMaxExtent) return Status::InvalidSize;
-  // rows · ld < 2^62: both are below 2^31 and 2^40 / size.
-  if (!stride_ok(t.plane_ld, t.plane.rows * t.plane.ld, int64_t(dtype_size(t.plane.dtype))))
-    return Status::InvalidLeadingDim;
+  if (t.heads < 1 || t.heads > kMaxExtent || t.batches < 1 || t.batches > kMaxExtent) return Status::InvalidSize;
+  const int64_t size = int64_t(dtype_size(t.plane.dtype));
+  if (!stride_ok(t.head_ld, 1, size) || !stride_ok(t.batch_ld, 1, size)) return Status::InvalidLeadingDim;
   return Status::Success;
 }
 
@@ -98,14 +97,14 @@ Status encode_tensor_map(const TensorMap2d& t, CUtensorMap* map) {
   return encode(t.base, t.dtype, 2, dims, strides, box, map);
 }
 
-Status encode_tensor_map(const TensorMap3d& t, CUtensorMap* map) {
+Status encode_tensor_map(const TensorMap4d& t, CUtensorMap* map) {
   FS_RETURN_IF_ERROR(check_tensor_map(t));
   const TensorMap2d& p = t.plane;
   const std::size_t size = dtype_size(p.dtype);
-  const cuuint64_t dims[3] = {cuuint64_t(p.cols), cuuint64_t(p.rows), cuuint64_t(t.planes)};
-  const cuuint64_t strides[2] = {cuuint64_t(p.ld) * size, cuuint64_t(t.plane_ld) * size};
-  const cuuint32_t box[3] = {cuuint32_t(p.box_cols), cuuint32_t(p.box_rows), 1};
-  return encode(p.base, p.dtype, 3, dims, strides, box, map);
+  const cuuint64_t dims[4] = {cuuint64_t(p.cols), cuuint64_t(p.rows), cuuint64_t(t.heads), cuuint64_t(t.batches)};
+  const cuuint64_t strides[3] = {cuuint64_t(p.ld) * size, cuuint64_t(t.head_ld) * size, cuuint64_t(t.batch_ld) * size};
+  const cuuint32_t box[4] = {cuuint32_t(p.box_cols), cuuint32_t(p.box_rows), 1, 1};
+  return encode(p.base, p.dtype, 4, dims, strides, box, map);
 }
 
 }  // namespace fs

@@ -30,14 +30,19 @@ struct TensorMap2d {
   int box_rows = 0;
 };
 
-// A stack of such 2D tensors, `planes` of them, each `plane_ld` elements after the previous one: TMA's
-// dimension 2. A box is box_rows × box_cols of one plane, and is zero-filled past that plane's last row
-// rather than running into the next plane (the stage 07 attention kernels: one plane per head, so a
+// A stack of such 2D tensors, planes indexed by two coordinates with a stride each: TMA's dimensions 2
+// and 3. The stage 07 attention maps: a tensor [B, H, N, D] as its strides lay it out
+// (fs_attention_params), one plane of [N][D] per (head, batch entry): heads along dimension 2, batch
+// entries along dimension 3. Strides in any order (the [B, N, H, D] layout has the head stride, D,
+// below the row stride, H·D): TMA only adds coordinate times stride. A box is box_rows × box_cols of
+// one plane, and is zero-filled past that plane's last row rather than running into the next plane (a
 // key tile past the end of a sequence reads zeros).
-struct TensorMap3d {
-  TensorMap2d plane;  // one plane: base (plane 0's first element), dtype, cols, rows, ld, the box
-  int64_t planes = 0;
-  int64_t plane_ld = 0;  // elements from one plane to the next (>= rows · ld)
+struct TensorMap4d {
+  TensorMap2d plane;  // one plane: base (plane (0, 0)'s first element), dtype, cols, rows, ld, the box
+  int64_t heads = 0;
+  int64_t head_ld = 0;  // elements from one head's plane to the next
+  int64_t batches = 0;
+  int64_t batch_ld = 0;  // elements from one batch entry's plane to the next
 };
 
 // The limits TMA puts on a tensor, checked before any encode, with the code each breach returns:
@@ -48,16 +53,17 @@ struct TensorMap3d {
 // GEMM validation (GemmSupport::operand_align) refuses the first two before any launch; this check
 // repeats them for any other caller and adds the extents.
 Status check_tensor_map(const TensorMap2d& t);
-// The same for every plane, and: planes 1 .. 2^31 - 1 (InvalidSize); plane_ld at least rows · ld, a
-// multiple of 16 bytes and under 2^40 bytes (InvalidLeadingDim).
-Status check_tensor_map(const TensorMap3d& t);
+// The same for every plane, and: heads and batches 1 .. 2^31 - 1 (InvalidSize); head_ld and batch_ld
+// multiples of 16 bytes under 2^40 bytes (InvalidLeadingDim). They may be smaller than a plane: whether
+// planes overlap is the caller's to check (attention: validate's strides rules).
+Status check_tensor_map(const TensorMap4d& t);
 
 // check_tensor_map, then cuTensorMapEncodeTiled: rank 2, the 128-byte swizzle (16-byte chunk c of
 // shared row r lands at chunk c ^ (r % 8), the layout wgmma's descriptors read), zeros for elements
 // outside the tensor, L2 fetches of 256 bytes. CudaError (with last_cuda_error() saying why) when the
 // driver entry cannot be found or the driver refuses the map.
 Status encode_tensor_map(const TensorMap2d& t, CUtensorMap* map);
-// Rank 3, otherwise the same: for sm90::tma_load_3d.
-Status encode_tensor_map(const TensorMap3d& t, CUtensorMap* map);
+// Rank 4, otherwise the same: for sm90::tma_load_4d.
+Status encode_tensor_map(const TensorMap4d& t, CUtensorMap* map);
 
 }  // namespace fs

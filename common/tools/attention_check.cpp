@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <initializer_list>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "common/lib/random.h"
 #include "common/tools/device_buffer.h"
@@ -89,7 +91,165 @@ std::vector<int64_t> pick_heads(int64_t total, int max_heads) {
   return heads;
 }
 
+// ---- Strided layouts ----
+// One tensor of a layout: which, its [B, heads, N, D] sizes, its strides and element size.
+struct Placed {
+  LayoutTensor which;
+  int64_t dims[4];
+  TensorStrides strides;
+  std::size_t element;
+};
+
+std::vector<Placed> placed(const AttentionParams& s, const StridedLayout& l, std::initializer_list<LayoutTensor> list) {
+  std::vector<Placed> out;
+  for (LayoutTensor t : list) {
+    const bool query = t == kLayoutQ || t == kLayoutO || t == kLayoutDO || t == kLayoutDQ;
+    const TensorStrides st = t == kLayoutQ || t == kLayoutDQ   ? l.q
+                             : t == kLayoutK || t == kLayoutDK ? l.k
+                             : t == kLayoutV || t == kLayoutDV ? l.v
+                                                               : l.o;
+    const DType type = t == kLayoutO ? output_dtype(s) : dtype_of(s);
+    out.push_back({t,
+                   {s.batch, query ? s.heads : kv_head_count(s), query ? s.seq_q : s.seq_k, s.head_dim},
+                   st,
+                   dtype_size(type)});
+  }
+  return out;
+}
+
+// A layout's buffers for one launch: host images (poison, with the inputs where the layout puts them),
+// their device copies, and after the launch what changed.
+class LayoutRun {
+ public:
+  // inputs[i]: the contiguous bytes of tensors[i], or null for an output (left poisoned).
+  LayoutRun(const StridedLayout& l, std::vector<Placed> tensors, const std::vector<const std::vector<unsigned char>*>& inputs)
+      : l_(l), tensors_(std::move(tensors)) {
+    std::vector<std::size_t> element(l.buffer_elems.size(), 1);
+    for (const Placed& p : tensors_) element.at(spot(p).buffer) = p.element;
+    for (std::size_t b = 0; b < l.buffer_elems.size(); ++b)
+      before_.emplace_back(std::size_t(l.buffer_elems[b]) * element[b], 0xFF);
+    for (std::size_t i = 0; i < tensors_.size(); ++i)
+      if (inputs[i]) {
+        const Placed& p = tensors_[i];
+        scatter_strided(inputs[i]->data(), before_[spot(p).buffer].data(), p.dims, p.element, spot(p).offset, p.strides);
+      }
+    for (const auto& image : before_) device_.emplace_back(image);
+  }
+
+  void* ptr(LayoutTensor t) const {
+    const Placed& p = find(t);
+    return device_[spot(p).buffer].get() + spot(p).offset * int64_t(p.element);
+  }
+
+  std::vector<std::vector<unsigned char>> download() const {
+    std::vector<std::vector<unsigned char>> after;
+    for (const auto& d : device_) after.push_back(d.download());
+    return after;
+  }
+
+  // Tensor t out of its view in `after`, contiguous.
+  std::vector<unsigned char> gather(const std::vector<std::vector<unsigned char>>& after, LayoutTensor t) const {
+    const Placed& p = find(t);
+    std::vector<unsigned char> bhnd(std::size_t(p.dims[0] * p.dims[1] * p.dims[2] * p.dims[3]) * p.element);
+    gather_strided(after[spot(p).buffer].data(), bhnd.data(), p.dims, p.element, spot(p).offset, p.strides);
+    return bhnd;
+  }
+
+  // Whether a byte outside the views of `outputs` differs from what the launch found there.
+  bool outside_written(const std::vector<std::vector<unsigned char>>& after,
+                       std::initializer_list<LayoutTensor> outputs) const {
+    std::vector<std::vector<unsigned char>> output(before_.size());
+    for (std::size_t b = 0; b < before_.size(); ++b) output[b].assign(before_[b].size(), 0);
+    for (LayoutTensor t : outputs) {
+      const Placed& p = find(t);
+      const std::vector<unsigned char> ones(std::size_t(p.dims[0] * p.dims[1] * p.dims[2] * p.dims[3]) * p.element, 1);
+      scatter_strided(ones.data(), output[spot(p).buffer].data(), p.dims, p.element, spot(p).offset, p.strides);
+    }
+    for (std::size_t b = 0; b < before_.size(); ++b)
+      for (std::size_t i = 0; i < before_[b].size(); ++i)
+        if (!output[b][i] && after[b][i] != before_[b][i]) return true;
+    return false;
+  }
+
+ private:
+  const TensorSpot& spot(const Placed& p) const { return l_.spot[p.which]; }
+  const Placed& find(LayoutTensor t) const {
+    for (const Placed& p : tensors_)
+      if (p.which == t) return p;
+    throw std::invalid_argument("the layout run holds no such tensor");
+  }
+
+  const StridedLayout& l_;
+  std::vector<Placed> tensors_;
+  std::vector<std::vector<unsigned char>> before_;
+  std::vector<DeviceBuffer<unsigned char>> device_;
+};
+
 }  // namespace
+
+void scatter_strided(const unsigned char* bhnd, unsigned char* buffer, const int64_t (&dims)[4], std::size_t element,
+                     int64_t offset, const TensorStrides& st) {
+  const int64_t heads = dims[1], rows = dims[2], d = dims[3];
+  for (int64_t b = 0; b < dims[0]; ++b)
+    for (int64_t h = 0; h < heads; ++h)
+      for (int64_t n = 0; n < rows; ++n)
+        std::memcpy(buffer + (offset + b * st.batch + h * st.head + n * st.row) * int64_t(element),
+                    bhnd + ((b * heads + h) * rows + n) * d * int64_t(element), std::size_t(d) * element);
+}
+
+void gather_strided(const unsigned char* buffer, unsigned char* bhnd, const int64_t (&dims)[4], std::size_t element,
+                    int64_t offset, const TensorStrides& st) {
+  const int64_t heads = dims[1], rows = dims[2], d = dims[3];
+  for (int64_t b = 0; b < dims[0]; ++b)
+    for (int64_t h = 0; h < heads; ++h)
+      for (int64_t n = 0; n < rows; ++n)
+        std::memcpy(bhnd + ((b * heads + h) * rows + n) * d * int64_t(element),
+                    buffer + (offset + b * st.batch + h * st.head + n * st.row) * int64_t(element),
+                    std::size_t(d) * element);
+}
+
+StridedLayout bnhd_layout(const AttentionParams& s) {
+  const int64_t b = s.batch, h = s.heads, kvh = kv_head_count(s), d = s.head_dim;
+  StridedLayout l;
+  l.name = "[B, N, H, D]";
+  l.q = l.o = {s.seq_q * h * d, d, h * d};
+  l.k = l.v = {s.seq_k * kvh * d, d, kvh * d};
+  // Q, K, V, O, dO, dQ, dK, dV: a buffer each.
+  for (int t = 0; t < 8; ++t) l.spot[t] = {t, 0};
+  const int64_t q_elems = b * s.seq_q * h * d, kv_elems = b * s.seq_k * kvh * d;
+  l.buffer_elems = {q_elems, kv_elems, kv_elems, q_elems, q_elems, q_elems, kv_elems, kv_elems};
+  return l;
+}
+
+StridedLayout packed_qkv_layout(const AttentionParams& s) {
+  const int64_t b = s.batch, h = s.heads, kvh = kv_head_count(s), d = s.head_dim;
+  const int64_t width = (h + 2 * kvh) * d, rows = std::max(s.seq_q, s.seq_k);  // one packed row: Q, K, V heads
+  const int64_t o_row = h * d + 16 / int64_t(dtype_size(output_dtype(s)));    // O's rows, 16 bytes of padding
+  StridedLayout l;
+  l.name = "Q, K, V slices of [B, N, H + 2·KVH, D]; O rows padded";
+  l.q = {rows * width, d, width};
+  l.k = l.v = l.q;
+  l.o = {s.seq_q * o_row, d, o_row};
+  // Buffer 0: QKV; 1: O; 2: dO; 3: dQ, dK, dV.
+  l.spot[kLayoutQ] = {0, 0};
+  l.spot[kLayoutK] = {0, h * d};
+  l.spot[kLayoutV] = {0, (h + kvh) * d};
+  l.spot[kLayoutO] = {1, 0};
+  l.spot[kLayoutDO] = {2, 0};
+  l.spot[kLayoutDQ] = {3, 0};
+  l.spot[kLayoutDK] = {3, h * d};
+  l.spot[kLayoutDV] = {3, (h + kvh) * d};
+  l.buffer_elems = {b * rows * width, b * s.seq_q * o_row, b * s.seq_q * o_row, b * rows * width};
+  return l;
+}
+
+AttentionParams with_strides(const AttentionParams& shape, const StridedLayout& l) {
+  AttentionParams p = shape;
+  const TensorStrides* from[4] = {&l.q, &l.k, &l.v, &l.o};
+  int64_t* to[4] = {p.q_strides, p.k_strides, p.v_strides, p.o_strides};
+  for (int i = 0; i < 4; ++i) to[i][0] = from[i]->batch, to[i][1] = from[i]->head, to[i][2] = from[i]->row;
+  return p;
+}
 
 struct AttentionFixture::Impl {
   std::vector<int64_t> heads;  // flat b·H + h indices that are checked
@@ -200,6 +360,28 @@ AttentionCheck AttentionFixture::run(const KernelDesc& kernel, cudaStream_t stre
   }
   FS_CUDA_CHECK(cudaStreamSynchronize(stream));
   return compare();
+}
+
+AttentionCheck AttentionFixture::run_strided(const KernelDesc& kernel, const StridedLayout& layout,
+                                             cudaStream_t stream) {
+  Impl& m = *impl_;
+  const auto q = m.q.download(), k = m.k.download(), v = m.v.download();
+  const LayoutRun r(layout, placed(shape_, layout, {kLayoutQ, kLayoutK, kLayoutV, kLayoutO}), {&q, &k, &v, nullptr});
+  poison_outputs();
+  const AttentionParams p = attention_on(with_strides(shape_, layout), r.ptr(kLayoutQ), r.ptr(kLayoutK),
+                                         r.ptr(kLayoutV), r.ptr(kLayoutO), m.lse.get());
+  const Status st = launch(kernel, p, stream);
+  if (st != Status::Success) {
+    AttentionCheck failed;
+    failed.status = st;
+    return failed;
+  }
+  FS_CUDA_CHECK(cudaStreamSynchronize(stream));
+  const auto after = r.download();
+  m.o.upload(r.gather(after, kLayoutO));  // O, contiguous, where compare() reads it
+  AttentionCheck result = compare();
+  result.outside_written = r.outside_written(after, {kLayoutO});
+  return result;
 }
 
 bool AttentionFixture::untouched_after(const KernelDesc& kernel, const AttentionParams& bad, Status* returned) {
@@ -339,6 +521,38 @@ AttentionBwdCheck AttentionBwdFixture::run(const KernelDesc& kernel, const Atten
   }
   FS_CUDA_CHECK(cudaStreamSynchronize(stream));
   return compare(p.delta != nullptr);
+}
+
+AttentionBwdCheck AttentionBwdFixture::run_strided(const KernelDesc& kernel, const AttentionBwdParams& given,
+                                                   const StridedLayout& layout, cudaStream_t stream) {
+  Impl& m = *impl_;
+  const auto q = m.q.download(), k = m.k.download(), v = m.v.download(), o = m.o.download(), d_o = m.d_o.download();
+  const LayoutRun r(layout,
+                    placed(shape_, layout,
+                           {kLayoutQ, kLayoutK, kLayoutV, kLayoutO, kLayoutDO, kLayoutDQ, kLayoutDK, kLayoutDV}),
+                    {&q, &k, &v, &o, &d_o, nullptr, nullptr, nullptr});
+  poison_outputs();
+  AttentionBwdParams p = given;
+  p.fwd = attention_on(with_strides(given.fwd, layout), r.ptr(kLayoutQ), r.ptr(kLayoutK), r.ptr(kLayoutV),
+                       r.ptr(kLayoutO), given.fwd.lse);
+  p.d_o = r.ptr(kLayoutDO);
+  p.dq = r.ptr(kLayoutDQ);
+  p.dk = r.ptr(kLayoutDK);
+  p.dv = r.ptr(kLayoutDV);
+  const Status st = launch(kernel, p, stream);
+  if (st != Status::Success) {
+    AttentionBwdCheck failed;
+    failed.status = st;
+    return failed;
+  }
+  FS_CUDA_CHECK(cudaStreamSynchronize(stream));
+  const auto after = r.download();
+  m.dq.upload(r.gather(after, kLayoutDQ));  // the gradients, contiguous, where compare() reads them
+  m.dk.upload(r.gather(after, kLayoutDK));
+  m.dv.upload(r.gather(after, kLayoutDV));
+  AttentionBwdCheck result = compare(p.delta != nullptr);
+  result.outside_written = r.outside_written(after, {kLayoutDQ, kLayoutDK, kLayoutDV});
+  return result;
 }
 
 bool AttentionBwdFixture::untouched_after(const KernelDesc& kernel, const AttentionBwdParams& bad,

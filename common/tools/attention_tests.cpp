@@ -102,6 +102,63 @@ void check_rejected(const KernelDesc& kernel, const AttentionParams& ok,
   check_refused<AttentionFixture>(kernel, ok, make_bad, expected);
 }
 
+// ---- Strided layouts ----
+
+std::vector<AttentionParams> strided_shapes(DType dtype, int64_t d) {
+  struct Sizes {
+    int64_t b, h, kv_heads, nq, nk;
+  };
+  const Sizes sizes[] = {{2, 3, 0, 17, 17}, {2, 2, 0, 17, 100}, {3, 1, 0, 100, 17}, {2, 4, 2, 33, 130}, {2, 6, 1, 1, 300}};
+  std::vector<AttentionParams> out;
+  for (const Sizes& s : sizes)
+    for (bool causal : {false, true}) {
+      if (causal && s.nq > s.nk) continue;
+      AttentionParams p = attention_shape(s.b, s.h, s.nq, s.nk, d, dtype, causal);
+      p.kv_heads = s.kv_heads;
+      out.push_back(p);
+    }
+  return out;
+}
+
+void check_strided_layouts(const KernelDesc& kernel, const AttentionParams& shape, uint64_t seed,
+                           const KernelDesc* naive) {
+  AttentionFixture problem(shape, seed);
+  AttentionCheck n;
+  if (naive && dtype_of(shape) != DType::FP32) n = problem.run(*naive);
+  for (const StridedLayout& layout : {bnhd_layout(shape), packed_qkv_layout(shape)}) {
+    INFO(name(kernel), " ", describe(shape), " ", layout.name, " seed=", seed);
+    const AttentionCheck c = problem.run_strided(kernel, layout);
+    REQUIRE_MESSAGE(c.status == Status::Success, std::string(status_name(c.status)));
+    INFO("O: ", c.o.str(), "  LSE: ", c.lse.str());
+    CHECK(c.o.nonfinite == 0);
+    CHECK(c.lse.nonfinite == 0);
+    CHECK(within(c.o, attention_tolerance(dtype_of(shape))));
+    CHECK(within(c.lse, lse_tolerance(dtype_of(shape))));
+    CHECK_FALSE(c.outside_written);
+    if (naive && dtype_of(shape) != DType::FP32) {
+      REQUIRE(n.status == Status::Success);
+      INFO("naive O: ", n.o.str(), "  naive LSE: ", n.lse.str());
+      CHECK(within_naive_budget(c.o, n.o));
+      CHECK(within_naive_budget(c.lse, n.lse));
+    }
+  }
+}
+
+void check_layout_refusals(const KernelDesc& kernel, const AttentionParams& ok) {
+  const StridedLayout bnhd = bnhd_layout(ok);
+  if (!kernel.attention.strided) {
+    check_rejected(kernel, ok, [&](AttentionParams& p) { p = with_strides(p, bnhd); }, Status::UnsupportedLayout);
+    return;
+  }
+  const int64_t d = ok.head_dim;
+  check_rejected(kernel, ok, [&](AttentionParams& p) { p = with_strides(p, bnhd), p.k_strides[2] = -p.k_strides[2]; },
+                 Status::InvalidStrides);
+  check_rejected(kernel, ok, [&](AttentionParams& p) { p = with_strides(p, bnhd), p.q_strides[1] = d / 2; },
+                 Status::InvalidStrides);  // heads half a row apart: they overlap
+  check_rejected(kernel, ok, [&](AttentionParams& p) { p = with_strides(p, bnhd), p.o_strides[0] += 1; },
+                 Status::InvalidStrides);  // batch entries one element off 16 bytes
+}
+
 void check_rejects_bad_inputs(const KernelDesc& kernel, const AttentionParams& ok) {
   check_rejected(kernel, ok, [](AttentionParams& p) { p.q = nullptr; }, Status::NullPointer);
   check_rejected(kernel, ok, [](AttentionParams& p) { p.v = nullptr; }, Status::NullPointer);
@@ -213,22 +270,64 @@ struct VarlenBuffers {
     o.poison();
     lse.poison();
   }
+
+  // Q, K, V and O laid out by position instead, through the strides: padded batches [B, N, heads, D],
+  // packed ones [total, heads, D] (FlashAttention's varlen layout; the batch stride left 0, as it moves
+  // nothing). The params point at copies in that layout; o_out() reads O back contiguous.
+  DeviceBuffer<T> by_position_q, by_position_k, by_position_v, by_position_o;
+  void lay_out_by_position(const Varlen& c) {
+    const int64_t entries = c.packed() ? 1 : c.batch;
+    const int64_t q_dims[4] = {entries, c.heads, c.seq_q, c.d}, k_dims[4] = {entries, c.kvh(), c.seq_k, c.d};
+    const TensorStrides q_st{c.packed() ? 0 : c.seq_q * c.heads * c.d, c.d, c.heads * c.d};
+    const TensorStrides k_st{c.packed() ? 0 : c.seq_k * c.kvh() * c.d, c.d, c.kvh() * c.d};
+    auto place = [](const std::vector<T>& x, const int64_t(&dims)[4], const TensorStrides& st) {
+      std::vector<T> y(x.size());
+      scatter_strided(reinterpret_cast<const unsigned char*>(x.data()), reinterpret_cast<unsigned char*>(y.data()),
+                      dims, sizeof(T), 0, st);
+      return DeviceBuffer<T>(y);
+    };
+    by_position_q = place(hq, q_dims, q_st);
+    by_position_k = place(hk, k_dims, k_st);
+    by_position_v = place(hv, k_dims, k_st);
+    by_position_o = DeviceBuffer<T>(hq.size());
+    p.q = by_position_q.get(), p.k = by_position_k.get(), p.v = by_position_v.get(), p.o = by_position_o.get();
+    const TensorStrides* from[4] = {&q_st, &k_st, &k_st, &q_st};
+    int64_t* to[4] = {p.q_strides, p.k_strides, p.v_strides, p.o_strides};
+    for (int i = 0; i < 4; ++i) to[i][0] = from[i]->batch, to[i][1] = from[i]->head, to[i][2] = from[i]->row;
+    o_dims_[0] = q_dims[0], o_dims_[1] = q_dims[1], o_dims_[2] = q_dims[2], o_dims_[3] = q_dims[3];
+    o_strides_ = q_st;
+  }
+  DeviceBuffer<T>& o_buffer() { return by_position_o.get() ? by_position_o : o; }
+  std::vector<T> o_out() const {
+    if (!by_position_o.get()) return o.download();
+    const std::vector<T> laid = by_position_o.download();
+    std::vector<T> out(laid.size());
+    gather_strided(reinterpret_cast<const unsigned char*>(laid.data()), reinterpret_cast<unsigned char*>(out.data()),
+                   o_dims_, sizeof(T), 0, o_strides_);
+    return out;
+  }
+
+ private:
+  int64_t o_dims_[4] = {};
+  TensorStrides o_strides_{};
 };
 
 template <class T>
-void check_varlen_batch(const KernelDesc& kernel, const Varlen& c, uint64_t seed) {
+void check_varlen_batch(const KernelDesc& kernel, const Varlen& c, uint64_t seed, bool by_position = false) {
   VarlenBuffers<T> buf(c, seed);
-  INFO(name(kernel), std::string(c.packed() ? " packed " : " padded "), describe(buf.p), " seed=", seed);
+  if (by_position) buf.lay_out_by_position(c);
+  INFO(name(kernel), std::string(c.packed() ? " packed " : " padded "), by_position ? "by position " : "",
+       describe(buf.p), " seed=", seed);
   for (bool tight : {false, true}) {
     if (tight && !c.packed()) break;
     AttentionParams p = buf.p;
     if (tight) REQUIRE(fs::check_varlen(&p, nullptr) == Status::Success);
-    buf.o.poison();
+    buf.o_buffer().poison();
     buf.lse.poison();
     const Status st = launch(kernel, p, nullptr);
     REQUIRE_MESSAGE(st == Status::Success, std::string(status_name(st)));
     FS_CUDA_CHECK(cudaDeviceSynchronize());
-    const auto out_o = buf.o.download();
+    const auto out_o = buf.o_out();
     const auto out_lse = buf.lse.download();
 
     ErrorStats err_o, err_lse;
@@ -379,6 +478,21 @@ void check_varlen_grouped(const KernelDesc& kernel, int64_t d, uint64_t seed) {
   each_grouped_layout(d, [&](const Varlen& c, DType t) { check_varlen_batch(kernel, c, t, ++seed); });
 }
 
+void check_varlen_by_position(const KernelDesc& kernel, int64_t d, uint64_t seed) {
+  auto check = [&](const Varlen& c, DType t) {
+    if (t == DType::FP16)
+      check_varlen_batch<__half>(kernel, c, ++seed, /*by_position=*/true);
+    else
+      check_varlen_batch<__nv_bfloat16>(kernel, c, ++seed, /*by_position=*/true);
+  };
+  check(padded_layout(2, d, /*causal=*/true), DType::FP16);
+  check(packed_layout(2, d), DType::FP16);
+  check(packed_causal_layout(2, d), DType::BF16);
+  Varlen grouped = packed_layout(4, d);
+  grouped.kv_heads = 2;
+  check(grouped, DType::BF16);
+}
+
 void check_bad_layouts(const KernelDesc& kernel) {
   for (const BadLayout& bad : bad_layouts()) {
     INFO(name(kernel), " ", std::string(bad.what));
@@ -467,6 +581,60 @@ void check_bwd_extreme_logits(const KernelDesc& kernel, const AttentionParams& s
 void check_bwd_rejected(const KernelDesc& kernel, const AttentionParams& ok,
                         const std::function<void(AttentionBwdParams&)>& make_bad, Status expected) {
   check_refused<AttentionBwdFixture>(kernel, ok, make_bad, expected);
+}
+
+void check_bwd_strided_layouts(const KernelDesc& kernel, const AttentionParams& shape, uint64_t seed) {
+  const DType t = dtype_of(shape);
+  AttentionBwdFixture problem(shape, seed);
+  for (const StridedLayout& layout : {bnhd_layout(shape), packed_qkv_layout(shape)}) {
+    INFO(name(kernel), " ", describe(shape), " ", layout.name, " seed=", seed);
+    const AttentionBwdCheck c = problem.run_strided(kernel, problem.params(), layout);
+    REQUIRE_MESSAGE(c.status == Status::Success, std::string(status_name(c.status)));
+    check_gradients(c, t);
+    CHECK_FALSE(c.outside_written);
+    {
+      INFO("without delta");
+      AttentionBwdParams p = problem.params();
+      p.delta = nullptr;
+      const AttentionBwdCheck without = problem.run_strided(kernel, p, layout);
+      REQUIRE(without.status == Status::Success);
+      check_gradients(without, t);
+      CHECK_FALSE(without.outside_written);
+    }
+    {
+      INFO("deterministic");
+      AttentionBwdParams p = problem.params();
+      p.deterministic = 1;
+      const AttentionBwdCheck first = problem.run_strided(kernel, p, layout);
+      REQUIRE(first.status == Status::Success);
+      check_gradients(first, t);
+      CHECK_FALSE(first.outside_written);
+      const std::vector<unsigned char> dq = problem.dq_bytes();
+      const AttentionBwdCheck second = problem.run_strided(kernel, p, layout);
+      REQUIRE(second.status == Status::Success);
+      CHECK(problem.dq_bytes() == dq);
+    }
+  }
+}
+
+void check_bwd_layout_refusals(const KernelDesc& kernel, const AttentionParams& ok) {
+  const StridedLayout bnhd = bnhd_layout(ok);
+  using P = AttentionBwdParams;
+  if (!kernel.attention.strided) {
+    check_bwd_rejected(kernel, ok, [&](P& p) { p.fwd = with_strides(p.fwd, bnhd); }, Status::UnsupportedLayout);
+    return;
+  }
+  check_bwd_rejected(kernel, ok, [&](P& p) { p.fwd = with_strides(p.fwd, bnhd), p.fwd.v_strides[0] = -1; },
+                     Status::InvalidStrides);
+  check_bwd_rejected(kernel, ok, [&](P& p) { p.fwd = with_strides(p.fwd, bnhd), p.fwd.q_strides[0] += 4; },
+                     Status::InvalidStrides);  // batch entries 8 bytes off 16 (dQ's too)
+  // dV half a head after dK, both [B, N, KVH, D]: interleaved, but sharing elements.
+  check_bwd_rejected(kernel, ok,
+                     [&](P& p) {
+                       p.fwd = with_strides(p.fwd, bnhd);
+                       p.dv = static_cast<char*>(p.dk) + ok.head_dim;  // D/2 16-bit elements on
+                     },
+                     Status::MisalignedPointer);
 }
 
 void check_bwd_rejects_bad_inputs(const KernelDesc& kernel, const AttentionParams& ok) {
@@ -584,7 +752,58 @@ struct VarlenBwdBuffers {
     dk.poison();
     dv.poison();
     delta.poison();
+    for (DeviceBuffer<T>* out : {&by_position_dq, &by_position_dk, &by_position_dv})
+      if (out->get()) out->poison();
   }
+
+  // Every tensor laid out by position (VarlenBuffers::lay_out_by_position: [B, N, H, D] or [total, H,
+  // D]), O as upload_forward left it; the params point at the copies. gather_outputs() reads dQ, dK, dV
+  // back into dq, dk, dv, contiguous, where the comparison reads them.
+  DeviceBuffer<T> by_position_o, by_position_do, by_position_dq, by_position_dk, by_position_dv;
+  void lay_out_by_position(const Varlen& c) {
+    const int64_t entries = c.packed() ? 1 : c.batch;
+    q_dims_[0] = k_dims_[0] = entries, q_dims_[1] = c.heads, k_dims_[1] = c.kvh();
+    q_dims_[2] = c.seq_q, k_dims_[2] = c.seq_k, q_dims_[3] = k_dims_[3] = c.d;
+    q_st_ = {c.packed() ? 0 : c.seq_q * c.heads * c.d, c.d, c.heads * c.d};
+    k_st_ = {c.packed() ? 0 : c.seq_k * c.kvh() * c.d, c.d, c.kvh() * c.d};
+    in.lay_out_by_position(c);
+    auto place = [](const std::vector<T>& x, const int64_t(&dims)[4], const TensorStrides& st) {
+      std::vector<T> y(x.size());
+      scatter_strided(reinterpret_cast<const unsigned char*>(x.data()), reinterpret_cast<unsigned char*>(y.data()),
+                      dims, sizeof(T), 0, st);
+      return DeviceBuffer<T>(y);
+    };
+    by_position_o = place(ho, q_dims_, q_st_);
+    by_position_do = place(h_do, q_dims_, q_st_);
+    by_position_dq = DeviceBuffer<T>(dq.size());
+    by_position_dk = DeviceBuffer<T>(dk.size());
+    by_position_dv = DeviceBuffer<T>(dv.size());
+    p.fwd = in.p;  // Q, K, V by position, their strides, O's
+    p.fwd.o = by_position_o.get();
+    p.fwd.lse = in.lse.get();
+    p.d_o = by_position_do.get();
+    p.dq = by_position_dq.get();
+    p.dk = by_position_dk.get();
+    p.dv = by_position_dv.get();
+  }
+  void gather_outputs() {
+    if (!by_position_dq.get()) return;
+    auto gather = [](const DeviceBuffer<T>& from, DeviceBuffer<T>& to, const int64_t(&dims)[4],
+                     const TensorStrides& st) {
+      const std::vector<T> laid = from.download();
+      std::vector<T> out(laid.size());
+      gather_strided(reinterpret_cast<const unsigned char*>(laid.data()), reinterpret_cast<unsigned char*>(out.data()),
+                     dims, sizeof(T), 0, st);
+      to.upload(out);
+    };
+    gather(by_position_dq, dq, q_dims_, q_st_);
+    gather(by_position_dk, dk, k_dims_, k_st_);
+    gather(by_position_dv, dv, k_dims_, k_st_);
+  }
+
+ private:
+  int64_t q_dims_[4] = {}, k_dims_[4] = {};
+  TensorStrides q_st_{}, k_st_{};
 };
 
 // The fp64 backward of every entry b and K/V head kv, at [b·KVH + kv]: dQ [G, nq, D] and delta [G, nq] of
@@ -689,17 +908,20 @@ VarlenBwdResult compare_varlen_bwd(const Varlen& c, const VarlenBwdBuffers<T>& b
 }
 
 template <class T>
-void check_bwd_varlen_batch(const KernelDesc& kernel, const Varlen& c, uint64_t seed) {
+void check_bwd_varlen_batch(const KernelDesc& kernel, const Varlen& c, uint64_t seed, bool by_position = false) {
   VarlenBwdBuffers<T> buf(c, seed);
   const VarlenBwdReference ref = varlen_bwd_reference(c, buf);
+  if (by_position) buf.lay_out_by_position(c);
   const DType t = dtype_of(buf.p.fwd);
-  INFO(name(kernel), std::string(c.packed() ? " packed " : " padded "), describe(buf.p.fwd), " seed=", seed);
+  INFO(name(kernel), std::string(c.packed() ? " packed " : " padded "), by_position ? "by position " : "",
+       describe(buf.p.fwd), " seed=", seed);
   // Poisons, launches, compares every row.
   auto run = [&](const AttentionBwdParams& p) {
     buf.poison_outputs();
     const Status st = launch(kernel, p, nullptr);
     REQUIRE_MESSAGE(st == Status::Success, std::string(status_name(st)));
     FS_CUDA_CHECK(cudaDeviceSynchronize());
+    buf.gather_outputs();
     const VarlenBwdResult r = compare_varlen_bwd(c, buf, ref, p.delta != nullptr);
     INFO("values that should be exactly 0 and are not: ", r.wrong_zeros);
     check_gradients(r.check, t);
@@ -749,6 +971,21 @@ void check_bwd_varlen_batch(const KernelDesc& kernel, const Varlen& batch, DType
 
 void check_bwd_varlen_layouts(const KernelDesc& kernel, int64_t d, uint64_t seed) {
   each_layout(d, [&](const Varlen& c, DType t) { check_bwd_varlen_batch(kernel, c, t, ++seed); });
+}
+
+void check_bwd_varlen_by_position(const KernelDesc& kernel, int64_t d, uint64_t seed) {
+  auto check = [&](const Varlen& c, DType t) {
+    if (t == DType::FP16)
+      check_bwd_varlen_batch<__half>(kernel, c, ++seed, /*by_position=*/true);
+    else
+      check_bwd_varlen_batch<__nv_bfloat16>(kernel, c, ++seed, /*by_position=*/true);
+  };
+  check(padded_layout(2, d, /*causal=*/true), DType::FP16);
+  check(packed_layout(2, d), DType::FP16);
+  check(packed_causal_layout(2, d), DType::BF16);
+  Varlen grouped = packed_layout(4, d);
+  grouped.kv_heads = 2;
+  check(grouped, DType::BF16);
 }
 
 void check_bwd_varlen_grouped(const KernelDesc& kernel, int64_t d, uint64_t seed) {

@@ -44,6 +44,32 @@ void check_rejected(const KernelDesc& kernel, const AttentionParams& ok,
 // not crash.
 void check_reports_cuda_error(const KernelDesc& kernel, const AttentionParams& ok);
 
+// ---- Strided layouts (fs_attention_params' strides) ----------------------------------------------
+
+// Shapes for the strided layouts at head_dim d, each with B > 1 so that a wrong batch stride shows: N = 17,
+// Nq ≠ Nk both ways, causal (where Nq <= Nk), grouped-query (H = 4 over 2 K/V heads) and multi-query
+// decoding (Nq = 1 over a few key blocks).
+std::vector<AttentionParams> strided_shapes(DType dtype, int64_t d);
+
+// The problem laid out [B, N, H, D] and as Q, K, V slices of one packed QKV tensor with O's rows padded
+// (attention_check.h: bnhd_layout, packed_qkv_layout), run by `kernel` from those buffers: O and LSE
+// against fp64 within the dtype's tolerance, for fp16/bf16 with `naive` given at most 2× the naive
+// stage's error on the same inputs (run contiguous), and every byte outside O's view as it was.
+void check_strided_layouts(const KernelDesc& kernel, const AttentionParams& shape, uint64_t seed,
+                           const KernelDesc* naive = nullptr);
+
+// The backward through the same two layouts (dQ, dK, dV slices of one packed tensor in the second, dO
+// with O's padded rows): three launches each as check_bwd_against_reference (with delta, without, and
+// deterministic twice: dQ the same bytes), every byte outside the gradients' views as it was.
+void check_bwd_strided_layouts(const KernelDesc& kernel, const AttentionParams& shape, uint64_t seed);
+
+// A kernel that takes no strides (fs_kernel_info.strided 0) refuses a [B, N, H, D] problem with
+// FS_ERR_UNSUPPORTED_LAYOUT; one that takes them refuses strides that are negative, make rows overlap
+// or break its 16 bytes with FS_ERR_INVALID_STRIDES. Nothing written either way. `ok`: a shape the
+// kernel accepts, with B, H > 1.
+void check_layout_refusals(const KernelDesc& kernel, const AttentionParams& ok);
+void check_bwd_layout_refusals(const KernelDesc& kernel, const AttentionParams& ok);
+
 // ---- Variable-length batches --------------------------------------------------------------------
 
 // A batch of variable-length sequences. Padded: [B, H, seq_q, D] with lens[b] rows used of each;
@@ -87,6 +113,11 @@ void check_varlen_layouts(const KernelDesc& kernel, int64_t d, uint64_t seed);
 
 // The same layouts at head_dim d with 4 query heads over 2 K/V heads, and over 1.
 void check_varlen_grouped(const KernelDesc& kernel, int64_t d, uint64_t seed);
+
+// For a kernel that takes strides: padded (causal, fp16) and packed (fp16, causal bf16, and 4 query heads
+// over 2 K/V heads) batches with every tensor laid out by position — padded [B, N, H, D], packed
+// [total, H, D] (FlashAttention's varlen layout) — checked as check_varlen_batch checks them.
+void check_varlen_by_position(const KernelDesc& kernel, int64_t d, uint64_t seed);
 
 // Layouts whose lengths break a rule (a padded length past min(Nq, Nk); packed offsets that end before
 // the total, pass it or decrease; a causal entry with more queries than keys; an entry longer than
@@ -145,6 +176,10 @@ void check_bwd_varlen_layouts(const KernelDesc& kernel, int64_t d, uint64_t seed
 
 // check_varlen_grouped's batches through the backward: 4 query heads over 2 K/V heads, and over 1.
 void check_bwd_varlen_grouped(const KernelDesc& kernel, int64_t d, uint64_t seed);
+
+// check_varlen_by_position's batches through the backward of a kernel that takes strides: every tensor,
+// gradients included, laid out by position (padded [B, N, H, D], packed [total, H, D]).
+void check_bwd_varlen_by_position(const KernelDesc& kernel, int64_t d, uint64_t seed);
 
 // check_bad_layouts' layouts through the backward, and its own rule: a packed entry with more keys than
 // max_seq_k. For every entry, its rows of dQ and of dK are all left unwritten if it breaks a rule (checked

@@ -21,6 +21,10 @@ using HeadDimList = HeadDims<32, 64, 128, 256>;
 // 16-byte alignment: cp.async and the 16-byte loads move whole 16-byte chunks, and every row, D·2
 // bytes, is a multiple of 16. Dense, padded (seq_lens) and packed (cu_seqlens) batches.
 constexpr AttentionSupport kSupport = attention_support<Elements, HeadDimList>(16, /*varlen=*/true);
+// v4's kernel (v4, v5) and v6's read Q, K, V and write O through their strides (fs_attention_params):
+// any layout with D contiguous and every stride a multiple of 16 bytes, for the same 16-byte copies.
+constexpr AttentionSupport kStridedSupport =
+    attention_support<Elements, HeadDimList>(16, /*varlen=*/true, /*strided=*/true);
 
 // Launches kernel_of(DtypeTag<t>{}, std::integral_constant<int, D>{}), the version's kernel for the
 // problem's dtype and head_dim, with tile configuration Config<D>.
@@ -46,12 +50,13 @@ constexpr std::size_t max_smem_bytes() {
   return HeadDimList::max_of([](auto d) { return Config<decltype(d)::value>::kSmemBytes; });
 }
 
-// A version's descriptor: what it takes (kSupport), the GPUs it runs on, the shared memory its largest
-// instance asks for (the device check), its launch, and the device memory a call needs beyond its
-// tensors (by default the LSE it writes, O(B·H·N)).
+// A version's descriptor: what it takes (kSupport, or kStridedSupport), the GPUs it runs on, the shared
+// memory its largest instance asks for (the device check), its launch, and the device memory a call
+// needs beyond its tensors (by default the LSE it writes, O(B·H·N)).
 constexpr KernelDesc version(const KernelName& name, std::size_t smem_bytes, AttentionRun run,
-                             std::size_t (*extra_bytes)(const AttentionParams&) = lse_extra_bytes) {
-  return attention_kernel(name, kSupport, kStageArchs, smem_bytes, run, extra_bytes);
+                             std::size_t (*extra_bytes)(const AttentionParams&) = lse_extra_bytes,
+                             const AttentionSupport& support = kSupport) {
+  return attention_kernel(name, support, kStageArchs, smem_bytes, run, extra_bytes);
 }
 
 }  // namespace fs::flash

@@ -4,7 +4,8 @@
 // (Nq = 1 against up to 16384 keys); custom scales; padded (seq_lens) and packed
 // (cu_seqlens) batches against a per-entry reference, and entries that break the rules left unwritten;
 // every v5 candidate shape; v6 with forced split counts (several slices with tails, slices that see
-// no key of some rows, Nq = 1 against thousands of keys) and its split heuristic; error paths. The versions, their head_dims and the naive baseline come
+// no key of some rows, Nq = 1 against thousands of keys) and its split heuristic; strided layouts
+// ([B, N, H, D], packed QKV slices) in v4, v5 and v6, the bytes outside O's view untouched; error paths. The versions, their head_dims and the naive baseline come
 // from the library's registry.
 #include <algorithm>
 #include <cmath>
@@ -218,6 +219,32 @@ FS_GPU_TEST_CASE("stage04 v6 refuses a plan it does not have — before any laun
   }
 }
 
+// The strided layouts (fs_attention_params' strides): [B, N, H, D] and Q, K, V slices of a packed QKV
+// tensor with O's rows padded, at odd sizes, causal, grouped-query and decoding, every head_dim, in
+// v4's kernel (v4, v5: its tuned shape and every candidate) and v6 (its plan, and forced splits, whose
+// merge writes O through its strides).
+FS_GPU_TEST_CASE("stage04 v4 v5 and v6 take strided layouts (B N H D and packed QKV) and write only O's view") {
+  FS_SKIP_WITHOUT_GPU();
+  uint64_t seed = 9900;
+  for (const KernelDesc* k : find_kernels("stage04")) {
+    if (!k->attention.strided || !testing::runs_here(*k)) continue;
+    for (int64_t d : head_dims(*k))
+      for (const auto& shape : testing::strided_shapes(d == 128 ? DType::BF16 : DType::FP16, d))
+        testing::check_strided_layouts(*k, shape, ++seed, &naive());
+    // Padded and packed batches laid out by position ([B, N, H, D], [total, H, D]).
+    testing::check_varlen_by_position(*k, 64, seed += 10);
+  }
+  for (int i = 0; i < flash_fwd_v5_num_candidates(128) && i < int(std::size(kCandidates)); ++i)
+    if (flash_fwd_v5_candidate_runs_here(128, i))
+      for (const auto& shape : testing::strided_shapes(DType::FP16, 128))
+        testing::check_strided_layouts(kCandidates[i], shape, ++seed, &naive());
+  for (const KernelDesc& k : {forced_plan_kernel(run_forced_plan<0, 7>), forced_plan_kernel(run_forced_plan<1, 2>)})
+    if (testing::runs_here(k))
+      for (int64_t d : {64, 256})
+        for (const auto& shape : testing::strided_shapes(DType::FP16, d))
+          testing::check_strided_layouts(k, shape, ++seed, &naive());
+}
+
 FS_GPU_TEST_CASE("stage04 every version rejects bad inputs and writes nothing") {
   FS_SKIP_WITHOUT_GPU();
   const AttentionParams ok = attention_shape(2, 2, 17, 40, 64, DType::FP16);
@@ -245,6 +272,8 @@ FS_GPU_TEST_CASE("stage04 every version rejects bad inputs and writes nothing") 
              Status::InvalidSeqLens);
     rejected([&](AttentionParams& p) { p.cu_seqlens_q = cu_q.get(), p.cu_seqlens_k = cu_k.get(), p.max_seq_q = -1; },
              Status::InvalidSeqLens);
+    // v1 to v3 refuse strides by name; v4 to v6 refuse bad ones.
+    testing::check_layout_refusals(*k, ok);
   }
 }
 

@@ -27,9 +27,10 @@ __device__ __forceinline__ int swizzle(int r, int c) {
 
 // One thread's share of copying [kRows][D] tiles with cp.async, worked out once before the key loop:
 // the thread moves the 16-byte chunk at column c of rows r0, r0 + kStep, r0 + 2·kStep, ... Its global
-// offsets are then fixed steps of kStep·D and its swizzled shared offsets repeat every kPeriod passes,
+// offsets are then fixed steps of kStep rows and its swizzled shared offsets repeat every kPeriod passes,
 // so a tile costs one address add and one cp.async per chunk (index arithmetic recomputed in the loop
-// used to cost as much as the copies themselves).
+// used to cost as much as the copies themselves). The global rows lie `ld` elements apart: D in a
+// contiguous tensor, the row stride of a strided one (fs_attention_params' strides).
 template <class T, int D, int kRows, int kThreads>
 struct TileCopy {
   static constexpr int kChunks = D / 8;              // 16-byte chunks per row
@@ -39,31 +40,31 @@ struct TileCopy {
   static_assert(kThreads % kChunks == 0 && kRows % kStep == 0 && (kStep % 8 == 0 || 8 % kStep == 0),
                 "every pass must cover whole rows");
   int r0;              // first row
-  int src;             // element offset of the first chunk in a [rows, D] matrix: r0·D + c
+  int c;               // the chunk's first column
   int dst[kPeriod];    // swizzled offset of pass p's chunk, less p·kStep·D
 
   __device__ __forceinline__ TileCopy() {
     r0 = threadIdx.x / kChunks;
-    const int c = threadIdx.x % kChunks * 8;
-    src = r0 * D + c;
+    c = threadIdx.x % kChunks * 8;
 #pragma unroll
     for (int p = 0; p < kPeriod; ++p) dst[p] = swizzle<D>(r0 + p * kStep, c) - p * kStep * D;
   }
 
-  // Issues the copies of rows 0 .. kRows-1 of `rows` (a [n, D] matrix from the tile's first row on)
-  // into `tile`; only the first `valid` rows exist, the rest are zero-filled by cp.async itself. The
-  // caller commits the group.
-  __device__ __forceinline__ void copy(T* tile /* [kRows][D] */, const T* rows, int valid) const {
-    const T* g = rows + src;
+  // Issues the copies of rows 0 .. kRows-1 of `rows` (a [n, D] matrix from the tile's first row on, its
+  // rows ld elements apart) into `tile`; only the first `valid` rows exist, the rest are zero-filled by
+  // cp.async itself. The caller commits the group.
+  __device__ __forceinline__ void copy(T* tile /* [kRows][D] */, const T* rows, int64_t ld, int valid) const {
+    const T* g = rows + r0 * ld + c;
+    const int64_t step = kStep * ld;  // elements from one pass's row to the next
     if (valid >= kRows) {  // a whole tile: no bounds to test
 #pragma unroll
       for (int i = 0; i < kPasses; ++i)
-        sm80::cp_async_cg_16_zfill(tile + dst[i % kPeriod] + i * kStep * D, g + i * kStep * D, 16);
+        sm80::cp_async_cg_16_zfill(tile + dst[i % kPeriod] + i * kStep * D, g + i * step, 16);
     } else {
 #pragma unroll
       for (int i = 0; i < kPasses; ++i) {
         const bool in_range = r0 + i * kStep < valid;
-        sm80::cp_async_cg_16_zfill(tile + dst[i % kPeriod] + i * kStep * D, in_range ? g + i * kStep * D : rows,
+        sm80::cp_async_cg_16_zfill(tile + dst[i % kPeriod] + i * kStep * D, in_range ? g + i * step : rows,
                              in_range ? 16 : 0);
       }
     }

@@ -19,6 +19,7 @@ Status run(const AttentionProblem& pr, cudaStream_t stream) {
 const fs::KernelDesc fs::kFlashFwdV4 =
     flash::version({"fs_flash_fwd_v4", "stage04", "v4",
                     "v3 + ldmatrix(.trans) fragments, XOR-swizzled tiles, addresses worked out once"},
-                   flash::max_smem_bytes<flash::v4::Config>(), flash::v4::run);
+                   flash::max_smem_bytes<flash::v4::Config>(), flash::v4::run, lse_extra_bytes,
+                   flash::kStridedSupport);
 
 FS_EXPORT_ATTENTION(fs_flash_fwd_v4, fs::kFlashFwdV4)

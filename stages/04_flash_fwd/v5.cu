@@ -131,7 +131,7 @@ namespace fs {
 const KernelDesc kFlashFwdV5 = flash::version(
     {"fs_flash_fwd_v5", "stage04", "v5",
      "v4's kernel with the tile shape per (head_dim, dtype, mask) picked by timing candidates on this GPU"},
-    flash::max_smem_bytes<flash::FirstShape>(), flash::v5::run);
+    flash::max_smem_bytes<flash::FirstShape>(), flash::v5::run, lse_extra_bytes, flash::kStridedSupport);
 
 using flash::v5::candidates;
 

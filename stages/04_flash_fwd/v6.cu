@@ -275,7 +275,7 @@ namespace fs {
 const KernelDesc kFlashFwdV6 = flash::version(
     {"fs_flash_fwd_v6", "stage04", "v6",
      "v5 + split-KV: key slices in separate blocks where the grid underfills the GPU, merged by LSE"},
-    flash::max_smem_bytes<flash::FirstShape>(), flash::v6::run, flash_fwd_v6_extra_bytes);
+    flash::max_smem_bytes<flash::FirstShape>(), flash::v6::run, flash_fwd_v6_extra_bytes, flash::kStridedSupport);
 
 std::size_t flash_fwd_v6_extra_bytes(const AttentionParams& p) {
   std::size_t bytes = lse_extra_bytes(p);

@@ -43,8 +43,8 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) flash_fwd_v6_kerne
   const int warp = threadIdx.x / 32;
   const int64_t row0 = s.q0 + warp * 16 * kMT;  // this warp's first query row
   const int wr = warp * 16 * kMT;               // ... as a row of sQ
-  const T* gK = a.k + s.k_row0 * D;             // [nk, D]
-  const T* gV = a.v + s.k_row0 * D;             // [nk, D]
+  const T* gK = a.k + s.k_at;                   // [nk, D], rows a.k_strides.row apart
+  const T* gV = a.v + s.v_at;                   // [nk, D], rows a.v_strides.row apart
   const int64_t n_full = unmasked_blocks(s, kBc, a.causal);
   // This block's slice [j_begin, j_end) of the tile's key blocks (split_kv.cuh's key_slice).
   const KeySlice slice = key_slice(key_blocks(s, kBr, kBc, a.causal), blockIdx.y, gridDim.y);
@@ -54,14 +54,14 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) flash_fwd_v6_kerne
   const TileCopy<T, D, kBc, C::kThreads> kv_copy;
   auto copy_kv = [&](int64_t j) {
     const int valid = rows_in<kBc>(j * kBc, s.nk);  // >= 1: block j holds at least one key
-    kv_copy.copy(sK + j % 2 * kBc * D, gK + j * kBc * D, valid);
-    kv_copy.copy(sV + j % 2 * kBc * D, gV + j * kBc * D, valid);
+    kv_copy.copy(sK + j % 2 * kBc * D, gK + j * kBc * a.k_strides.row, a.k_strides.row, valid);
+    kv_copy.copy(sV + j % 2 * kBc * D, gV + j * kBc * a.v_strides.row, a.v_strides.row, valid);
     cp_async_commit_group();
   };
 
   // A tile without real rows (padded batches), or an empty slice, only writes zeros: nothing to load.
   if (const int valid = rows_in<kBr>(s.q0, s.nq); valid > 0 && j_begin < j_end)
-    TileCopy<T, D, kBr, C::kThreads>().copy(sQ, a.q + (s.q_row0 + s.q0) * D, valid);
+    TileCopy<T, D, kBr, C::kThreads>().copy(sQ, a.q + s.q_at + s.q0 * a.q_strides.row, a.q_strides.row, valid);
   cp_async_commit_group();
   if (j_begin < j_end) copy_kv(j_begin);
   cp_async_wait_group<0>();

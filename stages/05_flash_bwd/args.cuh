@@ -11,7 +11,10 @@ namespace fs::bwd {
 
 // Tensors: Q, dO, dQ [B·H, Nq, D], K, V, dK, dV [B·KVH, Nk, D], LSE and delta [B·H, Nq] for dense and
 // padded batches; [H, total, D] and [KVH, total, D] for packed ones (seq_q, seq_k the totals), as the
-// forward takes them (fs_attention_params). Grouped-query attention: flat query head bh reads K/V head
+// forward takes them (fs_attention_params). The kernels that take strides (v10's K/V kernel, the
+// deterministic pair, the preprocess and the dQ conversion) address Q, K, V, O and the gradients
+// through them (q_strides ...: dQ has Q's, dK K's, dV V's, dO O's); LSE, delta and dq_accum are
+// always contiguous, addressed by the row index (attn::Sequence::q_row0). Grouped-query attention: flat query head bh reads K/V head
 // bh / group (common/lib/attention.h), so K/V head kvh serves query heads kvh·group .. kvh·group +
 // group - 1, and dK, dV of kvh sum theirs. The fields from `heads` on are the ones attn::sequence_of
 // and attn::key_block_of read (common/device/attention.cuh): where an entry's rows are, and its lengths.
@@ -38,6 +41,8 @@ struct Args {
   const int32_t* __restrict__ seq_lens;      // [B] or null
   const int32_t* __restrict__ cu_seqlens_q;  // [B+1] or null (then cu_seqlens_k is null too)
   const int32_t* __restrict__ cu_seqlens_k;
+  TensorStrides q_strides, k_strides, v_strides, o_strides;  // element strides {batch, head, row} (strides_of)
+  bool contiguous;  // every tensor in the contiguous layout: a dense row's offset is its row index times D
 };
 
 // The arguments of a validated problem, delta where the launch keeps it, no dQ workspace yet.
@@ -68,6 +73,11 @@ Args<T> make_args(const AttentionBwdProblem& pr, const float* delta) {
   a.seq_lens = p.seq_lens;
   a.cu_seqlens_q = p.cu_seqlens_q;
   a.cu_seqlens_k = p.cu_seqlens_k;
+  a.q_strides = strides_of(p, Tensor::Q);
+  a.k_strides = strides_of(p, Tensor::K);
+  a.v_strides = strides_of(p, Tensor::V);
+  a.o_strides = strides_of(p, Tensor::O);
+  a.contiguous = is_contiguous(p);
   return a;
 }
 

@@ -3,7 +3,8 @@
 // kernel that gives each query tile to one block, streams the key blocks past it in key order,
 // recomputes S and dP (queries as rows there: no transpose needed, dS is the A operand straight from
 // registers) and sums dQ_i in registers. No workspace, no atomics, dQ bitwise the same every run, at
-// the price of computing S and dP twice. The versions from v3 on change only the atomic path's K/V
+// the price of computing S and dP twice. Both read and write every tensor through its strides
+// (fs_attention_params), so the pair serves v10's strided problems too. The versions from v3 on change only the atomic path's K/V
 // kernel; this pair stays as v2 made it.
 #pragma once
 
@@ -71,24 +72,26 @@ __global__ void __launch_bounds__(KvConfig<D>::kThreads) dkv_kernel(const Args<T
   float* sDelta = sLse + kBr;                                   // [Br]       delta_i
 
   const attn::KeyBlock kb = attn::key_block_of<kVarlen>(a, kBc);  // the entry, K/V head, keys k0 .., their lengths
-  const int64_t k0 = kb.k0, k_base = kb.k_row0;            // k_base: the K/V head's first row of K, V
+  const int64_t k0 = kb.k0;
   const int warp = threadIdx.x / 32, g = threadIdx.x % 32 / 4, t = threadIdx.x % 4;
   const int wk = 16 * warp;  // the warp's first key, as a row of sK and sV
 
-  load_tile<T, D, C::kThreads>(sK, a.k + k_base * D, k0, kBc, kb.nk);
-  load_tile<T, D, C::kThreads>(sV, a.v + k_base * D, k0, kBc, kb.nk);
+  // The K/V head's rows of K and V (and of dK, dV) where the strides put them.
+  load_tile<T, D, C::kThreads>(sK, a.k + kb.k_at, k0, kBc, kb.nk, a.k_strides.row);
+  load_tile<T, D, C::kThreads>(sV, a.v + kb.v_at, k0, kBc, kb.nk, a.v_strides.row);
 
   // dK_j / scale and dV_j: the warp's 16 keys × D, C fragments, summed over the group's query heads.
   float rdK[kDT][4] = {}, rdV[kDT][4] = {};
   const int64_t offset = kb.offset;
   const int keys = int(min(kb.nk - k0, int64_t(kBc)));
 
-  // Query tile q0 of the query head whose first row of Q, dO is q_base; kMasked (a std::bool_constant)
-  // says whether any of its pairs can be hidden.
-  auto step = [&](int64_t q_base, int64_t q0, auto kMasked) {
+  // Query tile q0 of the query head whose first row of LSE, delta is q_base, of Q at q_at and of dO at
+  // o_at (elements, their strides); kMasked (a std::bool_constant) says whether any of its pairs can be
+  // hidden.
+  auto step = [&](int64_t q_base, int64_t q_at, int64_t o_at, int64_t q0, auto kMasked) {
     __syncthreads();  // every warp is done with the previous tile's sQ, sdO, sLse, sDelta
-    load_tile<T, D, C::kThreads>(sQ, a.q + q_base * D, q0, kBr, kb.nq);
-    load_tile<T, D, C::kThreads>(sdO, a.d_o + q_base * D, q0, kBr, kb.nq);
+    load_tile<T, D, C::kThreads>(sQ, a.q + q_at, q0, kBr, kb.nq, a.q_strides.row);
+    load_tile<T, D, C::kThreads>(sdO, a.d_o + o_at, q0, kBr, kb.nq, a.o_strides.row);
     for (int r = threadIdx.x; r < kBr; r += C::kThreads) {
       const bool real = q0 + r < kb.nq;
       sLse[r] = real ? a.lse[q_base + q0 + r] * attn::kLog2e : 0.0f;
@@ -126,10 +129,12 @@ __global__ void __launch_bounds__(KvConfig<D>::kThreads) dkv_kernel(const Args<T
   // registers.
   for (int64_t bh = kb.q_head0; bh < kb.q_head0 + a.group; ++bh) {
     const int64_t q_base = kb.q_base(bh, a.seq_q);
+    const int64_t q_at = kb.q_at + (bh - kb.q_head0) * a.q_strides.head;
+    const int64_t o_at = kb.o_at + (bh - kb.q_head0) * a.o_strides.head;
     int64_t i = runs.first;
-    for (; i < runs.full_begin; ++i) step(q_base, i * kBr, std::true_type{});
-    for (; i < runs.full_end; ++i) step(q_base, i * kBr, std::false_type{});
-    for (; i < runs.count; ++i) step(q_base, i * kBr, std::true_type{});
+    for (; i < runs.full_begin; ++i) step(q_base, q_at, o_at, i * kBr, std::true_type{});
+    for (; i < runs.full_end; ++i) step(q_base, q_at, o_at, i * kBr, std::false_type{});
+    for (; i < runs.count; ++i) step(q_base, q_at, o_at, i * kBr, std::true_type{});
   }
 
   // dK_j = scale · dSᵀ Q and dV_j, rounded to T: rows wk + g + 8h, columns 8·dt + 2t, 2t+1 (zeros in a
@@ -138,8 +143,8 @@ __global__ void __launch_bounds__(KvConfig<D>::kThreads) dkv_kernel(const Args<T
   for (int h = 0; h < 2; ++h) {
     const int64_t key = k0 + wk + g + 8 * h;
     if (key >= kb.nk_rows) continue;
-    T* dk_row = a.dk + (k_base + key) * D + 2 * t;
-    T* dv_row = a.dv + (k_base + key) * D + 2 * t;
+    T* dk_row = a.dk + kb.k_at + key * a.k_strides.row + 2 * t;
+    T* dv_row = a.dv + kb.v_at + key * a.v_strides.row + 2 * t;
 #pragma unroll
     for (int dt = 0; dt < kDT; ++dt) {
       *reinterpret_cast<uint32_t*>(dk_row + dt * 8) = pack2<T>(a.scale * rdK[dt][2 * h], a.scale * rdK[dt][2 * h + 1]);
@@ -175,8 +180,8 @@ __global__ void __launch_bounds__(DqConfig<D>::kThreads) dq_kernel(const Args<T>
   const int wr = 16 * warp;           // the warp's first row of sQ, sdO
   const int64_t row0 = s.q0 + wr;     // ... as a query row
 
-  load_tile<T, D, C::kThreads>(sQ, a.q + s.q_row0 * D, s.q0, kBr, s.nq);
-  load_tile<T, D, C::kThreads>(sdO, a.d_o + s.q_row0 * D, s.q0, kBr, s.nq);
+  load_tile<T, D, C::kThreads>(sQ, a.q + s.q_at, s.q0, kBr, s.nq, a.q_strides.row);
+  load_tile<T, D, C::kThreads>(sdO, a.d_o + s.o_at, s.q0, kBr, s.nq, a.o_strides.row);
   // LSE · log2(e) and delta of the thread's two rows, g and g + 8: only this thread uses them. Rows past
   // Nq take 0 (their Q and dO rows are zeros: dS = 1 · (0 - 0) = 0, and they are not written).
   float lse2[2], delta[2];
@@ -194,8 +199,8 @@ __global__ void __launch_bounds__(DqConfig<D>::kThreads) dq_kernel(const Args<T>
   auto step = [&](int64_t j, auto kMasked) {
     const int64_t col0 = j * kBc;
     __syncthreads();  // every warp is done with the previous block's sK and sV
-    load_tile<T, D, C::kThreads>(sK, a.k + s.k_row0 * D, col0, kBc, s.nk);
-    load_tile<T, D, C::kThreads>(sV, a.v + s.k_row0 * D, col0, kBc, s.nk);
+    load_tile<T, D, C::kThreads>(sK, a.k + s.k_at, col0, kBc, s.nk, a.k_strides.row);
+    load_tile<T, D, C::kThreads>(sV, a.v + s.v_at, col0, kBc, s.nk, a.v_strides.row);
     __syncthreads();  // sK and sV complete (and, the first time, sQ and sdO)
 
     float rS[1][kNT][4] = {}, rdP[1][kNT][4] = {};  // S, dP: [row tile][key tile][C fragment]
@@ -235,7 +240,7 @@ __global__ void __launch_bounds__(DqConfig<D>::kThreads) dq_kernel(const Args<T>
   for (int h = 0; h < 2; ++h) {
     const int64_t row = row0 + g + 8 * h;
     if (row >= s.nq_rows) continue;
-    T* dq_row = a.dq + (s.q_row0 + row) * D + 2 * t;
+    T* dq_row = a.dq + s.q_at + row * a.q_strides.row + 2 * t;
 #pragma unroll
     for (int dt = 0; dt < kDT; ++dt)
       *reinterpret_cast<uint32_t*>(dq_row + dt * 8) = pack2<T>(a.scale * rdQ[dt][2 * h], a.scale * rdQ[dt][2 * h + 1]);

@@ -91,7 +91,8 @@ struct DqPairedRed {
   }
 };
 
-// dQ = scale · dq_accum, rounded to T once, in the row of every query slot (query_row: nothing in an
+// dQ = scale · dq_accum, rounded to T once, in the row of every query slot (dQ where Q's strides put
+// it; query_row: nothing in an
 // entry that breaks the rules; a padded entry's rows past its length hold zeros, which no key block
 // added to). One warp per row, each lane two neighbouring columns at a time (8-byte loads, 4-byte
 // stores). grid: row_blocks(slots) blocks of kRowThreads, each warp striding over the slots.
@@ -101,12 +102,12 @@ __global__ void __launch_bounds__(kRowThreads) dq_convert_kernel(const Args<T> a
   const int64_t stride = int64_t(gridDim.x) * kRowsPerBlock;
   for (int64_t r = int64_t(blockIdx.x) * kRowsPerBlock + threadIdx.x / 32; r < slots; r += stride) {
     bool real;
-    const int64_t row = query_row(a, r, &real);
-    if (row < 0) continue;
+    const QueryRow q = query_row(a, r, &real, D);
+    if (q.row < 0) continue;
 #pragma unroll
     for (int c = 2 * lane; c < D; c += 64) {
-      const float2 x = *reinterpret_cast<const float2*>(a.dq_accum + row * D + c);
-      *reinterpret_cast<uint32_t*>(a.dq + row * D + c) = sm80::pack2<T>(a.scale * x.x, a.scale * x.y);
+      const float2 x = *reinterpret_cast<const float2*>(a.dq_accum + q.row * D + c);
+      *reinterpret_cast<uint32_t*>(a.dq + q.q_at + c) = sm80::pack2<T>(a.scale * x.x, a.scale * x.y);
     }
   }
 }

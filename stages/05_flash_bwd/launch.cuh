@@ -34,6 +34,11 @@ namespace mma {
 using Elements = Dtypes<DType::FP16, DType::BF16>;
 using HeadDimList = HeadDims<64, 128>;
 constexpr AttentionSupport kSupport = attention_support<Elements, HeadDimList>(16, /*varlen=*/true);
+// v10 reads and writes every tensor through its strides (fs_attention_params), as the preprocess, the
+// dQ conversion and the deterministic pair do for every version: any layout with D contiguous, every
+// stride a multiple of 16 bytes (the 16-byte copies).
+constexpr AttentionSupport kStridedSupport =
+    attention_support<Elements, HeadDimList>(16, /*varlen=*/true, /*strided=*/true);
 }  // namespace mma
 
 // Launches a kernel built for tile configuration C (kThreads, kSmemBytes) on `blocks` blocks

@@ -31,18 +31,25 @@ constexpr int kRowThreads = 256;  // the row kernels (delta here, v2's dQ conver
 constexpr int kRowsPerBlock = kRowThreads / 32;
 
 // Query slots number every (entry, query head, row) a query row can sit in: B·H·max_seq_q of them.
-// Dense and padded batches have max_seq_q = Nq, so slot r is simply row r of [B·H·Nq, D]. Returns the
-// row of slot r, or -1 where there is no row to write: past a packed entry's rows, or in an entry that
-// breaks the rules (attn::sequence_of checks it, as the main kernels do). *real: the row is one of the
-// entry's nq rows; the others, a padded entry's rows past its length, get zeros.
+// Dense and padded batches have max_seq_q = Nq, so slot r is simply row r of [B·H·Nq, D]. A slot's
+// row: its index in the contiguous rows of LSE, delta and dq_accum, -1 where there is no row to write
+// (past a packed entry's rows, or in an entry that breaks the rules: attn::sequence_of checks it, as
+// the main kernels do); and where it lies in Q (dQ) and in O (dO), as their strides lay them out.
+struct QueryRow {
+  int64_t row;         // of LSE, delta, dq_accum; -1: none
+  int64_t q_at, o_at;  // element offsets of the row in Q (dQ) and O (dO)
+};
+// *real: the row is one of the entry's nq rows; the others, a padded entry's rows past its length, get
+// zeros.
 template <class T>
-__device__ __forceinline__ int64_t query_row(const Args<T>& a, int64_t r, bool* real) {
+__device__ __forceinline__ QueryRow query_row(const Args<T>& a, int64_t r, bool* real, int64_t d) {
   *real = true;
-  if (!a.seq_lens && !a.cu_seqlens_q) return r;
+  if (!a.seq_lens && !a.cu_seqlens_q && a.contiguous) return {r, r * d, r * d};
   const int64_t bh = r / a.max_seq_q, i = r % a.max_seq_q;
   const attn::Sequence s = attn::sequence_of(a, bh, bh / a.heads, bh % a.heads, 0, a.max_seq_k);
   *real = i < s.nq;
-  return i < s.nq_rows ? s.q_row0 + i : -1;
+  if (i >= s.nq_rows) return {-1, 0, 0};
+  return {s.q_row0 + i, s.q_at + i * a.q_strides.row, s.o_at + i * a.o_strides.row};
 }
 
 // The query slots of a problem: B·H·max_seq_q (the rows of Q for dense and padded batches).
@@ -51,7 +58,8 @@ inline int64_t query_slots(const AttentionBwdProblem& pr) { return pr.fwd.p.batc
 // Blocks for a grid of warps striding over `slots` rows: one warp per row, at most 2^20 blocks.
 inline int64_t row_blocks(int64_t slots) { return std::min<int64_t>((slots + kRowsPerBlock - 1) / kRowsPerBlock, int64_t(1) << 20); }
 
-// delta[row] = Σ_c dO[row][c] · O[row][c] for the row of every query slot, summed in fp32; 0 in a
+// delta[row] = Σ_c dO[row][c] · O[row][c] for the row of every query slot (dO and O read through O's
+// strides), summed in fp32; 0 in a
 // padded entry's rows past its length (their dO and O are never read). One warp per row: the lanes
 // read 32 neighbouring elements at a time (coalesced), then five shuffles add up their partial sums.
 // grid: row_blocks(slots) blocks of 256 threads, each warp striding over the slots.
@@ -63,13 +71,13 @@ __global__ void __launch_bounds__(kRowThreads)
   // r is the same for the 32 lanes of a warp, so the whole warp takes part in every shuffle.
   for (int64_t r = int64_t(blockIdx.x) * kRowsPerBlock + threadIdx.x / 32; r < slots; r += stride) {
     bool real;
-    const int64_t row = query_row(a, r, &real);
-    if (row < 0) continue;
+    const QueryRow q = query_row(a, r, &real, d);
+    if (q.row < 0) continue;
     float acc = 0.0f;
     if (real)
-      for (int64_t c = lane; c < d; c += 32) acc += to_float(a.d_o[row * d + c]) * to_float(a.o[row * d + c]);
+      for (int64_t c = lane; c < d; c += 32) acc += to_float(a.d_o[q.o_at + c]) * to_float(a.o[q.o_at + c]);
     for (int offset = 16; offset > 0; offset /= 2) acc += __shfl_xor_sync(0xffffffffu, acc, offset);
-    if (lane == 0) delta[row] = acc;
+    if (lane == 0) delta[q.row] = acc;
   }
 }
 

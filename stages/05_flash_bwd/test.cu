@@ -6,7 +6,10 @@
 // (no NaN); padded and packed batches for the versions that take them (v2 to v10 and the ablation:
 // entries with no query or no key, the padding NaN in every input, exact zeros in every output row
 // that takes no part, grouped K/V heads) and lengths that break the rules (those entries written
-// nowhere, the others computed); every error code the backward can return, with nothing written. The
+// nowhere, the others computed); strided layouts through v10 ([B, N, H, D], packed QKV and dQKV
+// slices, padded and packed batches by position), the bytes outside the gradients' views untouched;
+// every error code the backward can
+// return, with nothing written. The
 // versions, their head_dims and the naive baseline come from the library's registry, and the delta
 // ablation (which it does not list) goes through every case beside them.
 #include <algorithm>
@@ -135,11 +138,32 @@ FS_GPU_TEST_CASE("stage05 lengths that break the rules: the backward skips those
     if (k->attention.varlen && testing::runs_here(*k)) testing::check_bwd_bad_layouts(*k);
 }
 
+// The strided layouts (fs_attention_params' strides) through v10, the version that takes them: [B, N,
+// H, D] for every tensor, and Q, K, V slices of one packed QKV tensor with dQ, dK, dV slices of another
+// (interleaved outputs that share no element) and O, dO rows padded; odd sizes, causal, grouped-query,
+// decoding, both head_dims, fp16 and bf16; with delta, without, and deterministic (the deterministic
+// pair and the preprocess take the strides too).
+FS_GPU_TEST_CASE("stage05 v10 takes strided layouts (B N H D and packed QKV) and writes only the gradients' views") {
+  FS_SKIP_WITHOUT_GPU();
+  const KernelDesc& v10 = kFlashBwdV10;
+  if (!testing::runs_here(v10)) return;
+  uint64_t seed = 190000;
+  for (DType t : dtypes(v10))
+    for (int64_t d : head_dims(v10))
+      for (const auto& shape : testing::strided_shapes(t, d)) testing::check_bwd_strided_layouts(v10, shape, ++seed);
+  // Padded and packed batches laid out by position ([B, N, H, D], [total, H, D]).
+  for (int64_t d : head_dims(v10)) testing::check_bwd_varlen_by_position(v10, d, seed += 10);
+}
+
 FS_GPU_TEST_CASE("stage05 every version rejects bad inputs and writes nothing") {
   FS_SKIP_WITHOUT_GPU();
   using P = AttentionBwdParams;
-  for (const KernelDesc* k : versions())
-    testing::check_bwd_rejects_bad_inputs(*k, attention_shape(2, 2, 17, 40, 64, first_dtype(*k)));
+  for (const KernelDesc* k : versions()) {
+    const AttentionParams ok = attention_shape(2, 2, 17, 40, 64, first_dtype(*k));
+    testing::check_bwd_rejects_bad_inputs(*k, ok);
+    // v0 to v9 refuse strides by name; v10 refuses bad ones.
+    testing::check_bwd_layout_refusals(*k, ok);
+  }
   // What each version takes beyond the shared rules.
   const AttentionParams ok0 = attention_shape(2, 2, 17, 40, 64, DType::FP16);
   testing::check_bwd_rejected(kFlashBwdV0, ok0, [](P& p) { p.fwd.head_dim = 257; }, Status::UnsupportedHeadDim);

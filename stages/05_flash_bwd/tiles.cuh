@@ -21,16 +21,17 @@ __device__ __forceinline__ int swizzled(int r, int c) {
   return r * kCols + ((c / 8) ^ (r % 8)) * 8 + c % 8;
 }
 
-// Rows [first, first + rows) of a sequence's [n, D] matrix into a swizzled [rows][D] tile by cp.async,
-// 16 bytes per copy; rows past n read nothing and are zero-filled. The caller commits the group.
+// Rows [first, first + rows) of a sequence's [n, D] matrix, its rows ld elements apart (D: contiguous;
+// a strided tensor's row stride), into a swizzled [rows][D] tile by cp.async, 16 bytes per copy; rows
+// past n read nothing and are zero-filled. The caller commits the group.
 template <class T, int D, int kThreads>
 __device__ __forceinline__ void copy_tile_swizzled(T* dst /* [rows][D] */, const T* src /* [n, D] */, int64_t first,
-                                                   int rows, int64_t n) {
+                                                   int rows, int64_t n, int64_t ld = D) {
   constexpr int kChunks = D / 8;  // 16-byte chunks per row
   for (int e = threadIdx.x; e < rows * kChunks; e += kThreads) {
     const int r = e / kChunks, c = e % kChunks * 8;
     const bool in_range = first + r < n;
-    sm80::cp_async_cg_16_zfill(dst + swizzled<D>(r, c), in_range ? src + (first + r) * D + c : src, in_range ? 16 : 0);
+    sm80::cp_async_cg_16_zfill(dst + swizzled<D>(r, c), in_range ? src + (first + r) * ld + c : src, in_range ? 16 : 0);
   }
 }
 

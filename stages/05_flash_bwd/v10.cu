@@ -20,7 +20,7 @@ Status run(const AttentionBwdProblem& pr, cudaStream_t stream) {
 const KernelDesc kFlashBwdV10 = attention_bwd_kernel(
     {"fs_flash_bwd_v10", "stage05", "v10",
      "v9 with each thread's copy and dQ-reduction addresses worked out once per block, no bounds tests on inner tiles"},
-    bwd::mma::kSupport, kStageArchs, bwd::mma_smem_bytes<bwd::v10::Config>(), bwd::v10::run, bwd::mma_extra_bytes,
+    bwd::mma::kStridedSupport, kStageArchs, bwd::mma_smem_bytes<bwd::v10::Config>(), bwd::v10::run, bwd::mma_extra_bytes,
     /*traffic_bytes=*/nullptr, delta_extra_bytes);
 
 }  // namespace fs

@@ -6,7 +6,9 @@
 // multiply-add and kPer cp.async at immediate offsets; a tile whose rows all lie before Nq (every tile
 // but an entry's last) copies without the bounds test and the zero-fill. The thread's offset in
 // dq_accum is worked out once too, and such a tile reduces without DqPairedRed's test for a missing
-// row (DqPairedRedWholeRows). The sequence's last tile keeps v9's forms.
+// row (DqPairedRedWholeRows). The sequence's last tile keeps v9's forms. And v10 reads Q, K, V, dO and
+// writes dK, dV through their strides (fs_attention_params: any layout with D contiguous), as the
+// preprocess, the dQ conversion and the deterministic pair do for every version.
 // Why it is faster: v9 issues as many mma and ldmatrix as FlashAttention-2's backward but far more
 // integer and branch instructions, most of them in the query tile copy and the dQ reduction; with two
 // warps per scheduler (one block of 8 warps per SM) they are not hidden: while a warp computes its
@@ -67,32 +69,34 @@ struct Config {
 };
 
 // A thread's share of copying a [kRows][D] tile, swizzled (tiles.cuh: swizzled), from kRows consecutive rows
-// of a [n][D] tensor: chunks (16 bytes) k = 0 .. kPer − 1 of rows r0 + k·kStep, all at one column. The
-// offsets are fixed per thread and worked out here, once; a tile adds its first row. kStep is a
-// multiple of 8, so row r0 + k·kStep is swizzled as row r0 is: its shared offset is r0's + k·kStep·D.
+// of a [n][D] tensor whose rows lie ld elements apart (D, or the tensor's row stride): chunks (16 bytes)
+// k = 0 .. kPer − 1 of rows r0 + k·kStep, all at one column. The offsets are fixed per thread and
+// worked out here, once; a tile adds its first row. kStep is a multiple of 8, so row r0 + k·kStep is
+// swizzled as row r0 is: its shared offset is r0's + k·kStep·D.
 template <class T, int D, int kRows, int kThreads>
 struct TileCopy {
   static constexpr int kChunks = D / 8, kStep = kThreads / kChunks, kPer = kRows / kStep;
   static_assert(kThreads % kChunks == 0 && kStep % 8 == 0 && kRows % kStep == 0, "whole swizzle atoms per step");
   int r0;   // the thread's first row
   int dst;  // its first chunk's element offset in the tile (swizzled)
-  int src;  // and in the tensor, from the tile's first row
+  int col;  // and its column in the tensor
   __device__ __forceinline__ TileCopy()
       : r0(threadIdx.x / kChunks),
         dst(swizzled<D>(threadIdx.x / kChunks, threadIdx.x % kChunks * 8)),
-        src(threadIdx.x / kChunks * D + threadIdx.x % kChunks * 8) {}
+        col(threadIdx.x % kChunks * 8) {}
 
-  // Rows first .. first + kRows − 1 into tile; rows from `rows` on (rows < kRows: the sequence's last
-  // tile) read nothing and are zero-filled.
-  __device__ __forceinline__ void operator()(T* tile, const T* first, int rows) const {
+  // Rows first .. first + kRows − 1 (ld elements apart) into tile; rows from `rows` on (rows < kRows:
+  // the sequence's last tile) read nothing and are zero-filled.
+  __device__ __forceinline__ void operator()(T* tile, const T* first, int64_t ld, int rows) const {
+    const T* src = first + r0 * ld + col;
     if (rows >= kRows) {
 #pragma unroll
-      for (int k = 0; k < kPer; ++k) cp_async_cg_16(tile + dst + k * kStep * D, first + src + k * kStep * D);
+      for (int k = 0; k < kPer; ++k) cp_async_cg_16(tile + dst + k * kStep * D, src + k * kStep * ld);
     } else {
 #pragma unroll
       for (int k = 0; k < kPer; ++k) {
         const bool real = r0 + k * kStep < rows;
-        cp_async_cg_16_zfill(tile + dst + k * kStep * D, real ? first + src + k * kStep * D : first, real ? 16 : 0);
+        cp_async_cg_16_zfill(tile + dst + k * kStep * D, real ? src + k * kStep * ld : first, real ? 16 : 0);
       }
     }
   }
@@ -139,7 +143,7 @@ __global__ void __launch_bounds__(Config<D>::kThreads) flash_bwd_v10_dkv_kernel(
   float* sDelta = sLse + 2 * kBr;                           // [2][Br]     delta_i
 
   const attn::KeyBlock kb = attn::key_block_of<kVarlen>(a, kBc);  // the entry, K/V head, keys k0 .., their lengths
-  const int64_t k0 = kb.k0, k_base = kb.k_row0;            // k_base: the K/V head's first row of K, V
+  const int64_t k0 = kb.k0;
   const int64_t bh_end = kb.q_head0 + a.group;             // past the group's last query head
   const int warp = threadIdx.x / 32;
   constexpr int kSMT = C::kSMT;
@@ -153,14 +157,15 @@ __global__ void __launch_bounds__(Config<D>::kThreads) flash_bwd_v10_dkv_kernel(
   const TileCopy<T, D, kBr, C::kThreads> copy_q_do;
   const int dq_off = (dq_q + threadIdx.x % 32 / 4) * D + cq;
 
-  // Query tile i of query head bh → `stage`, as one cp.async group: Q_i, dO_i (16-byte copies; rows
-  // past Nq zero-filled), LSE_i and delta_i.
+  // Query tile i of query head bh → `stage`, as one cp.async group: Q_i, dO_i (16-byte copies through
+  // their strides; rows past Nq zero-filled), LSE_i and delta_i.
   auto copy_tile = [&](int64_t bh, int64_t i, int stage) {
-    const int64_t q_base = kb.q_base(bh, a.seq_q), q0 = i * kBr;  // q_base: the head's first row of Q, dO
+    const int64_t q_base = kb.q_base(bh, a.seq_q), q0 = i * kBr;  // q_base: the head's first row of LSE, delta
     const int rows = int(min(kb.nq - q0, int64_t(kBr)));
-    const int64_t first = (q_base + q0) * D;  // the tile's first element of Q, dO
-    copy_q_do(sQ + stage * kBr * D, a.q + first, rows);
-    copy_q_do(sdO + stage * kBr * D, a.d_o + first, rows);
+    const int64_t q_at = kb.q_at + (bh - kb.q_head0) * a.q_strides.head + q0 * a.q_strides.row;  // Q_i's first
+    const int64_t o_at = kb.o_at + (bh - kb.q_head0) * a.o_strides.head + q0 * a.o_strides.row;  // dO_i's first
+    copy_q_do(sQ + stage * kBr * D, a.q + q_at, a.q_strides.row, rows);
+    copy_q_do(sdO + stage * kBr * D, a.d_o + o_at, a.o_strides.row, rows);
     copy_lse_delta<kBr>(sLse + stage * kBr, sDelta + stage * kBr, a, q_base, q0, kb.nq);
     cp_async_commit_group();
   };
@@ -267,12 +272,15 @@ __global__ void __launch_bounds__(Config<D>::kThreads) flash_bwd_v10_dkv_kernel(
   // v4's walk: the runs of query tiles key block j meets (query_tile_runs), head after head of the
   // group, the stages alternating over the whole walk; the first tile and K_j, V_j in the prologue. A
   // block that meets no tile (v4's walk says when) writes its rows' zeros and is done.
+  // K_j, V_j, dK_j and dV_j: the K/V head's rows where K's and V's strides put them.
+  T* const dk = a.dk + kb.k_at;
+  T* const dv = a.dv + kb.v_at;
   if (kVarlen && runs.count == 0) {
-    store_dk_dv<T, D>(a, rdK, rdV, k_base, k0 + kw, kb.nk_rows, cw);
+    store_dk_dv<T, D>(a, rdK, rdV, dk, a.k_strides.row, dv, a.v_strides.row, k0 + kw, kb.nk_rows, cw);
     return;
   }
-  copy_tile_swizzled<T, D, C::kThreads>(sK, a.k + k_base * D, k0, kBc, kb.nk);
-  copy_tile_swizzled<T, D, C::kThreads>(sV, a.v + k_base * D, k0, kBc, kb.nk);
+  copy_tile_swizzled<T, D, C::kThreads>(sK, a.k + kb.k_at, k0, kBc, kb.nk, a.k_strides.row);
+  copy_tile_swizzled<T, D, C::kThreads>(sV, a.v + kb.v_at, k0, kBc, kb.nk, a.v_strides.row);
   copy_tile(kb.q_head0, runs.first, 0);  // commits K_j and V_j with it
   int stage = 0;  // the stage of the tile computed next
   for (int64_t bh = kb.q_head0; bh < bh_end; ++bh) {
@@ -282,7 +290,7 @@ __global__ void __launch_bounds__(Config<D>::kThreads) flash_bwd_v10_dkv_kernel(
     for (; i < runs.count; ++i, stage ^= 1) step(bh, i, stage, std::true_type{});
   }
 
-  store_dk_dv<T, D>(a, rdK, rdV, k_base, k0 + kw, kb.nk_rows, cw);
+  store_dk_dv<T, D>(a, rdK, rdV, dk, a.k_strides.row, dv, a.v_strides.row, k0 + kw, kb.nk_rows, cw);
 }
 
 }  // namespace fs::bwd::v10

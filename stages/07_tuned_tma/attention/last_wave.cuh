@@ -35,7 +35,7 @@ __global__ void __launch_bounds__(attn::kMergeThreads) merge_last_wave_kernel(co
   const attn::Sequence s = attn::locate(la.a, Br, /*reverse_tiles=*/la.a.causal, la.whole_tiles + i);
   const int64_t r = blockIdx.x % (Br / kRows) * kRows + threadIdx.x / kLanes;  // row in the tile
   if (s.q0 + r >= s.nq_rows) return;
-  attn::merge_row<T, D>(la.a, s.q_row0 + s.q0 + r, threadIdx.x % kLanes * 4, la.o_part, la.lse_part,
+  attn::merge_row<T, D>(la.a, s, s.q0 + r, threadIdx.x % kLanes * 4, la.o_part, la.lse_part,
                         i * la.splits * Br + r, Br, la.splits);
 }
 

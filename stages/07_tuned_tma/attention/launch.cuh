@@ -34,47 +34,51 @@ using HeadDimList = HeadDims<64, 128, 256>;
 
 // 16-byte aligned tensors (TMA's rule for a tensor's base; every row, D·2 bytes, is a multiple of 16).
 // Dense, padded and packed batches (TMA zero-fills only at a plane's end, so the kernels zero what a
-// tile brings past a sequence's end themselves: tiles.cuh, first_foreign_row). What v1 to v8 and v10
-// take (v9 takes fp8: v9.cu).
-constexpr AttentionSupport kSupport = attention_support<Elements, HeadDimList>(16, /*varlen=*/true);
+// tile brings past a sequence's end themselves: tiles.cuh, first_foreign_row). Any layout with D
+// contiguous (fs_attention_params' strides, each a multiple of 16 bytes as TMA's strides must be): the
+// maps take the strides as they are. What v1 to v8 and v10 take (v9 takes fp8: v9.cu).
+constexpr AttentionSupport kSupport =
+    attention_support<Elements, HeadDimList>(16, /*varlen=*/true, /*strided=*/true);
 
-// One tensor of the problem as TMA sees it: `planes` planes of [rows][D], each plane its rows after
-// the last (dense and padded [B, H, N, D]: a plane per (batch entry, head); packed [H, total, D]: a
-// plane per head), boxes of one swizzle row (128 bytes: 64 16-bit columns, 128 fp8 ones) × box_rows rows.
-inline TensorMap3d head_map(const void* base, DType dtype, int64_t planes, int64_t rows, int64_t d, int box_rows) {
-  TensorMap3d m;
-  m.plane.base = base;
-  m.plane.dtype = dtype;
-  m.plane.cols = d;
-  m.plane.rows = rows;
-  m.plane.ld = d;
-  m.plane.box_cols = 128 / int(dtype_size(dtype));
+// Batch entries of the maps: B, or 1 for packed batches, whose entries share each head's rows.
+inline int64_t map_entries(const AttentionParams& p) { return p.cu_seqlens_q ? 1 : p.batch; }
+
+// One tensor of the problem (Q, K or V) as TMA sees it: a 4D map (D, N, heads, batch entries) with the
+// tensor's own strides (strides_of), so one plane of [N][D] per (batch entry, head) of dense and padded
+// [B, H, N, D] (packed [H, total, D]: a plane per head), wherever the layout puts it: contiguous,
+// [B, N, H, D], or a slice of a packed QKV tensor. Boxes of one swizzle row (128 bytes: 64 16-bit
+// columns, 128 fp8 ones) × box_rows rows of one plane.
+inline TensorMap4d head_map(const AttentionParams& p, Tensor t, int box_rows) {
+  const bool query = t == Tensor::Q;
+  const TensorStrides st = strides_of(p, t);
+  TensorMap4d m;
+  m.plane.base = query ? p.q : t == Tensor::K ? p.k : p.v;
+  m.plane.dtype = dtype_of(p);
+  m.plane.cols = p.head_dim;
+  m.plane.rows = query ? p.seq_q : p.seq_k;
+  m.plane.ld = st.row;
+  m.plane.box_cols = 128 / int(dtype_size(dtype_of(p)));
   m.plane.box_rows = box_rows;
-  m.planes = planes;
-  m.plane_ld = rows * d;
+  m.heads = query ? p.heads : kv_head_count(p);
+  m.head_ld = st.head;
+  m.batches = map_entries(p);
+  m.batch_ld = st.batch;
   return m;
 }
-
-// Planes of the maps: one per (batch entry, head), or per head for packed batches, whose entries share them.
-inline int64_t map_entries(const AttentionParams& p) { return p.cu_seqlens_q ? 1 : p.batch; }
 
 // K's and V's tensor maps for tile configuration C: boxes of Bc rows. A size TMA cannot take returns
 // its code here, before anything is launched.
 template <class C>
 Status encode_kv_maps(const AttentionProblem& pr, CUtensorMap* tk, CUtensorMap* tv) {
-  const AttentionParams& p = pr.p;
-  const int64_t kv_planes = map_entries(p) * kv_head_count(p);
-  FS_RETURN_IF_ERROR(encode_tensor_map(head_map(p.k, dtype_of(p), kv_planes, p.seq_k, p.head_dim, C::kBc), tk));
-  return encode_tensor_map(head_map(p.v, dtype_of(p), kv_planes, p.seq_k, p.head_dim, C::kBc), tv);
+  FS_RETURN_IF_ERROR(encode_tensor_map(head_map(pr.p, Tensor::K, C::kBc), tk));
+  return encode_tensor_map(head_map(pr.p, Tensor::V, C::kBc), tv);
 }
 
 // The problem's tensor maps for tile configuration C (kBr, kBc): Q's with boxes of Br rows, K's and
 // V's of Bc rows.
 template <class C>
 Status encode_maps(const AttentionProblem& pr, CUtensorMap* tq, CUtensorMap* tk, CUtensorMap* tv) {
-  const AttentionParams& p = pr.p;
-  FS_RETURN_IF_ERROR(
-      encode_tensor_map(head_map(p.q, dtype_of(p), map_entries(p) * p.heads, p.seq_q, p.head_dim, C::kBr), tq));
+  FS_RETURN_IF_ERROR(encode_tensor_map(head_map(pr.p, Tensor::Q, C::kBr), tq));
   return encode_kv_maps<C>(pr, tk, tv);
 }
 

@@ -36,7 +36,7 @@ struct VRows {
   static constexpr bool kKeyRows = true;
   template <class C>
   static __device__ __forceinline__ void load(unsigned char* tile, const CUtensorMap* map, int64_t key,
-                                              int64_t plane, uint64_t* bar) {
+                                              Plane plane, uint64_t* bar) {
     load_tile<C::kD, C::kElemBytes>(tile, map, C::kBc, key, plane, bar);
   }
 };
@@ -57,7 +57,7 @@ __device__ __forceinline__ void produce(const Smem<C>& sm, const CUtensorMap* tm
   sm90::setmaxnreg_dec<kProducerRegs>();
   if (threadIdx.x >= 32 || n_blocks == 0) return;
   const bool issuer = threadIdx.x == 0;
-  const PlaneRow q = plane_row(s.q_row0, a.seq_q), kv = plane_row(s.k_row0, a.seq_k);
+  const PlaneRow q = q_plane_row(a, s), kv = kv_plane_row(a, s);
   const int64_t last = n_blocks - 1;  // stages count from `first`; rows of K and V from block 0
   const int q_from = first_foreign_row(s.q0, C::kBr, s.nq, q.row, a.seq_q);
   const int v_from =

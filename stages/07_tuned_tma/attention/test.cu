@@ -10,7 +10,9 @@
 // and with 192-key blocks, and entries that break the rules left unwritten; tensors of more than 2^31
 // elements (the last head checked lies past element 2^31); v9 on fp8 inputs with per-tensor scales at
 // fp8's tolerance (odd sizes, grouped K/V, decoding, custom scales, long keys, 2^31 elements, its own
-// refusals: D = 64, 16-bit inputs, variable lengths, bad scales); error paths: bad inputs, what the Hopper
+// refusals: D = 64, 16-bit inputs, variable lengths, bad scales); strided layouts ([B, N, H, D], packed
+// QKV slices) in every version and in v5's, v6's and v8's split paths, the bytes outside O's view
+// untouched; error paths: bad inputs, what the Hopper
 // versions do not take (D = 32) named before any launch, FS_ERR_UNSUPPORTED_DEVICE off sm_90. The versions and the naive baseline come from the
 // library's registry.
 #include <cuda_runtime.h>
@@ -370,6 +372,32 @@ FS_GPU_TEST_CASE("stage07 attention v9 (fp8) matches fp64 at odd sizes with grou
                                    ++seed);
 }
 
+// The strided layouts (fs_attention_params' strides; the maps take them as TMA's dimensions 2 and 3):
+// [B, N, H, D] and Q, K, V slices of a packed QKV tensor with O's rows padded, at odd sizes, causal,
+// grouped-query and decoding, every head_dim; v5, v6 and v8 forced to split, so that their merges and
+// v6's packed Q loads and O stores take the strides too; v9 on fp8 (O in bf16 through its own strides).
+FS_GPU_TEST_CASE("stage07 attention every version takes strided layouts (B N H D and packed QKV) and writes only O's view") {
+  FS_SKIP_WITHOUT_GPU();
+  uint64_t seed = 9600;
+  for (const KernelDesc* k : kHalf) {
+    if (!testing::runs_here(*k)) continue;
+    for (int64_t d : head_dims(*k))
+      for (const auto& shape : testing::strided_shapes(d == 128 ? DType::BF16 : DType::FP16, d))
+        testing::check_strided_layouts(*k, shape, ++seed, &naive());
+    // Padded and packed batches laid out by position ([B, N, H, D], [total, H, D]).
+    testing::check_varlen_by_position(*k, 128, seed += 10);
+  }
+  for (const KernelDesc& k : {forced_splits_kernel(run_forced_splits<7>), v6_forced_splits_kernel(run_v6_forced_splits<2>),
+                              v8_forced_split_kernel(run_v8_forced_split<3, 2>)})
+    if (testing::runs_here(k))
+      for (int64_t d : {64, 128})
+        for (const auto& shape : testing::strided_shapes(DType::FP16, d))
+          testing::check_strided_layouts(k, shape, ++seed, &naive());
+  if (testing::runs_here(kFlashTmaV9))
+    for (const auto& shape : testing::strided_shapes(DType::FP8_E4M3, 128))
+      testing::check_strided_layouts(kFlashTmaV9, shape, ++seed);
+}
+
 FS_GPU_TEST_CASE("stage07 attention every version: Q K V and O of more than 2^31 elements") {
   FS_SKIP_WITHOUT_GPU();
   if (testing::sanitizer_sizes()) {
@@ -429,6 +457,8 @@ FS_GPU_TEST_CASE("stage07 attention every version rejects bad inputs and writes 
     rejected([&](AttentionParams& p) { p.cu_seqlens_k = cu_k.get(); }, Status::InvalidSeqLens);
     // Lengths in host memory: the kernels read them on the device.
     rejected([&](AttentionParams& p) { p.seq_lens = host_lens.data(); }, Status::InvalidSeqLens);
+    // Strides that are negative, overlap or break TMA's 16 bytes.
+    testing::check_layout_refusals(*k, ok);
   }
   // v9: the same bad inputs on an fp8 problem, and what it does not take: D = 64, 16-bit inputs, lengths.
   const KernelDesc& v9 = kFlashTmaV9;
@@ -444,6 +474,7 @@ FS_GPU_TEST_CASE("stage07 attention every version rejects bad inputs and writes 
   rejected([](AttentionParams& p) { p.o = static_cast<char*>(p.o) + 2; }, Status::MisalignedPointer);
   rejected([&](AttentionParams& p) { p.seq_lens = lens.get(); }, Status::InvalidSeqLens);
   rejected([&](AttentionParams& p) { p.cu_seqlens_q = cu_q.get(), p.cu_seqlens_k = cu_k.get(); }, Status::InvalidSeqLens);
+  testing::check_layout_refusals(v9, fp8);
 }
 
 FS_GPU_TEST_CASE("stage07 attention v5 v6 and v8 refuse a split they cannot launch and write nothing") {

@@ -21,28 +21,44 @@ namespace fs::flash_tma {
 template <int ElemBytes>
 constexpr int kPanelCols = 128 / ElemBytes;
 
+// ---- Sequences inside the maps' planes ---------------------------------------------------------
+// The tensor maps see Q, K and V as planes of rows (launch.cuh, head_map): one plane per (batch entry,
+// head) of Nq or Nk rows for dense and padded batches, one per head of all the entries' rows for packed
+// ones, each where the tensor's strides put it. A plane is named by two coordinates, its head and its
+// batch entry (TMA's dimensions 2 and 3).
+struct Plane {
+  int32_t head, batch;
+};
+// A Sequence's q_row0 / k_row0 count rows as if the tensor were contiguous (rows of [*, D]), so the
+// flat plane b·heads + h is their quotient by the plane's rows and the sequence's first row within it
+// the remainder; `heads` (H for Q, KVH for K and V) splits the flat plane into its two coordinates.
+struct PlaneRow {
+  Plane plane;  // the map's third and fourth coordinates
+  int64_t row;  // the sequence's first row within the plane
+};
+__device__ __forceinline__ PlaneRow plane_row(int64_t row0, int64_t plane_rows, int64_t heads) {
+  const uint32_t plane = uint32_t(row0 / plane_rows);  // below 2^31: encode_tensor_map checks B and H
+  return {{int32_t(plane % uint32_t(heads)), int32_t(plane / uint32_t(heads))}, row0 % plane_rows};
+}
+// The sequence's planes in Q's map, and in K's and V's (its K/V head's under grouped-query attention).
+template <class A, class S>
+__device__ __forceinline__ PlaneRow q_plane_row(const A& a, const S& s) {
+  return plane_row(s.q_row0, a.seq_q, a.heads);
+}
+template <class A, class S>
+__device__ __forceinline__ PlaneRow kv_plane_row(const A& a, const S& s) {
+  return plane_row(s.k_row0, a.seq_k, a.heads / a.group);
+}
+
 // Thread 0 fills a [rows][D] tile with one TMA box per panel: rows first .. first + rows - 1 of `plane`
 // (rows past the plane's end arrive as zeros), counted on `bar`.
 template <int D, int ElemBytes = 2>
 __device__ __forceinline__ void load_tile(unsigned char* tile, const CUtensorMap* map, int rows, int64_t first,
-                                          int64_t plane, uint64_t* bar) {
+                                          Plane plane, uint64_t* bar) {
   constexpr int kCols = kPanelCols<ElemBytes>;
 #pragma unroll
   for (int p = 0; p < D / kCols; ++p)
-    sm90::tma_load_3d(tile + p * rows * 128, map, kCols * p, int32_t(first), int32_t(plane), bar);
-}
-
-// ---- Sequences inside the maps' planes ---------------------------------------------------------
-// The tensor maps see Q, K and V as planes of rows (launch.cuh): one plane per (batch entry, head) of
-// Nq or Nk rows for dense and padded batches, one per head of all the entries' rows for packed ones.
-// A Sequence's q_row0 / k_row0 count rows from the start of the tensor, so the plane is their quotient
-// by the plane's rows and the sequence's first row within it the remainder.
-struct PlaneRow {
-  int64_t plane;  // the map's third coordinate
-  int64_t row;    // the sequence's first row within the plane
-};
-__device__ __forceinline__ PlaneRow plane_row(int64_t row0, int64_t plane_rows) {
-  return {row0 / plane_rows, row0 % plane_rows};
+    sm90::tma_load_4d(tile + p * rows * 128, map, kCols * p, int32_t(first), plane.head, plane.batch, bar);
 }
 
 // TMA stops a box only at the plane's end, not at a sequence's: a tile that runs past the last row of

@@ -135,7 +135,7 @@ __device__ __forceinline__ void produce_k_apart(const Smem<C>& sm, const CUtenso
   sm90::setmaxnreg_dec<ws::kProducerRegs>();
   if (threadIdx.x >= 32 || n_blocks == 0) return;
   const bool issuer = threadIdx.x == 0;
-  const PlaneRow q = plane_row(s.q_row0, a.seq_q), kv = plane_row(s.k_row0, a.seq_k);
+  const PlaneRow q = q_plane_row(a, s), kv = kv_plane_row(a, s);
   const int64_t last = n_blocks - 1;  // stages count from `first`; rows of K and V from block 0
   const int q_from = first_foreign_row(s.q0, C::kBr, s.nq, q.row, a.seq_q);
   const int v_from = first_foreign_row((first + last) * C::kBc, C::kBc, s.nk, kv.row, a.seq_k);

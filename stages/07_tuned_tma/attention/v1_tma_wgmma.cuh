@@ -46,10 +46,10 @@ struct Config {
 };
 
 // How the pieces work:
-//  1. The tiles are copied by the Tensor Memory Accelerator (sm90::tma_load_3d): the hardware walks the
+//  1. The tiles are copied by the Tensor Memory Accelerator (sm90::tma_load_4d): the hardware walks the
 //     rows, writes the 128-byte swizzle and zero-fills what lies past a head's last row (the tensor maps
-//     are 3D, [heads][rows][D], so a key tile that runs past Nk reads zeros, not the next head's keys).
-//     Where a sequence ends inside its plane (padded and packed batches) TMA cannot stop there: the
+//     are 4D, [batch][heads][rows][D] with the tensors' own strides, so a key tile that runs past Nk
+//     reads zeros, not the next head's keys, whatever the layout). Where a sequence ends inside its plane (padded and packed batches) TMA cannot stop there: the
 //     warpgroup zeroes those rows of Q's tile and of the last V tile once they land (first_foreign_row,
 //     tiles.cuh; the stage README, v1).
 //  2. Thread 0 announces a stage's bytes with arrive.expect_tx, TMA counts them down, everyone waits for
@@ -77,8 +77,8 @@ struct Config {
 // mbarriers.
 //
 // grid: B·H·ceil(Nq / Br) blocks of one warpgroup (attn::locate: block x is query tile x % q_tiles of
-// flat query head x / q_tiles). tmQ: Q as [B·H][Nq][D]; tmK, tmV: K and V as [B·KVH][Nk][D]; boxes of
-// 64 columns × 64 rows (launch.cuh).
+// flat query head x / q_tiles). tmQ: Q as [B][H][Nq][D]; tmK, tmV: K and V as [B][KVH][Nk][D], each
+// with its strides; boxes of 64 columns × 64 rows (launch.cuh).
 template <class T, int D>
 __global__ void __launch_bounds__(Config<D>::kThreads, 1)
     flash_tma_v1_kernel(const __grid_constant__ CUtensorMap tmQ, const __grid_constant__ CUtensorMap tmK,
@@ -97,7 +97,7 @@ __global__ void __launch_bounds__(Config<D>::kThreads, 1)
   const Sequence s = locate(a, kBr, /*reverse_tiles=*/a.causal);
   // The sequence's planes in the maps and its first rows there (its K/V head's under grouped-query
   // attention; packed batches: the entry's offset in its head's rows).
-  const PlaneRow q = plane_row(s.q_row0, a.seq_q), kv = plane_row(s.k_row0, a.seq_k);
+  const PlaneRow q = q_plane_row(a, s), kv = kv_plane_row(a, s);
   const int tid = threadIdx.x, warp = tid / 32;
   const int64_t row0 = s.q0 + warp * 16;  // this warp's first query row
   const int64_t n_blocks = key_blocks(s, kBr, kBc, a.causal);

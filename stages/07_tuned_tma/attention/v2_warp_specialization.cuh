@@ -64,8 +64,8 @@ using ws::Smem;
 // rows × 128 bytes, 128-byte swizzled: 145 (209 with Bc = 192), 225, 193 KiB at D = 64, 128, 256 (4, 3,
 // 2 stages), plus the alignment slack and the barriers.
 //
-// grid: B·H·ceil(Nq / Br) blocks of three warpgroups (attn::locate, Br = 128). tmQ: Q as [B·H][Nq][D]
-// with boxes of 64 columns × 128 rows; tmK, tmV: K and V as [B·KVH][Nk][D], boxes of 64 × Bc (launch.cuh).
+// grid: B·H·ceil(Nq / Br) blocks of three warpgroups (attn::locate, Br = 128). tmQ: Q as [B][H][Nq][D]
+// with boxes of 64 columns × 128 rows; tmK, tmV: K and V as [B][KVH][Nk][D], boxes of 64 × Bc (launch.cuh).
 template <class T, class C>
 __global__ void __launch_bounds__(C::kThreads, 1)
     flash_tma_v2_kernel(const __grid_constant__ CUtensorMap tmQ, const __grid_constant__ CUtensorMap tmK,

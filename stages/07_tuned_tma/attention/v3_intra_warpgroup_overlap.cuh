@@ -40,8 +40,8 @@ using ws::Consumer;
 using ws::kWarpgroup;
 using ws::Smem;
 
-// grid: B·H·ceil(Nq / Br) blocks of three warpgroups (attn::locate, Br = 128). tmQ: Q as [B·H][Nq][D]
-// with boxes of 64 columns × 128 rows; tmK, tmV: K and V as [B·KVH][Nk][D], boxes of 64 × Bc (launch.cuh).
+// grid: B·H·ceil(Nq / Br) blocks of three warpgroups (attn::locate, Br = 128). tmQ: Q as [B][H][Nq][D]
+// with boxes of 64 columns × 128 rows; tmK, tmV: K and V as [B][KVH][Nk][D], boxes of 64 × Bc (launch.cuh).
 // One block's work: its tile of C::kBr query rows, a producer and C::kConsumers consumers.
 template <class T, class C>
 __global__ void __launch_bounds__(C::kThreads, 1)

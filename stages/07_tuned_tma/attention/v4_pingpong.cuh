@@ -39,8 +39,8 @@ using ws::Consumer;
 using ws::kWarpgroup;
 using ws::Smem;
 
-// grid: B·H·ceil(Nq / Br) blocks of three warpgroups (attn::locate, Br = 128). tmQ: Q as [B·H][Nq][D]
-// with boxes of 64 columns × 128 rows; tmK, tmV: K and V as [B·KVH][Nk][D], boxes of 64 × Bc (launch.cuh).
+// grid: B·H·ceil(Nq / Br) blocks of three warpgroups (attn::locate, Br = 128). tmQ: Q as [B][H][Nq][D]
+// with boxes of 64 columns × 128 rows; tmK, tmV: K and V as [B][KVH][Nk][D], boxes of 64 × Bc (launch.cuh).
 template <class T, class C>
 __global__ void __launch_bounds__(C::kThreads, 1)
     flash_tma_v4_kernel(const __grid_constant__ CUtensorMap tmQ, const __grid_constant__ CUtensorMap tmK,

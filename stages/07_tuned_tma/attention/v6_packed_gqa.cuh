@@ -143,7 +143,8 @@ struct GroupConsumer : Consumer<T, C, /*kSlice=*/true> {
   }
 
   // This warpgroup's 64 rows of sQ [Br][D], copied by its 128 threads: 16-byte chunk ch of tile row r
-  // (packed row p = q0 + r: query i of head kvh·G + g) from Q's row q_row0 + g·seq_q + i, stored where a
+  // (packed row p = q0 + r: query i of head kvh·G + g) from Q's row i of that head (q_at, then g head
+  // strides and i row strides: any layout of Q), stored where a
   // 128-byte-swizzled TMA box would put it (panel ch / 8, chunk (ch % 8) ^ (r % 8)); rows past nq
   // are zero-filled and read nothing. Thread t takes chunk t % (D/8) of every (128 / (D/8))-th row, so
   // (i, g) steps by a constant: one division by G before the loop.
@@ -156,7 +157,7 @@ struct GroupConsumer : Consumer<T, C, /*kSlice=*/true> {
     for (int k = 0; k < 64 / kRowsPerPass; ++k) {
       const int row = 64 * c + t / kChunks + k * kRowsPerPass;  // of the tile
       const bool real = i < s.nq;
-      const T* src = real ? a.q + (s.q_row0 + g * a.seq_q + i) * D + ch * 8 : a.q;
+      const T* src = real ? a.q + s.q_at + g * a.q_strides.head + i * a.q_strides.row + ch * 8 : a.q;
       sm80::cp_async_cg_16_zfill(sm.sQ + ch / 8 * (C::kBr * 128) + row * 128 + ((ch % 8) ^ (row % 8)) * 16, src,
                                  real ? 16 : 0);
       i += step_i, g += step_g;
@@ -192,9 +193,9 @@ struct GroupConsumer : Consumer<T, C, /*kSlice=*/true> {
 };
 
 // write_o_lse / write_partial (online_softmax.cuh, split_kv.cuh) for packed rows: this thread's two
-// rows go to out[h] of O and LSE (kSplit: of split blockIdx.y's partials, which the merge reads as
-// v5's); a row past the written rows (query >= nq_rows) is skipped, a real row that saw no key gets 0
-// and -inf.
+// rows go to out[h] of LSE and to row query[h] of head kvh·G + p % G of O, as O's strides lay it out
+// (kSplit: to out[h] of split blockIdx.y's partials, which the merge reads as v5's); a row past the
+// written rows (query >= nq_rows) is skipped, a real row that saw no key gets 0 and -inf.
 template <bool kSplit, class T, class C>
 __device__ __forceinline__ void store_rows(const SplitArgs<T>& sa, const GroupConsumer<T, C>& w) {
   constexpr int D = C::kD, kDT = D / 8;
@@ -215,7 +216,9 @@ __device__ __forceinline__ void store_rows(const SplitArgs<T>& sa, const GroupCo
             make_float2(w.rO[0][dt][2 * h] * inv_l, w.rO[0][dt][2 * h + 1] * inv_l);
       if (t == 0) sa.lse_part[r] = lse;
     } else {
-      T* o_row = sa.a.o + w.out[h] * D;
+      const int64_t p = w.p0 + threadIdx.x / 32 % 4 * 16 + threadIdx.x % 32 / 4 + 8 * h;  // the packed row
+      const int64_t g = p - w.query[h] * sa.a.group;                                     // its head in the group
+      T* o_row = sa.a.o + s.o_at + g * sa.a.o_strides.head + w.query[h] * sa.a.o_strides.row;
 #pragma unroll
       for (int dt = 0; dt < kDT; ++dt)
         *reinterpret_cast<uint32_t*>(o_row + dt * 8 + 2 * t) =
@@ -235,7 +238,7 @@ __device__ __forceinline__ void produce_kv(const Smem<C>& sm, const CUtensorMap*
   sm90::setmaxnreg_dec<ws::kProducerRegs>();
   if (threadIdx.x >= 32 || n_blocks == 0) return;
   const bool issuer = threadIdx.x == 0;
-  const PlaneRow kv = plane_row(s.k_row0, a.seq_k);
+  const PlaneRow kv = kv_plane_row(a, s);
   const int64_t last = n_blocks - 1;  // stages count from `first`; rows of K and V from block 0
   const int v_from = first_foreign_row((first + last) * C::kBc, C::kBc, s.nk, kv.row, a.seq_k);
   // K_j, then V_j.

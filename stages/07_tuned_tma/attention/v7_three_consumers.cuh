@@ -40,7 +40,7 @@ template <int D>
 using Config = ws::Config<D, D == 64 ? 128 : D == 128 ? 80 : ws::default_bc(D), D <= 128 ? 3 : 2>;
 
 // grid: B·H·ceil(Nq / Br) blocks of 1 + C::kConsumers warpgroups (attn::locate, Br = 192 or 128). tmQ: Q
-// as [B·H][Nq][D] with boxes of 64 columns × Br rows; tmK, tmV: K and V as [B·KVH][Nk][D], boxes of
+// as [B][H][Nq][D] with boxes of 64 columns × Br rows; tmK, tmV: K and V as [B][KVH][Nk][D], boxes of
 // 64 × Bc (launch.cuh). The block's work is v3's, for C's consumer count.
 template <class T, class C>
 __global__ void __launch_bounds__(C::kThreads, 1)

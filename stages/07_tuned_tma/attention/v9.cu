@@ -11,15 +11,18 @@ namespace flash_tma {
 
 namespace {
 
-// fp8 Q, K, V at D = 128 (one 128-byte swizzle row), dense batches.
-constexpr AttentionSupport kFp8Support = attention_support<Dtypes<DType::FP8_E4M3>, HeadDims<128>>(16, /*varlen=*/false);
+// fp8 Q, K, V at D = 128 (one 128-byte swizzle row), dense batches, any layout with D contiguous (the
+// maps and the pre-pass take the strides; every stride a multiple of 16 bytes).
+constexpr AttentionSupport kFp8Support =
+    attention_support<Dtypes<DType::FP8_E4M3>, HeadDims<128>>(16, /*varlen=*/false, /*strided=*/true);
 
 constexpr int kD = 128;
 using C = v9::Config<kD>;
 
-// Vᵀ in the workspace as TMA sees it: B·KVH planes of [D][padded Nk], boxes of Bc keys × D rows.
-TensorMap3d vt_map(const void* base, int64_t planes, int64_t nk_pad) {
-  TensorMap3d m;
+// Vᵀ in the workspace as TMA sees it: B × KVH planes of [D][padded Nk], contiguous, named by (K/V head,
+// batch entry) as the K map's planes are; boxes of Bc keys × D rows.
+TensorMap4d vt_map(const void* base, int64_t batch, int64_t kv_heads, int64_t nk_pad) {
+  TensorMap4d m;
   m.plane.base = base;
   m.plane.dtype = DType::FP8_E4M3;
   m.plane.cols = nk_pad;
@@ -27,8 +30,10 @@ TensorMap3d vt_map(const void* base, int64_t planes, int64_t nk_pad) {
   m.plane.ld = nk_pad;
   m.plane.box_cols = C::kBc;
   m.plane.box_rows = kD;
-  m.planes = planes;
-  m.plane_ld = kD * nk_pad;
+  m.heads = kv_heads;
+  m.head_ld = kD * nk_pad;
+  m.batches = batch;
+  m.batch_ld = kv_heads * kD * nk_pad;
   return m;
 }
 
@@ -41,9 +46,8 @@ Status run_v9(const AttentionProblem& pr, cudaStream_t stream) {
   const AttentionParams& p = pr.p;
   const int64_t planes = map_entries(p) * kv_head_count(p), nk_pad = v9::padded_keys(p.seq_k);
   CUtensorMap tq, tk, tvt;
-  FS_RETURN_IF_ERROR(
-      encode_tensor_map(head_map(p.q, DType::FP8_E4M3, map_entries(p) * p.heads, p.seq_q, kD, C::kBr), &tq));
-  FS_RETURN_IF_ERROR(encode_tensor_map(head_map(p.k, DType::FP8_E4M3, planes, p.seq_k, kD, C::kBc), &tk));
+  FS_RETURN_IF_ERROR(encode_tensor_map(head_map(p, Tensor::Q, C::kBr), &tq));
+  FS_RETURN_IF_ERROR(encode_tensor_map(head_map(p, Tensor::K, C::kBc), &tk));
   v9::Fp8Args a{attn::make_args<__nv_fp8_e4m3>(pr, C::kBr), static_cast<__nv_bfloat16*>(p.o), descale(p.v_descale)};
   a.in.o = nullptr;  // O is bf16: a.o
   a.in.scale_log2 *= descale(p.q_descale) * descale(p.k_descale);
@@ -51,9 +55,10 @@ Status run_v9(const AttentionProblem& pr, cudaStream_t stream) {
   const int64_t key_tiles = (nk_pad + v9::kTransposeKeys - 1) / v9::kTransposeKeys;
   if (blocks > INT_MAX || planes * key_tiles > INT_MAX) return Status::InvalidSize;  // gridDim.x limit
   return with_workspace(v9_workspace_bytes(p), stream, [&](void* vt) {
-    FS_RETURN_IF_ERROR(encode_tensor_map(vt_map(vt, planes, nk_pad), &tvt));
+    FS_RETURN_IF_ERROR(encode_tensor_map(vt_map(vt, map_entries(p), kv_head_count(p), nk_pad), &tvt));
     v9::transpose_v_kernel<kD><<<unsigned(planes * key_tiles), v9::kTransposeThreads, 0, stream>>>(
-        static_cast<const uint8_t*>(p.v), static_cast<uint8_t*>(vt), p.seq_k, key_tiles);
+        static_cast<const uint8_t*>(p.v), a.in.v_strides, kv_head_count(p), static_cast<uint8_t*>(vt), p.seq_k,
+        key_tiles);
     FS_RETURN_IF_CUDA_ERROR(cudaGetLastError());
     return launch_config<C>(v9::flash_tma_v9_kernel<C>, dim3(unsigned(blocks)), stream, tq, tk, tvt, a);
   });

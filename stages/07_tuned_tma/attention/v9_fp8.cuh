@@ -98,21 +98,23 @@ __host__ __device__ constexpr int key_of_slot(int s) { return (s & 16) + ((s & 2
 // and every row is a multiple of 16 bytes, as TMA needs).
 __host__ __device__ constexpr int64_t padded_keys(int64_t nk) { return (nk + 31) / 32 * 32; }
 
-// The pre-pass: V [planes][Nk][D] → Vᵀ [planes][D][padded_keys(Nk)], slot s of each 32-key group holding
-// key key_of_slot(s), zeros past Nk. Block x: kTransposeKeys keys of one plane (x / key_tiles), read as
-// 16-byte rows into shared memory, written as 4-byte runs of slots.
+// The pre-pass: V [B·KVH planes][Nk][D] (as its strides lay it out) → Vᵀ [planes][D][padded_keys(Nk)],
+// contiguous, slot s of each 32-key group holding key key_of_slot(s), zeros past Nk. Block x:
+// kTransposeKeys keys of one plane (x / key_tiles: batch entry plane / KVH, K/V head plane % KVH), read
+// as 16-byte rows into shared memory, written as 4-byte runs of slots.
 constexpr int kTransposeKeys = 64, kTransposeThreads = 256;
 template <int D>
 __global__ void __launch_bounds__(kTransposeThreads)
-    transpose_v_kernel(const uint8_t* __restrict__ v, uint8_t* __restrict__ vt, int64_t seq_k, int64_t key_tiles) {
+    transpose_v_kernel(const uint8_t* __restrict__ v, TensorStrides v_strides, int64_t kv_heads,
+                       uint8_t* __restrict__ vt, int64_t seq_k, int64_t key_tiles) {
   __shared__ __align__(16) uint8_t tile[kTransposeKeys][D + 16];  // [key][d], rows 16-byte aligned
   const int64_t nk_pad = padded_keys(seq_k);
   const int64_t plane = blockIdx.x / key_tiles, k0 = blockIdx.x % key_tiles * kTransposeKeys;
-  const uint8_t* src = v + plane * seq_k * D;
+  const uint8_t* src = v + plane / kv_heads * v_strides.batch + plane % kv_heads * v_strides.head;
   for (int e = threadIdx.x; e < kTransposeKeys * D / 16; e += kTransposeThreads) {
     const int r = e / (D / 16), c = e % (D / 16) * 16;
     uint4 x = make_uint4(0, 0, 0, 0);
-    if (k0 + r < seq_k) x = *reinterpret_cast<const uint4*>(src + (k0 + r) * D + c);
+    if (k0 + r < seq_k) x = *reinterpret_cast<const uint4*>(src + (k0 + r) * v_strides.row + c);
     *reinterpret_cast<uint4*>(&tile[r][c]) = x;
   }
   __syncthreads();  // every key row is in before any thread reads a column of them
@@ -142,14 +144,14 @@ struct VtColumns {
   static constexpr bool kKeyRows = false;
   template <class C>
   static __device__ __forceinline__ void load(unsigned char* tile, const CUtensorMap* map, int64_t key,
-                                              int64_t plane, uint64_t* bar) {
-    sm90::tma_load_3d(tile, map, int32_t(key), 0, int32_t(plane), bar);
+                                              Plane plane, uint64_t* bar) {
+    sm90::tma_load_4d(tile, map, int32_t(key), 0, plane.head, plane.batch, bar);
   }
 };
 
-// grid: B·H·ceil(Nq / 128) blocks of three warpgroups (attn::locate). tmQ, tmK: Q as [B·H][Nq][D] and K as
-// [B·KVH][Nk][D], fp8, boxes of 128 columns × 128 rows; tmVt: Vᵀ as [B·KVH][D][padded Nk], boxes of 128
-// keys × D rows (v9.cu).
+// grid: B·H·ceil(Nq / 128) blocks of three warpgroups (attn::locate). tmQ, tmK: Q as [B][H][Nq][D] and K as
+// [B][KVH][Nk][D] with their strides, fp8, boxes of 128 columns × 128 rows; tmVt: Vᵀ as [B][KVH][D][padded
+// Nk], contiguous, boxes of 128 keys × D rows (v9.cu).
 template <class C>
 __global__ void __launch_bounds__(C::kThreads, 1)
     flash_tma_v9_kernel(const __grid_constant__ CUtensorMap tmQ, const __grid_constant__ CUtensorMap tmK,
@@ -170,7 +172,7 @@ __global__ void __launch_bounds__(C::kThreads, 1)
   sm90::setmaxnreg_inc<C::kConsumerRegs>();
   ws::Consumer<__nv_fp8_e4m3, C> w(a.in, s, sm, wg - 1);
   ws::run_rounds(w, sm, n_blocks);
-  write_o_lse(a.o, a.in.lse, s, w.row0, w.rO, w.m, w.l, a.v_descale);
+  write_o_lse(a.o, a.in.o_strides.row, a.in.lse, s, w.row0, w.rO, w.m, w.l, a.v_descale);
 }
 
 }  // namespace v9
