@@ -40,6 +40,12 @@ class AttentionParams(ctypes.Structure):
         ("q_descale", ctypes.c_float),  # fp8 inputs: what Q, K, V stand for is descale times them (0: 1)
         ("k_descale", ctypes.c_float),
         ("v_descale", ctypes.c_float),
+        # Element strides {batch, head, row} of Q, K, V and O; zeros: contiguous [B, H, N, D]. attention()
+        # leaves them zero (it passes contiguous tensors); call() takes any layout the library admits.
+        ("q_strides", ctypes.c_int64 * 3),
+        ("k_strides", ctypes.c_int64 * 3),
+        ("v_strides", ctypes.c_int64 * 3),
+        ("o_strides", ctypes.c_int64 * 3),
     ]
 
 
@@ -103,6 +109,7 @@ class KernelInfo(ctypes.Structure):
         ("num_archs", ctypes.c_int32),
         ("archs", ctypes.c_int32 * 16),
         ("smem_bytes", ctypes.c_uint64),
+        ("strided", ctypes.c_int32),  # attention: non-zero when it takes the strides of AttentionParams
     ]
 
     @property
