@@ -6,8 +6,10 @@
 #
 # A stage's folder holds one translation unit per version, vN.cu (its launch, descriptor and C entry,
 # which includes the version's kernel, vN_<technique>.cuh), and versions.cu, its registry. Those are
-# the stage's kernels, with SOURCES where the stage has more host code; VERSIONS lists the versions in
-# order, so adding one is a word here. The C entry of version vN is <ENTRY>_vN, taking the PROBLEM's
+# the stage's kernels, with SOURCES where the stage has more: host code, the kernels its versions share
+# (compiled once), or a version's kernel instances compiled in groups, a file each (instances/vN_*.cu),
+# so that a version of many instances compiles side by side. VERSIONS lists the versions in order, so
+# adding one is a word here. The C entry of version vN is <ENTRY>_vN, taking the PROBLEM's
 # params struct (fs_attention_params, fs_attention_bwd_params, fs_gemm_params): CMake declares every
 # stage's entries in the generated public header flashstages_entries.h, which flashstages.h includes,
 # so a new version needs no edit outside its stage.
@@ -142,9 +144,12 @@ function(flashstages_kernel_archs target prefix archs)
 endfunction()
 
 # Compile options of every CUDA source that holds kernels.
+# -Xfatbin=-compress-all: the fatbin's machine code and PTX compressed (the driver expands them at
+# load), so that a kernel compiled for more architectures weighs little in libflashstages.
 function(flashstages_kernel_options target)
   target_compile_options(${target} PRIVATE
     $<$<COMPILE_LANGUAGE:CUDA>:-lineinfo>
+    $<$<COMPILE_LANGUAGE:CUDA>:-Xfatbin=-compress-all>
     $<$<AND:$<COMPILE_LANGUAGE:CUDA>,$<BOOL:${FLASHSTAGES_FAST_MATH}>>:--use_fast_math>
     $<$<AND:$<COMPILE_LANGUAGE:CUDA>,$<BOOL:${FLASHSTAGES_PTXAS_VERBOSE}>>:-Xptxas=-v>)
 endfunction()
