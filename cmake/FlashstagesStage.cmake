@@ -1,23 +1,27 @@
 # How a stage joins the build.
 #
 # flashstages_add_stage(<prefix> ENTRY <C name> PROBLEM <ATTENTION|ATTENTION_BWD|GEMM> VERSIONS v1 v2 …
-#                       [SOURCES <more .cu files>] [ARCHS <CUDA architectures>] [MAIN main.cu]
+#                       ARCHS <CUDA architectures> [SOURCES <more .cu files>] [MAIN main.cu]
 #                       [TEST test.cu] [BENCH bench.cu] [EXE name] [TOOLS <libraries>])
 #
 # A stage's folder holds one translation unit per version, vN.cu (its launch, descriptor and C entry,
 # which includes the version's kernel, vN_<technique>.cuh), and versions.cu, its registry. Those are
-# the stage's kernels, with SOURCES where the stage has more host code; VERSIONS lists the versions in
-# order, so adding one is a word here. The C entry of version vN is <ENTRY>_vN, taking the PROBLEM's
+# the stage's kernels, with SOURCES where the stage has more: host code, the kernels its versions share
+# (compiled once), or a version's kernel instances compiled in groups, a file each (instances/vN_*.cu),
+# so that a version of many instances compiles side by side. VERSIONS lists the versions in order, so
+# adding one is a word here. The C entry of version vN is <ENTRY>_vN, taking the PROBLEM's
 # params struct (fs_attention_params, fs_attention_bwd_params, fs_gemm_params): CMake declares every
 # stage's entries in the generated public header flashstages_entries.h, which flashstages.h includes,
 # so a new version needs no edit outside its stage.
 #
 # The stage's kernels and launchers are an object library, <prefix>_kernels, compiled for the stage's
-# own CUDA architectures (ARCHS, default CMAKE_CUDA_ARCHITECTURES; stage 07 gives 90a) and linked into
-# the one shared library, libflashstages. CMake has no per-source architectures: an object library per
-# stage is how two stages get different ones. The GPUs those architectures run on reach the stage's
-# sources as FS_STAGE_ARCHS (compute capabilities, "80 86 87 89 90"): each kernel descriptor states
-# them, and a launch on any other GPU returns FS_ERR_UNSUPPORTED_DEVICE.
+# own CUDA architectures and linked into the one shared library, libflashstages. CMake has no
+# per-source architectures: an object library per stage is how two stages get different ones. ARCHS
+# names them (80 for stages 01 to 04; 80 90 for 05 and 06, whose kernels hold sm_90 paths; 90a for 07),
+# and a build whose CMAKE_CUDA_ARCHITECTURES is pinned (a GPU preset) replaces them with the pinned ones
+# (flashstages_stage_archs, below). The GPUs those architectures run on reach the stage's sources as
+# FS_STAGE_ARCHS (compute capabilities, "80 86 87 89") and FS_STAGE_PTX (the PTX they carry, 80, or 0):
+# each kernel descriptor states them, and a launch on any other GPU returns FS_ERR_UNSUPPORTED_DEVICE.
 #
 # The stage also gets its executable (<prefix>_<exe>, or <prefix> without EXE), its doctest binary
 # (<prefix>_test, each TEST_CASE a CTest test labelled by its suite, cpu or gpu; exit code 77 means
@@ -30,10 +34,10 @@
 # Compute capabilities a GPU can have, for expanding an architecture into the GPUs its code runs on.
 set(FLASHSTAGES_KNOWN_CCS 80 86 87 89 90 100 103 110 120 121)
 
-# flashstages_runs_on(<out> <archs>): the compute capabilities that code built for <archs> runs on,
-# separated by spaces. sm_XY code runs on X.Y and the later minor versions of X (sm_80 on 8.6 and 8.9);
-# architecture-specific code (sm_90a) runs on its own version alone. Code is not counted as running
-# on a newer major version, even where embedded PTX could be compiled for it: that is untested.
+# flashstages_runs_on(<out> <archs>): the compute capabilities that the machine code built for <archs>
+# runs on, separated by spaces. sm_XY code runs on X.Y and the later minor versions of X (sm_80 on 8.6
+# and 8.9); architecture-specific code (sm_90a) runs on its own version alone; PTX alone (80-virtual)
+# is no machine code. A newer major version runs the PTX instead (flashstages_ptx_of).
 function(flashstages_runs_on out archs)
   set(ccs)
   foreach(arch IN LISTS archs)
@@ -42,6 +46,9 @@ function(flashstages_runs_on out archs)
                           "list the architectures (e.g. -DCMAKE_CUDA_ARCHITECTURES=\"80;90\")")
     endif()
     set(num ${CMAKE_MATCH_1})
+    if(CMAKE_MATCH_3 STREQUAL "-virtual")
+      continue()
+    endif()
     if(CMAKE_MATCH_2 STREQUAL "a")
       list(APPEND ccs ${num})
       continue()
@@ -60,10 +67,89 @@ function(flashstages_runs_on out archs)
   set(${out} "${ccs}" PARENT_SCOPE)
 endfunction()
 
+# flashstages_ptx_of(<out> <archs>): the oldest PTX that code built for <archs> carries, as a compute
+# capability (80 for compute_80), or 0 for none. In CMake's terms an architecture without a suffix is
+# machine code and PTX, -real machine code alone, -virtual PTX alone. The driver compiles PTX for any
+# GPU of that compute capability or newer at the kernel's first launch (JIT), which is how a GPU newer
+# than the build runs it. Architecture-specific PTX (compute_90a) runs on its own version alone: none.
+function(flashstages_ptx_of out archs)
+  set(ptx 0)
+  foreach(arch IN LISTS archs)
+    if(arch MATCHES "^([0-9]+)(-virtual)?$" AND (ptx EQUAL 0 OR CMAKE_MATCH_1 LESS ptx))
+      set(ptx ${CMAKE_MATCH_1})
+    endif()
+  endforeach()
+  set(${out} ${ptx} PARENT_SCOPE)
+endfunction()
+
+# flashstages_stage_archs(<out> <prefix> <archs>): the CUDA architectures (CMake's list) that a stage
+# naming <archs> compiles for.
+#   Not pinned (the release, debug and ci presets): <archs>, each as machine code, and the newest that is
+#     not architecture-specific as PTX too, so that a newer GPU than any of them JIT-compiles it:
+#     "80" -> 80 (sm_80 and compute_80), "80 90" -> 80-real 90, "90a" -> 90a-real.
+#   Pinned (CMAKE_CUDA_ARCHITECTURES given: a GPU preset, or scripts/gpu_archs.sh on a GPU): the pinned
+#     architectures alone, for the GPU the build is for. A stage of architecture-specific code (07:
+#     90a) takes its own architecture where the pin names that GPU (90 -> 90a-real); where it names
+#     none (a GPU other than sm_90), the stage keeps its own, and its versions refuse the pinned GPU.
+function(flashstages_stage_archs out prefix archs)
+  set(specific)
+  set(portable)
+  foreach(arch IN LISTS archs)
+    if(arch MATCHES "^([0-9]+)a$")
+      list(APPEND specific ${CMAKE_MATCH_1})
+    elseif(arch MATCHES "^[0-9]+$")
+      list(APPEND portable ${arch})
+    else()
+      message(FATAL_ERROR "flashstages_add_stage(${prefix}): ARCHS takes architectures such as 80 or 90a, not "
+                          "'${arch}' (the stage function decides which carry PTX)")
+    endif()
+  endforeach()
+  set(result)
+  if(specific)
+    foreach(num IN LISTS specific)
+      if(FLASHSTAGES_ARCHS_PINNED AND NOT "${CMAKE_CUDA_ARCHITECTURES}" MATCHES "(^|;)${num}(-real|-virtual)?(;|$)")
+        message(STATUS "flashstages: ${prefix} needs sm_${num}a, which the pinned architectures "
+                       "(${CMAKE_CUDA_ARCHITECTURES}) are not: built for ${num}a anyway, its versions refuse "
+                       "other GPUs (FS_ERR_UNSUPPORTED_DEVICE)")
+      endif()
+      list(APPEND result ${num}a-real)
+    endforeach()
+  elseif(FLASHSTAGES_ARCHS_PINNED)
+    set(result ${CMAKE_CUDA_ARCHITECTURES})
+  else()
+    list(SORT portable COMPARE NATURAL)
+    list(POP_BACK portable newest)
+    foreach(arch IN LISTS portable)
+      list(APPEND result ${arch}-real)
+    endforeach()
+    list(APPEND result ${newest})
+  endif()
+  set(${out} "${result}" PARENT_SCOPE)
+endfunction()
+
+# flashstages_kernel_archs(<target> <prefix> <archs>): compile <target>'s CUDA sources for the
+# architectures flashstages_stage_archs gives, and hand its sources what they run on (FS_STAGE_ARCHS,
+# FS_STAGE_PTX). <prefix> names it in messages.
+function(flashstages_kernel_archs target prefix archs)
+  flashstages_stage_archs(resolved ${prefix} "${archs}")
+  flashstages_runs_on(ccs "${resolved}")
+  flashstages_ptx_of(ptx "${resolved}")
+  set_target_properties(${target} PROPERTIES CUDA_ARCHITECTURES "${resolved}")
+  target_compile_definitions(${target} PRIVATE "FS_STAGE_ARCHS=\"${ccs}\"" FS_STAGE_PTX=${ptx})
+  set(jit "")
+  if(NOT ptx EQUAL 0)
+    set(jit ", and newer GPUs through its PTX (compute_${ptx})")
+  endif()
+  message(STATUS "flashstages: ${prefix} built for ${resolved}: runs on compute capability ${ccs}${jit}")
+endfunction()
+
 # Compile options of every CUDA source that holds kernels.
+# -Xfatbin=-compress-all: the fatbin's machine code and PTX compressed (the driver expands them at
+# load), so that a kernel compiled for more architectures weighs little in libflashstages.
 function(flashstages_kernel_options target)
   target_compile_options(${target} PRIVATE
     $<$<COMPILE_LANGUAGE:CUDA>:-lineinfo>
+    $<$<COMPILE_LANGUAGE:CUDA>:-Xfatbin=-compress-all>
     $<$<AND:$<COMPILE_LANGUAGE:CUDA>,$<BOOL:${FLASHSTAGES_FAST_MATH}>>:--use_fast_math>
     $<$<AND:$<COMPILE_LANGUAGE:CUDA>,$<BOOL:${FLASHSTAGES_PTXAS_VERBOSE}>>:-Xptxas=-v>)
 endfunction()
@@ -92,19 +178,16 @@ function(flashstages_add_stage prefix)
   string(REPLACE ";" "," versions "${ARG_VERSIONS}")  # one item of the global list per stage
   set_property(GLOBAL APPEND PROPERTY FLASHSTAGES_ENTRIES "${prefix}|${ARG_ENTRY}|${ARG_PROBLEM}|${versions}")
   if(NOT ARG_ARCHS)
-    set(ARG_ARCHS ${CMAKE_CUDA_ARCHITECTURES})
+    message(FATAL_ERROR "flashstages_add_stage(${prefix}): name the CUDA architectures its kernels need (ARCHS 80)")
   endif()
-  flashstages_runs_on(ccs "${ARG_ARCHS}")
 
   add_library(${prefix}_kernels OBJECT ${kernels})
-  set_target_properties(${prefix}_kernels PROPERTIES CUDA_ARCHITECTURES "${ARG_ARCHS}")
-  target_compile_definitions(${prefix}_kernels PRIVATE "FS_STAGE_ARCHS=\"${ccs}\"")
+  flashstages_kernel_archs(${prefix}_kernels ${prefix} "${ARG_ARCHS}")
   target_link_libraries(${prefix}_kernels PRIVATE flashstages_headers)
   flashstages_kernel_options(${prefix}_kernels)
   # As objects, not as a linked target: the installed package then knows nothing of the stages.
   target_sources(flashstages PRIVATE $<TARGET_OBJECTS:${prefix}_kernels>)
   set_property(GLOBAL APPEND PROPERTY FLASHSTAGES_STAGES ${prefix})
-  message(STATUS "flashstages: ${prefix} built for ${ARG_ARCHS}: runs on compute capability ${ccs}")
 
   if(ARG_MAIN)
     set(exe ${prefix})

@@ -176,17 +176,49 @@ FS_CPU_TEST_CASE("device check: decided from the device's properties alone — o
   CHECK(unsupported_reason(v7.info, small).find("99 KiB") != std::string::npos);
   CHECK(device_supports(v7.info, large) == Status::Success);
   CHECK(unsupported_reason(v7.info, large).empty());
-  // A compute capability the build has no code for: older (sm_75) or newer (a hypothetical sm_130).
-  for (int other : {75, 130}) {
-    const DeviceProps dev{0, other, 227 * 1024, 132, 50u << 20};
-    INFO("sm_", other);
-    CHECK(device_supports(v1.info, dev) == Status::UnsupportedDevice);
-    CHECK(unsupported_reason(v1.info, dev).find("sm_" + std::to_string(other)) != std::string::npos);
-  }
-  // An exact set: every listed capability runs, and sm_90 code is not claimed for sm_80 or sm_100.
+  // A compute capability older than all the build's code (sm_75) runs nothing.
+  const DeviceProps old_gpu{0, 75, 227 * 1024, 132, 50u << 20};
+  CHECK(device_supports(v1.info, old_gpu) == Status::UnsupportedDevice);
+  CHECK(unsupported_reason(v1.info, old_gpu).find("sm_75") != std::string::npos);
+  // Every listed capability runs its machine code.
   for (int listed : archs_of(v1.info))
     CHECK(device_supports(v1.info, {0, listed, 227 * 1024, 1, 1}) == Status::Success);
+  // A newer GPU than any the build has machine code for (a hypothetical sm_130) runs the PTX, where the
+  // version carries some (stage 04 does unless the build pins architectures without it).
+  const DeviceProps new_gpu{0, 130, 227 * 1024, 132, 50u << 20};
+  CHECK(device_supports(v1.info, new_gpu) == (v1.info.ptx_arch > 0 ? Status::Success : Status::UnsupportedDevice));
   CHECK(fs_kernel_check_device(nullptr, 0) == FS_ERR_NULL_POINTER);
+}
+
+FS_CPU_TEST_CASE("device check: PTX runs on its own architecture and every newer GPU while machine code runs on its list alone") {
+  fs_kernel_info sass_only{};  // machine code for sm_80 (8.0, 8.6, 8.7, 8.9) and sm_90, no PTX
+  sass_only.num_archs = 5;
+  const int listed[] = {80, 86, 87, 89, 90};
+  for (int i = 0; i < 5; ++i) sass_only.archs[i] = listed[i];
+  fs_kernel_info with_ptx = sass_only;  // the same, and compute_90's PTX
+  with_ptx.ptx_arch = 90;
+  for (int cc : {80, 86, 89, 90}) {
+    INFO("sm_", cc);
+    CHECK(device_supports(sass_only, {0, cc, 227 * 1024, 1, 1}) == Status::Success);
+    CHECK(device_supports(with_ptx, {0, cc, 227 * 1024, 1, 1}) == Status::Success);
+  }
+  for (int cc : {100, 120}) {  // Blackwell: no machine code, the driver compiles the PTX
+    INFO("sm_", cc);
+    const DeviceProps dev{0, cc, 227 * 1024, 1, 1};
+    CHECK(device_supports(sass_only, dev) == Status::UnsupportedDevice);
+    CHECK(device_supports(with_ptx, dev) == Status::Success);
+    CHECK(unsupported_reason(sass_only, dev).find("sm_" + std::to_string(cc) + " is not among") != std::string::npos);
+  }
+  const DeviceProps turing{0, 75, 227 * 1024, 1, 1};  // older than any of it
+  CHECK(device_supports(with_ptx, turing) == Status::UnsupportedDevice);
+  CHECK(unsupported_reason(with_ptx, turing).find("from its PTX, sm_90 and newer") != std::string::npos);
+  // PTX older than the machine code (compute_80 beside sm_90 only) reaches 8.x too.
+  fs_kernel_info hopper{};
+  hopper.num_archs = 1;
+  hopper.archs[0] = 90;
+  hopper.ptx_arch = 80;
+  CHECK(device_supports(hopper, {0, 86, 227 * 1024, 1, 1}) == Status::Success);
+  CHECK(device_supports(hopper, turing) == Status::UnsupportedDevice);
 }
 
 FS_CPU_TEST_CASE("device check through the C interface without a GPU is FS_ERR_CUDA") {

@@ -34,6 +34,10 @@ int main() {
   FIELD(fs_attention_params, q_descale);
   FIELD(fs_attention_params, k_descale);
   FIELD(fs_attention_params, v_descale);
+  FIELD(fs_attention_params, q_strides);
+  FIELD(fs_attention_params, k_strides);
+  FIELD(fs_attention_params, v_strides);
+  FIELD(fs_attention_params, o_strides);
 
   STRUCT(fs_attention_bwd_params);
   FIELD(fs_attention_bwd_params, fwd);
@@ -75,6 +79,8 @@ int main() {
   FIELD(fs_kernel_info, num_archs);
   FIELD(fs_kernel_info, archs);
   FIELD(fs_kernel_info, smem_bytes);
+  FIELD(fs_kernel_info, strided);
+  FIELD(fs_kernel_info, ptx_arch);
 
   STRUCT(fs_pick);
   FIELD(fs_pick, kernel);

@@ -109,6 +109,13 @@ class CInterface(unittest.TestCase):
                 self.assertTrue(hasattr(self.lib, k.name))
                 self.assertGreater(k.num_archs, 0)
                 self.assertTrue(k.dtypes)
+                # The field after smem_bytes: the PTX's architecture is one the kernel has machine code for
+                # too, or 0 (none: stage 07's sm_90a code), so a KernelInfo laid out unlike fs_kernel_info
+                # reads something else here.
+                archs = list(k.archs)[: k.num_archs]
+                self.assertTrue(k.ptx_arch == 0 or k.ptx_arch in archs, (k.ptx_arch, archs))
+                if k.stage.decode().startswith("stage07/"):
+                    self.assertEqual(k.ptx_arch, 0)
         self.assertFalse(self.lib.fs_kernel_at(len(infos)))  # a null pointer past the end
         # Every kind has its params struct; the kinds are the three the header names.
         self.assertEqual({k.problem for k in infos}, set(flashstages.PARAMS_OF_PROBLEM))

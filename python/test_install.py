@@ -56,7 +56,7 @@ def find_in(target, where):
 
 def built_library():
     """This checkout's libflashstages, where a preset has built it."""
-    for preset in ("release", "h100", "ci", "debug"):
+    for preset in ("gpu", "release", "h100", "ci", "debug"):
         path = os.path.join(CHECKOUT, "build", preset, "common", "libflashstages.so")
         if os.path.exists(path):
             return path

@@ -8,6 +8,9 @@
   2. no version file over 60 lines includes another version's file (a short file that only
      configures an earlier version may), and vN.cu includes no other version's kernel file;
   3. a version's header, the comment that opens vN_<technique>.cuh, is at most 20 lines;
+  3a. a stage's instances/ folder (the files that compile a version's kernel instances, a group each)
+     holds vN.cuh (the launch they instantiate) and vN_<group>.cu for versions its CMakeLists.txt lists,
+     each .cu compiled (named in CMakeLists.txt), none including another version's files;
   4. no source file (stages/, common/, ceilings/) holds a generated-value marker (<!-- value … -->)
      or an internal run id (s183): numbers live in the generated tables, measurements in NOTES.md;
   5. no README or chapter a learner reads (README.md files, docs/) carries an internal run id either:
@@ -35,6 +38,7 @@ RUN_ID = re.compile(r"\bs(?!(?:16|32|64)\b)\d{2,3}\b")
 VERSIONS = re.compile(r"\bVERSIONS\s+((?:v\d+\s*)+)")
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.MULTILINE)
 VERSION_FILE = re.compile(r"^v(\d+)(?:_\w+\.cuh|\.cu)$")
+INSTANCE_FILE = re.compile(r"^v(\d+)(?:\.cuh|_\w+\.cu)$")
 TEST_NAME = re.compile(r'\b(?:FS_GPU_|FS_CPU_)?TEST_CASE\(\s*"([^"]*)"')
 MAX_HEADER_LINES = 20
 SHORT_FILE_LINES = 60
@@ -101,6 +105,31 @@ def check_stage(stage: Path) -> list[str]:
         if path.suffix == ".cuh" and (n := header_lines(text)) > MAX_HEADER_LINES:
             problems.append(f"{rel}/{path.name}: its header is {n} lines (at most {MAX_HEADER_LINES}: what changes "
                             f"from its parent, why it is faster, Run:)")
+    problems += check_instances(stage, versions)
+    return problems
+
+
+def check_instances(stage: Path, versions: list[str]) -> list[str]:
+    """Rule 3a: stage/instances/, where a version's kernel instances compile in groups, a file each."""
+    folder = stage / "instances"
+    if not folder.is_dir():
+        return []
+    problems = []
+    rel = folder.relative_to(ROOT)
+    cmake = (stage / "CMakeLists.txt").read_text()
+    for path in sorted(folder.iterdir()):
+        m = INSTANCE_FILE.match(path.name)
+        if not m or f"v{m.group(1)}" not in versions:
+            problems.append(f"{rel}/{path.name}: not named after a version of the stage whose instances it compiles "
+                            f"(vN.cuh, vN_<group>.cu)")
+            continue
+        own = f"v{m.group(1)}"
+        if path.suffix == ".cu" and f"instances/{path.name}" not in cmake:
+            problems.append(f"{rel}/{path.name}: not in CMakeLists.txt (SOURCES), so never compiled")
+        for include in INCLUDE.findall(path.read_text()):
+            other = VERSION_FILE.match(Path(include).name) or INSTANCE_FILE.match(Path(include).name)
+            if other and f"v{other.group(1)}" != own:
+                problems.append(f"{rel}/{path.name}: includes another version's file, {include}")
     return problems
 
 

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# The main job: set up, then on a GPU build, run every stage's check and benchmark, the instruction
-# ceilings, the PyTorch SDPA peers, and draw the plots into results/<gpu>/. Without a GPU it builds
-# nothing: it says so and redraws the README tables (in place) and the plots (into build/plots/) from
-# the results already committed.
-#   usage: scripts/run_all.sh [preset]   (default: release)
+# The main job: set up, then on a GPU build for that GPU's architecture alone (the gpu preset, from
+# scripts/gpu_archs.sh), run every stage's check and benchmark, the instruction ceilings, the PyTorch
+# SDPA peers, and draw the plots into results/<gpu>/. Without a GPU it builds nothing: it says so and
+# redraws the README tables (in place) and the plots (into build/plots/) from the results already
+# committed.
+#   usage: scripts/run_all.sh [preset]   (default: gpu; release where nvcc cannot compile for the GPU)
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-preset=${1:-release}
+preset=${1:-}
 cd "$root"
 
 # shellcheck source=progress.sh
@@ -66,9 +67,24 @@ if ! nvidia-smi -L >/dev/null 2>&1; then
   exit 0
 fi
 
+# This GPU's architecture alone; where nvcc cannot compile for it (a GPU newer than the toolkit), every
+# kernel for its stage's architectures, whose PTX the driver compiles for the GPU at first launch.
+if [ -z "$preset" ]; then
+  if FLASHSTAGES_GPU_ARCHS=${FLASHSTAGES_GPU_ARCHS:-$(scripts/gpu_archs.sh)}; then
+    preset=gpu
+  else
+    preset=release
+    echo "build: the release preset instead: every kernel for its stage's architectures, run through its PTX"
+  fi
+fi
+if [ "$preset" = gpu ]; then
+  FLASHSTAGES_GPU_ARCHS=${FLASHSTAGES_GPU_ARCHS:-$(scripts/gpu_archs.sh)}
+  export FLASHSTAGES_GPU_ARCHS
+  echo "build: for this machine's GPU alone, CUDA architectures $FLASHSTAGES_GPU_ARCHS (the gpu preset; scripts/gpu_archs.sh)"
+fi
 echo "configure: cmake --preset $preset"
 alive configure cmake --preset "$preset"
-echo "build: cmake --build --preset $preset (this takes several minutes; nvcc compiles each kernel for every architecture)"
+echo "build: cmake --build --preset $preset (this takes several minutes; nvcc compiles each kernel for its architectures)"
 alive build cmake --build --preset "$preset"
 build=build/$preset
 

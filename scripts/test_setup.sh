@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# CPU test of scripts/setup.sh's refusals and of run_all.sh without matplotlib, in fake environments:
-# a copy of the scripts in a temporary repository, and fake cmake, nvcc, nvidia-smi, id, apt-get, sudo
-# and python3 first on PATH. The fake python3 is the real one with matplotlib hidden, refusing
+# CPU test of scripts/setup.sh's refusals, of run_all.sh without matplotlib, and of the build each
+# command chooses (gpu_archs.sh: on a GPU, its architecture alone), in fake environments: a copy of the
+# scripts in a temporary repository, and fake cmake, ctest, nvcc, nvidia-smi, id, apt-get, sudo and
+# python3 first on PATH. The fake python3 is the real one with matplotlib hidden, refusing
 # `-m pip` the way an externally managed (PEP 668) Python does. setup.sh runs with
 # FLASHSTAGES_SETUP_DRY_RUN=1. No GPU, network or root; a few seconds; the temporary folder is removed.
 #   usage: scripts/test_setup.sh [SETUP_SH [RUN_ALL_SH]]   (default: the scripts beside this one)
@@ -20,9 +21,17 @@ mkdir -p "$bin" "$hide/matplotlib"
 echo 'raise ImportError("matplotlib is hidden by scripts/test_setup.sh")' >"$hide/matplotlib/__init__.py"
 fake() { printf '#!/usr/bin/env bash\necho "%s $*" >>"%s"\n%s\n' "$1" "$log" "$2" >"$bin/$1"; chmod +x "$bin/$1"; }
 # shellcheck disable=SC2016  # expanded when the fake runs
-fake cmake 'if [ "${1:-}" = --version ]; then echo "cmake version $FAKE_CMAKE_VERSION"; fi'
-fake nvcc 'exit 0'
-fake nvidia-smi 'exit 9'
+fake cmake 'if [ "${1:-}" = --version ]; then echo "cmake version $FAKE_CMAKE_VERSION"; fi
+echo "cmake sees FLASHSTAGES_GPU_ARCHS=${FLASHSTAGES_GPU_ARCHS:-}" >>"'"$log"'"'
+fake ctest 'exit 0'
+# nvcc of a toolkit that knows Ampere to Hopper, not Blackwell.
+fake nvcc 'if [ "${1:-}" = --list-gpu-arch ]; then printf "compute_%s\n" 75 80 86 87 89 90; fi'
+# FAKE_GPU_CAPS: the compute capabilities of the machine's GPUs ("9.0"); none: no driver, no GPU.
+fake nvidia-smi '[ -n "${FAKE_GPU_CAPS:-}" ] || exit 9
+case "$*" in
+  *compute_cap*) printf "%s\n" $FAKE_GPU_CAPS ;;
+  *) echo "Fake GPU" ;;
+esac'
 fake apt-get 'echo "fake apt-get: must not run here" >&2; exit 1'
 fake sudo 'echo "fake sudo: must not run here" >&2; exit 1'
 fake id "if [ \"\${1:-}\" = -u ]; then echo \"\$FAKE_UID\"; else exec $real_id \"\$@\"; fi"
@@ -43,8 +52,9 @@ mkdir -p "$repo/scripts" "$repo/plots" "$repo/results/fake" "$reference"
 cp "$here/../results/REFERENCE" "$repo/results/"
 cp "$setup_sh" "$repo/scripts/setup.sh"
 cp "$run_all_sh" "$repo/scripts/run_all.sh"
-cp "$here/progress.sh" "$repo/scripts/"
-chmod +x "$repo/scripts/setup.sh" "$repo/scripts/run_all.sh"  # a `git show` copy is not executable
+cp "$here/progress.sh" "$here/test.sh" "$here/gpu_archs.sh" "$repo/scripts/"
+# a `git show` copy is not executable
+chmod +x "$repo/scripts/setup.sh" "$repo/scripts/run_all.sh" "$repo/scripts/test.sh" "$repo/scripts/gpu_archs.sh"
 cp "$here/../plots/plot_results.py" "$repo/plots/"
 cp -r "$here/../plots/flashstages_plots" "$repo/plots/"
 "$python" - "$here/../plots/fixtures/sample_results.json" "$repo/results/fake" "$reference" <<'EOF'
@@ -125,6 +135,38 @@ scenario "run_all.sh without a GPU but FLASHSTAGES_REQUIRE_GPU=1: a failure, not
   scripts/run_all.sh FAKE_UID=1000 FAKE_SYSTEM=1 FLASHSTAGES_REQUIRE_GPU=1
 expect "non-zero exit" [ $rc -ne 0 ]
 expect "says a GPU was required" has "FLASHSTAGES_REQUIRE_GPU=1 but no NVIDIA GPU"
+
+scenario "gpu_archs.sh on a machine with two kinds of GPU: both architectures, each once" \
+  scripts/gpu_archs.sh FAKE_GPU_CAPS="8.6 9.0 8.6"
+expect "exit 0" [ $rc -eq 0 ]
+expect "prints 86;90" [ "$(cat "$out")" = "86;90" ]
+scenario "gpu_archs.sh without a GPU: a failure that says so" scripts/gpu_archs.sh
+expect "non-zero exit" [ $rc -ne 0 ]
+expect "says there is no GPU" has "no NVIDIA GPU found"
+scenario "gpu_archs.sh on a GPU newer than nvcc: a failure that names the PTX way" \
+  scripts/gpu_archs.sh FAKE_GPU_CAPS=12.0
+expect "non-zero exit" [ $rc -ne 0 ]
+expect "says nvcc cannot compile for sm_120 and names the release preset" has "cannot compile for sm_120.*release preset"
+
+scenario "test.sh on a GPU: the gpu preset, for that GPU's architecture alone" scripts/test.sh FAKE_GPU_CAPS=9.0
+expect "exit 0" [ $rc -eq 0 ]
+expect "configures, builds and tests the gpu preset" \
+  grep -qE "^cmake --preset gpu" "$log" && grep -qE "^cmake --build --preset gpu" "$log" && grep -qE "^ctest --preset gpu" "$log"
+expect "hands it sm_90 alone" grep -qx "cmake sees FLASHSTAGES_GPU_ARCHS=90" "$log"
+scenario "test.sh without a GPU: the release preset, every kernel for its stage's architectures" scripts/test.sh
+expect "exit 0" [ $rc -eq 0 ]
+expect "configures the release preset, no architecture pinned" \
+  grep -qE "^cmake --preset release" "$log" && grep -qx "cmake sees FLASHSTAGES_GPU_ARCHS=" "$log"
+scenario "test.sh under CI=true: the ci preset" scripts/test.sh CI=true
+expect "configures the ci preset" grep -qE "^cmake --preset ci" "$log"
+scenario "run_all.sh on a GPU: builds the gpu preset for its architecture" scripts/run_all.sh FAKE_GPU_CAPS=8.9 \
+  FAKE_UID=1000 FAKE_SYSTEM=1
+expect "configures the gpu preset with sm_89" \
+  grep -qE "^cmake --preset gpu" "$log" && grep -qx "cmake sees FLASHSTAGES_GPU_ARCHS=89" "$log"
+scenario "run_all.sh on a GPU newer than nvcc: the release preset, whose PTX runs there" scripts/run_all.sh \
+  FAKE_GPU_CAPS=12.0 FAKE_UID=1000 FAKE_SYSTEM=1
+expect "configures the release preset" grep -qE "^cmake --preset release" "$log"
+rm -rf "$repo"/results/fake-gpu  # what those two runs left
 
 echo "== a long phase is never silent: alive prints a line every interval while its command runs"
 : >"$log"

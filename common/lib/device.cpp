@@ -8,13 +8,17 @@ namespace fs {
 
 namespace {
 
-bool cc_listed(const fs_kernel_info& k, int cc) {
-  return std::find(k.archs, k.archs + k.num_archs, cc) != k.archs + k.num_archs;
+// Machine code for the GPU's compute capability, or PTX of that capability or older for the driver to
+// compile at the first launch.
+bool cc_runs(const fs_kernel_info& k, int cc) {
+  return std::find(k.archs, k.archs + k.num_archs, cc) != k.archs + k.num_archs || (k.ptx_arch > 0 && cc >= k.ptx_arch);
 }
 
 std::string arch_list(const fs_kernel_info& k) {
   std::string s;
   for (int i = 0; i < k.num_archs; ++i) s += (i ? ", sm_" : "sm_") + std::to_string(k.archs[i]);
+  if (k.ptx_arch > 0)
+    s += (s.empty() ? "" : "; ") + std::string("from its PTX, sm_") + std::to_string(k.ptx_arch) + " and newer";
   return s.empty() ? "no GPU (built for none)" : s;
 }
 
@@ -45,12 +49,12 @@ Status current_device(DeviceProps* props) {
 }
 
 Status device_supports(const fs_kernel_info& kernel, const DeviceProps& dev) {
-  if (!cc_listed(kernel, dev.cc) || kernel.smem_bytes > dev.smem_per_block_optin) return Status::UnsupportedDevice;
+  if (!cc_runs(kernel, dev.cc) || kernel.smem_bytes > dev.smem_per_block_optin) return Status::UnsupportedDevice;
   return Status::Success;
 }
 
 std::string unsupported_reason(const fs_kernel_info& kernel, const DeviceProps& dev) {
-  if (!cc_listed(kernel, dev.cc))
+  if (!cc_runs(kernel, dev.cc))
     return "sm_" + std::to_string(dev.cc) + " is not among the GPUs this build runs it on (" + arch_list(kernel) + ")";
   if (kernel.smem_bytes > dev.smem_per_block_optin)
     return "a block needs " + std::to_string(kernel.smem_bytes / 1024) + " KiB of shared memory, the GPU allows " +

@@ -23,8 +23,9 @@ struct DeviceProps {
 // The current device's properties, read once per device and thread; CudaError without a device.
 Status current_device(DeviceProps* props);
 
-// Success when `kernel` runs on `dev`: its compute capability is one the kernel lists (an exact set:
-// sm_90a code runs on 9.0 alone) and a block's shared memory fits. UnsupportedDevice otherwise.
+// Success when `kernel` runs on `dev`: its compute capability is one the kernel has machine code for
+// (an exact set: sm_90a code runs on 9.0 alone) or at least its PTX's (ptx_arch, compiled by the driver
+// at the first launch), and a block's shared memory fits. UnsupportedDevice otherwise.
 Status device_supports(const fs_kernel_info& kernel, const DeviceProps& dev);
 // The reason in words ("sm_86 is not among sm_90", "needs 165 KiB of shared memory per block, the
 // GPU allows 99 KiB"), empty when it runs.

@@ -177,11 +177,14 @@ typedef struct fs_kernel_info {
   int32_t num_head_dims;  /* attention: how many entries of head_dims hold; 0: any head_dim <= max_head_dim */
   int32_t head_dims[8];
   int32_t max_head_dim;
-  int32_t num_archs;      /* the GPUs it runs on, as compute capabilities (major·10 + minor): exactly */
-  int32_t archs[16];      /*   those this build carries code for; no other GPU, older or newer */
+  int32_t num_archs;      /* the GPUs it runs as machine code, as compute capabilities (major·10 + minor): */
+  int32_t archs[16];      /*   exactly those this build carries machine code for */
   uint64_t smem_bytes;    /* the dynamic shared memory a block needs: a GPU must allow that much per block */
   int32_t strided;        /* attention: non-zero when it takes the strides of fs_attention_params (any layout
                              with D contiguous); 0: contiguous tensors alone (FS_ERR_UNSUPPORTED_LAYOUT) */
+  int32_t ptx_arch;       /* the PTX it carries, as a compute capability (80: compute_80), 0 for none: a GPU
+                             of that capability or newer that archs does not list compiles it at its first
+                             launch (JIT) and runs it too; no GPU older than every entry runs it */
 } fs_kernel_info;
 
 FS_API int fs_kernel_count(void);

@@ -61,10 +61,12 @@ struct KernelDesc {
 
 // The GPUs a stage's kernels run on, as compute capabilities: CMake computes them from the stage's
 // CUDA architectures and hands them to the stage's sources as the string FS_STAGE_ARCHS ("80 86 90";
-// a string because nvcc splits -D values at commas), read here into kStageArchs.
+// a string because nvcc splits -D values at commas) and the PTX they carry as FS_STAGE_PTX (80, or 0),
+// read here into kStageArchs.
 struct ArchSet {
   int count = 0;
   int cc[16] = {};
+  int ptx = 0;  // the oldest PTX the code carries (compute_80: 80), 0 for none
 };
 constexpr ArchSet parse_archs(const char* s) {
   ArchSet a;
@@ -82,8 +84,12 @@ constexpr ArchSet parse_archs(const char* s) {
     }
   }
 }
+constexpr ArchSet with_ptx(ArchSet a, int ptx) {
+  a.ptx = ptx;
+  return a;
+}
 #ifdef FS_STAGE_ARCHS
-static constexpr ArchSet kStageArchs = parse_archs(FS_STAGE_ARCHS);
+static constexpr ArchSet kStageArchs = with_ptx(parse_archs(FS_STAGE_ARCHS), FS_STAGE_PTX);
 #endif
 
 // Names of a version, as the registry and the benchmarks show them.
@@ -106,6 +112,7 @@ constexpr fs_kernel_info kernel_info(const KernelName& n, fs_problem problem, ui
   i.out_dtypes = out;
   i.num_archs = archs.count;
   for (int a = 0; a < archs.count; ++a) i.archs[a] = archs.cc[a];
+  i.ptx_arch = archs.ptx;
   i.smem_bytes = smem_bytes;
   return i;
 }

@@ -110,6 +110,7 @@ class KernelInfo(ctypes.Structure):
         ("archs", ctypes.c_int32 * 16),
         ("smem_bytes", ctypes.c_uint64),
         ("strided", ctypes.c_int32),  # attention: non-zero when it takes the strides of AttentionParams
+        ("ptx_arch", ctypes.c_int32),  # the PTX it carries (80: compute_80), 0 for none
     ]
 
     @property
@@ -127,7 +128,7 @@ class KernelInfo(ctypes.Structure):
 
     def __repr__(self):
         """KernelInfo(name='fs_flash_fwd_v5', stage='stage04', version='v5', problem='attention', dtypes=[...],
-        head_dims=[...], archs=[...], technique='...'): what fs_kernel_at says of it, named."""
+        head_dims=[...], archs=[...], ptx_arch=80, technique='...'): what fs_kernel_at says of it, named."""
         def text(b):
             return b.decode() if b is not None else None
         fields = [f"name={self.name!r}", f"stage={text(self.stage)!r}", f"version={text(self.version)!r}",
@@ -136,7 +137,8 @@ class KernelInfo(ctypes.Structure):
         if self.problem != PROBLEM_GEMM:  # any head_dim up to a bound, or the listed ones
             heads = list(self.head_dims)[: self.num_head_dims]
             fields.append(f"head_dims={heads!r}" if heads else f"head_dims='1 to {self.max_head_dim}'")
-        fields += [f"archs={list(self.archs)[: self.num_archs]!r}", f"technique={text(self.technique)!r}"]
+        fields += [f"archs={list(self.archs)[: self.num_archs]!r}", f"ptx_arch={self.ptx_arch}",
+                   f"technique={text(self.technique)!r}"]
         return f"KernelInfo({', '.join(fields)})"
 
 
@@ -189,7 +191,7 @@ class FlashstagesError(RuntimeError):
 # package lives in (when it is imported from the source tree or installed in editable mode), and the
 # install prefixes (cmake --install's default, this Python's prefix, then the dynamic loader's path).
 LIBRARY_ENV = "FLASHSTAGES_LIBRARY"
-BUILD_PRESETS = ("release", "h100", "ci", "debug")
+BUILD_PRESETS = ("gpu", "release", "h100", "ci", "debug")
 LIBRARY_NAME = "libflashstages.so"
 
 

@@ -3,9 +3,11 @@
 // tiled kernel's launch, and their one launch: delta, then either the deterministic pair
 // (deterministic.cuh) or the version's K/V kernel adding dQ into an fp32 workspace, rounded once at
 // the end (dq_reduce.cuh). v2 to v10 differ only in that K/V kernel, which each one names, with its
-// tile configuration (vN.cu).
+// tile configuration (vN.cu). The kernels they share are compiled once, in shared_kernels.cu.
 #pragma once
 
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -52,6 +54,40 @@ Status launch_tiled(void (*kernel)(A), int64_t blocks, const A& args, cudaStream
   return Status::Success;
 }
 
+// The deterministic pair (deterministic.cuh) for element type T and head_dim D: the K/V kernel, built
+// for variable lengths or for dense batches alone, on kv_blocks blocks, then the dQ kernel on q_blocks.
+template <class T, int D>
+Status launch_deterministic(const Args<T>& a, bool varlen, int64_t kv_blocks, int64_t q_blocks, cudaStream_t stream) {
+  auto* dkv = varlen ? deterministic::dkv_kernel<T, D, true> : deterministic::dkv_kernel<T, D, false>;
+  FS_RETURN_IF_ERROR(launch_tiled<deterministic::KvConfig<D>>(dkv, kv_blocks, a, stream));
+  return launch_tiled<deterministic::DqConfig<D>>(deterministic::dq_kernel<T, D>, q_blocks, a, stream);
+}
+
+// The atomic path's last pass (dq_reduce.cuh): dQ = scale · dq_accum, rounded, over `slots` query slots.
+template <class T, int D>
+Status launch_dq_convert(const Args<T>& a, int64_t slots, cudaStream_t stream) {
+  dq_convert_kernel<T, D><<<unsigned(row_blocks(slots)), kRowThreads, 0, stream>>>(a, slots);
+  FS_RETURN_IF_CUDA_ERROR(cudaGetLastError());
+  return Status::Success;
+}
+
+// The kernels every version shares: compiled once, in shared_kernels.cu, for every type and head_dim
+// the versions take (its explicit instantiations). Declared here so that no version's translation unit
+// compiles them again: each compiles its own kernels alone.
+extern template Status launch_delta<float>(const AttentionBwdProblem&, float*, cudaStream_t);
+extern template Status launch_delta<__half>(const AttentionBwdProblem&, float*, cudaStream_t);
+extern template Status launch_delta<__nv_bfloat16>(const AttentionBwdProblem&, float*, cudaStream_t);
+extern template Status launch_deterministic<__half, 64>(const Args<__half>&, bool, int64_t, int64_t, cudaStream_t);
+extern template Status launch_deterministic<__half, 128>(const Args<__half>&, bool, int64_t, int64_t, cudaStream_t);
+extern template Status launch_deterministic<__nv_bfloat16, 64>(const Args<__nv_bfloat16>&, bool, int64_t, int64_t,
+                                                                cudaStream_t);
+extern template Status launch_deterministic<__nv_bfloat16, 128>(const Args<__nv_bfloat16>&, bool, int64_t, int64_t,
+                                                                 cudaStream_t);
+extern template Status launch_dq_convert<__half, 64>(const Args<__half>&, int64_t, cudaStream_t);
+extern template Status launch_dq_convert<__half, 128>(const Args<__half>&, int64_t, cudaStream_t);
+extern template Status launch_dq_convert<__nv_bfloat16, 64>(const Args<__nv_bfloat16>&, int64_t, cudaStream_t);
+extern template Status launch_dq_convert<__nv_bfloat16, 128>(const Args<__nv_bfloat16>&, int64_t, cudaStream_t);
+
 // The launch of a tensor-core version. atomic_kernel(type, d, varlen) gives its K/V kernel with the
 // atomic dQ for element type decltype(type)::type and head_dim decltype(d)::value, built for variable
 // lengths or for dense batches alone as decltype(varlen)::value says (attn::key_block_of), launched as
@@ -83,11 +119,7 @@ Status run_mma(const AttentionBwdProblem& pr, cudaStream_t stream, AtomicKernel 
       auto launch = [&](float* delta) {
         Args<T> a = make_args<T>(pr, delta);
         if (delta) FS_RETURN_IF_ERROR(launch_delta<T>(pr, delta, stream));
-        if (pr.p.deterministic) {
-          auto* dkv = varlen ? deterministic::dkv_kernel<T, D, true> : deterministic::dkv_kernel<T, D, false>;
-          FS_RETURN_IF_ERROR(launch_tiled<C>(dkv, kv_blocks, a, stream));
-          return launch_tiled<DqC>(deterministic::dq_kernel<T, D>, q_blocks, a, stream);
-        }
+        if (pr.p.deterministic) return launch_deterministic<T, D>(a, varlen, kv_blocks, q_blocks, stream);
         // dQ / scale in fp32 (mma_extra_bytes): the key blocks add their shares to zeros, then one pass
         // scales and rounds it into dQ.
         const std::size_t bytes = std::size_t(q_elems(p)) * sizeof(float);
@@ -96,10 +128,7 @@ Status run_mma(const AttentionBwdProblem& pr, cudaStream_t stream, AtomicKernel 
           FS_RETURN_IF_CUDA_ERROR(cudaMemsetAsync(a.dq_accum, 0, bytes, stream));
           auto* kernel = varlen ? atomic_kernel(type, d, std::true_type{}) : atomic_kernel(type, d, std::false_type{});
           FS_RETURN_IF_ERROR(launch_tiled<AtomicC>(kernel, atomic_kv_blocks, a, stream));
-          const int64_t slots = query_slots(pr);
-          dq_convert_kernel<T, D><<<unsigned(row_blocks(slots)), kRowThreads, 0, stream>>>(a, slots);
-          FS_RETURN_IF_CUDA_ERROR(cudaGetLastError());
-          return Status::Success;
+          return launch_dq_convert<T, D>(a, query_slots(pr), stream);
         });
       };
       if (kernel_delta && !pr.p.deterministic && !pr.p.delta) return launch(nullptr);

@@ -81,7 +81,7 @@ __global__ void __launch_bounds__(kRowThreads)
   }
 }
 
-// Launches delta_kernel over every query slot of the problem.
+// Launches delta_kernel over every query slot of the problem (compiled once, in shared_kernels.cu).
 template <class T>
 Status launch_delta(const AttentionBwdProblem& pr, float* delta, cudaStream_t stream) {
   const int64_t slots = query_slots(pr);

@@ -26,17 +26,13 @@ const KernelDesc kFlashBwdV9 = attention_bwd_kernel(
 // The delta ablation: v9 recomputing delta_i in every key block. Not in the registry's list and no C
 // entry: the benchmark and the tests name it. It allocates the dQ workspace alone on the atomic path
 // (a delta the caller asks for is still the preprocess's); the deterministic path is every version's.
+// Its launch, run_mma over v9's K/V kernel with delta in the loop, compiles in a file of its own
+// (instances/v9_delta_in_loop.cu), beside v9's.
 namespace bwd::v9 {
-namespace {
 
-Status run_delta_in_loop(const AttentionBwdProblem& pr, cudaStream_t stream) {
-  return run_mma<ConfigDeltaInLoop>(
-      pr, stream,
-      [](auto type, auto d, auto varlen) {
-        return flash_bwd_v9_dkv_kernel<typename decltype(type)::type, decltype(d)::value, decltype(varlen)::value, true>;
-      },
-      /*kernel_delta=*/true);
-}
+Status run_delta_in_loop(const AttentionBwdProblem& pr, cudaStream_t stream);
+
+namespace {
 
 std::size_t delta_in_loop_extra_bytes(const AttentionParams& p) { return std::size_t(q_elems(p)) * sizeof(float); }
 

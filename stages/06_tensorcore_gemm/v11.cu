@@ -1,4 +1,4 @@
-// Stage 06 v11: the tuner (v11_autotune.cuh lists what it chooses among), the launch of each candidate,
+// Stage 06 v11: the tuner (v11_autotune.cuh lists what it chooses among), the candidates' launches,
 // v11's descriptor and C entry, fs_gemm_v11, and the candidates as the tests look inside them.
 #include <string>
 #include <vector>
@@ -13,6 +13,19 @@
 
 namespace fs::gemm_v11 {
 
+// A candidate's launch: v9's kernel at tiles Tl with 16-byte copies (the only ones v11 tunes), either
+// element type, p's transposes. Each candidate's instances compile in a file of their own,
+// instances/v11_<tiles>.cu (from instances/v11.cuh), side by side with the rest of the stage.
+template <class Tl>
+Status launch_candidate(const GemmParams& p, cudaStream_t stream);
+
+// Candidate 0, v9's tiles, is v9's own launch: on 16-byte rows v9 runs the same instances, compiled
+// once, in v9.cu.
+template <>
+Status launch_candidate<gemm_v9::V9Tiles>(const GemmParams& p, cudaStream_t stream) {
+  return kGemmV9.run_gemm(p, stream);
+}
+
 namespace {
 
 // One candidate: its configuration and its launch, 16-byte copies only (any dtype, any transposes).
@@ -22,21 +35,10 @@ struct Candidate {
   Status (*launch)(const GemmParams&, cudaStream_t);
 };
 
-// A candidate's launch: 16-byte copies (the only ones v11 tunes), either element type.
-template <class Tl>
-struct Run16 {
-  template <bool kTA, bool kTB>
-  static cudaError_t run(const GemmParams& p, cudaStream_t stream) {
-    return gemm::launch_any_half(
-        [](auto e) { return gemm_v9::gemm_v9_kernel<Tl, typename decltype(e)::type, kTA, kTB, 16>; },
-        Tl::template Smem<kTA, kTB>::kSmemBytes, Tl::kBM, Tl::kBN, Tl::kThreads, p, stream);
-  }
-};
-
 template <class Tl>
 Candidate candidate() {
   return {Tl::kBM, Tl::kBN, Tl::kBK, Tl::kStages, Tl::kThreads, gemm::max_smem_bytes<Tl::template Smem>(),
-          gemm::launch_transposes<Run16<Tl>>};
+          launch_candidate<Tl>};
 }
 
 template <class... Ts>
@@ -130,7 +132,7 @@ Status run_v11(const GemmParams& p, cudaStream_t stream) {
 template <class Tl>
 Status run_candidate(const GemmParams& p, cudaStream_t stream) {
   if (!rows_16b(p)) return kGemmV9.run_gemm(p, stream);
-  return gemm::launch_transposes<Run16<Tl>>(p, stream);
+  return launch_candidate<Tl>(p, stream);
 }
 template <class... Ts>
 std::vector<GemmRun> candidate_runs(TileList<Ts...>) {

@@ -26,7 +26,8 @@ using gemm_v9::Tiles;
 template <class... Ts>
 struct TileList {};
 
-// v9's configuration first (the untuned choice), then those that move the terms of its budget:
+// v9's configuration first (the untuned choice, v9 itself), then those that move the terms of its
+// budget, each compiled in its own file (instances/v11_<tiles>.cu):
 //   128×256, 64 deep, 3 stages:      one barrier per four steps instead of two (144 KB of shared memory)
 //   256×128, 32 deep, 4 stages:      v9 turned on its side: the grouped order walks C differently
 //   128×128, 4 warps, 2 blocks/SM:   a block waiting at its barrier leaves the other block's 4 warps

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "common/lib/device.h"
 #include "common/lib/workspace.h"
 #include "stages/06_tensorcore_gemm/launch.cuh"
 #include "stages/06_tensorcore_gemm/versions.h"
@@ -18,7 +17,7 @@ namespace {
 bool v16_repacks(const GemmParams& p) { return !p.trans_a && p.trans_b && gemm::operand_copy_bytes(p, 1) < 16; }
 
 // The product on the repacked rows q, one block per 128×256 tile of C. dependent: launched as the
-// programmatic dependent of the repack before it on the stream (compute capability 9.0 and later): its
+// programmatic dependent of the repack before it on the stream (code compiled for sm_90 and later): its
 // blocks may be scheduled before the repack has finished, and wait in griddepcontrol.wait (the
 // kernel's) before they read A and B.
 cudaError_t launch_product(const GemmParams& q, cudaStream_t stream, bool dependent) {
@@ -46,9 +45,11 @@ Status run_v16(const GemmParams& p, cudaStream_t stream) {
   const int width = gemm::operand_copy_bytes(p, 1);  // 8, 4 or 1 (element copies)
   const gemm_v16::RepackPlan plan = gemm_v16::plan_repack(p);
   if (plan.bytes == 0) return Status::InvalidSize;
-  DeviceProps dev;
-  FS_RETURN_IF_ERROR(current_device(&dev));
-  const bool dependent = dev.cc >= 90;  // programmatic dependent launch: Hopper on
+  // Programmatic dependent launch where the product's code holds the wait: code compiled for sm_90 or
+  // later (ptxVersion: the architecture it was compiled for, 80 where a newer GPU runs sm_80's PTX).
+  cudaFuncAttributes product{};
+  FS_RETURN_IF_CUDA_ERROR(cudaFuncGetAttributes(&product, gemm_v16::gemm_v16_kernel));
+  const bool dependent = product.ptxVersion >= 90;
   return with_workspace(std::size_t(plan.bytes), stream, [&](void* ws) -> Status {
     gemm_v16::Repack a = plan.a, b = plan.b;
     a.dst = static_cast<int8_t*>(ws);

@@ -209,6 +209,7 @@ FS_CPU_TEST_CASE("stage07 gemm runs on sm_90 alone: FS_ERR_UNSUPPORTED_DEVICE on
   for (const KernelDesc* k : kAll) {
     INFO(k->qualified());
     CHECK(std::vector<int>(k->info.archs, k->info.archs + k->info.num_archs) == std::vector<int>{90});
+    CHECK(k->info.ptx_arch == 0);  // no PTX: compute_90a's would run on 9.0 alone too
     CHECK(device_supports(k->info, testing::made_up_gpu(90, 227)) == Status::Success);
     for (int cc : {80, 86, 89, 100, 120}) {
       INFO("sm_", cc);
