@@ -120,9 +120,9 @@ FS_CPU_TEST_CASE("pick: a measured GPU without points of a problem takes them fr
 FS_CPU_TEST_CASE("pick: on an unmeasured architecture the newest version comes first") {
   const AttentionParams p = attention_shape(2, 4, 300, 300, 64, DType::FP16);
   const std::vector<PickCandidate> list = pick_candidates(p, "A GPU from the future", 999);
-  std::vector<const KernelDesc*> forwards;
+  std::vector<const KernelDesc*> forwards;  // every forward but those that keep N×N scores
   for (const KernelDesc* k : all_kernels())
-    if (k->is_attention()) forwards.push_back(k);
+    if (k->is_attention() && !k->info.keeps_scores) forwards.push_back(k);
   REQUIRE(list.size() == forwards.size());
   for (std::size_t i = 0; i < list.size(); ++i) CHECK(list[i].kernel == forwards[forwards.size() - 1 - i]);
   CHECK(list[0].why.find("no GPU named A GPU from the future or of sm_999") != std::string::npos);
@@ -164,6 +164,31 @@ FS_CPU_TEST_CASE("pick: a GEMM ranks the GEMM points of its operand type") {
     CHECK(list[0].kernel->qualified() == pt.ranked[0].version);
     for (const PickCandidate& c : list) CHECK(c.kernel->info.problem == FS_PROBLEM_GEMM);
   }
+}
+
+FS_CPU_TEST_CASE("pick: a version whose memory grows with Nq*Nk is marked, and never a candidate") {
+  // The mark follows the memory: doubling Nq and Nk at least triples extra_bytes exactly where it is set.
+  for (const KernelDesc* k : all_kernels()) {
+    if (k->info.problem == FS_PROBLEM_GEMM || !k->extra_bytes) continue;
+    const double small = double(k->extra_bytes(attention_shape(4, 8, 2048, 2048, 64, DType::FP16)));
+    const double large = double(k->extra_bytes(attention_shape(4, 8, 4096, 4096, 64, DType::FP16)));
+    INFO(k->qualified(), ": ", small, " -> ", large, " bytes");
+    CHECK(k->info.keeps_scores == (large >= 3 * small));
+  }
+  const std::vector<AttentionParams> shapes = {attention_shape(2, 4, 300, 300, 64, DType::FP16),
+                                               attention_shape(1, 2, 17, 17, 256, DType::BF16)};
+  for (const AttentionParams& p : shapes)
+    for (const PickGpu* gpu : {&reference_gpu(), static_cast<const PickGpu*>(nullptr)}) {
+      AttentionBwdParams b{};
+      b.fwd = p;
+      for (const std::vector<PickCandidate>& list :
+           {pick_candidates(p, gpu ? gpu->name : "A GPU from the future", gpu ? gpu->cc : 999),
+            pick_candidates(b, gpu ? gpu->name : "A GPU from the future", gpu ? gpu->cc : 999)})
+        for (const PickCandidate& c : list) {
+          INFO(c.kernel->qualified(), " at D = ", p.head_dim);
+          CHECK_FALSE(c.kernel->info.keeps_scores);
+        }
+    }
 }
 
 FS_CPU_TEST_CASE("pick through the C interface: null pointers and no GPU are named errors") {
@@ -312,4 +337,14 @@ FS_GPU_TEST_CASE("the picking entries refuse what no version takes with the firs
   p.seq_q = 0;
   CHECK(fs_attention_forward(&p, nullptr) == fs_pick_attention_forward(&p, &pick));
   CHECK(pick.kernel == nullptr);
+  // head_dim 256 backward: only stage 05's v0 takes it, and it keeps P and dS (N×N) in DRAM, so the
+  // entry refuses it and its reason says which version would run it by name.
+  AttentionBwdFixture bwd(attention_shape(1, 2, 17, 17, 256, DType::FP16), 72001);
+  AttentionBwdParams b = bwd.params();
+  const int bwd_code = fs_pick_attention_backward(&b, &pick);
+  CHECK(bwd_code == FS_ERR_UNSUPPORTED_HEAD_DIM);
+  CHECK(pick.kernel == nullptr);
+  INFO(pick.why);
+  CHECK(std::string(pick.why).find("stage05/v0 takes it but keeps") != std::string::npos);
+  CHECK(fs_attention_backward(&b, nullptr) == bwd_code);
 }

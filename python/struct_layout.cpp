@@ -81,6 +81,7 @@ int main() {
   FIELD(fs_kernel_info, smem_bytes);
   FIELD(fs_kernel_info, strided);
   FIELD(fs_kernel_info, ptx_arch);
+  FIELD(fs_kernel_info, keeps_scores);
 
   STRUCT(fs_pick);
   FIELD(fs_pick, kernel);

@@ -107,8 +107,8 @@ class Checks(unittest.TestCase):
                     if taken:
                         flashstages._check_attention(self.every, qkv["q"], qkv["k"], qkv["v"])
                     else:
-                        self.refused(ValueError, [f"head_dim {d}: no forward version of this library takes it in "
-                                                  f"{dtype} (they take 1 to"], info=self.every, **qkv)
+                        self.refused(ValueError, [f"head_dim {d}: no forward version that the picking entry runs "
+                                                  f"takes it in {dtype} (they take 1 to"], info=self.every, **qkv)
         self.assertTrue(any(i.takes_head_dim(64) for i in self.every))
 
     def test_devices(self):
@@ -247,7 +247,7 @@ class FlashChecks(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.lib = flashstages.library()
-        cls.backward_versions = flashstages.kernels(cls.lib, problem=flashstages.PROBLEM_ATTENTION_BWD)
+        cls.backward_versions = flashstages._takes(cls.lib, None, flashstages.PROBLEM_ATTENTION_BWD)  # picked
 
     def qkv(self, dtype="torch.float16", d=64, kv_heads=4, nq=100, nk=130, **change):
         tensors = dict(q=Stand((2, 4, nq, d), dtype), k=Stand((2, kv_heads, nk, d), dtype),
@@ -295,9 +295,25 @@ class FlashChecks(unittest.TestCase):
         self.refused(ValueError, ["head_dim 48", "fs_flash_fwd_v5"], d=48, kernel="fs_flash_fwd_v5")
         self.refused(ValueError, ["head_dim 300", "no forward version"], d=300)
 
+    def test_the_default_never_runs_a_version_that_keeps_n_by_n_scores(self):
+        # Stages 01-02 and stage 05's v0 keep N×N scores in DRAM: the picking entries leave them out, and a
+        # problem only they take is refused up front, naming them and the option that runs one.
+        every = flashstages.kernels(self.lib)
+        keepers = sorted(k.name for k in every if k.keeps_scores)
+        self.assertEqual(keepers, ["fs_flash_bwd_v0", "fs_naive_v1", "fs_tiled_v1"])
+        self.assertIn("keeps_scores=True", repr(next(k for k in every if k.name == "fs_flash_bwd_v0")))
+        self.assertNotIn("keeps_scores", repr(next(k for k in every if k.name == "fs_flash_fwd_v5")))
+        for problem in (flashstages.PROBLEM_ATTENTION, flashstages.PROBLEM_ATTENTION_BWD):
+            self.assertFalse(any(k.keeps_scores for k in flashstages._takes(self.lib, None, problem)))
+        # head_dim 256: stage 04's forward takes it, and of the backwards only v0.
+        self.refused(ValueError, ["head_dim 256: no backward version that the picking entry runs",
+                                  "fs_flash_bwd_v0 takes it but keeps N×N scores in memory",
+                                  "(backward_kernel='fs_flash_bwd_v0')"], d=256)
+        self.check(d=256, backward_kernel="fs_flash_bwd_v0")
+
     def test_the_default_refuses_exactly_what_no_version_of_either_pass_takes(self):
         # The picking entries run some version that takes the problem: the registry decides what passes.
-        forward = flashstages.kernels(self.lib, problem=flashstages.PROBLEM_ATTENTION)
+        forward = flashstages._takes(self.lib, None, flashstages.PROBLEM_ATTENTION)
         for dtype, code in (("torch.float32", flashstages.FP32), ("torch.float16", flashstages.FP16),
                             ("torch.bfloat16", flashstages.BF16)):
             for d in (8, 32, 48, 64, 128, 200, 256, 257):
@@ -310,8 +326,7 @@ class FlashChecks(unittest.TestCase):
                         self.refused(ValueError, [f"head_dim {d}: no "], dtype=dtype, d=d)
 
     def test_what_several_versions_take_together_is_named(self):
-        # Made-up backward versions, so that the message is tested where today's registry gives none (stage
-        # 05's v0 takes every head_dim up to 256 in every dtype flash_attention takes).
+        # Made-up backward versions, so that the message is tested with lists the registry does not give.
         def info(head_dims=(), max_head_dim=0, dtypes=(flashstages.FP16, flashstages.BF16)):
             k = flashstages.KernelInfo(entry=b"fs_made_up", in_dtypes=sum(1 << t for t in dtypes),
                                        num_head_dims=len(head_dims), max_head_dim=max_head_dim)
@@ -321,11 +336,12 @@ class FlashChecks(unittest.TestCase):
         tensor_core = [info((64, 128)), info((64, 128))]
         with self.assertRaises(ValueError) as caught:
             flashstages._check_takes(tensor_core, "torch.float16", 256, backward=True)
-        self.assertEqual(str(caught.exception), "head_dim 256: no backward version of this library takes it in "
-                                                "torch.float16 (they take [64, 128])")
+        self.assertEqual(str(caught.exception), "head_dim 256: no backward version that the picking entry runs "
+                                                "takes it in torch.float16 (they take [64, 128])")
         with self.assertRaises(TypeError) as caught:
             flashstages._check_takes(tensor_core, "torch.float32", 64, backward=True)
-        self.assertEqual(str(caught.exception), "q is torch.float32: no backward version of this library takes it")
+        self.assertEqual(str(caught.exception),
+                         "q is torch.float32: no backward version that the picking entry runs takes it")
         mixed = tensor_core + [info(max_head_dim=96), info((256,))]
         flashstages._check_takes(mixed, "torch.float16", 80, backward=True)
         with self.assertRaises(ValueError) as caught:

@@ -185,6 +185,8 @@ typedef struct fs_kernel_info {
   int32_t ptx_arch;       /* the PTX it carries, as a compute capability (80: compute_80), 0 for none: a GPU
                              of that capability or newer that archs does not list compiles it at its first
                              launch (JIT) and runs it too; no GPU older than every entry runs it */
+  int32_t keeps_scores;   /* attention: non-zero when it keeps N×N scores (or P and dS) in DRAM, memory that
+                             grows with Nq·Nk: the picking entries never run it, its own entry does */
 } fs_kernel_info;
 
 FS_API int fs_kernel_count(void);
@@ -296,8 +298,11 @@ typedef struct fs_attention_bwd_params {
  * grouping and layout where measured; the nearest sizes) ranks the versions measured there, and the
  * first that takes the problem runs. Where no measured GPU matches, or no ranked version takes the
  * problem, the newest version that takes it runs (the last in stage and version order). A version
- * without a measured row is never picked by the table. Errors: those of the version picked; where no
- * version takes the problem, the refusal of the one the table ranks first (or the newest). */
+ * without a measured row is never picked by the table, and a version that keeps N×N scores in DRAM
+ * (stages 01-02, stage 05 v0: memory that grows with Nq·Nk) is never picked at all; call its own entry
+ * to run it. Errors: those of the version picked; where no version takes the problem, the refusal of
+ * the one the table ranks first (or the newest), its reason naming a score-keeping version that would
+ * take it. */
 FS_API int fs_attention_forward(const fs_attention_params* params, void* stream);
 FS_API int fs_attention_backward(const fs_attention_bwd_params* params, void* stream);
 FS_API int fs_gemm(const fs_gemm_params* params, void* stream);

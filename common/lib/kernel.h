@@ -149,6 +149,13 @@ constexpr KernelDesc attention_bwd_kernel(const KernelName& n, const AttentionSu
   return k;
 }
 
+// An attention version that keeps N×N scores in DRAM (stages 01–02, stage 05 v0), its memory growing
+// with Nq·Nk (fs_kernel_info::keeps_scores): the picking entries never choose it; it runs only by name.
+constexpr KernelDesc keeps_scores(KernelDesc k) {
+  k.info.keeps_scores = 1;
+  return k;
+}
+
 // A GEMM version; extra_bytes: the workspace it allocates, where it takes one.
 constexpr KernelDesc gemm_kernel(const KernelName& n, const GemmSupport& support, const ArchSet& archs,
                                  std::size_t smem_bytes, GemmRun run,

@@ -105,7 +105,8 @@ const char* ordinal(int i) {
 }
 
 // The candidates: `points` (the GPU's, for this problem) nearest first, each one's ranking in turn,
-// then the rule: every version of `problem`, newest first. Each version once.
+// then the rule: every version of `problem`, newest first. Each version once, and none that keeps
+// N×N scores (fs_kernel_info::keeps_scores): its memory grows with Nq·Nk, so it runs only when named.
 template <class Point, class Distance>
 std::vector<PickCandidate> candidates(const Point* points, int count, const PickGpu* gpu, fs_problem problem,
                                       std::string_view gpu_name, int cc, Distance dist) {
@@ -117,7 +118,7 @@ std::vector<PickCandidate> candidates(const Point* points, int count, const Pick
   for (const auto& [d, pt] : order)
     for (int r = 0; r < kPickRanked && pt->ranked[r].version; ++r) {
       const KernelDesc* k = by_name(pt->ranked[r].version);
-      if (!k || !seen.insert(k).second) continue;
+      if (!k || k->info.keeps_scores || !seen.insert(k).second) continue;
       char why[320];
       std::snprintf(why, sizeof why, "%s at %s on %s (results/%s, %.3f ms), the measured point nearest the problem",
                     ordinal(r), describe(*pt).c_str(), gpu->name, gpu->folder, double(pt->ranked[r].ms));
@@ -126,7 +127,7 @@ std::vector<PickCandidate> candidates(const Point* points, int count, const Pick
   const std::vector<const KernelDesc*>& all = all_kernels();
   for (auto it = all.rbegin(); it != all.rend(); ++it) {
     const KernelDesc* k = *it;
-    if (k->info.problem != problem || !seen.insert(k).second) continue;
+    if (k->info.problem != problem || k->info.keeps_scores || !seen.insert(k).second) continue;
     char why[320];
     if (gpu)
       std::snprintf(why, sizeof why, "the newest version that takes the problem: none of those measured on %s takes it",
@@ -191,6 +192,16 @@ Status current_gpu(std::string* name, int* cc, int* device) {
   return Status::Success;
 }
 
+// The versions left out of the candidates because they keep N×N scores, of those that take the problem:
+// named in a refusal, so the caller knows which one would run it by name.
+template <class Params>
+std::string score_keepers_admitting(const Params& p) {
+  std::string names;
+  for (const KernelDesc* k : all_kernels())
+    if (k->info.keeps_scores && admits(*k, p) == Status::Success) names += (names.empty() ? "" : ", ") + k->qualified();
+  return names;
+}
+
 // The first candidate that admits the problem; else the first candidate's refusal.
 template <class Params>
 Status first_admitted(const std::vector<PickCandidate>& list, const Params& p, PickCandidate* out) {
@@ -203,9 +214,12 @@ Status first_admitted(const std::vector<PickCandidate>& list, const Params& p, P
     }
     if (i == 0) first = st;
   }
-  *out = {nullptr, list.empty() ? std::string("no version of this problem in the library")
-                                : list[0].kernel->qualified() + ", the first candidate, refuses the problem: " +
-                                      status_name(first)};
+  std::string why = list.empty() ? std::string("no version of this problem in the library")
+                                 : list[0].kernel->qualified() + ", the first candidate, refuses the problem: " +
+                                       status_name(first);
+  if (const std::string keepers = score_keepers_admitting(p); !keepers.empty())
+    why += "; " + keepers + " takes it but keeps N×N scores in memory, so it runs only when named";
+  *out = {nullptr, why};
   return first;
 }
 

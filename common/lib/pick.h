@@ -7,7 +7,8 @@
 //   its points        ordered by their distance from the problem (pick.cpp: the same dtype, head_dim,
 //                     mask, grouping, layout and determinism first, then the nearest sizes);
 //   the candidates    each point's ranked versions in turn, then every version newest first (the rule
-//                     where no measured GPU matches, or no ranked version takes the problem);
+//                     where no measured GPU matches, or no ranked version takes the problem); never a
+//                     version that keeps N×N scores (fs_kernel_info::keeps_scores), which runs only by name;
 //   the pick          the first candidate that admits() the problem on the current GPU.
 #pragma once
 

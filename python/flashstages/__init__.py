@@ -91,9 +91,11 @@ def _attention_kernel(lib, name, problem=PROBLEM_ATTENTION):
 
 
 def _takes(lib, name, problem):
-    """What a call may run: [the version named], or for None every version of the problem (the picking
-    entry runs one of them)."""
-    return [_attention_kernel(lib, name, problem)] if name is not None else _versions(lib, problem)
+    """What a call may run: [the version named], or for None every version the picking entry chooses
+    among: those of the problem that keep no N×N scores in memory (KernelInfo.keeps_scores)."""
+    if name is not None:
+        return [_attention_kernel(lib, name, problem)]
+    return [k for k in _versions(lib, problem) if not k.keeps_scores]
 
 
 def _dtype_names(mask):
@@ -107,9 +109,22 @@ def _head_dims_text(infos):
     return " and ".join(([f"1 to {bound}"] if bound else []) + ([str(listed)] if listed else []))
 
 
-def _check_takes(takes, dtype, d, backward=False):
+def _score_keepers_note(lib, problem, dtype, d, backward):
+    """For a refusal of the picking entry: the versions that would take the problem but keep N×N scores
+    (never picked), and how to name one; "" where there is none."""
+    keepers = [k.name for k in _versions(lib, problem) if k.keeps_scores and k.in_dtypes & (1 << _DTYPES[dtype])
+               and k.takes_head_dim(d)]
+    if not keepers:
+        return ""
+    option = "backward_kernel" if backward else "kernel"
+    return (f"; {', '.join(keepers)} takes it but keeps N×N scores in memory, so it runs only when named "
+            f"({option}={keepers[0]!r})")
+
+
+def _check_takes(takes, dtype, d, backward=False, lib=None):
     """TypeError or ValueError unless a version of `takes` (KernelInfo: the one named, or all a picking
-    entry chooses among) takes `dtype` (a torch dtype's name, one of _DTYPES) and head_dim d."""
+    entry chooses among) takes `dtype` (a torch dtype's name, one of _DTYPES) and head_dim d. lib: where
+    `takes` is the picking entry's, the library whose score-keeping versions a refusal names."""
     if len(takes) == 1:
         info = takes[0]
         who = f"the backward, {info.name}," if backward else info.name
@@ -119,12 +134,14 @@ def _check_takes(takes, dtype, d, backward=False):
             raise ValueError(f"head_dim {d}: {who} takes {_head_dims_text([info])}")
         return
     kind = "backward" if backward else "forward"
+    problem = PROBLEM_ATTENTION_BWD if backward else PROBLEM_ATTENTION
+    note = _score_keepers_note(lib, problem, dtype, d, backward) if lib is not None else ""
     with_dtype = [i for i in takes if i.in_dtypes & (1 << _DTYPES[dtype])]
     if not with_dtype:
-        raise TypeError(f"q is {dtype}: no {kind} version of this library takes it")
+        raise TypeError(f"q is {dtype}: no {kind} version that the picking entry runs takes it{note}")
     if not any(i.takes_head_dim(d) for i in with_dtype):
-        raise ValueError(f"head_dim {d}: no {kind} version of this library takes it in {dtype} "
-                         f"(they take {_head_dims_text(with_dtype)})")
+        raise ValueError(f"head_dim {d}: no {kind} version that the picking entry runs takes it in {dtype} "
+                         f"(they take {_head_dims_text(with_dtype)}){note}")
 
 
 def _check_tensor(name, t, ndim):
@@ -136,9 +153,10 @@ def _check_tensor(name, t, ndim):
 
 
 def _check_attention(takes, q, k, v, like_q=None, lse=None, make_contiguous=False,
-                     copy_hint="or make_contiguous=True to let attention() copy it", backward=False):
+                     copy_hint="or make_contiguous=True to let attention() copy it", backward=False, lib=None):
     """Every check attention() makes before the library is called; returns the contiguous inputs.
-    takes: the versions the call may run (_takes). like_q: {name: tensor} of tensors shaped and typed
+    takes: the versions the call may run (_takes); lib: where they are the picking entry's, the library
+    (its score-keeping versions are named when none of them takes the problem). like_q: {name: tensor} of tensors shaped and typed
     as q, written or read whole (out; the backward's out and d_o). lse: [B, H, Nq] float32, or None.
     copy_hint ends the message for a strided input (flash_attention() has no copying option)."""
     like_q = {name: t for name, t in (like_q or {}).items() if t is not None}
@@ -182,7 +200,7 @@ def _check_attention(takes, q, k, v, like_q=None, lse=None, make_contiguous=Fals
             raise ValueError(f"{name} has shape {tuple(t.shape)}: it must be q's, {tuple(q.shape)}")
     if lse is not None and tuple(lse.shape) != (b, h, nq):
         raise ValueError(f"lse has shape {tuple(lse.shape)}: it must be [B, H, Nq] = {(b, h, nq)}")
-    _check_takes(takes, dtype, d, backward)
+    _check_takes(takes, dtype, d, backward, lib)
     for name, t in {**like_q, **({"lse": lse} if lse is not None else {})}.items():
         if not t.is_contiguous():
             raise ValueError(f"{name} is not contiguous: the kernel reads or writes it as a dense row-major tensor")
@@ -231,7 +249,8 @@ def attention(q, k, v, *, causal=False, scale=None, out=None, lse=None, kernel=N
     optional [B, H, Nq] float32 tensor for the log-sum-exp of each row. Returns out.
     """
     lib = library()
-    q, k, v = _check_attention(_takes(lib, kernel, PROBLEM_ATTENTION), q, k, v, {"out": out}, lse, make_contiguous)
+    q, k, v = _check_attention(_takes(lib, kernel, PROBLEM_ATTENTION), q, k, v, {"out": out}, lse, make_contiguous,
+                               lib=None if kernel else lib)
     torch = _torch()
     if out is None:
         out = torch.empty_like(q)
@@ -264,8 +283,8 @@ def pick(q, k, v, *, causal=False, backward=False, deterministic=False):
         raise ValueError("deterministic is the backward's mode: pass backward=True with it")
     lib = library()
     problem = PROBLEM_ATTENTION_BWD if backward else PROBLEM_ATTENTION
-    q, k, v = _check_attention(_versions(lib, problem), q, k, v, backward=backward,
-                               copy_hint="as attention() and flash_attention() would need it")
+    q, k, v = _check_attention(_takes(lib, None, problem), q, k, v, backward=backward,
+                               copy_hint="as attention() and flash_attention() would need it", lib=lib)
     torch = _torch()
     q_bytes = q.numel() * q.element_size()
     kv_bytes = k.numel() * k.element_size()
@@ -295,15 +314,17 @@ def _check_flash_attention(lib, q, k, v, causal, kernel, backward_kernel):
     the forward (`kernel`, None for any version), then what the backward (`backward_kernel`, likewise)
     takes, so that nothing is refused only in the backward."""
     _check_attention(_takes(lib, kernel, PROBLEM_ATTENTION), q, k, v,
-                     copy_hint="whose gradient flows back to the view (flash_attention() copies nothing)")
-    _check_takes(_takes(lib, backward_kernel, PROBLEM_ATTENTION_BWD), str(q.dtype), q.shape[3], backward=True)
+                     copy_hint="whose gradient flows back to the view (flash_attention() copies nothing)",
+                     lib=None if kernel else lib)
+    _check_takes(_takes(lib, backward_kernel, PROBLEM_ATTENTION_BWD), str(q.dtype), q.shape[3], backward=True,
+                 lib=None if backward_kernel else lib)
     _check_mask(q, k, causal)
 
 
 def _check_flash_backward(lib, d_o, q, k, v, out, lse, causal, kernel):
     """Every check the backward operator makes before the library is called."""
     _check_attention(_takes(lib, kernel, PROBLEM_ATTENTION_BWD), q, k, v, {"out": out, "d_o": d_o}, lse,
-                     copy_hint="as the forward had them", backward=True)
+                     copy_hint="as the forward had them", backward=True, lib=None if kernel else lib)
     _check_mask(q, k, causal)
 
 

@@ -111,6 +111,7 @@ class KernelInfo(ctypes.Structure):
         ("smem_bytes", ctypes.c_uint64),
         ("strided", ctypes.c_int32),  # attention: non-zero when it takes the strides of AttentionParams
         ("ptx_arch", ctypes.c_int32),  # the PTX it carries (80: compute_80), 0 for none
+        ("keeps_scores", ctypes.c_int32),  # attention: N×N scores in DRAM; the picking entries never run it
     ]
 
     @property
@@ -137,8 +138,10 @@ class KernelInfo(ctypes.Structure):
         if self.problem != PROBLEM_GEMM:  # any head_dim up to a bound, or the listed ones
             heads = list(self.head_dims)[: self.num_head_dims]
             fields.append(f"head_dims={heads!r}" if heads else f"head_dims='1 to {self.max_head_dim}'")
-        fields += [f"archs={list(self.archs)[: self.num_archs]!r}", f"ptx_arch={self.ptx_arch}",
-                   f"technique={text(self.technique)!r}"]
+        fields += [f"archs={list(self.archs)[: self.num_archs]!r}", f"ptx_arch={self.ptx_arch}"]
+        if self.keeps_scores:  # N×N scores in DRAM: never picked, run by name alone
+            fields.append("keeps_scores=True")
+        fields.append(f"technique={text(self.technique)!r}")
         return f"KernelInfo({', '.join(fields)})"
 
 

@@ -45,9 +45,9 @@ Status run(const AttentionProblem& pr, cudaStream_t stream) {
 
 }  // namespace
 
-const KernelDesc kNaiveV1 = attention_kernel(
+const KernelDesc kNaiveV1 = keeps_scores(attention_kernel(
     {"fs_naive_v1", "stage01", "v1", "naive: S = QK^T in DRAM, row softmax, O = PV (three kernels)"}, kSupport,
-    kStageArchs, /*smem_bytes=*/0, run, score_buffer_extra_bytes, score_buffer_traffic_bytes);
+    kStageArchs, /*smem_bytes=*/0, run, score_buffer_extra_bytes, score_buffer_traffic_bytes));
 
 }  // namespace fs
 

@@ -55,9 +55,9 @@ Status run(const AttentionProblem& pr, cudaStream_t stream) {
 
 }  // namespace
 
-const KernelDesc kTiledV1 = attention_kernel(
+const KernelDesc kTiledV1 = keeps_scores(attention_kernel(
     {"fs_tiled_v1", "stage02", "v1", "shared-memory tiled QK^T and PV (64x64 tiles, 4x4 per thread); S still in DRAM"},
-    kSupport, kStageArchs, /*smem_bytes=*/0, run, score_buffer_extra_bytes, score_buffer_traffic_bytes);
+    kSupport, kStageArchs, /*smem_bytes=*/0, run, score_buffer_extra_bytes, score_buffer_traffic_bytes));
 
 }  // namespace fs
 

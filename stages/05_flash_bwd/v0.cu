@@ -78,11 +78,11 @@ std::size_t flash_bwd_v0_extra_bytes(const AttentionParams& p) {
          delta_extra_bytes(p);
 }
 
-const KernelDesc kFlashBwdV0 = attention_bwd_kernel(
+const KernelDesc kFlashBwdV0 = keeps_scores(attention_bwd_kernel(
     {"fs_flash_bwd_v0", "stage05", "v0",
      "naive: P and dS materialized in DRAM (two N×N buffers), one thread per element, five kernels"},
     bwd::v0::kSupport, kStageArchs, /*smem_bytes=*/0, bwd::v0::run, flash_bwd_v0_extra_bytes,
-    bwd::v0::traffic_bytes);
+    bwd::v0::traffic_bytes));
 
 }  // namespace fs
 
