@@ -196,10 +196,14 @@ Status current_gpu(std::string* name, int* cc, int* device) {
 // named in a refusal, so the caller knows which one would run it by name.
 template <class Params>
 std::string score_keepers_admitting(const Params& p) {
-  std::string names;
+  std::vector<std::string> names;
   for (const KernelDesc* k : all_kernels())
-    if (k->info.keeps_scores && admits(*k, p) == Status::Success) names += (names.empty() ? "" : ", ") + k->qualified();
-  return names;
+    if (k->info.keeps_scores && admits(*k, p) == Status::Success) names.push_back(k->qualified());
+  if (names.empty()) return "";
+  std::string s = names[0];
+  for (std::size_t i = 1; i < names.size(); ++i) s += ", " + names[i];
+  return s + (names.size() == 1 ? " takes it but keeps N×N scores in memory, so it runs only when named"
+                                : " take it but keep N×N scores in memory, so they run only when named");
 }
 
 // The first candidate that admits the problem; else the first candidate's refusal.
@@ -217,8 +221,7 @@ Status first_admitted(const std::vector<PickCandidate>& list, const Params& p, P
   std::string why = list.empty() ? std::string("no version of this problem in the library")
                                  : list[0].kernel->qualified() + ", the first candidate, refuses the problem: " +
                                        status_name(first);
-  if (const std::string keepers = score_keepers_admitting(p); !keepers.empty())
-    why += "; " + keepers + " takes it but keeps N×N scores in memory, so it runs only when named";
+  if (const std::string keepers = score_keepers_admitting(p); !keepers.empty()) why += "; " + keepers;
   *out = {nullptr, why};
   return first;
 }

@@ -157,7 +157,7 @@ class LayoutRun {
 
   // Whether a byte outside the views of `outputs` differs from what the launch found there.
   bool outside_written(const std::vector<std::vector<unsigned char>>& after,
-                       std::initializer_list<LayoutTensor> outputs) const {
+                       const std::vector<LayoutTensor>& outputs) const {
     std::vector<std::vector<unsigned char>> output(before_.size());
     for (std::size_t b = 0; b < before_.size(); ++b) output[b].assign(before_[b].size(), 0);
     for (LayoutTensor t : outputs) {
@@ -184,6 +184,37 @@ class LayoutRun {
   std::vector<std::vector<unsigned char>> before_;
   std::vector<DeviceBuffer<unsigned char>> device_;
 };
+
+// An output of a strided run: the tensor, and the contiguous buffer its view is copied into, where the
+// fixture's compare() reads it.
+struct LayoutOutput {
+  LayoutTensor which;
+  DeviceBuffer<unsigned char>* into;
+};
+
+// The end of a strided run, forward or backward: launches `p` on the layout's buffers (a refusal comes
+// back as the check's status alone), waits, copies each output out of its view, compares, and notes
+// whether the launch wrote a byte outside the outputs' views.
+template <class Check, class Params, class Compare>
+Check launch_in_layout(const KernelDesc& kernel, const Params& p, const LayoutRun& r,
+                       const std::vector<LayoutOutput>& outputs, cudaStream_t stream, Compare compare) {
+  const Status st = launch(kernel, p, stream);
+  if (st != Status::Success) {
+    Check failed;
+    failed.status = st;
+    return failed;
+  }
+  FS_CUDA_CHECK(cudaStreamSynchronize(stream));
+  const auto after = r.download();
+  std::vector<LayoutTensor> written;
+  for (const LayoutOutput& out : outputs) {
+    out.into->upload(r.gather(after, out.which));
+    written.push_back(out.which);
+  }
+  Check result = compare();
+  result.outside_written = r.outside_written(after, written);
+  return result;
+}
 
 }  // namespace
 
@@ -370,18 +401,7 @@ AttentionCheck AttentionFixture::run_strided(const KernelDesc& kernel, const Str
   poison_outputs();
   const AttentionParams p = attention_on(with_strides(shape_, layout), r.ptr(kLayoutQ), r.ptr(kLayoutK),
                                          r.ptr(kLayoutV), r.ptr(kLayoutO), m.lse.get());
-  const Status st = launch(kernel, p, stream);
-  if (st != Status::Success) {
-    AttentionCheck failed;
-    failed.status = st;
-    return failed;
-  }
-  FS_CUDA_CHECK(cudaStreamSynchronize(stream));
-  const auto after = r.download();
-  m.o.upload(r.gather(after, kLayoutO));  // O, contiguous, where compare() reads it
-  AttentionCheck result = compare();
-  result.outside_written = r.outside_written(after, {kLayoutO});
-  return result;
+  return launch_in_layout<AttentionCheck>(kernel, p, r, {{kLayoutO, &m.o}}, stream, [&] { return compare(); });
 }
 
 bool AttentionFixture::untouched_after(const KernelDesc& kernel, const AttentionParams& bad, Status* returned) {
@@ -539,20 +559,8 @@ AttentionBwdCheck AttentionBwdFixture::run_strided(const KernelDesc& kernel, con
   p.dq = r.ptr(kLayoutDQ);
   p.dk = r.ptr(kLayoutDK);
   p.dv = r.ptr(kLayoutDV);
-  const Status st = launch(kernel, p, stream);
-  if (st != Status::Success) {
-    AttentionBwdCheck failed;
-    failed.status = st;
-    return failed;
-  }
-  FS_CUDA_CHECK(cudaStreamSynchronize(stream));
-  const auto after = r.download();
-  m.dq.upload(r.gather(after, kLayoutDQ));  // the gradients, contiguous, where compare() reads them
-  m.dk.upload(r.gather(after, kLayoutDK));
-  m.dv.upload(r.gather(after, kLayoutDV));
-  AttentionBwdCheck result = compare(p.delta != nullptr);
-  result.outside_written = r.outside_written(after, {kLayoutDQ, kLayoutDK, kLayoutDV});
-  return result;
+  return launch_in_layout<AttentionBwdCheck>(kernel, p, r, {{kLayoutDQ, &m.dq}, {kLayoutDK, &m.dk}, {kLayoutDV, &m.dv}},
+                                             stream, [&] { return compare(p.delta != nullptr); });
 }
 
 bool AttentionBwdFixture::untouched_after(const KernelDesc& kernel, const AttentionBwdParams& bad,

@@ -402,6 +402,17 @@ void each_grouped_layout(int64_t d, const LayoutCheck& check) {
   }
 }
 
+// The layouts a strided check walks, each addressed by position (every tensor with strides of its own):
+// padded causal in fp16, packed in fp16, packed causal in bf16, then 4 query heads over 2 K/V heads.
+void each_layout_by_position(int64_t d, const LayoutCheck& check) {
+  check(padded_layout(2, d, /*causal=*/true), DType::FP16);
+  check(packed_layout(2, d), DType::FP16);
+  check(packed_causal_layout(2, d), DType::BF16);
+  Varlen grouped = packed_layout(4, d);
+  grouped.kv_heads = 2;
+  check(grouped, DType::BF16);
+}
+
 // A layout whose lengths break a rule, and what a launch does with each entry.
 struct BadLayout {
   const char* what;
@@ -479,18 +490,12 @@ void check_varlen_grouped(const KernelDesc& kernel, int64_t d, uint64_t seed) {
 }
 
 void check_varlen_by_position(const KernelDesc& kernel, int64_t d, uint64_t seed) {
-  auto check = [&](const Varlen& c, DType t) {
+  each_layout_by_position(d, [&](const Varlen& c, DType t) {
     if (t == DType::FP16)
       check_varlen_batch<__half>(kernel, c, ++seed, /*by_position=*/true);
     else
       check_varlen_batch<__nv_bfloat16>(kernel, c, ++seed, /*by_position=*/true);
-  };
-  check(padded_layout(2, d, /*causal=*/true), DType::FP16);
-  check(packed_layout(2, d), DType::FP16);
-  check(packed_causal_layout(2, d), DType::BF16);
-  Varlen grouped = packed_layout(4, d);
-  grouped.kv_heads = 2;
-  check(grouped, DType::BF16);
+  });
 }
 
 void check_bad_layouts(const KernelDesc& kernel) {
@@ -974,18 +979,12 @@ void check_bwd_varlen_layouts(const KernelDesc& kernel, int64_t d, uint64_t seed
 }
 
 void check_bwd_varlen_by_position(const KernelDesc& kernel, int64_t d, uint64_t seed) {
-  auto check = [&](const Varlen& c, DType t) {
+  each_layout_by_position(d, [&](const Varlen& c, DType t) {
     if (t == DType::FP16)
       check_bwd_varlen_batch<__half>(kernel, c, ++seed, /*by_position=*/true);
     else
       check_bwd_varlen_batch<__nv_bfloat16>(kernel, c, ++seed, /*by_position=*/true);
-  };
-  check(padded_layout(2, d, /*causal=*/true), DType::FP16);
-  check(packed_layout(2, d), DType::FP16);
-  check(packed_causal_layout(2, d), DType::BF16);
-  Varlen grouped = packed_layout(4, d);
-  grouped.kv_heads = 2;
-  check(grouped, DType::BF16);
+  });
 }
 
 void check_bwd_varlen_grouped(const KernelDesc& kernel, int64_t d, uint64_t seed) {

@@ -117,8 +117,9 @@ def _score_keepers_note(lib, problem, dtype, d, backward):
     if not keepers:
         return ""
     option = "backward_kernel" if backward else "kernel"
-    return (f"; {', '.join(keepers)} takes it but keeps N×N scores in memory, so it runs only when named "
-            f"({option}={keepers[0]!r})")
+    one = len(keepers) == 1
+    return (f"; {', '.join(keepers)} {'takes' if one else 'take'} it but {'keeps' if one else 'keep'} N×N scores "
+            f"in memory, so {'it runs' if one else 'they run'} only when named ({option}={keepers[0]!r})")
 
 
 def _check_takes(takes, dtype, d, backward=False, lib=None):
