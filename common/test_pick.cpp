@@ -167,7 +167,7 @@ FS_CPU_TEST_CASE("pick: a GEMM ranks the GEMM points of its operand type") {
   }
 }
 
-FS_CPU_TEST_CASE("pick: a version whose memory grows with Nq*Nk is marked, and never a candidate") {
+FS_CPU_TEST_CASE("pick: a version whose memory grows with Nq*Nk is marked and never a candidate") {
   // The mark follows the memory: doubling Nq and Nk at least triples extra_bytes exactly where it is set.
   for (const KernelDesc* k : all_kernels()) {
     if (k->info.problem == FS_PROBLEM_GEMM || !k->extra_bytes) continue;
