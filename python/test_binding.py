@@ -98,8 +98,11 @@ class Checks(unittest.TestCase):
 
     def test_the_default_takes_what_some_version_takes(self):
         # kernel=None runs the picking entry: a dtype and head_dim pass when some forward version takes them
-        # (the registry says which), and the refusal says what they take together.
+        # (the registry says which), and the refusal says what they take together: the head_dims those of
+        # the dtype list (stages 01-02 take any up to 256 but keep N×N scores: never picked).
         for dtype, code in (("torch.float32", flashstages.FP32), ("torch.float16", flashstages.FP16)):
+            they_take = flashstages._head_dims_text([i for i in self.every if i.in_dtypes & (1 << code)])
+            self.assertTrue(they_take.startswith("["), they_take)
             for d in (16, 48, 64, 256, 257, 300):
                 taken = any(i.in_dtypes & (1 << code) and i.takes_head_dim(d) for i in self.every)
                 qkv = {n: Stand((2, 4, 100 if n == "q" else 130, d), dtype) for n in ("q", "k", "v")}
@@ -108,7 +111,8 @@ class Checks(unittest.TestCase):
                         flashstages._check_attention(self.every, qkv["q"], qkv["k"], qkv["v"])
                     else:
                         self.refused(ValueError, [f"head_dim {d}: no forward version that the picking entry runs "
-                                                  f"takes it in {dtype} (they take 1 to"], info=self.every, **qkv)
+                                                  f"takes it in {dtype} (they take {they_take})"],
+                                     info=self.every, **qkv)
         self.assertTrue(any(i.takes_head_dim(64) for i in self.every))
 
     def test_devices(self):
