@@ -11,6 +11,7 @@ as written. (test_torch_op.py tests flash_attention on the GPU.)
     python3 python/test_binding.py build/.../libflashstages.so          # the CPU cases
     python3 python/test_binding.py build/.../libflashstages.so --gpu    # the GPU cases (77: skipped)
 """
+import math
 import os
 import shutil
 import subprocess
@@ -36,20 +37,46 @@ class Device:
         return self.type if self.index is None else f"{self.type}:{self.index}"
 
 
-class Stand:
-    """What attention() reads of a torch.Tensor, for the CPU tests."""
+def row_major(shape):
+    """The strides of a contiguous tensor of `shape`."""
+    return tuple(math.prod(shape[i + 1:]) for i in range(len(shape)))
 
-    def __init__(self, shape, dtype="torch.float16", device="cuda:0", contiguous=True):
-        self.shape, self.dtype, self.device, self.contiguous = tuple(shape), dtype, Device(device), contiguous
+
+class Stand:
+    """What attention() reads of a torch.Tensor, for the CPU tests: its shape, dtype, device, address and
+    strides (row-major unless given), with is_contiguous() derived from them as torch derives it."""
+
+    SIZES = {"torch.float32": 4, "torch.float64": 8, "torch.float16": 2, "torch.bfloat16": 2,
+             "torch.float8_e4m3fn": 1}
+
+    def __init__(self, shape, dtype="torch.float16", device="cuda:0", strides=None, address=0x100000):
+        self.shape, self.dtype, self.device = tuple(shape), dtype, Device(device)
+        self.strides = tuple(strides) if strides is not None else row_major(self.shape)
+        self.address = address
 
     def data_ptr(self):
-        return 0x100000
-
-    def is_contiguous(self):
-        return self.contiguous
+        return self.address
 
     def stride(self):
-        return (1,) * len(self.shape)
+        return self.strides
+
+    def is_contiguous(self):  # torch's rule: the row-major strides, those of dimensions of size 1 aside
+        return all(s == c for n, s, c in zip(self.shape, self.strides, row_major(self.shape)) if n > 1)
+
+    def contiguous(self):  # a copy elsewhere, as torch.Tensor.contiguous() makes one
+        return self if self.is_contiguous() else Stand(self.shape, self.dtype, str(self.device), address=0x900000)
+
+    def numel(self):
+        return math.prod(self.shape)
+
+    def element_size(self):
+        return self.SIZES[self.dtype]
+
+
+def bnhd(b, h, n, d, dtype="torch.float16", address=0x100000):
+    """x.transpose(1, 2) of a [B, N, H, D] tensor x, the layout of most models: [B, H, N, D] with strides
+    {N·H·D, D, H·D, 1}. Dense, not contiguous."""
+    return Stand((b, h, n, d), dtype, strides=(n * h * d, d, h * d, 1), address=address)
 
 
 def has_torch():
@@ -158,8 +185,22 @@ class Checks(unittest.TestCase):
             self.refused(ValueError, [f"k and v have {kv_heads} heads, q 4", "divide"], k=kv, v=kv)
 
     def test_contiguity(self):
-        self.refused(ValueError, ["k is not contiguous", "k.contiguous()"], k=Stand((2, 4, 130, 64), contiguous=False))
-        self.refused(ValueError, ["out is not contiguous"], out=Stand((2, 4, 100, 64), contiguous=False))
+        self.refused(ValueError, ["k is not contiguous", "k.contiguous()"], k=bnhd(2, 4, 130, 64))
+        self.refused(ValueError, ["out is not contiguous"], out=bnhd(2, 4, 100, 64))
+
+    def test_the_strides_reach_the_params(self):
+        # Every tensor's own {batch, head, row} strides, contiguous ones included (they spell out the
+        # contiguous layout, which the library reads as that layout).
+        q, k, v = bnhd(2, 4, 100, 64), bnhd(2, 2, 130, 64, address=0x200000), bnhd(2, 2, 130, 64, address=0x300000)
+        out, lse = bnhd(2, 4, 100, 64, address=0x400000), Stand((2, 4, 100), "torch.float32", address=0x500000)
+        p = flashstages.attention_params(q, k, v, out, lse, causal=True)
+        self.assertEqual([list(p.q_strides), list(p.k_strides), list(p.v_strides), list(p.o_strides)],
+                         [[100 * 4 * 64, 64, 4 * 64], [130 * 2 * 64, 64, 2 * 64], [130 * 2 * 64, 64, 2 * 64],
+                          [100 * 4 * 64, 64, 4 * 64]])
+        self.assertEqual((p.q, p.k, p.v, p.o, p.lse, p.kv_heads), (0x100000, 0x200000, 0x300000, 0x400000, 0x500000, 2))
+        p = flashstages.attention_params(*self.qkv(), Stand((2, 4, 100, 64)))
+        self.assertEqual([list(p.q_strides), list(p.k_strides), list(p.o_strides)],
+                         [[4 * 100 * 64, 100 * 64, 64], [4 * 130 * 64, 130 * 64, 64], [4 * 100 * 64, 100 * 64, 64]])
 
     def test_without_pytorch_it_says_what_to_install(self):
         # None in sys.modules is what an import of a package that is not installed finds: ModuleNotFoundError.
@@ -278,7 +319,7 @@ class FlashChecks(unittest.TestCase):
         self.refused(ValueError, ["q is on cpu", "CUDA"], q=Stand((2, 4, 100, 64), device="cpu"))
         self.refused(ValueError, ["v is on cuda:1", "same device"], v=Stand((2, 4, 130, 64), device="cuda:1"))
         self.refused(ValueError, ["k is not contiguous", "k.contiguous()", "copies nothing"],
-                     k=Stand((2, 4, 130, 64), contiguous=False))
+                     k=bnhd(2, 4, 130, 64))
 
     def test_dtypes(self):
         self.refused(TypeError, ["q is torch.float64"], dtype="torch.float64")
@@ -386,7 +427,7 @@ class FlashChecks(unittest.TestCase):
         refused(ValueError, ["d_o has shape (2, 4, 99, 64)", "q's"], d_o=Stand((2, 4, 99, 64)))
         refused(TypeError, ["d_o is torch.bfloat16", "q, k, v, out, d_o must have one dtype"],
                 d_o=Stand((2, 4, 100, 64), "torch.bfloat16"))
-        refused(ValueError, ["d_o is not contiguous"], d_o=Stand((2, 4, 100, 64), contiguous=False))
+        refused(ValueError, ["d_o is not contiguous"], d_o=bnhd(2, 4, 100, 64))
         refused(ValueError, ["d_o is on cpu"], d_o=Stand((2, 4, 100, 64), device="cpu"))
         refused(TypeError, ["lse is torch.float16"], lse=Stand((2, 4, 100)))
         refused(ValueError, ["lse has shape (2, 4, 101)"], lse=Stand((2, 4, 101), "torch.float32"))
@@ -411,7 +452,7 @@ class PickChecks(unittest.TestCase):
             flashstages.pick(Stand((2, 4, 100, 300)), Stand((2, 4, 130, 300)), Stand((2, 4, 130, 300)), backward=True)
         self.assertIn("no backward version", str(caught.exception))
         with self.assertRaises(ValueError) as caught:
-            flashstages.pick(q, Stand((2, 4, 130, 64), contiguous=False), k)
+            flashstages.pick(q, bnhd(2, 4, 130, 64), k)
         self.assertIn("k is not contiguous", str(caught.exception))
 
 

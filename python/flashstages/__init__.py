@@ -215,16 +215,30 @@ def _check_attention(takes, q, k, v, like_q=None, lse=None, make_contiguous=Fals
     return inputs
 
 
+def _set_strides(params, q, k, v, o):
+    """Writes the element strides {batch, head, row} of Q, K, V and O into an AttentionParams; each a
+    tensor's stride() (the first three of its four: D is contiguous) or a tuple like it."""
+    for field, strides in (("q_strides", q), ("k_strides", k), ("v_strides", v), ("o_strides", o)):
+        getattr(params, field)[:] = [int(s) for s in tuple(strides)[:3]]
+
+
 def attention_params(q, k, v, out, lse=None, *, causal=False, scale=None):
     """The AttentionParams of O = attention(q, k, v) into `out` (and the LSE into `lse`, when given):
-    sizes, K/V heads, dtype and the tensors' addresses, scale None for 1/sqrt(D). Checks nothing: the
-    callers have (attention(), flash_attention()), or build their tensors to fit (plots/head_to_head.py).
-    The struct holds raw addresses: the tensors must outlive every call made with it."""
+    sizes, K/V heads, dtype, the tensors' addresses and their strides, scale None for 1/sqrt(D). Checks
+    nothing: the callers have (attention(), flash_attention()), or build their tensors to fit
+    (plots/head_to_head.py). Layouts: q, k, v and out as their strides lay them out, D contiguous
+    (q.transpose(1, 2) of a [B, N, H, D] tensor is read where it lies), which the versions with
+    KernelInfo.strided take and the others refuse unless contiguous (FS_ERR_UNSUPPORTED_LAYOUT); lse
+    contiguous. The struct holds raw addresses: the tensors must outlive every call made with it."""
     b, h, nq, d = q.shape
     params = AttentionParams(b, h, nq, k.shape[2], d, 0.0 if scale is None else float(scale), int(bool(causal)),
                              _DTYPES[str(q.dtype)], q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(),
                              lse.data_ptr() if lse is not None else None)
     params.kv_heads = k.shape[1]  # K, V: [B, KVH, Nk, D]
+    # Always the tensors' own strides, never zeros for contiguous ones: the library reads strides that
+    # spell out the contiguous layout as that layout (versions that take no strides run them) and
+    # ignores the stride of a dimension of size 1, as torch's is_contiguous() does; one path, no case.
+    _set_strides(params, q.stride(), k.stride(), v.stride(), out.stride())
     return params
 
 
