@@ -6,13 +6,15 @@ the strides that reach the params struct included; that the package imports and 
 without PyTorch; and the library lookup order. With PyTorch and a GPU: every attention kernel against
 torch.nn.functional.scaled_dot_product_attention in fp64 (for causal with Nq != Nk against
 causal_lower_right, this project's bottom-right mask; with K/V shared by groups of query heads too),
-the strides torch.empty_like makes as the checks predict them, CPU tensors refused without touching the
+q, k, v in a model's [B, N, H, D] layout and sliced from a packed QKV tensor, read in place, the
+strides torch.empty_like makes as the checks predict them, CPU tensors refused without touching the
 device, the current stream honoured, and the README's example as written. (test_torch_op.py tests
 flash_attention on the GPU.)
 
     python3 python/test_binding.py build/.../libflashstages.so          # the CPU cases
     python3 python/test_binding.py build/.../libflashstages.so --gpu    # the GPU cases (77: skipped)
 """
+import ctypes
 import math
 import os
 import shutil
@@ -756,6 +758,63 @@ class OnTheGpu(unittest.TestCase):
                     for u in [t] + [t.expand(*[3 if i in wide else n for i, n in enumerate(t.shape)])] * bool(wide):
                         self.assertEqual(flashstages._empty_like_strides(u), torch.empty_like(u).stride(),
                                          (tuple(u.shape), u.stride()))
+
+    def runs_here(self, lib, info):
+        """Whether the version runs on this GPU (stage 07's need sm_90a): the library's device check."""
+        import torch
+        return lib.fs_kernel_check_device(ctypes.byref(info), torch.cuda.current_device()) == 0
+
+    def test_model_layouts_run_in_place(self):
+        # q, k, v as a model holds them, x.transpose(1, 2) of [B, N, H, D] tensors: odd sizes, Nq != Nk, K/V
+        # heads grouped, on every version that takes strides and on the picking entry (which runs one: pick()
+        # says so). Each reads them in place: out, made as empty_like(q), comes back in their layout (a copy
+        # of q would have been contiguous, and so out), even with make_contiguous=True, which copies only
+        # for a version that takes no strides.
+        import torch
+        torch.manual_seed(9)
+        lib = flashstages.library()
+        strided = [info.name for info in self.torch_kernels(lib) if info.strided and self.runs_here(lib, info)]
+        self.assertIn("fs_flash_fwd_v5", strided)
+        for dtype, tol in ((torch.float16, 4e-3), (torch.bfloat16, 1e-2)):
+            for kernel in strided + [None]:
+                for b, h, kv_heads, nq, nk, causal in ((2, 4, 4, 17, 17, True), (1, 4, 2, 100, 230, True),
+                                                       (2, 6, 2, 230, 100, False), (1, 4, 1, 100, 100, True)):
+                    q = (torch.rand(b, nq, h, 64, device="cuda", dtype=dtype) * 2 - 1).transpose(1, 2)
+                    k, v = ((torch.rand(b, nk, kv_heads, 64, device="cuda", dtype=dtype) * 2 - 1).transpose(1, 2)
+                            for _ in range(2))
+                    with self.subTest(dtype=str(dtype), kernel=kernel, kv_heads=kv_heads, nq=nq, nk=nk, causal=causal):
+                        if kernel is None:
+                            self.assertTrue(flashstages.pick(q, k, v, causal=causal).info.strided)
+                        o = flashstages.attention(q, k, v, causal=causal, kernel=kernel, make_contiguous=True)
+                        torch.cuda.synchronize()
+                        self.assertEqual(o.stride(), q.stride())
+                        self.assertTrue(o.transpose(1, 2).is_contiguous())
+                        group = h // kv_heads
+                        ref = self.reference(q, k.repeat_interleave(group, 1), v.repeat_interleave(group, 1), causal)
+                        self.assertLess((o.double() - ref).abs().max().item(), tol)
+
+    def test_packed_qkv_slices_and_an_out_of_the_models_layout(self):
+        # q, k, v sliced from one packed [B, N, 3, H, D] tensor (not dense: out, empty_like(q), is dense in
+        # their order of dimensions, [B, N, H, D]);
+        # a version that takes no strides refuses them, or runs a copy with make_contiguous=True; an out given
+        # in the [B, N, H, D] layout is written there.
+        import torch
+        torch.manual_seed(10)
+        qkv = torch.rand(2, 100, 3, 4, 64, device="cuda", dtype=torch.float16) * 2 - 1
+        q, k, v = (t.transpose(1, 2) for t in qkv.unbind(2))
+        ref = self.reference(q, k, v, True)
+        o = flashstages.attention(q, k, v, causal=True)
+        self.assertTrue(o.transpose(1, 2).is_contiguous())  # dense in q's order: [B, N, H, D]
+        with self.assertRaises(ValueError) as caught:
+            flashstages.attention(q, k, v, causal=True, kernel="fs_flash_fwd_v1")
+        self.assertIn("fs_flash_fwd_v1 takes contiguous tensors alone", str(caught.exception))
+        copied = flashstages.attention(q, k, v, causal=True, kernel="fs_flash_fwd_v1", make_contiguous=True)
+        out = torch.full((2, 100, 4, 64), float("nan"), device="cuda", dtype=torch.float16).transpose(1, 2)
+        given = flashstages.attention(q, k, v, causal=True, out=out)
+        torch.cuda.synchronize()
+        self.assertIs(given, out)
+        for result in (o, copied, given):
+            self.assertLess((result.double() - ref).abs().max().item(), 4e-3)
 
     def test_cpu_tensors_are_refused_and_the_context_survives(self):
         import torch
