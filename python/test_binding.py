@@ -1,16 +1,21 @@
 """Tests of the torch-facing binding (flashstages.attention) and of how the package finds the library.
 
 On the CPU: every check attention(), pick() and flash_attention()'s operators make before they call
-the library, on stand-in tensors (no PyTorch needed); that the package imports and its C interface
-runs without PyTorch; and the library lookup order. With PyTorch and a GPU: every attention kernel against
+the library, on stand-in tensors with shapes and strides (no PyTorch needed), the layouts that pass and
+the strides that reach the params struct included; that the package imports and its C interface runs
+without PyTorch; and the library lookup order. With PyTorch and a GPU: every attention kernel against
 torch.nn.functional.scaled_dot_product_attention in fp64 (for causal with Nq != Nk against
 causal_lower_right, this project's bottom-right mask; with K/V shared by groups of query heads too),
-CPU tensors refused without touching the device, the current stream honoured, and the README's example
-as written. (test_torch_op.py tests flash_attention on the GPU.)
+q, k, v in a model's [B, N, H, D] layout and sliced from a packed QKV tensor, read in place, the
+strides torch.empty_like makes as the checks predict them, CPU tensors refused without touching the
+device, the current stream honoured, and the README's example as written. (test_torch_op.py tests
+flash_attention on the GPU.)
 
     python3 python/test_binding.py build/.../libflashstages.so          # the CPU cases
     python3 python/test_binding.py build/.../libflashstages.so --gpu    # the GPU cases (77: skipped)
 """
+import ctypes
+import math
 import os
 import shutil
 import subprocess
@@ -36,20 +41,52 @@ class Device:
         return self.type if self.index is None else f"{self.type}:{self.index}"
 
 
-class Stand:
-    """What attention() reads of a torch.Tensor, for the CPU tests."""
+def row_major(shape):
+    """The strides of a contiguous tensor of `shape`."""
+    return tuple(math.prod(shape[i + 1:]) for i in range(len(shape)))
 
-    def __init__(self, shape, dtype="torch.float16", device="cuda:0", contiguous=True):
-        self.shape, self.dtype, self.device, self.contiguous = tuple(shape), dtype, Device(device), contiguous
+
+class Stand:
+    """What attention() reads of a torch.Tensor, for the CPU tests: its shape, dtype, device, address and
+    strides (row-major unless given), with is_contiguous() derived from them as torch derives it."""
+
+    SIZES = {"torch.float32": 4, "torch.float64": 8, "torch.float16": 2, "torch.bfloat16": 2,
+             "torch.float8_e4m3fn": 1}
+
+    def __init__(self, shape, dtype="torch.float16", device="cuda:0", strides=None, address=0x100000):
+        self.shape, self.dtype, self.device = tuple(shape), dtype, Device(device)
+        self.strides = tuple(strides) if strides is not None else row_major(self.shape)
+        self.address = address
 
     def data_ptr(self):
-        return 0x100000
-
-    def is_contiguous(self):
-        return self.contiguous
+        return self.address
 
     def stride(self):
-        return (1,) * len(self.shape)
+        return self.strides
+
+    def is_contiguous(self):  # torch's rule: the row-major strides, those of dimensions of size 1 aside
+        return all(s == c for n, s, c in zip(self.shape, self.strides, row_major(self.shape)) if n > 1)
+
+    def contiguous(self):  # a copy elsewhere, as torch.Tensor.contiguous() makes one
+        return self if self.is_contiguous() else Stand(self.shape, self.dtype, str(self.device), address=0x900000)
+
+    def numel(self):
+        return math.prod(self.shape)
+
+    def element_size(self):
+        return self.SIZES[self.dtype]
+
+
+def bnhd(b, h, n, d, dtype="torch.float16", address=0x100000):
+    """x.transpose(1, 2) of a [B, N, H, D] tensor x, the layout of most models: [B, H, N, D] with strides
+    {N·H·D, D, H·D, 1}. Dense, not contiguous."""
+    return Stand((b, h, n, d), dtype, strides=(n * h * d, d, h * d, 1), address=address)
+
+
+def packed(b, h, n, d, which, dtype="torch.float16"):
+    """Q, K or V (which: 0, 1, 2) of a packed [B, N, 3, H, D] tensor, transposed to [B, H, N, D]: strides
+    {N·3·H·D, D, 3·H·D, 1}, the other two in its gaps. Neither contiguous nor dense."""
+    return Stand((b, h, n, d), dtype, strides=(n * 3 * h * d, d, 3 * h * d, 1), address=0x100000 + which * h * d * 2)
 
 
 def has_torch():
@@ -99,8 +136,11 @@ class Checks(unittest.TestCase):
 
     def test_the_default_takes_what_some_version_takes(self):
         # kernel=None runs the picking entry: a dtype and head_dim pass when some forward version takes them
-        # (the registry says which), and the refusal says what they take together.
+        # (the registry says which), and the refusal says what they take together: the head_dims those of
+        # the dtype list (stages 01-02 take any up to 256 but keep N×N scores: never picked).
         for dtype, code in (("torch.float32", flashstages.FP32), ("torch.float16", flashstages.FP16)):
+            they_take = flashstages._head_dims_text([i for i in self.every if i.in_dtypes & (1 << code)])
+            self.assertTrue(they_take.startswith("["), they_take)
             for d in (16, 48, 64, 256, 257, 300):
                 taken = any(i.in_dtypes & (1 << code) and i.takes_head_dim(d) for i in self.every)
                 qkv = {n: Stand((2, 4, 100 if n == "q" else 130, d), dtype) for n in ("q", "k", "v")}
@@ -111,8 +151,8 @@ class Checks(unittest.TestCase):
                         # Stages 01-02 take any head_dim up to 256, but keep N×N scores: named, never run.
                         keepers = ["fs_naive_v1", "N×N scores in memory", "kernel='fs_naive_v1'"] if d <= 256 else []
                         self.refused(ValueError, [f"head_dim {d}: no forward version that the picking entry runs "
-                                                  f"takes it in {dtype} (they take [", *keepers], info=self.every,
-                                     **qkv)
+                                                  f"takes it in {dtype} (they take {they_take})", *keepers],
+                                     info=self.every, **qkv)
         self.assertTrue(any(i.takes_head_dim(64) for i in self.every))
 
     def test_devices(self):
@@ -157,9 +197,131 @@ class Checks(unittest.TestCase):
             kv = Stand((2, kv_heads, 130, 64))
             self.refused(ValueError, [f"k and v have {kv_heads} heads, q 4", "divide"], k=kv, v=kv)
 
-    def test_contiguity(self):
-        self.refused(ValueError, ["k is not contiguous", "k.contiguous()"], k=Stand((2, 4, 130, 64), contiguous=False))
-        self.refused(ValueError, ["out is not contiguous"], out=Stand((2, 4, 100, 64), contiguous=False))
+    def strided_names(self, problem=flashstages.PROBLEM_ATTENTION):
+        """The versions of the registry that take strides: what a refusal of a strided tensor names."""
+        names = [k.name for k in flashstages.kernels(self.lib, problem=problem) if k.strided]
+        self.assertTrue(names)
+        return names
+
+    def test_model_layouts_pass_where_a_version_takes_strides(self):
+        # q.transpose(1, 2) of [B, N, H, D] tensors, and slices of a packed QKV tensor: passed as they are,
+        # no copy, to the picking entry and to a version that takes strides; out may be strided too.
+        self.assertIn("fs_flash_fwd_v5", self.strided_names())
+        model = dict(q=bnhd(2, 4, 100, 64), k=bnhd(2, 2, 130, 64, address=0x200000),
+                     v=bnhd(2, 2, 130, 64, address=0x300000))
+        qkv = {name: packed(2, 4, 100, 64, i) for i, name in enumerate("qkv")}
+        for takes in (self.v5, self.every):
+            for inputs in (model, qkv):
+                with self.subTest(takes=len(takes), inputs=inputs["q"].strides):
+                    passed = flashstages._check_attention(takes, inputs["q"], inputs["k"], inputs["v"],
+                                                          {"out": bnhd(2, 4, 100, 64)}, None, True)
+                    self.assertEqual([id(t) for t in passed], [id(inputs[n]) for n in "qkv"])  # not copied
+
+    def test_a_version_that_takes_no_strides_refuses_them_naming_those_that_do(self):
+        # Named: those that take strides and the dtype and head_dim (fp16), or that none does (fp32), and all.
+        fp16 = [k.name for k in flashstages.kernels(self.lib, problem=flashstages.PROBLEM_ATTENTION)
+                if k.strided and k.in_dtypes & (1 << flashstages.FP16) and k.takes_head_dim(64)]
+        self.assertIn("fs_flash_fwd_v5", fp16)
+        for kernel, dtype, words in (("fs_flash_fwd_v1", "torch.float16", [", ".join(fp16), "kernel=None runs one"]),
+                                     ("fs_online_softmax_v1", "torch.float32",
+                                      ["none of the forward versions that take strides", *self.strided_names(),
+                                       "takes torch.float32 with head_dim 64"])):
+            info = [flashstages._attention_kernel(self.lib, kernel)]
+            self.assertFalse(info[0].strided)
+            q = Stand((2, 4, 100, 64), dtype)
+            kv = Stand((2, 4, 130, 64), dtype)
+            self.refused(ValueError, ["k is not contiguous", "k.contiguous()", "make_contiguous=True",
+                                      f"{kernel} takes contiguous tensors alone", *words],
+                         info=info, q=q, k=bnhd(2, 4, 130, 64, dtype), v=kv)
+            self.refused(ValueError, ["out is not contiguous", f"{kernel} takes contiguous tensors alone", *words],
+                         info=info, q=q, k=kv, v=kv, out=bnhd(2, 4, 100, 64, dtype))
+            # make_contiguous=True copies a strided input for it (and leaves the contiguous ones alone).
+            k = bnhd(2, 4, 130, 64, dtype)
+            passed = flashstages._check_attention(info, q, k, kv, make_contiguous=True)
+            self.assertIs(passed[0], q)
+            self.assertIsNot(passed[1], k)
+            self.assertTrue(passed[1].is_contiguous())
+
+    def test_the_default_refuses_strides_where_no_strided_version_takes_the_dtype(self):
+        # The picking entry runs fp32 (stages 01-03) on contiguous tensors alone.
+        names = self.strided_names()
+        self.assertFalse(any(i.strided and i.in_dtypes & (1 << flashstages.FP32) for i in self.every))
+        f32 = "torch.float32"
+        self.refused(ValueError, ["v is not contiguous", "none of the forward versions that take strides",
+                                  *names, "takes torch.float32 with head_dim 64"], info=self.every,
+                     q=Stand((2, 4, 100, 64), f32), k=Stand((2, 4, 130, 64), f32), v=bnhd(2, 4, 130, 64, f32))
+
+    def test_d_must_be_contiguous_and_rows_apart(self):
+        # Whatever the version: a strided last dimension, or rows that share memory (an expanded view).
+        every_other = Stand((2, 4, 130, 64), strides=(4 * 130 * 128, 130 * 128, 128, 2))
+        expanded = Stand((2, 4, 130, 64), strides=(130 * 64, 0, 64, 1))
+        for takes in (self.v5, self.every):
+            self.refused(ValueError, ["k has strides (66560, 16640, 128, 2)", "last dimension (D) must be contiguous",
+                                      "k.contiguous()"], info=takes, k=every_other)
+            self.refused(ValueError, ["v has strides (8320, 0, 64, 1)", "rows overlap"], info=takes, v=expanded)
+            self.refused(ValueError, ["out has strides", "last dimension (D)"], info=takes,
+                         out=Stand((2, 4, 100, 64), strides=(4 * 100 * 128, 100 * 128, 128, 2)))
+            passed = flashstages._check_attention(takes, *self.qkv(k=every_other, v=expanded), make_contiguous=True)
+            self.assertTrue(all(t.is_contiguous() for t in passed))
+
+    def test_lse_must_be_contiguous(self):
+        for takes in (self.v5, self.every):
+            self.refused(ValueError, ["lse is not contiguous"], info=takes,
+                         lse=Stand((2, 4, 100), "torch.float32", strides=(100, 200, 1)))
+
+    def test_what_empty_like_makes(self):
+        # torch.empty_like's strides, as PyTorch 2.15 gives them for these layouts: a dense tensor's own,
+        # else dense in its order of dimensions, a broadcast dimension deciding nothing (OnTheGpu holds the
+        # function to PyTorch's on many more).
+        for shape, strides, made in (((2, 4, 17, 64), (4352, 64, 256, 1), (4352, 64, 256, 1)),
+                                     ((2, 4, 17, 64), (13056, 64, 768, 1), (4352, 64, 256, 1)),
+                                     ((2, 4, 100, 64), (51200, 12800, 128, 1), (25600, 6400, 64, 1)),
+                                     ((2, 3, 5, 8), (40, 0, 8, 1), (120, 40, 8, 1)),
+                                     ((2, 3, 5, 8), (48, 16, 96, 1), (24, 8, 48, 1)),
+                                     ((1, 4, 1, 64), (7, 64, 3, 1), (7, 64, 3, 1))):
+            with self.subTest(strides=strides):
+                self.assertEqual(flashstages._empty_like_strides(Stand(shape, strides=strides)), made)
+
+    def test_the_strides_reach_the_params(self):
+        # Every tensor's own {batch, head, row} strides, contiguous ones included (they spell out the
+        # contiguous layout, which the library reads as that layout).
+        q, k, v = bnhd(2, 4, 100, 64), bnhd(2, 2, 130, 64, address=0x200000), bnhd(2, 2, 130, 64, address=0x300000)
+        out, lse = bnhd(2, 4, 100, 64, address=0x400000), Stand((2, 4, 100), "torch.float32", address=0x500000)
+        p = flashstages.attention_params(q, k, v, out, lse, causal=True)
+        self.assertEqual([list(p.q_strides), list(p.k_strides), list(p.v_strides), list(p.o_strides)],
+                         [[100 * 4 * 64, 64, 4 * 64], [130 * 2 * 64, 64, 2 * 64], [130 * 2 * 64, 64, 2 * 64],
+                          [100 * 4 * 64, 64, 4 * 64]])
+        self.assertEqual((p.q, p.k, p.v, p.o, p.lse, p.kv_heads), (0x100000, 0x200000, 0x300000, 0x400000, 0x500000, 2))
+        p = flashstages.attention_params(*self.qkv(), Stand((2, 4, 100, 64)))
+        self.assertEqual([list(p.q_strides), list(p.k_strides), list(p.o_strides)],
+                         [[4 * 100 * 64, 100 * 64, 64], [4 * 130 * 64, 130 * 64, 64], [4 * 100 * 64, 100 * 64, 64]])
+
+    def test_pick_lays_out_its_stand_ins_as_the_calls_would(self):
+        # O (and dO, dQ) as empty_like(q): q's strides for a dense q; the backward reads a contiguous copy of
+        # what is not dense (a packed QKV slice), whose gradient is contiguous too. Stand-ins lie past every
+        # input's span, 256-byte aligned.
+        q, k, v = bnhd(2, 4, 100, 64), bnhd(2, 2, 130, 64, address=0x200000), bnhd(2, 2, 130, 64, address=0x300000)
+        span_end = 0x300000 + ((2 - 1) * 130 * 2 * 64 + (2 - 1) * 64 + (130 - 1) * 2 * 64 + 64) * 2
+        for backward in (False, True):
+            p = flashstages._pick_params(q, k, v, True, backward, False)
+            fwd = p.fwd if backward else p
+            self.assertEqual([list(fwd.q_strides), list(fwd.k_strides), list(fwd.o_strides)],
+                             [[100 * 4 * 64, 64, 4 * 64], [130 * 2 * 64, 64, 2 * 64], [100 * 4 * 64, 64, 4 * 64]])
+            self.assertEqual((fwd.q, fwd.k, fwd.v), (0x100000, 0x200000, 0x300000))  # read where they lie
+            self.assertEqual(fwd.o, (span_end + 255) // 256 * 256)
+        # Packed slices: O dense in their order of dimensions, [B, N, H, D] (empty_like); the forward reads
+        # them in place, the backward contiguous copies.
+        qkv = [packed(2, 4, 100, 64, i) for i in range(3)]
+        forward = flashstages._pick_params(*qkv, False, False, False)
+        self.assertEqual([list(forward.q_strides), list(forward.o_strides)],
+                         [[100 * 3 * 4 * 64, 64, 3 * 4 * 64], [100 * 4 * 64, 64, 4 * 64]])
+        p = flashstages._pick_params(*qkv, False, True, False)
+        self.assertEqual([list(p.fwd.q_strides), list(p.fwd.v_strides), list(p.fwd.o_strides)],
+                         [[4 * 100 * 64, 100 * 64, 64], [4 * 100 * 64, 100 * 64, 64], [100 * 4 * 64, 64, 4 * 64]])
+        self.assertNotIn(p.fwd.q, [t.data_ptr() for t in qkv])  # a copy's stand-in
+        addresses = [p.fwd.q, p.fwd.k, p.fwd.v, p.fwd.o, p.fwd.lse, p.d_o, p.dq, p.dk, p.dv]
+        self.assertEqual(len(set(addresses)), len(addresses))
+        self.assertTrue(all(a % 256 == 0 for a in addresses))
 
     def test_without_pytorch_it_says_what_to_install(self):
         # None in sys.modules is what an import of a package that is not installed finds: ModuleNotFoundError.
@@ -277,8 +439,44 @@ class FlashChecks(unittest.TestCase):
     def test_devices_and_contiguity(self):
         self.refused(ValueError, ["q is on cpu", "CUDA"], q=Stand((2, 4, 100, 64), device="cpu"))
         self.refused(ValueError, ["v is on cuda:1", "same device"], v=Stand((2, 4, 130, 64), device="cuda:1"))
-        self.refused(ValueError, ["k is not contiguous", "k.contiguous()", "copies nothing"],
-                     k=Stand((2, 4, 130, 64), contiguous=False))
+        self.refused(ValueError, ["k is not contiguous", "k.contiguous()", "no option to copy",
+                                  "fs_flash_fwd_v1 takes contiguous tensors alone", "fs_flash_fwd_v5"],
+                     k=bnhd(2, 4, 130, 64), kernel="fs_flash_fwd_v1")
+        self.refused(ValueError, ["k has strides", "last dimension (D)", "no option to copy"],
+                     k=Stand((2, 4, 130, 64), strides=(4 * 130 * 128, 130 * 128, 128, 2)))
+
+    def bnhd_qkv(self, d=64, kv_heads=4):
+        return dict(q=bnhd(2, 4, 100, d), k=bnhd(2, kv_heads, 130, d, address=0x200000),
+                    v=bnhd(2, kv_heads, 130, d, address=0x300000))
+
+    def test_model_layouts_pass_where_both_passes_take_strides(self):
+        # [B, N, H, D] views: the forward reads them in place, and so does the backward (their gradients are
+        # laid out as they are), so a version of each pass must take strides.
+        self.check(causal=True, **self.bnhd_qkv())
+        self.check(causal=True, kv_heads=2, **self.bnhd_qkv(kv_heads=2))
+        self.check(kernel="fs_flash_fwd_v5", backward_kernel="fs_flash_bwd_v10", **self.bnhd_qkv(d=128))
+        backward_names = [k.name for k in flashstages.kernels(self.lib, problem=flashstages.PROBLEM_ATTENTION_BWD)
+                          if k.strided]
+        self.assertIn("fs_flash_bwd_v10", backward_names)
+        self.refused(ValueError, ["q is not contiguous", "q.contiguous()",
+                                  "the backward, fs_flash_bwd_v2, takes contiguous tensors alone", *backward_names],
+                     backward_kernel="fs_flash_bwd_v2", **self.bnhd_qkv())
+
+    def test_inputs_that_are_not_dense(self):
+        # The forward reads them in place; the backward reads contiguous copies (empty_like cannot lay out a
+        # gradient as they are), and O, which the forward makes dense in q's order of dimensions: for packed
+        # QKV slices [B, N, H, D], so the backward must take strides still; for a q whose rows are cut short
+        # (D sliced from a wider tensor) contiguous, so any backward runs it.
+        qkv = {name: packed(2, 4, 100, 64, i) for i, name in enumerate("qkv")}
+        self.check(causal=True, **qkv)
+        self.check(causal=True, backward_kernel="fs_flash_bwd_v10", **qkv)
+        self.refused(ValueError, ["q is not contiguous", "the forward writes O in its order of dimensions",
+                                  "(strides (25600, 64, 256, 1))", "the backward, fs_flash_bwd_v2, takes contiguous",
+                                  "fs_flash_bwd_v10"], backward_kernel="fs_flash_bwd_v2", **qkv)
+        self.refused(ValueError, ["q is not contiguous", "fs_flash_fwd_v1 takes contiguous tensors alone"],
+                     kernel="fs_flash_fwd_v1", **qkv)
+        cut = Stand((2, 4, 100, 64), strides=(4 * 100 * 128, 100 * 128, 128, 1))
+        self.check(causal=True, backward_kernel="fs_flash_bwd_v2", q=cut)
 
     def test_dtypes(self):
         self.refused(TypeError, ["q is torch.float64"], dtype="torch.float64")
@@ -386,7 +584,22 @@ class FlashChecks(unittest.TestCase):
         refused(ValueError, ["d_o has shape (2, 4, 99, 64)", "q's"], d_o=Stand((2, 4, 99, 64)))
         refused(TypeError, ["d_o is torch.bfloat16", "q, k, v, out, d_o must have one dtype"],
                 d_o=Stand((2, 4, 100, 64), "torch.bfloat16"))
-        refused(ValueError, ["d_o is not contiguous"], d_o=Stand((2, 4, 100, 64), contiguous=False))
+        # dO must be laid out as O, which the library reads it as; both strided where the backward takes it.
+        refused(ValueError, ["d_o has strides (25600, 64, 256, 1), out (25600, 6400, 64, 1)", "laid out as O"],
+                d_o=bnhd(2, 4, 100, 64))
+        flashstages._check_flash_backward(self.lib, bnhd(2, 4, 100, 64), *self.qkv(q=bnhd(2, 4, 100, 64)),
+                                          bnhd(2, 4, 100, 64, address=0x400000), ok["lse"], True, None)
+        with self.assertRaises(ValueError) as caught:
+            flashstages._check_flash_backward(self.lib, bnhd(2, 4, 100, 64), q, k, v, ok["out"], ok["lse"], False,
+                                              "fs_flash_bwd_v2")
+        self.assertIn("d_o is not contiguous", str(caught.exception))
+        self.assertIn("the backward, fs_flash_bwd_v2, takes contiguous tensors alone", str(caught.exception))
+        refused(ValueError, ["d_o has strides", "last dimension (D)"],
+                d_o=Stand((2, 4, 100, 64), strides=(4 * 100 * 128, 100 * 128, 128, 2)))
+        refused(ValueError, ["lse is not contiguous"], lse=Stand((2, 4, 100), "torch.float32", strides=(100, 200, 1)))
+        # A q that is not dense is read as a contiguous copy: no strided version needed for it.
+        flashstages._check_flash_backward(self.lib, ok["d_o"], packed(2, 4, 100, 64, 0), k, v, ok["out"], ok["lse"],
+                                          False, "fs_flash_bwd_v2")
         refused(ValueError, ["d_o is on cpu"], d_o=Stand((2, 4, 100, 64), device="cpu"))
         refused(TypeError, ["lse is torch.float16"], lse=Stand((2, 4, 100)))
         refused(ValueError, ["lse has shape (2, 4, 101)"], lse=Stand((2, 4, 101), "torch.float32"))
@@ -411,8 +624,13 @@ class PickChecks(unittest.TestCase):
             flashstages.pick(Stand((2, 4, 100, 300)), Stand((2, 4, 130, 300)), Stand((2, 4, 130, 300)), backward=True)
         self.assertIn("no backward version", str(caught.exception))
         with self.assertRaises(ValueError) as caught:
-            flashstages.pick(q, Stand((2, 4, 130, 64), contiguous=False), k)
+            flashstages.pick(q, Stand((2, 4, 130, 64), strides=(4 * 130 * 128, 130 * 128, 128, 2)), k)
+        self.assertIn("k has strides", str(caught.exception))
+        f32 = "torch.float32"
+        with self.assertRaises(ValueError) as caught:
+            flashstages.pick(Stand((2, 4, 100, 64), f32), bnhd(2, 4, 130, 64, f32), Stand((2, 4, 130, 64), f32))
         self.assertIn("k is not contiguous", str(caught.exception))
+        self.assertIn("none of the forward versions that take strides", str(caught.exception))
 
 
 class Lookup(unittest.TestCase):
@@ -528,6 +746,78 @@ class OnTheGpu(unittest.TestCase):
                     torch.cuda.synchronize()
                     ref = self.reference(q, k.repeat_interleave(2, 1), v.repeat_interleave(2, 1), causal)
                     self.assertLess((o.double() - ref).abs().max().item(), tol)
+
+    def test_empty_like_strides_are_pytorchs(self):
+        # The checks predict what torch.empty_like makes (flashstages._empty_like_strides): every permutation
+        # of small shapes, sliced (not dense), with and without a broadcast dimension. Needs PyTorch alone.
+        import itertools
+        import torch
+        base = torch.empty(4, 6, 6, 6, 2)
+        for shape in itertools.product((1, 2, 3), repeat=4):
+            cut = base[(*[slice(0, n) for n in shape], 0)]
+            for order in itertools.permutations(range(4)):
+                for t in (cut.permute(*order), cut.contiguous().permute(*order)):
+                    wide = [i for i, n in enumerate(t.shape) if n == 1][:1]
+                    for u in [t] + [t.expand(*[3 if i in wide else n for i, n in enumerate(t.shape)])] * bool(wide):
+                        self.assertEqual(flashstages._empty_like_strides(u), torch.empty_like(u).stride(),
+                                         (tuple(u.shape), u.stride()))
+
+    def runs_here(self, lib, info):
+        """Whether the version runs on this GPU (stage 07's need sm_90a): the library's device check."""
+        import torch
+        return lib.fs_kernel_check_device(ctypes.byref(info), torch.cuda.current_device()) == 0
+
+    def test_model_layouts_run_in_place(self):
+        # q, k, v as a model holds them, x.transpose(1, 2) of [B, N, H, D] tensors: odd sizes, Nq != Nk, K/V
+        # heads grouped, on every version that takes strides and on the picking entry (which runs one: pick()
+        # says so). Each reads them in place: out, made as empty_like(q), comes back in their layout (a copy
+        # of q would have been contiguous, and so out), even with make_contiguous=True, which copies only
+        # for a version that takes no strides.
+        import torch
+        torch.manual_seed(9)
+        lib = flashstages.library()
+        strided = [info.name for info in self.torch_kernels(lib) if info.strided and self.runs_here(lib, info)]
+        self.assertIn("fs_flash_fwd_v5", strided)
+        for dtype, tol in ((torch.float16, 4e-3), (torch.bfloat16, 1e-2)):
+            for kernel in strided + [None]:
+                for b, h, kv_heads, nq, nk, causal in ((2, 4, 4, 17, 17, True), (1, 4, 2, 100, 230, True),
+                                                       (2, 6, 2, 230, 100, False), (1, 4, 1, 100, 100, True)):
+                    q = (torch.rand(b, nq, h, 64, device="cuda", dtype=dtype) * 2 - 1).transpose(1, 2)
+                    k, v = ((torch.rand(b, nk, kv_heads, 64, device="cuda", dtype=dtype) * 2 - 1).transpose(1, 2)
+                            for _ in range(2))
+                    with self.subTest(dtype=str(dtype), kernel=kernel, kv_heads=kv_heads, nq=nq, nk=nk, causal=causal):
+                        if kernel is None:
+                            self.assertTrue(flashstages.pick(q, k, v, causal=causal).info.strided)
+                        o = flashstages.attention(q, k, v, causal=causal, kernel=kernel, make_contiguous=True)
+                        torch.cuda.synchronize()
+                        self.assertEqual(o.stride(), q.stride())
+                        self.assertTrue(o.transpose(1, 2).is_contiguous())
+                        group = h // kv_heads
+                        ref = self.reference(q, k.repeat_interleave(group, 1), v.repeat_interleave(group, 1), causal)
+                        self.assertLess((o.double() - ref).abs().max().item(), tol)
+
+    def test_packed_qkv_slices_and_an_out_of_the_models_layout(self):
+        # q, k, v sliced from one packed [B, N, 3, H, D] tensor (not dense: out, empty_like(q), is dense in
+        # their order of dimensions, [B, N, H, D]);
+        # a version that takes no strides refuses them, or runs a copy with make_contiguous=True; an out given
+        # in the [B, N, H, D] layout is written there.
+        import torch
+        torch.manual_seed(10)
+        qkv = torch.rand(2, 100, 3, 4, 64, device="cuda", dtype=torch.float16) * 2 - 1
+        q, k, v = (t.transpose(1, 2) for t in qkv.unbind(2))
+        ref = self.reference(q, k, v, True)
+        o = flashstages.attention(q, k, v, causal=True)
+        self.assertTrue(o.transpose(1, 2).is_contiguous())  # dense in q's order: [B, N, H, D]
+        with self.assertRaises(ValueError) as caught:
+            flashstages.attention(q, k, v, causal=True, kernel="fs_flash_fwd_v1")
+        self.assertIn("fs_flash_fwd_v1 takes contiguous tensors alone", str(caught.exception))
+        copied = flashstages.attention(q, k, v, causal=True, kernel="fs_flash_fwd_v1", make_contiguous=True)
+        out = torch.full((2, 100, 4, 64), float("nan"), device="cuda", dtype=torch.float16).transpose(1, 2)
+        given = flashstages.attention(q, k, v, causal=True, out=out)
+        torch.cuda.synchronize()
+        self.assertIs(given, out)
+        for result in (o, copied, given):
+            self.assertLess((result.double() - ref).abs().max().item(), 4e-3)
 
     def test_cpu_tensors_are_refused_and_the_context_survives(self):
         import torch

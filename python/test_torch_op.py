@@ -8,10 +8,15 @@ what they refuse on the CPU, without PyTorch):
              within 2x of SDPA's own in the same dtype, plus one unit in the last place (the
              flash-attention rule; the stages' test.cu holds each version to 2x the naive stage's);
   the pick   the default path's versions as pick() names them, a stage 07 forward on Hopper;
+  layouts    q, k, v as views of a model's [B, N, H, D] tensors and of a packed [B, N, 3, H, D] one:
+             opcheck, O and the gradients against fp64 (the rule above), O in q's order of dimensions
+             and each gradient laid out as its input (contiguous for a packed slice, which the backward
+             reads as a copy);
   compile    torch.compile(fullgraph=True) of a small transformer block (q, k, v projections,
              flash_attention, the output projection) forward and backward against eager, both measured
-             against the block in fp64; a first call made inside torch.compile, in a fresh process; and a
-             bad call refused while compiling, before anything runs.
+             against the block in fp64, with q, k, v dense copies and as the projections' [B, N, H, D]
+             views; a first call made inside torch.compile, in a fresh process; and a bad call refused
+             while compiling, before anything runs.
 
     python3 python/test_torch_op.py [build/.../libflashstages.so]
     (exit 77 and SKIPPED without PyTorch or a GPU; FLASHSTAGES_REQUIRE_GPU=1 makes that a failure)
@@ -67,6 +72,28 @@ def inputs(dtype, b, h, kv_heads, nq, nk, d, requires_grad=False):
     return q, k, v
 
 
+def model_layout(dtype, b, h, kv_heads, nq, nk, d):
+    """The tensors most models hold, [B, N, H, D] (x_q; x_k and x_v with KVH heads), and the views
+    flash_attention takes of them: x.transpose(1, 2), [B, H, N, D], dense but not contiguous."""
+    import torch
+    x_q = torch.randn(b, nq, h, d, device="cuda", dtype=dtype)
+    x_k, x_v = (torch.randn(b, nk, kv_heads, d, device="cuda", dtype=dtype) for _ in range(2))
+    return [x_q, x_k, x_v], lambda x_q, x_k, x_v: (x_q.transpose(1, 2), x_k.transpose(1, 2), x_v.transpose(1, 2))
+
+
+def packed_layout(dtype, b, h, n, d):
+    """One packed [B, N, 3, H, D] tensor, a fused QKV projection's, and the views flash_attention takes of
+    it: q, k, v = its slices transposed to [B, H, N, D], neither contiguous nor dense."""
+    import torch
+    qkv = torch.randn(b, n, 3, h, d, device="cuda", dtype=dtype)
+    return [qkv], lambda qkv: tuple(t.transpose(1, 2) for t in qkv.unbind(2))
+
+
+def strided_leaves(bases, views):
+    """q, k, v as the views lay them out, each a leaf of its own (detach keeps a view's strides)."""
+    return tuple(t.detach().requires_grad_(True) for t in views(*bases))
+
+
 class OpCheck(unittest.TestCase):
     """torch.library.opcheck on both operators. deterministic=True: opcheck compares repeated runs (eager,
     AOT-compiled) exactly enough that dQ's unordered atomic adds could fail it by a rounding step."""
@@ -96,6 +123,49 @@ class OpCheck(unittest.TestCase):
                 d_o = torch.randn_like(out)
                 torch.library.opcheck(ops.flash_attention_backward.default,
                                       (d_o, q, k, v, out, lse, causal, None, True, None))
+
+    def test_strided_inputs(self):
+        # [B, N, H, D] views and packed QKV slices: the fake implementations must make what the real ones
+        # make, strides included (out as empty_like(q); gradients as their inputs, or contiguous).
+        import torch
+        ops = flashstages.torch_ops()
+        torch.manual_seed(12)
+        for dtype in (torch.float16, torch.bfloat16):
+            for layout, (bases, views) in (("model", model_layout(dtype, 1, 4, 2, 17, 33, 64)),
+                                           ("packed", packed_layout(dtype, 2, 2, 17, 128))):
+                with self.subTest(dtype=str(dtype), layout=layout):
+                    q, k, v = strided_leaves(bases, views)
+                    torch.library.opcheck(ops.flash_attention_forward.default, (q, k, v, True, None, True, None, None))
+                    q, k, v = views(*bases)
+                    out, lse = ops.flash_attention_forward(q, k, v, True, None, True, None, None)
+                    torch.library.opcheck(ops.flash_attention_backward.default,
+                                          (torch.randn_like(out), q, k, v, out, lse, True, None, True, None))
+
+    def test_outputs_and_gradients_keep_the_inputs_layout(self):
+        # The library's rule: O laid out as Q; dQ as Q, dK as K, dV as V; dO as O. Packed slices are not
+        # dense: O is dense in their order of dimensions ([B, N, H, D], empty_like's), and the gradients come
+        # back contiguous (the backward read contiguous copies).
+        import torch
+        ops = flashstages.torch_ops()
+        torch.manual_seed(13)
+        bases, views = model_layout(torch.float16, 2, 4, 2, 100, 230, 64)
+        q, k, v = views(*bases)
+        out, lse = ops.flash_attention_forward(q, k, v, True, None, False, None, None)
+        self.assertEqual(out.stride(), q.stride())
+        self.assertTrue(out.transpose(1, 2).is_contiguous())
+        self.assertTrue(lse.is_contiguous())
+        dq, dk, dv = ops.flash_attention_backward(torch.randn_like(out), q, k, v, out, lse, True, None, False, None)
+        self.assertEqual((dq.stride(), dk.stride(), dv.stride()), (q.stride(), k.stride(), v.stride()))
+        with self.assertRaises(ValueError) as caught:  # dO in another layout than O's
+            ops.flash_attention_backward(torch.randn(out.shape, device="cuda", dtype=out.dtype), q, k, v, out, lse,
+                                         True, None, False, None)
+        self.assertIn("laid out as O", str(caught.exception))
+        bases, views = packed_layout(torch.float16, 2, 4, 100, 64)
+        q, k, v = views(*bases)
+        out, lse = ops.flash_attention_forward(q, k, v, True, None, False, None, None)
+        self.assertTrue(out.transpose(1, 2).is_contiguous())
+        grads = ops.flash_attention_backward(torch.randn_like(out), q, k, v, out, lse, True, None, False, None)
+        self.assertTrue(all(g.is_contiguous() for g in grads))
 
     def test_lse_is_float32_and_not_differentiable(self):
         import torch
@@ -127,6 +197,26 @@ class Accuracy(unittest.TestCase):
         o.backward(d_o)
         return o.detach(), q.grad, k.grad, v.grad
 
+    def run_on_views(self, fn, bases, views, d_o):
+        """fn on the q, k, v that `views` takes of fresh copies of the base tensors: O and the bases'
+        gradients (a packed QKV tensor's holds dQ, dK and dV)."""
+        bases = [t.detach().clone().requires_grad_(True) for t in bases]
+        o = fn(*views(*bases))
+        o.backward(d_o)
+        return [o.detach()] + [t.grad for t in bases]
+
+    def assert_within_twice_sdpa(self, names, ref, theirs, ours, dtype):
+        import torch
+        ulp = torch.finfo(dtype).eps
+        for name, r, t, o in zip(names, ref, theirs, ours):
+            self.assertEqual(o.dtype, dtype, name)
+            self.assertEqual(o.shape, r.shape, name)
+            their_err = (t.double() - r).abs().max().item()
+            our_err = (o.double() - r).abs().max().item()
+            floor = ulp * max(1.0, r.abs().max().item())
+            self.assertLessEqual(our_err, 2 * their_err + floor,
+                                 f"{name}: ours {our_err:.3g}, SDPA's {their_err:.3g} against fp64")
+
     def check_against_sdpa(self, dtype, b, h, kv_heads, nq, nk, d, causal):
         import torch
         q, k, v = inputs(dtype, b, h, kv_heads, nq, nk, d)
@@ -136,15 +226,7 @@ class Accuracy(unittest.TestCase):
         theirs = self.run_attention(theirs_fn, q, k, v, d_o)
         ours = self.run_attention(lambda q, k, v: flashstages.flash_attention(q, k, v, causal=causal), q, k, v, d_o)
         torch.cuda.synchronize()
-        ulp = torch.finfo(dtype).eps
-        for name, r, t, o in zip(("o", "dq", "dk", "dv"), ref, theirs, ours):
-            self.assertEqual(o.dtype, dtype, name)
-            self.assertEqual(o.shape, r.shape, name)
-            their_err = (t.double() - r).abs().max().item()
-            our_err = (o.double() - r).abs().max().item()
-            floor = ulp * max(1.0, r.abs().max().item())
-            self.assertLessEqual(our_err, 2 * their_err + floor,
-                                 f"{name}: ours {our_err:.3g}, SDPA's {their_err:.3g} against fp64")
+        self.assert_within_twice_sdpa(("o", "dq", "dk", "dv"), ref, theirs, ours, dtype)
         _, lse = flashstages.torch_ops().flash_attention_forward(q, k, v, causal, None, False, None, None)
         lse_err = (lse.double() - reference(q, k, v, causal)[1]).abs().max().item()
         self.assertLess(lse_err, 1e-3, f"lse: {lse_err:.3g} from fp64")
@@ -156,6 +238,42 @@ class Accuracy(unittest.TestCase):
             for b, h, kv_heads, nq, nk, d, causal in self.SHAPES:
                 with self.subTest(dtype=str(dtype), b=b, h=h, kv_heads=kv_heads, nq=nq, nk=nk, d=d, causal=causal):
                     self.check_against_sdpa(dtype, b, h, kv_heads, nq, nk, d, causal)
+
+    def test_model_layouts_match_sdpa(self):
+        # q, k, v as views of a model's [B, N, H, D] tensors (odd N, Nq != Nk, grouped K/V) and of a packed
+        # [B, N, 3, H, D] one: O and the gradients of the base tensors within 2x of SDPA's error on the same
+        # views, against fp64. dO in O's layout ([B, N, H, D] too) and contiguous (the gradient copies that
+        # into O's layout first); the LSE against fp64 as above.
+        import torch
+        torch.manual_seed(14)
+        cases = [("model", (1, 2, 2, 17, 17, 64, True)), ("model", (2, 4, 2, 100, 230, 128, True)),
+                 ("model", (2, 4, 1, 230, 100, 64, False)), ("model", (1, 8, 2, 1, 1000, 64, False)),
+                 ("packed", (1, 2, 2, 17, 17, 64, True)), ("packed", (2, 3, 3, 300, 300, 128, False))]
+        for dtype in (torch.float16, torch.bfloat16):
+            for layout, (b, h, kv_heads, nq, nk, d, causal) in cases:
+                if layout == "model":
+                    bases, views = model_layout(dtype, b, h, kv_heads, nq, nk, d)
+                    names = ("o", "dx_q", "dx_k", "dx_v")
+                else:
+                    bases, views = packed_layout(dtype, b, h, nq, d)
+                    names = ("o", "dqkv")
+                theirs_fn = sdpa(causal, nq, nk, gqa=kv_heads != h)
+                ours_fn = lambda q, k, v: flashstages.flash_attention(q, k, v, causal=causal)  # noqa: E731
+                # O is [B, N, H, D] for both: the views' layout, the packed slices' without the gaps.
+                for d_o_layout in ("as O", "contiguous"):
+                    d_o = torch.randn(b, nq, h, d, device="cuda", dtype=dtype).transpose(1, 2)
+                    d_o = d_o if d_o_layout == "as O" else d_o.contiguous()
+                    with self.subTest(dtype=str(dtype), layout=layout, b=b, h=h, kv_heads=kv_heads, nq=nq, nk=nk,
+                                      d=d, causal=causal, d_o=d_o_layout):
+                        ref = self.run_on_views(theirs_fn, [t.double() for t in bases], views, d_o.double())
+                        theirs = self.run_on_views(theirs_fn, bases, views, d_o)
+                        ours = self.run_on_views(ours_fn, bases, views, d_o)
+                        torch.cuda.synchronize()
+                        self.assert_within_twice_sdpa(names, ref, theirs, ours, dtype)
+                        _, lse = flashstages.torch_ops().flash_attention_forward(*views(*bases), causal, None, False,
+                                                                                 None, None)
+                        lse_err = (lse.double() - reference(*views(*bases), causal)[1]).abs().max().item()
+                        self.assertLess(lse_err, 1e-3, f"lse: {lse_err:.3g} from fp64")
 
     def test_scale_and_a_strided_gradient(self):
         # A scale of its own, and dO as an expanded view (autograd hands those over for a sum's backward).
@@ -226,8 +344,11 @@ class Compile(unittest.TestCase):
 
     DIM, HEADS, KV_HEADS, BATCH, SEQ = 256, 4, 2, 2, 37
 
-    def block(self, dtype):
-        """A pre-norm attention block: x + Wo · attention(Wq x, Wk x, Wv x), causal, K/V heads grouped."""
+    def block(self, dtype, contiguous=True):
+        """A pre-norm attention block: x + Wo · attention(Wq x, Wk x, Wv x), causal, K/V heads grouped.
+        contiguous: q, k, v made dense [B, H, N, D] copies; else passed as the [B, N, H, D] projections'
+        transposed views, as most models hold them (then O comes back in that layout, and the output
+        projection reads it with no copy)."""
         import torch
         dim, heads, kv_heads = self.DIM, self.HEADS, self.KV_HEADS
         head_dim = dim // heads
@@ -246,8 +367,9 @@ class Compile(unittest.TestCase):
                 b, n, _ = x.shape
                 y = self.norm(x)
 
-                def heads_of(t, count):  # [B, N, count·D] -> [B, count, N, D], dense
-                    return t.view(b, n, count, head_dim).transpose(1, 2).contiguous()
+                def heads_of(t, count):  # [B, N, count·D] -> [B, count, N, D]: a view, or a dense copy
+                    t = t.view(b, n, count, head_dim).transpose(1, 2)
+                    return t.contiguous() if contiguous else t
 
                 q, k, v = heads_of(self.wq(y), heads), heads_of(self.wk(y), kv_heads), heads_of(self.wv(y), kv_heads)
                 o = self.attend(q, k, v)
@@ -269,10 +391,11 @@ class Compile(unittest.TestCase):
     def test_a_transformer_block_compiles_whole_and_matches_eager(self):
         import torch
         torch.manual_seed(8)
-        for dtype in (torch.float16, torch.bfloat16):
-            with self.subTest(dtype=str(dtype)):
+        for dtype, contiguous in ((torch.float16, True), (torch.bfloat16, True), (torch.float16, False),
+                                  (torch.bfloat16, False)):
+            with self.subTest(dtype=str(dtype), contiguous=contiguous):
                 torch._dynamo.reset()
-                block, exact = self.block(dtype)
+                block, exact = self.block(dtype, contiguous)
                 x = torch.randn(self.BATCH, self.SEQ, self.DIM, device="cuda", dtype=dtype)
                 g = torch.randn_like(x)
                 ref = self.run_block(exact, x.double(), g.double())

@@ -41,7 +41,8 @@ class AttentionParams(ctypes.Structure):
         ("k_descale", ctypes.c_float),
         ("v_descale", ctypes.c_float),
         # Element strides {batch, head, row} of Q, K, V and O; zeros: contiguous [B, H, N, D]. attention()
-        # leaves them zero (it passes contiguous tensors); call() takes any layout the library admits.
+        # and flash_attention() pass the tensors' own (attention_params), so a [B, N, H, D] model's
+        # q.transpose(1, 2) is read in place; call() takes any layout the library admits.
         ("q_strides", ctypes.c_int64 * 3),
         ("k_strides", ctypes.c_int64 * 3),
         ("v_strides", ctypes.c_int64 * 3),
