@@ -220,7 +220,7 @@ FS_GPU_TEST_CASE("fs_attention_forward runs the picked version and matches fp64 
   };
   const Case cases[] = {{2, 4, 4, 1000, 1000, 128, DType::FP16, true}, {1, 8, 2, 17, 300, 64, DType::BF16, false},
                         {3, 2, 2, 1, 517, 128, DType::FP16, true},     {1, 2, 2, 77, 77, 256, DType::BF16, true},
-                        {1, 2, 2, 100, 130, 96, DType::FP16, false},   {1, 2, 2, 33, 65, 64, DType::FP32, false}};
+                        {1, 2, 2, 100, 130, 32, DType::FP16, false},   {1, 2, 2, 33, 65, 64, DType::FP32, false}};
   for (const Case& c : cases) {
     AttentionParams shape = attention_shape(c.b, c.h, c.nq, c.nk, c.d, c.t, c.causal);
     shape.kv_heads = c.kvh;
@@ -277,10 +277,15 @@ namespace {
 
 // The picking entries as the run of a version's descriptor: run_strided validates with the descriptor
 // (stage 04's v4, stage 05's v10: strided, on every GPU this build runs on), then the entry picks again.
+// Each also asks which version it runs, on the params it runs (run_strided's buffers, laid out by the
+// strides: a query on the fixture's contiguous buffers would find the strided outputs overlapping).
+fs_pick last_pick{};
 Status run_picked_forward(const AttentionProblem& pr, cudaStream_t stream) {
+  if (const int st = fs_pick_attention_forward(&pr.p, &last_pick); st != FS_SUCCESS) return Status(st);
   return Status(fs_attention_forward(&pr.p, stream));
 }
 Status run_picked_backward(const AttentionBwdProblem& pr, cudaStream_t stream) {
+  if (const int st = fs_pick_attention_backward(&pr.p, &last_pick); st != FS_SUCCESS) return Status(st);
   return Status(fs_attention_backward(&pr.p, stream));
 }
 
@@ -297,13 +302,13 @@ FS_GPU_TEST_CASE("the picking entries run strided layouts on a version that take
     shape.kv_heads = shape.seq_q == 1 ? 2 : 0;
     AttentionFixture fixture(shape, ++seed);
     for (const StridedLayout& layout : {bnhd_layout(shape), packed_qkv_layout(shape)}) {
-      const AttentionParams p = with_strides(fixture.params(), layout);
-      fs_pick pick{};
-      REQUIRE(fs_pick_attention_forward(&p, &pick) == FS_SUCCESS);
-      INFO(describe(shape), " ", layout.name, " picked ", pick.kernel->entry, ": ", pick.why);
-      CHECK(pick.kernel->strided == 1);
+      last_pick = {};
       const AttentionCheck check =
           fixture.run_strided(kernel_with_run(*find_kernels("stage04/v4").at(0), run_picked_forward), layout);
+      INFO(describe(shape), " ", layout.name, " picked ",
+           last_pick.kernel ? last_pick.kernel->entry : "nothing", ": ", last_pick.why);
+      REQUIRE(check.status == Status::Success);
+      CHECK(last_pick.kernel->strided == 1);
       INFO("O: ", check.o.str(), "  LSE: ", check.lse.str());
       CHECK(check.passed(attention_tolerance(dtype_of(shape)), lse_tolerance(dtype_of(shape))));
     }
@@ -313,13 +318,11 @@ FS_GPU_TEST_CASE("the picking entries run strided layouts on a version that take
   KernelDesc picked_bwd = *find_kernels("stage05/v10").at(0);
   picked_bwd.run_attention_bwd = run_picked_backward;
   for (const StridedLayout& layout : {bnhd_layout(shape), packed_qkv_layout(shape)}) {
-    AttentionBwdParams p = fixture.params();
-    p.fwd = with_strides(p.fwd, layout);
-    fs_pick pick{};
-    REQUIRE(fs_pick_attention_backward(&p, &pick) == FS_SUCCESS);
-    INFO(layout.name, " picked ", pick.kernel->entry, ": ", pick.why);
-    CHECK(pick.kernel->strided == 1);
+    last_pick = {};
     const AttentionBwdCheck check = fixture.run_strided(picked_bwd, fixture.params(), layout);
+    INFO(layout.name, " picked ", last_pick.kernel ? last_pick.kernel->entry : "nothing", ": ", last_pick.why);
+    REQUIRE(check.status == Status::Success);
+    CHECK(last_pick.kernel->strided == 1);
     INFO("dQ: ", check.dq.str(), "  dK: ", check.dk.str(), "  dV: ", check.dv.str());
     CHECK(check.passed(backward_tolerance(DType::FP16)));
   }
@@ -338,6 +341,12 @@ FS_GPU_TEST_CASE("the picking entries refuse what no version takes with the firs
   p.seq_q = 0;
   CHECK(fs_attention_forward(&p, nullptr) == fs_pick_attention_forward(&p, &pick));
   CHECK(pick.kernel == nullptr);
+  // head_dim 96: stages 01-02 take it, and keep the N×N scores, so the entry refuses and names them.
+  AttentionFixture d96(attention_shape(1, 2, 100, 130, 96, DType::FP16), 72002);
+  p = d96.params();
+  CHECK(fs_pick_attention_forward(&p, &pick) == FS_ERR_UNSUPPORTED_HEAD_DIM);
+  CHECK(std::string(pick.why).find("stage01/v1 takes it but keeps") != std::string::npos);
+  CHECK(fs_attention_forward(&p, nullptr) == FS_ERR_UNSUPPORTED_HEAD_DIM);
   // head_dim 256 backward: only stage 05's v0 takes it, and it keeps P and dS (N×N) in DRAM, so the
   // entry refuses it and its reason says which version would run it by name.
   AttentionBwdFixture bwd(attention_shape(1, 2, 17, 17, 256, DType::FP16), 72001);
