@@ -192,12 +192,10 @@ struct LayoutOutput {
   DeviceBuffer<unsigned char>* into;
 };
 
-// The end of a strided run, forward or backward: launches `p` on the layout's buffers (a refusal comes
-// back as the check's status alone), waits, copies each output out of its view, compares, and notes
-// whether the launch wrote a byte outside the outputs' views.
-template <class Check, class Params, class Compare>
-Check launch_in_layout(const KernelDesc& kernel, const Params& p, const LayoutRun& r,
-                       const std::vector<LayoutOutput>& outputs, cudaStream_t stream, Compare compare) {
+// Every run of a fixture, forward or backward, contiguous or strided: launches `p` (a refusal comes back
+// as the check's status alone), waits, and returns what `check` makes of the outputs.
+template <class Check, class Params, class CheckOutputs>
+Check launch_and_check(const KernelDesc& kernel, const Params& p, cudaStream_t stream, CheckOutputs check) {
   const Status st = launch(kernel, p, stream);
   if (st != Status::Success) {
     Check failed;
@@ -205,15 +203,25 @@ Check launch_in_layout(const KernelDesc& kernel, const Params& p, const LayoutRu
     return failed;
   }
   FS_CUDA_CHECK(cudaStreamSynchronize(stream));
-  const auto after = r.download();
-  std::vector<LayoutTensor> written;
-  for (const LayoutOutput& out : outputs) {
-    out.into->upload(r.gather(after, out.which));
-    written.push_back(out.which);
-  }
-  Check result = compare();
-  result.outside_written = r.outside_written(after, written);
-  return result;
+  return check();
+}
+
+// The end of a strided run: launch_and_check, where the check first copies each output out of its view
+// and then notes whether the launch wrote a byte outside the outputs' views.
+template <class Check, class Params, class Compare>
+Check launch_in_layout(const KernelDesc& kernel, const Params& p, const LayoutRun& r,
+                       const std::vector<LayoutOutput>& outputs, cudaStream_t stream, Compare compare) {
+  return launch_and_check<Check>(kernel, p, stream, [&] {
+    const auto after = r.download();
+    std::vector<LayoutTensor> written;
+    for (const LayoutOutput& out : outputs) {
+      out.into->upload(r.gather(after, out.which));
+      written.push_back(out.which);
+    }
+    Check result = compare();
+    result.outside_written = r.outside_written(after, written);
+    return result;
+  });
 }
 
 }  // namespace
@@ -383,14 +391,7 @@ AttentionCheck AttentionFixture::compare() const {
 
 AttentionCheck AttentionFixture::run(const KernelDesc& kernel, cudaStream_t stream) {
   poison_outputs();
-  const Status st = launch(kernel, params(), stream);
-  if (st != Status::Success) {
-    AttentionCheck failed;
-    failed.status = st;
-    return failed;
-  }
-  FS_CUDA_CHECK(cudaStreamSynchronize(stream));
-  return compare();
+  return launch_and_check<AttentionCheck>(kernel, params(), stream, [&] { return compare(); });
 }
 
 AttentionCheck AttentionFixture::run_strided(const KernelDesc& kernel, const StridedLayout& layout,
@@ -533,14 +534,7 @@ AttentionBwdCheck AttentionBwdFixture::compare(bool with_delta) const {
 AttentionBwdCheck AttentionBwdFixture::run(const KernelDesc& kernel, const AttentionBwdParams& p,
                                            cudaStream_t stream) {
   poison_outputs();
-  const Status st = launch(kernel, p, stream);
-  if (st != Status::Success) {
-    AttentionBwdCheck failed;
-    failed.status = st;
-    return failed;
-  }
-  FS_CUDA_CHECK(cudaStreamSynchronize(stream));
-  return compare(p.delta != nullptr);
+  return launch_and_check<AttentionBwdCheck>(kernel, p, stream, [&] { return compare(p.delta != nullptr); });
 }
 
 AttentionBwdCheck AttentionBwdFixture::run_strided(const KernelDesc& kernel, const AttentionBwdParams& given,
