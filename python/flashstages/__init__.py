@@ -22,9 +22,9 @@ contiguous. The versions whose KernelInfo.strided is set (today stage 04's v4-v6
 stage 07's attention versions; the registry says) read and write them where they lie: q.transpose(1, 2)
 of a model's [B, N, H, D] tensor, or q sliced from a packed [B, N, 3, H, D] one, runs without a copy,
 and out, made as torch.empty_like(q), is dense in q's order of dimensions: [B, N, H, D] for both. The
-other versions take contiguous tensors alone; the picking entry runs one that takes strides where one takes the dtype and head_dim,
-else the call is refused naming them (attention(..., make_contiguous=True) copies instead). lse is
-contiguous always.
+other versions take contiguous tensors alone; the picking entry runs one that takes strides where one
+takes the dtype and head_dim, else the call is refused naming them (attention(..., make_contiguous=True)
+copies instead). lse is contiguous always.
 
 The library is found by find_library(): $FLASHSTAGES_LIBRARY, then the build tree of this checkout,
 then the install prefix. kernels() lists what the library holds (each KernelInfo printed with its name,
@@ -221,10 +221,10 @@ def _empty_like_strides(t):
     return tuple(dense)
 
 
-def _row_major(shape, strides):
-    """Whether strides lay a tensor of `shape` out contiguously (those of dimensions of size 1 aside, which
-    move nothing: torch's is_contiguous() rule, and the library's)."""
-    return all(s == c for n, s, c in zip(shape, strides, _contiguous_strides(shape)) if n > 1)
+def _same_strides(shape, a, b):
+    """Whether strides a and b lay a tensor of `shape` out alike: those of dimensions of size 1 aside, which
+    move nothing (torch's is_contiguous() rule, and the library's)."""
+    return all(sa == sb for n, sa, sb in zip(shape, a, b) if n > 1)
 
 
 def _rows_apart(t):
@@ -237,12 +237,6 @@ def _rows_apart(t):
             return False
         extent += (size - 1) * stride
     return True
-
-
-def _same_layout(a, b):
-    """Whether two tensors of one shape have the same strides, those of dimensions of size 1 aside (they
-    move nothing: the library ignores them, as torch's is_contiguous() does)."""
-    return all(sa == sb for n, sa, sb in zip(a.shape, a.stride(), b.stride()) if n > 1)
 
 
 def _takes_strides(takes, dtype, d):
@@ -520,7 +514,7 @@ def _check_flash_attention(lib, q, k, v, causal, kernel, backward_kernel):
     # dense), still in q's order of dimensions, so not contiguous where that order is not [B, H, N, D]'s.
     o_strides = _empty_like_strides(q)
     dtype, d = str(q.dtype), q.shape[3]
-    if not _row_major(q.shape, o_strides) and not _takes_strides(backward, dtype, d):
+    if not _same_strides(q.shape, o_strides, _contiguous_strides(q.shape)) and not _takes_strides(backward, dtype, d):
         raise ValueError(f"q is not contiguous (a view with strides {tuple(q.stride())}): the forward writes O in its "
                          f"order of dimensions (strides {o_strides}), which the backward reads: pass q.contiguous(), "
                          f"{hint}{_strides_note(backward, dtype, d, True, None if backward_kernel else lib)}")
@@ -532,7 +526,7 @@ def _check_flash_backward(lib, d_o, q, k, v, out, lse, causal, kernel):
     _check_attention(_takes(lib, kernel, PROBLEM_ATTENTION_BWD), q, k, v, {"out": out, "d_o": d_o}, lse,
                      copy_hint="as the forward had them", backward=True, lib=None if kernel else lib,
                      copies_sparse=True)
-    if not _same_layout(d_o, out):
+    if not _same_strides(out.shape, d_o.stride(), out.stride()):
         raise ValueError(f"d_o has strides {tuple(d_o.stride())}, out {tuple(out.stride())}: dO must be laid out "
                          f"as O (the library reads both with O's strides)")
     _check_mask(q, k, causal)
@@ -646,7 +640,7 @@ def _register_ops(torch):
         q, k, v, out, lse = ctx.saved_tensors
         # The library reads dO with O's strides; autograd may hand over another layout (an expanded one, from
         # a sum's backward): a copy into O's (out came from empty_like, dense, so empty_like(out) keeps it).
-        if d_out.stride() != out.stride():
+        if not _same_strides(out.shape, d_out.stride(), out.stride()):  # the backward's own check
             d_out = torch.empty_like(out).copy_(d_out)
         dq, dk, dv = backward(d_out, q, k, v, out, lse, ctx.causal, ctx.scale, ctx.deterministic, ctx.backward_kernel)
         return dq, dk, dv, None, None, None, None, None
