@@ -16,7 +16,7 @@
 #include "common/device/attention.cuh"
 #include "common/device/sm80.cuh"
 #include "common/lib/numeric.h"
-#include "stages/05_flash_bwd/args.cuh"
+#include "common/device/bwd_args.cuh"
 #include "stages/05_flash_bwd/products.cuh"
 #include "stages/05_flash_bwd/query_tiles.cuh"
 #include "stages/05_flash_bwd/softmax.cuh"

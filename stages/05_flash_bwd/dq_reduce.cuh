@@ -10,8 +10,8 @@
 #include <cstdint>
 
 #include "common/device/sm80.cuh"
-#include "stages/05_flash_bwd/args.cuh"
-#include "stages/05_flash_bwd/preprocess.cuh"
+#include "common/device/bwd_args.cuh"
+#include "common/device/bwd_preprocess.cuh"
 
 namespace fs::bwd {
 

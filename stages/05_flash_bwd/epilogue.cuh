@@ -8,7 +8,7 @@
 #include <cstdint>
 
 #include "common/device/sm80.cuh"
-#include "stages/05_flash_bwd/args.cuh"
+#include "common/device/bwd_args.cuh"
 
 namespace fs::bwd {
 

@@ -21,10 +21,10 @@
 #include "common/lib/dispatch.h"
 #include "common/lib/flops.h"
 #include "common/lib/workspace.h"
-#include "stages/05_flash_bwd/args.cuh"
+#include "common/device/bwd_args.cuh"
 #include "stages/05_flash_bwd/deterministic.cuh"
 #include "stages/05_flash_bwd/dq_reduce.cuh"
-#include "stages/05_flash_bwd/preprocess.cuh"
+#include "common/device/bwd_preprocess.cuh"
 
 namespace fs::bwd {
 

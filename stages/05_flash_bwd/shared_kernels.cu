@@ -1,5 +1,5 @@
 // Stage 05: the kernels every version shares, compiled here once instead of in every version's
-// translation unit — delta (preprocess.cuh: every version), and for the tensor-core versions v2 to
+// translation unit — delta (common/device/bwd_preprocess.cuh: every version), and for the tensor-core versions v2 to
 // v10 the deterministic pair (deterministic.cuh) and the atomic path's dQ conversion (dq_reduce.cuh).
 // One explicit instantiation per element type and head_dim the versions take; launch.cuh declares
 // each, so that a version's launch calls it without compiling it again.

@@ -3,7 +3,7 @@
 //
 // What it does: the backward formulas one step per kernel, as a framework's autograd runs them for
 // `softmax(scale · q @ k.T) @ v` (docs/05_flash_bwd.md derives them):
-//   0. delta_kernel  delta_i = Σ_c dO_ic O_ic          (preprocess.cuh, shared with every version)
+//   0. delta_kernel  delta_i = Σ_c dO_ic O_ic          (common/device/bwd_preprocess.cuh, shared)
 //   1. p_kernel      P = exp(scale · Q Kᵀ - LSE)        one thread per (i, j), P written to DRAM
 //   2. ds_kernel     dS = P ∘ (dO Vᵀ - delta)           one thread per (i, j), dS written to DRAM
 //   3. dkv_kernel    dV = Pᵀ dO,  dK = scale · dSᵀ Q    one thread per (j, c), a column of P and of dS each

@@ -26,7 +26,7 @@
 #include "common/device/attention.cuh"
 #include "common/device/sm80.cuh"
 #include "common/lib/numeric.h"
-#include "stages/05_flash_bwd/args.cuh"
+#include "common/device/bwd_args.cuh"
 #include "stages/05_flash_bwd/dq_reduce.cuh"
 #include "stages/05_flash_bwd/epilogue.cuh"
 #include "stages/05_flash_bwd/fragments.cuh"

@@ -22,10 +22,10 @@
 
 #include "common/device/attention.cuh"  // attn::kLog2e
 #include "common/device/fp32_tile.cuh"
-#include "stages/05_flash_bwd/args.cuh"
+#include "common/device/bwd_args.cuh"
 
 // The loop of a block that owns key block j:
-//   preprocess:                         delta = rowsum(dO ∘ O), once per row (preprocess.cuh)
+//   preprocess:                         delta = rowsum(dO ∘ O), once per row (common/device/bwd_preprocess.cuh)
 //   for each query tile i that sees a key of block j:
 //     sQ, sdO, LSE_i, delta_i ← tile i                                     all threads, then a barrier
 //     S′ = Q_i K_jᵀ, dP = dO_i V_jᵀ                                        one pass over D for both
@@ -69,7 +69,7 @@ struct Config {
   static constexpr std::size_t kSmemBytes = std::size_t(kSmemFloats) * sizeof(float);
 };
 
-using Args = bwd::Args<float>;  // args.cuh
+using Args = bwd::Args<float>;  // common/device/bwd_args.cuh
 
 // One block's shared memory, as the tiles it holds.
 template <int D>

@@ -1,5 +1,7 @@
-// Stage 05: the launch arguments the kernels of every version from v1 on take (v1: T = float; v2:
-// __half, __nv_bfloat16), and how a launch fills them in from the validated problem.
+// flashstages — the backward's launch arguments: what the kernels of stage 05 (every version from v1
+// on; v1: T = float, v2 on: __half, __nv_bfloat16) and of stage 07's backward rung take, and how a
+// launch fills them in from the validated problem. Shared by both backward stages (and by the delta
+// preprocess, bwd_preprocess.cuh).
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,5 @@
-// flashstages · stage 05 — what every backward version does before its main kernels: delta, once.
+// flashstages — what every backward (stage 05's versions, stage 07's backward rung) does before its
+// main kernels: delta, once.
 //
 //   delta_i = Σ_c dO_ic · O_ic        (= Σ_j P_ij · dP_ij, docs/05_flash_bwd.md derives why)
 //
@@ -18,8 +19,8 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "stages/05_flash_bwd/args.cuh"
 #include "common/device/attention.cuh"
+#include "common/device/bwd_args.cuh"
 #include "common/lib/attention.h"
 #include "common/lib/cuda_check.h"
 #include "common/lib/numeric.h"
