@@ -11,7 +11,8 @@
 // read by every key block that row meets.
 //
 // Also here: the host side of it — where delta lives (the caller's buffer, or a workspace when the
-// caller did not ask for it) and the launch.
+// caller did not ask for it) and the launch; and the pass after the main kernels of a backward that
+// adds dQ into an fp32 workspace: dQ = scale · dq_accum, rounded once (dq_convert_kernel).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -20,6 +21,7 @@
 #include <cstdint>
 
 #include "common/device/attention.cuh"
+#include "common/device/sm80.cuh"
 #include "common/device/bwd_args.cuh"
 #include "common/lib/attention.h"
 #include "common/lib/cuda_check.h"
@@ -79,6 +81,27 @@ __global__ void __launch_bounds__(kRowThreads)
       for (int64_t c = lane; c < d; c += 32) acc += to_float(a.d_o[q.o_at + c]) * to_float(a.o[q.o_at + c]);
     for (int offset = 16; offset > 0; offset /= 2) acc += __shfl_xor_sync(0xffffffffu, acc, offset);
     if (lane == 0) delta[q.row] = acc;
+  }
+}
+
+// dQ = scale · dq_accum, rounded to T once, in the row of every query slot (dQ where Q's strides put
+// it; query_row: nothing in an
+// entry that breaks the rules; a padded entry's rows past its length hold zeros, which no key block
+// added to). One warp per row, each lane two neighbouring columns at a time (8-byte loads, 4-byte
+// stores). grid: row_blocks(slots) blocks of kRowThreads, each warp striding over the slots.
+template <class T, int D>
+__global__ void __launch_bounds__(kRowThreads) dq_convert_kernel(const Args<T> a, int64_t slots) {
+  const int lane = threadIdx.x % 32;
+  const int64_t stride = int64_t(gridDim.x) * kRowsPerBlock;
+  for (int64_t r = int64_t(blockIdx.x) * kRowsPerBlock + threadIdx.x / 32; r < slots; r += stride) {
+    bool real;
+    const QueryRow q = query_row(a, r, &real, D);
+    if (q.row < 0) continue;
+#pragma unroll
+    for (int c = 2 * lane; c < D; c += 64) {
+      const float2 x = *reinterpret_cast<const float2*>(a.dq_accum + q.row * D + c);
+      *reinterpret_cast<uint32_t*>(a.dq + q.q_at + c) = sm80::pack2<T>(a.scale * x.x, a.scale * x.y);
+    }
   }
 }
 

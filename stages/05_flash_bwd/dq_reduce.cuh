@@ -1,6 +1,6 @@
 // Stage 05: dQ on the atomic path of the tensor-core versions. Every key block adds its share of each
 // dQ_i it meets into an fp32 workspace (dq_accum, zeroed first) with red.global.add; then one pass
-// scales and rounds it into dQ (dq_convert_kernel, v2 to v10). Here too the two ways of adding four
+// scales and rounds it into dQ (dq_convert_kernel, common/device/bwd_preprocess.cuh). Here too the two ways of adding four
 // neighbouring columns with one 16-byte reduction: v3's columns dealt out by the B operand's gather
 // (DqWideRed: v3 to v5) and v6's columns exchanged between neighbouring lanes (DqPairedRed: v6 to v10).
 #pragma once
@@ -90,26 +90,5 @@ struct DqPairedRed {
     }
   }
 };
-
-// dQ = scale · dq_accum, rounded to T once, in the row of every query slot (dQ where Q's strides put
-// it; query_row: nothing in an
-// entry that breaks the rules; a padded entry's rows past its length hold zeros, which no key block
-// added to). One warp per row, each lane two neighbouring columns at a time (8-byte loads, 4-byte
-// stores). grid: row_blocks(slots) blocks of kRowThreads, each warp striding over the slots.
-template <class T, int D>
-__global__ void __launch_bounds__(kRowThreads) dq_convert_kernel(const Args<T> a, int64_t slots) {
-  const int lane = threadIdx.x % 32;
-  const int64_t stride = int64_t(gridDim.x) * kRowsPerBlock;
-  for (int64_t r = int64_t(blockIdx.x) * kRowsPerBlock + threadIdx.x / 32; r < slots; r += stride) {
-    bool real;
-    const QueryRow q = query_row(a, r, &real, D);
-    if (q.row < 0) continue;
-#pragma unroll
-    for (int c = 2 * lane; c < D; c += 64) {
-      const float2 x = *reinterpret_cast<const float2*>(a.dq_accum + q.row * D + c);
-      *reinterpret_cast<uint32_t*>(a.dq + q.q_at + c) = sm80::pack2<T>(a.scale * x.x, a.scale * x.y);
-    }
-  }
-}
 
 }  // namespace fs::bwd
