@@ -1,0 +1,122 @@
+// Stage 07 attention backward: what the launch of every version shares (host code) — the instances it
+// is compiled for (one list: it drives the dispatch and the validation alike), the tensor maps of Q,
+// dO, K and V, and the one launch: delta (common/device/bwd_preprocess.cuh), the version's K/V kernel
+// adding dQ / scale into a zeroed fp32 workspace (in deterministic mode in turns, with a zeroed turn
+// counter per query tile), then dQ = scale · workspace, rounded (dq_convert_kernel): stage 05's
+// workspace conventions. Each version's descriptor and C entry are its vN.cu.
+#pragma once
+
+#include <cuda.h>
+#include <cuda_runtime.h>
+
+#include <climits>
+#include <cstddef>
+#include <cstdint>
+
+#include "common/device/bwd_args.cuh"
+#include "common/device/bwd_preprocess.cuh"
+#include "common/lib/attention.h"
+#include "common/lib/cuda_check.h"
+#include "common/lib/dispatch.h"
+#include "common/lib/flops.h"
+#include "common/lib/kernel.h"
+#include "common/lib/tensor_map.h"
+#include "common/lib/workspace.h"
+
+namespace fs::flash_bwd_tma {
+
+// fp16 and bf16 (wgmma's 16-bit forms); D = 64 and 128 (dK and dV live in registers: 64 keys × D fp32
+// each per warpgroup, 256 registers per thread at D = 256, more than a thread has). 16-byte aligned
+// tensors and strides (TMA's rules); dense, padded and packed batches; any layout with D contiguous.
+using Elements = Dtypes<DType::FP16, DType::BF16>;
+using HeadDimList = HeadDims<64, 128>;
+constexpr AttentionSupport kSupport = attention_support<Elements, HeadDimList>(16, /*varlen=*/true, /*strided=*/true);
+
+// One tensor of the problem as TMA sees it: a 4D map (D, rows, heads, batch entries) with the tensor's
+// own strides, one plane of [N][D] per (batch entry, head) (packed batches: one per head of all the
+// entries' rows). Q and dO ([B, H, Nq, D]; dO laid out as O) take boxes of Br rows, K and V
+// ([B, KVH, Nk, D]) of Bc rows; boxes of 64 columns (one 128-byte swizzle row).
+inline TensorMap4d map_of(const AttentionBwdProblem& pr, Tensor t, int box_rows) {
+  const AttentionParams& p = pr.fwd.p;
+  const bool query = t == Tensor::Q || t == Tensor::O;
+  const TensorStrides st = strides_of(p, t);
+  TensorMap4d m;
+  m.plane.base = t == Tensor::Q ? p.q : t == Tensor::K ? p.k : t == Tensor::V ? p.v : pr.p.d_o;
+  m.plane.dtype = dtype_of(p);
+  m.plane.cols = p.head_dim;
+  m.plane.rows = query ? p.seq_q : p.seq_k;
+  m.plane.ld = st.row;
+  m.plane.box_cols = 64;
+  m.plane.box_rows = box_rows;
+  m.heads = query ? p.heads : kv_head_count(p);
+  m.head_ld = st.head;
+  m.batches = stored_entries(p);
+  m.batch_ld = st.batch;
+  return m;
+}
+
+// The launch of a version whose kernel takes (tmQ, tmK, tmV, tmdO, Args<T>, turns), for tile
+// configuration C (kBr, kBc, kThreads, kSmemBytes): maps, delta, workspaces, the kernel on
+// B·KVH·ceil(max Nk / Bc) blocks, the conversion of dQ. Sizes TMA or the grid cannot take return their
+// code before anything is written.
+template <class C, class T>
+Status launch_kv_stationary(void (*kernel)(CUtensorMap, CUtensorMap, CUtensorMap, CUtensorMap, bwd::Args<T>, int32_t*),
+                            const AttentionBwdProblem& pr, cudaStream_t stream) {
+  const AttentionParams& p = pr.fwd.p;
+  CUtensorMap tq, tk, tv, tdo;
+  FS_RETURN_IF_ERROR(encode_tensor_map(map_of(pr, Tensor::Q, C::kBr), &tq));
+  FS_RETURN_IF_ERROR(encode_tensor_map(map_of(pr, Tensor::K, C::kBc), &tk));
+  FS_RETURN_IF_ERROR(encode_tensor_map(map_of(pr, Tensor::V, C::kBc), &tv));
+  FS_RETURN_IF_ERROR(encode_tensor_map(map_of(pr, Tensor::O, C::kBr), &tdo));
+  const int64_t blocks = p.batch * kv_head_count(p) * ((pr.fwd.max_seq_k + C::kBc - 1) / C::kBc);
+  if (blocks > INT_MAX) return Status::InvalidSize;  // gridDim.x
+  const int64_t q_tiles = (pr.fwd.max_seq_q + C::kBr - 1) / C::kBr;
+  // dq_accum: dQ / scale in fp32, B·H·Nq·D floats (packed: H·total·D); then the turns in deterministic
+  // mode, B·H·q_tiles ints. Both zeroed on the stream before the kernel.
+  const std::size_t dq_bytes = std::size_t(q_elems(p)) * sizeof(float);
+  const std::size_t turn_bytes = pr.p.deterministic ? std::size_t(p.batch * p.heads * q_tiles) * sizeof(int32_t) : 0;
+  return bwd::with_delta(pr, stream, [&](float* delta) {
+    FS_RETURN_IF_ERROR(bwd::launch_delta<T>(pr, delta, stream));
+    return with_workspace(dq_bytes + turn_bytes, stream, [&](void* workspace) {
+      bwd::Args<T> a = bwd::make_args<T>(pr, delta);
+      a.dq_accum = static_cast<float*>(workspace);
+      int32_t* turns = turn_bytes ? reinterpret_cast<int32_t*>(static_cast<char*>(workspace) + dq_bytes) : nullptr;
+      FS_RETURN_IF_CUDA_ERROR(cudaMemsetAsync(workspace, 0, dq_bytes + turn_bytes, stream));
+      // Above 48 KB a kernel must opt in to the larger dynamic shared memory carve-out.
+      FS_RETURN_IF_CUDA_ERROR(
+          cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(C::kSmemBytes)));
+      kernel<<<unsigned(blocks), C::kThreads, C::kSmemBytes, stream>>>(tq, tk, tv, tdo, a, turns);
+      FS_RETURN_IF_CUDA_ERROR(cudaGetLastError());
+      const int64_t slots = bwd::query_slots(pr);
+      bwd::dq_convert_kernel<T, C::kD><<<unsigned(bwd::row_blocks(slots)), bwd::kRowThreads, 0, stream>>>(a, slots);
+      FS_RETURN_IF_CUDA_ERROR(cudaGetLastError());
+      return Status::Success;
+    });
+  });
+}
+
+// Launches kernel_of(DtypeTag<t>{}, std::integral_constant<int, D>{}), the version's kernel for the
+// problem's dtype and head_dim, with tile configuration Config<D>.
+template <template <int> class Config, class KernelOf>
+Status launch_version(const AttentionBwdProblem& pr, cudaStream_t stream, KernelOf kernel_of) {
+  return Elements::dispatch(pr.fwd.p.dtype, [&](auto t) {
+    return HeadDimList::dispatch(pr.fwd.p.head_dim, [&](auto d) {
+      using T = typename decltype(t)::type;
+      return launch_kv_stationary<Config<decltype(d)::value>, T>(kernel_of(t, d), pr, stream);
+    });
+  });
+}
+
+// The shared memory of the version's largest instance, for its descriptor (the device check).
+template <template <int> class Config>
+constexpr std::size_t max_smem_bytes() {
+  return HeadDimList::max_of([](auto d) { return Config<decltype(d)::value>::kSmemBytes; });
+}
+
+// What a version allocates beyond its tensors: dQ / scale in fp32 and delta when the caller gives no
+// buffer for it (the turns of the deterministic mode, B·H·ceil(Nq / 64) ints, on top).
+inline std::size_t extra_bytes(const AttentionParams& p) {
+  return std::size_t(q_elems(p)) * sizeof(float) + delta_extra_bytes(p);
+}
+
+}  // namespace fs::flash_bwd_tma

@@ -1,0 +1,214 @@
+// Stage 07 attention backward tests: every version, fp16 and bf16, head_dim 64 and 128, against the fp64
+// backward at odd sizes (N = 1, 17, 1000, tails in both tile directions, Nq ≠ Nk both ways, causal
+// aligned bottom-right): dQ, dK, dV and delta, outputs poisoned first, each at most 2× the error of the
+// naive backward (stage 05's v0) in the same precision, with delta asked for and not, and in
+// deterministic mode twice (dQ bitwise the same); grouped K/V heads (GQA, MQA: dK and dV the sums over
+// each group); custom and negative scales; logits up to about 1e4; padded and packed batches (entries
+// with no query or no key, the padding NaN, grouped K/V) and lengths that break the rules; strided
+// layouts ([B, N, H, D], packed QKV and dQKV slices); every error code the backward can return, with
+// nothing written; what the Hopper versions do not take (D = 32, 256; fp32) named before any launch;
+// FS_ERR_UNSUPPORTED_DEVICE off sm_90. The versions and the naive baseline come from the library's
+// registry.
+#include <functional>
+#include <limits>
+#include <vector>
+
+#include "common/lib/device.h"
+#include "common/tools/attention_tests.h"
+#include "common/tools/check.h"
+#include "common/tools/gpu_test.h"
+#include "stages/07_tuned_tma/attention_bwd/versions.h"
+
+using namespace fs;
+
+namespace {
+
+const std::vector<const KernelDesc*> kAll = find_kernels("stage07/attention_bwd");
+
+std::vector<int64_t> head_dims(const KernelDesc& k) {
+  return std::vector<int64_t>(k.info.head_dims, k.info.head_dims + k.info.num_head_dims);
+}
+
+const std::vector<DType> kDtypes = {DType::FP16, DType::BF16};
+
+// The naive backward every version is held to (2× its error).
+const KernelDesc* naive() { return find_kernels("stage05/v0").at(0); }
+
+}  // namespace
+
+FS_CPU_TEST_CASE("stage07 attention_bwd: the registry lists its versions apart from the forward's") {
+  REQUIRE(kAll.size() == 1);
+  CHECK(kAll[0] == &kFlashBwdTmaV1);
+  CHECK(kFlashBwdTmaV1.info.problem == FS_PROBLEM_ATTENTION_BWD);
+  // find_kernels matches a stage whole or up to a '/': the forward's name is a prefix of this one's.
+  for (const KernelDesc* k : find_kernels("stage07/attention")) CHECK(k->info.problem == FS_PROBLEM_ATTENTION);
+  CHECK(head_dims(kFlashBwdTmaV1) == std::vector<int64_t>{64, 128});
+  CHECK(kFlashBwdTmaV1.attention.varlen);
+}
+
+FS_CPU_TEST_CASE("stage07 attention_bwd runs on sm_90 alone: FS_ERR_UNSUPPORTED_DEVICE on every other GPU") {
+  for (const KernelDesc* k : kAll) {
+    INFO(k->qualified());
+    CHECK(std::vector<int>(k->info.archs, k->info.archs + k->info.num_archs) == std::vector<int>{90});
+    CHECK(k->info.ptx_arch == 0);  // no PTX: compute_90a's would run on 9.0 alone too
+    CHECK(device_supports(k->info, testing::made_up_gpu(90, 227)) == Status::Success);
+    for (int cc : {80, 86, 89, 100, 120}) {
+      INFO("sm_", cc);
+      CHECK(device_supports(k->info, testing::made_up_gpu(cc, 227)) == Status::UnsupportedDevice);
+    }
+    CHECK(device_supports(k->info, testing::made_up_gpu(90, k->info.smem_bytes / 1024 - 1)) == Status::UnsupportedDevice);
+  }
+}
+
+FS_GPU_TEST_CASE("stage07 attention_bwd every version matches fp64 at odd sizes in fp16 and bf16 at D 64 and 128") {
+  FS_SKIP_WITHOUT_GPU();
+  for (const KernelDesc* k : kAll) {
+    if (!testing::runs_here(*k)) continue;
+    uint64_t seed = 70000 + 10000 * uint64_t(k->info.version[1] - '0');
+    for (DType t : kDtypes)
+      for (int64_t d : head_dims(*k))
+        for (const auto& shape : testing::odd_shapes(t, {d}))
+          testing::check_bwd_against_reference(*k, shape, ++seed, naive());
+  }
+}
+
+FS_GPU_TEST_CASE("stage07 attention_bwd every version matches fp64 with grouped K/V heads (GQA and MQA)") {
+  FS_SKIP_WITHOUT_GPU();
+  for (const KernelDesc* k : kAll) {
+    if (!testing::runs_here(*k)) continue;
+    uint64_t seed = 170000 + 10000 * uint64_t(k->info.version[1] - '0');
+    for (DType t : kDtypes) {
+      std::vector<AttentionParams> shapes = testing::gqa_shapes(t, head_dims(*k));
+      AttentionParams more_queries = attention_shape(2, 4, 100, 17, 64, t);
+      more_queries.kv_heads = 1;
+      shapes.push_back(more_queries);
+      for (const auto& shape : shapes) testing::check_bwd_against_reference(*k, shape, ++seed, naive());
+    }
+  }
+}
+
+FS_GPU_TEST_CASE("stage07 attention_bwd every version honours a custom scale — negative too") {
+  FS_SKIP_WITHOUT_GPU();
+  for (const KernelDesc* k : kAll) {
+    if (!testing::runs_here(*k)) continue;
+    for (DType t : kDtypes) {
+      testing::check_bwd_against_reference(*k, attention_shape(1, 2, 300, 1500, 64, t, true, 2.0f), 79000, naive());
+      testing::check_bwd_against_reference(*k, attention_shape(2, 1, 129, 1000, 128, t, false, -0.4f), 79001, naive());
+    }
+  }
+}
+
+FS_GPU_TEST_CASE("stage07 attention_bwd every version gives finite gradients for logits up to about 1e4") {
+  FS_SKIP_WITHOUT_GPU();
+  for (const KernelDesc* k : kAll) {
+    if (!testing::runs_here(*k)) continue;
+    for (DType t : kDtypes)
+      for (float scale : {900.0f, -900.0f})
+        for (bool causal : {false, true})
+          testing::check_bwd_extreme_logits(*k, attention_shape(1, 2, 100, 300, 64, t, causal, scale), 79100);
+  }
+}
+
+FS_GPU_TEST_CASE("stage07 attention_bwd every version matches fp64 on padded and packed batches") {
+  FS_SKIP_WITHOUT_GPU();
+  for (const KernelDesc* k : kAll) {
+    if (!testing::runs_here(*k)) continue;
+    uint64_t seed = 270000 + 10000 * uint64_t(k->info.version[1] - '0');
+    const std::vector<int64_t> dims = head_dims(*k);
+    for (int64_t d : dims) testing::check_bwd_varlen_layouts(*k, d, seed += 10);
+    testing::check_bwd_varlen_grouped(*k, dims.front(), seed += 10);
+  }
+}
+
+FS_GPU_TEST_CASE("stage07 attention_bwd lengths that break the rules: the backward skips those entries") {
+  FS_SKIP_WITHOUT_GPU();
+  for (const KernelDesc* k : kAll)
+    if (testing::runs_here(*k)) testing::check_bwd_bad_layouts(*k);
+}
+
+FS_GPU_TEST_CASE("stage07 attention_bwd takes strided layouts (B N H D and packed QKV) and writes only the gradients' views") {
+  FS_SKIP_WITHOUT_GPU();
+  for (const KernelDesc* k : kAll) {
+    if (!testing::runs_here(*k)) continue;
+    uint64_t seed = 290000;
+    for (DType t : kDtypes)
+      for (int64_t d : head_dims(*k))
+        for (const auto& shape : testing::strided_shapes(t, d)) testing::check_bwd_strided_layouts(*k, shape, ++seed);
+    for (int64_t d : head_dims(*k)) testing::check_bwd_varlen_by_position(*k, d, seed += 10);
+  }
+}
+
+FS_GPU_TEST_CASE("stage07 attention_bwd every version rejects bad inputs and writes nothing") {
+  FS_SKIP_WITHOUT_GPU();
+  using P = AttentionBwdParams;
+  for (const KernelDesc* k : kAll) {
+    const AttentionParams ok = attention_shape(2, 2, 17, 40, 64, DType::FP16);
+    testing::check_bwd_rejects_bad_inputs(*k, ok);
+    testing::check_bwd_layout_refusals(*k, ok);
+    auto rejected = [&](const std::function<void(P&)>& bad, Status expected) {
+      testing::check_bwd_rejected(*k, ok, bad, expected);
+    };
+    rejected([](P& p) { p.fwd.head_dim = 32; }, Status::UnsupportedHeadDim);
+    rejected([](P& p) { p.fwd.head_dim = 96; }, Status::UnsupportedHeadDim);
+    rejected([](P& p) { p.fwd.head_dim = 256; }, Status::UnsupportedHeadDim);  // dK, dV would not fit in registers
+    rejected([](P& p) { p.fwd.dtype = FS_FP32; }, Status::UnsupportedDtype);
+    // 2-, 4- or 8-byte aligned is not enough: TMA reads from 16-byte aligned bases.
+    rejected([](P& p) { p.fwd.q = static_cast<const char*>(p.fwd.q) + 8; }, Status::MisalignedPointer);
+    rejected([](P& p) { p.d_o = static_cast<const char*>(p.d_o) + 2; }, Status::MisalignedPointer);
+    rejected([](P& p) { p.dk = static_cast<char*>(p.dk) + 4; }, Status::MisalignedPointer);
+  }
+}
+
+FS_GPU_TEST_CASE("stage07 attention_bwd every version reports FS_ERR_CUDA when the runtime refuses the work") {
+  FS_SKIP_WITHOUT_GPU();
+  for (const KernelDesc* k : kAll)
+    if (testing::runs_here(*k)) testing::check_bwd_reports_cuda_error(*k, attention_shape(1, 1, 17, 17, 64, DType::FP16));
+}
+
+FS_CPU_TEST_CASE("stage07 attention_bwd through the C interface: named codes before any launch") {
+  using Launcher = int (*)(const fs_attention_bwd_params*, void*);
+  const Launcher launchers[] = {fs_flash_bwd_tma_v1};
+  for (Launcher launch : launchers) {
+    fs_attention_bwd_params p{};
+    p.fwd.batch = p.fwd.heads = p.fwd.seq_q = p.fwd.seq_k = 1;
+    p.fwd.head_dim = 64;
+    p.fwd.dtype = FS_FP16;
+    p.fwd.q = reinterpret_cast<const void*>(0x10000);
+    p.fwd.k = reinterpret_cast<const void*>(0x20000);
+    p.fwd.v = reinterpret_cast<const void*>(0x30000);
+    p.fwd.o = reinterpret_cast<void*>(0x40000);
+    p.fwd.lse = reinterpret_cast<float*>(0x50000);
+    p.d_o = reinterpret_cast<const void*>(0x60000);
+    p.dq = reinterpret_cast<void*>(0x70000);
+    p.dk = reinterpret_cast<void*>(0x80000);
+    p.dv = reinterpret_cast<void*>(0x90000);
+    auto with = [&](auto change) {
+      fs_attention_bwd_params bad = p;
+      change(bad);
+      return launch(&bad, nullptr);
+    };
+    CHECK(launch(nullptr, nullptr) == FS_ERR_NULL_POINTER);
+    CHECK(with([](auto& b) { b.fwd.lse = nullptr; }) == FS_ERR_NULL_POINTER);
+    CHECK(with([](auto& b) { b.dv = nullptr; }) == FS_ERR_NULL_POINTER);
+    CHECK(with([](auto& b) { b.fwd.seq_q = 0; }) == FS_ERR_INVALID_SIZE);
+    CHECK(with([](auto& b) { b.fwd.scale = std::numeric_limits<float>::infinity(); }) == FS_ERR_INVALID_SCALE);
+    CHECK(with([](auto& b) { b.fwd.dtype = FS_FP32; }) == FS_ERR_UNSUPPORTED_DTYPE);
+    CHECK(with([](auto& b) { b.fwd.head_dim = 256; }) == FS_ERR_UNSUPPORTED_HEAD_DIM);
+    CHECK(with([](auto& b) { b.fwd.causal = 1, b.fwd.seq_q = 2; }) == FS_ERR_UNSUPPORTED_MASK);
+    CHECK(with([](auto& b) { b.dq = reinterpret_cast<void*>(0x70008); }) == FS_ERR_MISALIGNED_POINTER);
+    CHECK(with([](auto& b) { b.delta = reinterpret_cast<float*>(0xA0002); }) == FS_ERR_MISALIGNED_POINTER);
+    const int32_t* lens = reinterpret_cast<const int32_t*>(0xB0000);
+    CHECK(with([&](auto& b) { b.fwd.seq_lens = b.fwd.cu_seqlens_q = b.fwd.cu_seqlens_k = lens; }) ==
+          FS_ERR_INVALID_SEQLENS);  // padded and packed at once
+    CHECK(with([&](auto& b) { b.fwd.cu_seqlens_q = lens; }) == FS_ERR_INVALID_SEQLENS);  // no packed keys
+    CHECK(with([](auto& b) { b.fwd.kv_heads = 2; }) == FS_ERR_INVALID_KV_HEADS);  // more K/V heads than heads
+    CHECK(with([](auto& b) { b.fwd.heads = 3, b.fwd.kv_heads = 2; }) == FS_ERR_INVALID_KV_HEADS);
+    if (testing::missing_gpu()) {
+      // Valid arguments reach the runtime, which has no device to give: a named error, not a crash.
+      CHECK(launch(&p, nullptr) == FS_ERR_CUDA);
+    } else {
+      testing::record_skip();
+      MESSAGE("SKIPPED the no-device path: this machine has a GPU (the GPU cases cover FS_ERR_CUDA)");
+    }
+  }
+}

@@ -1,0 +1,375 @@
+// flashstages · stage 07 attention backward · v1 — the FlashAttention backward on Hopper's machinery:
+// K/V-stationary blocks, TMA loads counted on mbarriers, the five products on wgmma (fp16, bf16; D = 64, 128).
+//
+// What changes from stage 05 (v10: mma.sync, ldmatrix, cp.async; the algorithm is the same — delta first,
+// a block per key block walking the query tiles, dK and dV in registers, dQ added into an fp32 workspace):
+// TMA boxes of Q_i and dO_i counted on an mbarrier per stage, and every product one warpgroup's wgmma:
+//   Sᵀ  = K_j Q_iᵀ     A: K_j (smem, K-major)    B: Q_i (smem, K-major)     64 keys × Br, fp32 regs
+//   dPᵀ = V_j dO_iᵀ    A: V_j (smem, K-major)    B: dO_i (smem, K-major)    64 keys × Br, fp32 regs
+//   dV += Pᵀ dO_i      A: Pᵀ (registers)         B: dO_i (smem, N-major)    64 keys × D, fp32 regs
+//   dK += dSᵀ Q_i      A: dSᵀ (registers)        B: Q_i (smem, N-major)     64 keys × D, fp32 regs
+//   dQ_i += dS K_j     A: dS (smem, K-major)     B: K_j (smem, N-major)     Br × 64 per panel of D
+// Sᵀ and dPᵀ (keys as the instruction's m) leave Pᵀ and dSᵀ in the accumulator layout, which is the
+// A-fragment layout: dV and dK take them from registers, as the forward's O += P·V takes P.
+// Why faster than stage 05: wgmma's rate (mma.sync tops out well below the tensor peak on Hopper,
+// ceilings.json). What it lacks: all in order, loads issued by a math thread, each warpgroup adding its
+// own dQ share (2 × the atomics); v2 splits loads from math, v3 adds dQ per tile by TMA reduce-add.
+//
+// Run: build/h100/stages/07_tuned_tma/attention_bwd/stage07_attention_bwd --dtype fp16 --seq 4096 --dim 128 --batch 2 --heads 16 --version v1
+#pragma once
+
+#include <cuda.h>
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "common/device/attention.cuh"
+#include "common/device/bwd_args.cuh"
+#include "common/device/sm80.cuh"
+#include "common/device/sm90.cuh"
+#include "common/lib/numeric.h"
+#include "stages/07_tuned_tma/attention/tiles.cuh"
+#include "stages/07_tuned_tma/attention_bwd/turns.cuh"
+
+namespace fs::flash_bwd_tma::v1 {
+
+using namespace fs::attn;
+using flash_tma::first_foreign_row;
+using flash_tma::k_major_descriptor;
+using flash_tma::kv_plane_row;
+using flash_tma::load_tile;
+using flash_tma::PlaneRow;
+using flash_tma::plane_row;
+using flash_tma::v_descriptor;
+using flash_tma::zero_rows;
+
+// Tile sizes. Bc = 128 keys per block, 64 per consumer warpgroup (the m of every wgmma but dQ's);
+// Br = 64 query rows per step. Registers per thread at D = 128: dK and dV 64 each (64 keys × 128 fp32
+// over 128 threads), Sᵀ and dPᵀ 32 each (64 × 64), Pᵀ and dSᵀ as A fragments 16 each, a dQ panel 32 —
+// about 230 with the addresses if all lived at once; the code keeps Sᵀ, dPᵀ dead before dQ's panel
+// lives. Br = 128 would double Sᵀ and dPᵀ and spill at D = 128; at D = 64 it would fit (a later version
+// can take tiles per head_dim, as stage 05's v9 does).
+template <int D>
+struct Config {
+  static constexpr int kD = D;
+  static constexpr int kBr = 64;          // query rows per step of the walk
+  static constexpr int kBc = 128;         // keys per block
+  static constexpr int kWarpgroups = 2;   // warpgroup w owns keys 64w .. 64w + 63 of the block
+  static constexpr int kKeysPerWarpgroup = kBc / kWarpgroups;
+  static constexpr int kThreads = 128 * kWarpgroups;
+  static constexpr int kStages = 2;                         // (Q_i, dO_i) tiles in shared memory at once
+  static constexpr int kKVBytes = kBc * D * 2;              // sK or sV: [Bc][D]
+  static constexpr int kQBytes = kBr * D * 2;               // sQ or sdO: [Br][D]
+  static constexpr int kStageBytes = 2 * kQBytes;           // Q_i then dO_i
+  static constexpr int kDSBytes = kBr * kKeysPerWarpgroup * 2;  // one warpgroup's dS: [Br][64]
+  static constexpr int kRowBytes = 2 * kBr * 4;                   // LSE·log2 e and delta of one step: [2][Br]
+  // 1024-byte alignment slack first (the swizzle pattern starts on a 1024-byte boundary), then sK, sV,
+  // the stages, the warpgroups' dS tiles, two steps' LSE and delta, and the barriers kv_full,
+  // q_full[kStages].
+  static constexpr std::size_t kSmemBytes = 1024 + 2 * std::size_t(kKVBytes) + std::size_t(kStages) * kStageBytes +
+                                            std::size_t(kWarpgroups) * kDSBytes + 2 * std::size_t(kRowBytes) +
+                                            (1 + kStages) * sizeof(uint64_t);
+  static_assert(D % 64 == 0, "whole 64-element panels");
+  static_assert(kKeysPerWarpgroup == 64 && kBr == 64, "dS is one 128-byte-swizzled panel per warpgroup");
+};
+
+// How the pieces work:
+//  1. Block x is key block k0 .. k0 + Bc − 1 of one (batch entry, K/V head) (attn::key_block_of). It
+//     loads K_j and V_j once, then walks every query tile i of every query head of its K/V group that
+//     sees one of its keys: under the causal mask (aligned bottom-right, query i sees keys
+//     j <= i + Nk − Nq) the tiles from the one holding row k0 − offset on, the earlier ones skipped.
+//  2. Thread 0 fills the stages: Q_i and dO_i of step t go to stage t % 2, announced on q_full[t % 2]
+//     with arrive.expect_tx; every thread waits for the phase; after the step every thread meets at a
+//     __syncthreads, and thread 0 refills the stage with step t + 2.
+//  3. LSE_i and delta_i (64 floats each per step) are copied into shared memory by 128 threads with
+//     plain loads during the step before (sRows, two steps deep), so that no thread holds 32 registers
+//     of them through the softmax-gradient math. A 1D TMA of them would need a 16-byte aligned first
+//     row, which a packed entry's rows (cu_seqlens_q[b] anywhere) do not have; v2's producer stages them.
+//  4. Pᵀ = exp2(Sᵀ · scale·log2 e − LSE · log2 e), dSᵀ = Pᵀ ∘ (dPᵀ − delta), on the accumulators in
+//     place; masked keys and rows (causal, past Nk, past Nq) are set to 0 by a select, not a multiply,
+//     so an infinite LSE or a padding NaN never reaches a product.
+//  5. dQ: each warpgroup writes its dS (Br × 64, 16-bit) into its own swizzled panel, then for each
+//     64-column panel of D computes dS·K_j[its 64 keys, panel] and adds it into dq_accum with fp32
+//     atomics; the deterministic mode waits for its turn (turns.cuh) and adds warpgroup 0's share
+//     before warpgroup 1's. dq_accum holds dQ / scale; the conversion scales it (dq_convert_kernel).
+//  6. At the end, dK = scale · Σ dSᵀ Q and dV = Σ Pᵀ dO are rounded and written from registers (rows
+//     past the keys of a padded entry get zeros).
+//
+// Per step t (query head g, query tile m; stage st = t % 2, its (t / 2)-th use), each warpgroup w:
+//   wait q_full[st]                                            Q_i, dO_i have landed
+//   Sᵀ = K_w Q_iᵀ, dPᵀ = V_w dO_iᵀ (2 · D/16 wgmma); commit      rS, rP: 64 × 64 fp32 each
+//   wait for the wgmma
+//   mask, Pᵀ, dSᵀ; both as A fragments
+//   dV += Pᵀ dO_i, dK += dSᵀ Q_i (2 · Br/16 wgmma); commit      rdV, rdK: 64 × D fp32 each
+//   dS → sdS[w] (scalar stores), fence.proxy.async; wait for the wgmma; bar.sync of the warpgroup
+//   for each panel p of D: rQ = dS · K_w[:, p] (4 wgmma); wait; add into dq_accum
+//   threads 0 .. 127: LSE, delta of step t + 1 → sRows[(t + 1) % 2]
+//   __syncthreads                                              no warp reads stage st or sdS any more
+//   thread 0: expect_tx(q_full[st]); TMA Q, dO of step t + 2 → stage st
+//
+// grid: B·KVH·ceil(max Nk / Bc) blocks of two warpgroups (attn::key_block_of). tmQ, tmdO: Q and dO as
+// [B][H][Nq][D] (packed: [1][H][total][D]) with their strides, boxes of 64 columns × Br rows; tmK, tmV:
+// K and V as [B][KVH][Nk][D], boxes of 64 × Bc (launch.cuh). turns: B·H·ceil(max Nq / Br) zeroed ints
+// in deterministic mode, else null.
+template <class T, int D>
+__global__ void __launch_bounds__(Config<D>::kThreads, 1)
+    flash_bwd_tma_v1_kernel(const __grid_constant__ CUtensorMap tmQ, const __grid_constant__ CUtensorMap tmK,
+                            const __grid_constant__ CUtensorMap tmV, const __grid_constant__ CUtensorMap tmdO,
+                            const bwd::Args<T> a, int32_t* __restrict__ turns) {
+  using C = Config<D>;
+  constexpr int kBr = C::kBr, kBc = C::kBc, kStages = C::kStages, kKw = C::kKeysPerWarpgroup;
+  constexpr int kNT = kBr / 8;  // 8-column tiles of Sᵀ and dPᵀ (columns: query rows)
+  constexpr int kDT = D / 8;    // 8-column tiles of dK and dV
+  extern __shared__ unsigned char smem_raw[];
+  unsigned char* smem =
+      reinterpret_cast<unsigned char*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
+  unsigned char* sK = smem;                          // [Bc][D], swizzled panels
+  unsigned char* sV = sK + C::kKVBytes;              // [Bc][D]
+  unsigned char* sQdO = sV + C::kKVBytes;            // [kStages] × (Q_i [Br][D], dO_i [Br][D])
+  unsigned char* sdS = sQdO + kStages * C::kStageBytes;  // [kWarpgroups] × dS [Br][64 keys]
+  float* sRows = reinterpret_cast<float*>(sdS + C::kWarpgroups * C::kDSBytes);  // [2 steps][LSE·log2 e, delta][Br]
+  uint64_t* kv_full = reinterpret_cast<uint64_t*>(sRows + 2 * 2 * kBr);
+  uint64_t* q_full = kv_full + 1;  // [kStages]
+
+  const int tid = threadIdx.x, wg = tid / 128, wtid = tid % 128;
+  const int warp = wtid / 32, lane = tid % 32, g8 = lane / 4, t4 = lane % 4;
+  const KeyBlock kb = key_block_of</*kVarlen=*/true>(a, kBc);
+  const int64_t kv_tiles = (a.max_seq_k + kBc - 1) / kBc;
+  const int64_t n_block = blockIdx.x % kv_tiles;  // this block's place among its head's key blocks
+  const int64_t k0 = kb.k0;
+  const PlaneRow kv = kv_plane_row(a, kb);
+
+  // The query tiles this block meets, per query head: m_first .. m_end − 1.
+  const int64_t m_end = (kb.nq + kBr - 1) / kBr;
+  const int64_t first_row = a.causal ? k0 - kb.offset : 0;  // the first query row that sees key k0
+  const int64_t m_first = first_row > 0 ? first_row / kBr : 0;
+  const int64_t m_count = m_end > m_first ? m_end - m_first : 0;
+  const int64_t steps = a.group * m_count;
+
+  // Step t's query head and tile, and where its rows are.
+  struct Step {
+    int64_t bh;      // flat query head as the row index counts it (b·H + h, or h packed)
+    int64_t m;       // query tile
+    int64_t q_base;  // row of LSE, delta, dq_accum (and of Q's plane, through plane_row) of its row 0
+  };
+  auto step_of = [&](int64_t t) {
+    Step s;
+    s.bh = kb.q_head0 + t / m_count;
+    s.m = m_first + t % m_count;
+    s.q_base = kb.q_base(s.bh, a.seq_q);
+    return s;
+  };
+  // Thread 0 fills stage t % kStages with Q_i and dO_i of step t.
+  auto load_q = [&](int64_t t) {
+    const int st = int(t % kStages);
+    const Step s = step_of(t);
+    const PlaneRow q = plane_row(s.q_base, a.seq_q, a.heads);
+    unsigned char* sQ = sQdO + st * C::kStageBytes;
+    sm90::mbarrier_arrive_expect_tx(&q_full[st], C::kStageBytes);
+    load_tile<D>(sQ, &tmQ, kBr, q.row + s.m * kBr, q.plane, &q_full[st]);
+    load_tile<D>(sQ + C::kQBytes, &tmdO, kBr, q.row + s.m * kBr, q.plane, &q_full[st]);
+  };
+
+  // Threads 0 .. 2·Br − 1 copy step t's LSE_i · log2 e and delta_i into sRows[t % 2] (0 past the
+  // sequence's rows: those columns are masked, whatever LSE holds there).
+  auto load_rows = [&](int64_t t) {
+    if (tid >= 2 * kBr) return;
+    const Step s = step_of(t);
+    const int r = tid % kBr;
+    const int64_t i = s.m * kBr + r;
+    float x = 0.0f;
+    if (i < kb.nq) x = tid < kBr ? a.lse[s.q_base + i] * kLog2e : a.delta[s.q_base + i];
+    sRows[(t % 2) * 2 * kBr + tid] = x;
+  };
+  if (steps > 0) load_rows(0);
+
+  if (tid == 0) {
+    sm90::mbarrier_init(kv_full, 1);  // thread 0's expect_tx arrival, then the bytes
+    for (int st = 0; st < kStages; ++st) sm90::mbarrier_init(&q_full[st], 1);
+    sm90::fence_mbarrier_init();  // the inits are seen by the TMA unit that completes them
+  }
+  __syncthreads();  // every thread sees initialized barriers before it waits on one (and step 0's rows)
+  if (tid == 0 && steps > 0) {
+    sm90::mbarrier_arrive_expect_tx(kv_full, 2 * C::kKVBytes);
+    load_tile<D>(sK, &tmK, kBc, kv.row + k0, kv.plane, kv_full);
+    load_tile<D>(sV, &tmV, kBc, kv.row + k0, kv.plane, kv_full);
+    for (int64_t t = 0; t < kStages && t < steps; ++t) load_q(t);
+  }
+
+  float rdK[kDT][4] = {}, rdV[kDT][4] = {};  // Σ dSᵀ Q, Σ Pᵀ dO: the m64nD accumulators of this warpgroup
+  auto& acc_dk = reinterpret_cast<float(&)[D / 2]>(rdK);
+  auto& acc_dv = reinterpret_cast<float(&)[D / 2]>(rdV);
+  const uint32_t k_addr = sm90::smem_address(sK) + wg * kKw * 128;  // this warpgroup's 64 key rows
+  const uint32_t v_addr = sm90::smem_address(sV) + wg * kKw * 128;
+  unsigned char* my_ds = sdS + wg * C::kDSBytes;
+  const uint32_t ds_addr = sm90::smem_address(my_ds);
+  const int64_t key0 = k0 + wg * kKw + warp * 16 + g8;  // this thread's keys: key0 and key0 + 8
+  const float scale_log2 = a.scale_log2;
+
+  if (steps > 0) {
+    sm90::mbarrier_wait_parity(kv_full, 0);  // sK, sV have landed (used once: phase 0)
+    const int kv_from = first_foreign_row(k0, kBc, kb.nk, kv.row, a.seq_k);
+    if (kv_from < kBc) {
+      zero_rows<D>(sK, kBc, kv_from, tid, C::kThreads);
+      zero_rows<D>(sV, kBc, kv_from, tid, C::kThreads);
+      __syncthreads();  // every thread's zeros, fenced for the async proxy, before any wgmma reads them
+    }
+  }
+
+  for (int64_t t = 0; t < steps; ++t) {
+    const int st = int(t % kStages);
+    const Step s = step_of(t);
+    const int64_t i0 = s.m * kBr;  // the tile's first query row, within the sequence
+    unsigned char* sQ = sQdO + st * C::kStageBytes;
+    const uint32_t q_addr = sm90::smem_address(sQ), do_addr = q_addr + C::kQBytes;
+    sm90::mbarrier_wait_parity(&q_full[st], uint32_t(t / kStages) & 1);  // Q_i, dO_i have landed
+    const int q_from = first_foreign_row(i0, kBr, kb.nq, plane_row(s.q_base, a.seq_q, a.heads).row, a.seq_q);
+    if (q_from < kBr) {
+      zero_rows<D>(sQ, kBr, q_from, tid, C::kThreads);
+      zero_rows<D>(sQ + C::kQBytes, kBr, q_from, tid, C::kThreads);
+      __syncthreads();  // the rows of another entry (or the padding) are zeros before any product reads them
+    }
+
+    // Sᵀ = K_w Q_iᵀ and dPᵀ = V_w dO_iᵀ, both 64 keys × Br queries, k = the head dimension.
+    float rS[kNT][4], rP[kNT][4];
+    auto& acc_s = reinterpret_cast<float(&)[kBr / 2]>(rS);
+    auto& acc_p = reinterpret_cast<float(&)[kBr / 2]>(rP);
+    sm90::wgmma_fence();  // rdK, rdV were last written by wgmma, rS, rP are fresh: order them all the same
+#pragma unroll
+    for (int ks = 0; ks < D / 16; ++ks)  // the first product overwrites: scale-d = 0
+      sm90::wgmma_m64nNk16<kBr, T, false, false>(acc_s, k_major_descriptor(k_addr, kBc, 0, ks),
+                                                 k_major_descriptor(q_addr, kBr, 0, ks), ks > 0);
+#pragma unroll
+    for (int ks = 0; ks < D / 16; ++ks)
+      sm90::wgmma_m64nNk16<kBr, T, false, false>(acc_p, k_major_descriptor(v_addr, kBc, 0, ks),
+                                                 k_major_descriptor(do_addr, kBr, 0, ks), ks > 0);
+    sm90::wgmma_commit_group();
+    sm90::wgmma_wait_group<0>();
+    sm90::wgmma_fence_operand(acc_s);  // no read of rS, rP above the wait
+    sm90::wgmma_fence_operand(acc_p);
+
+    // Pᵀ and dSᵀ in place. Element (n, e) of the thread: key key0 + 8·(e / 2), query i0 + 8n + 2·t4 + e % 2.
+    // The mask only where the tile has a key or row outside the range: the causal diagonal, the tails.
+    const float* rows = sRows + (t % 2) * 2 * kBr;  // this step's LSE · log2 e, then delta
+    const bool edge = (a.causal && k0 + kBc - 1 > i0 + kb.offset) || k0 + kBc > kb.nk || i0 + kBr > kb.nq;
+#pragma unroll
+    for (int n = 0; n < kNT; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int64_t j = key0 + 8 * (e / 2), i = i0 + 8 * n + 2 * t4 + e % 2;
+        const bool keep = !edge || (j < kb.nk && i < kb.nq && (!a.causal || j <= i + kb.offset));
+        const int col = 8 * n + 2 * t4 + e % 2;
+        const float p = keep ? exp2f(rS[n][e] * scale_log2 - rows[col]) : 0.0f;
+        rS[n][e] = p;
+        rP[n][e] = keep ? p * (rP[n][e] - rows[kBr + col]) : 0.0f;
+      }
+
+    // Pᵀ and dSᵀ as A fragments (k = the query rows, Br/16 steps), live and fenced until their wgmma is done.
+    uint32_t pa[kBr / 16][4], dsa[kBr / 16][4];
+#pragma unroll
+    for (int kk = 0; kk < kBr / 16; ++kk) {
+      a_from_c<T>(pa[kk], rS[2 * kk], rS[2 * kk + 1]);
+      a_from_c<T>(dsa[kk], rP[2 * kk], rP[2 * kk + 1]);
+    }
+    sm90::wgmma_fence();  // pa, dsa written by ordinary instructions before wgmma reads them
+#pragma unroll
+    for (int kk = 0; kk < kBr / 16; ++kk)  // dV += Pᵀ dO_i: k = 16 query rows, dO_i read N-major
+      sm90::wgmma_m64nNk16_rs<D, T, /*kTransB=*/true>(acc_dv, pa[kk], v_descriptor(do_addr, kBr, kk), true);
+#pragma unroll
+    for (int kk = 0; kk < kBr / 16; ++kk)  // dK += dSᵀ Q_i (unscaled), Q_i read N-major
+      sm90::wgmma_m64nNk16_rs<D, T, /*kTransB=*/true>(acc_dk, dsa[kk], v_descriptor(q_addr, kBr, kk), true);
+    sm90::wgmma_commit_group();
+
+    // dS (query rows × this warpgroup's 64 keys) into sdS[w], K-major for dQ's A: element (i, j) at row i,
+    // 16-byte chunk (j / 8) ^ (i % 8) — the 128-byte swizzle the descriptor reads.
+#pragma unroll
+    for (int n = 0; n < kNT; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int i = 8 * n + 2 * t4 + e % 2, j = warp * 16 + g8 + 8 * (e / 2);
+        *reinterpret_cast<T*>(my_ds + i * 128 + (((j / 8) ^ (i % 8)) * 16) + (j % 8) * 2) = from_float<T>(rP[n][e]);
+      }
+    sm90::fence_proxy_async();  // these plain stores, visible to wgmma's reads (the async proxy)
+    sm90::wgmma_wait_group<0>();
+    sm90::wgmma_fence_operand(acc_dv);
+    sm90::wgmma_fence_operand(acc_dk);
+#pragma unroll
+    for (int kk = 0; kk < kBr / 16; ++kk) {
+      sm90::wgmma_fence_operand(pa[kk]);  // pa, dsa live until here
+      sm90::wgmma_fence_operand(dsa[kk]);
+    }
+    sm90::bar_sync(1 + wg, 128);  // the warpgroup's four warps have written sdS[w] before any reads it
+
+    // dQ_i += dS · K_w, one 64-column panel of D at a time (Br × 64 fp32: 32 registers), added into
+    // dq_accum rows q_base + i0 .. (the tile's real rows only).
+    auto add_dq = [&] {
+#pragma unroll
+      for (int p = 0; p < D / 64; ++p) {
+        float rQ[8][4];
+        auto& acc_q = reinterpret_cast<float(&)[32]>(rQ);
+        sm90::wgmma_fence();
+#pragma unroll
+        for (int ks = 0; ks < kKw / 16; ++ks)  // k = 16 keys; K_w read N-major (D contiguous), panel p
+          sm90::wgmma_m64nNk16<64, T, false, /*kTransB=*/true>(
+              acc_q, k_major_descriptor(ds_addr, kBr, 0, ks), v_descriptor(k_addr + p * kBc * 128, kBc, ks), ks > 0);
+        sm90::wgmma_commit_group();
+        sm90::wgmma_wait_group<0>();
+        sm90::wgmma_fence_operand(acc_q);
+#pragma unroll
+        for (int e2 = 0; e2 < 2; ++e2) {
+          const int64_t i = i0 + warp * 16 + g8 + 8 * e2;  // rows of this thread in the m64n64 accumulator
+          if (i >= kb.nq) continue;
+          float* row = a.dq_accum + (s.q_base + i) * D + p * 64 + 2 * t4;
+#pragma unroll
+          for (int n = 0; n < 8; ++n) {
+            atomicAdd(row + 8 * n, rQ[n][2 * e2]);
+            atomicAdd(row + 8 * n + 1, rQ[n][2 * e2 + 1]);
+          }
+        }
+      }
+    };
+    if (!turns) {
+      add_dq();
+    } else {
+      // The deterministic order: key block n after n − 1 (turns.cuh), warpgroup 0's share before 1's.
+      const int64_t b = blockIdx.x / kv_tiles / (a.heads / a.group);
+      int32_t* turn = turns + ((b * a.heads + s.bh % a.heads) * ((a.max_seq_q + kBr - 1) / kBr) + s.m);
+      if (tid == 0) wait_turn(turn, int32_t(n_block));
+      __syncthreads();  // the turn is this block's: every thread's adds come after the previous block's
+#pragma unroll 1
+      for (int w = 0; w < C::kWarpgroups; ++w) {
+        if (wg == w) add_dq();
+        __threadfence();  // this thread's adds, visible GPU-wide before the next warpgroup's and the turn
+        __syncthreads();  // warpgroup w's adds are all issued before w + 1 starts
+      }
+      if (tid == 0) pass_turn(turn);
+    }
+
+    if (t + 1 < steps) load_rows(t + 1);  // into the other half of sRows, last read in step t − 1
+    // Both warpgroups' waits cover their products: stage st and sdS are free once all have met here
+    // (and step t + 1's rows are in sRows).
+    __syncthreads();
+    if (tid == 0 && t + kStages < steps) load_q(t + kStages);
+  }
+
+  // dK = scale · Σ dSᵀ Q, dV = Σ Pᵀ dO, rounded, two columns per store; the key rows this block owns up to
+  // nk_rows (a padded entry's rows past nk get zeros).
+#pragma unroll
+  for (int e2 = 0; e2 < 2; ++e2) {
+    const int64_t j = key0 + 8 * e2;
+    if (j >= kb.nk_rows) continue;
+    const bool real = j < kb.nk;
+    T* dk_row = a.dk + kb.k_at + j * a.k_strides.row + 2 * t4;
+    T* dv_row = a.dv + kb.v_at + j * a.v_strides.row + 2 * t4;
+#pragma unroll
+    for (int n = 0; n < kDT; ++n) {
+      const float k0v = real ? a.scale * rdK[n][2 * e2] : 0.0f, k1v = real ? a.scale * rdK[n][2 * e2 + 1] : 0.0f;
+      const float v0v = real ? rdV[n][2 * e2] : 0.0f, v1v = real ? rdV[n][2 * e2 + 1] : 0.0f;
+      *reinterpret_cast<uint32_t*>(dk_row + 8 * n) = sm80::pack2<T>(k0v, k1v);
+      *reinterpret_cast<uint32_t*>(dv_row + 8 * n) = sm80::pack2<T>(v0v, v1v);
+    }
+  }
+}
+
+}  // namespace fs::flash_bwd_tma::v1

@@ -1,0 +1,14 @@
+// Stage 07 attention backward: the registry — its versions in order (each one's descriptor and C entry
+// are in its vN.cu).
+#include "stages/07_tuned_tma/attention_bwd/versions.h"
+
+namespace fs {
+
+KernelList stage07_attention_bwd_kernels() {
+  static const KernelDesc* const versions[] = {
+      &kFlashBwdTmaV1,
+  };
+  return kernel_list(versions);
+}
+
+}  // namespace fs

@@ -1,0 +1,20 @@
+// Stage 07, part 3 — the FlashAttention backward on Hopper: TMA loads, mbarriers and wgmma. Its
+// versions, as the registry lists them ("stage07/attention_bwd/v1" …; fs_flash_bwd_tma_v1 … in C, on
+// fs_attention_bwd_params), each defined in its vN.cu. The problem and its validation are
+// common/lib/attention.h, as for stage 05.
+//
+//   v1  fp16, bf16; head_dim 64, 128; K/V-stationary, the five products on wgmma, dQ by fp32 atomics
+//
+// Every version takes dense, padded (seq_lens) and packed (cu_seqlens) batches, grouped K/V heads
+// (dK, dV summed over each group), any layout with D contiguous and 16-byte strides, and the
+// `deterministic` field (dQ bitwise the same on every run). Hopper only (sm_90a), any other GPU gets
+// FS_ERR_UNSUPPORTED_DEVICE.
+#pragma once
+
+#include "common/lib/kernel.h"
+
+namespace fs {
+
+extern const KernelDesc kFlashBwdTmaV1;
+
+}  // namespace fs
