@@ -138,6 +138,11 @@ __global__ void __launch_bounds__(Config<D>::kThreads, 1)
   const int64_t kv_tiles = (a.max_seq_k + kBc - 1) / kBc;
   const int64_t n_block = blockIdx.x % kv_tiles;  // this block's place among its head's key blocks
   const int64_t k0 = kb.k0;
+  // What the walk reads of the block's rows, the rest of kb dead until the end: the keys of the block that
+  // exist (key_lim), the rows of the sequence (nq), the causal diagonal (key j seen by row i when
+  // j − k0 <= i + diag0), where the group's rows start (q_head0, q_shift).
+  const int key_lim = int(min(kb.nk - k0, int64_t(kBc)));
+  const int64_t nq = kb.nq, diag0 = kb.offset - k0, q_head0 = kb.q_head0, q_shift = kb.q_shift;
   const PlaneRow kv = kv_plane_row(a, kb);
 
   // The query tiles this block meets, per query head: m_first .. m_end − 1.
@@ -155,9 +160,9 @@ __global__ void __launch_bounds__(Config<D>::kThreads, 1)
   };
   auto step_of = [&](int64_t t) {
     Step s;
-    s.bh = kb.q_head0 + t / m_count;
+    s.bh = q_head0 + t / m_count;
     s.m = m_first + t % m_count;
-    s.q_base = kb.q_base(s.bh, a.seq_q);
+    s.q_base = s.bh * a.seq_q + q_shift;  // KeyBlock::q_base
     return s;
   };
   // Thread 0 fills stage t % kStages with Q_i and dO_i of step t.
@@ -179,7 +184,7 @@ __global__ void __launch_bounds__(Config<D>::kThreads, 1)
     const int r = tid % kBr;
     const int64_t i = s.m * kBr + r;
     float x = 0.0f;
-    if (i < kb.nq) x = tid < kBr ? a.lse[s.q_base + i] * kLog2e : a.delta[s.q_base + i];
+    if (i < nq) x = tid < kBr ? a.lse[s.q_base + i] * kLog2e : a.delta[s.q_base + i];
     sRows[(t % 2) * 2 * kBr + tid] = x;
   };
   if (steps > 0) load_rows(0);
@@ -200,11 +205,10 @@ __global__ void __launch_bounds__(Config<D>::kThreads, 1)
   float rdK[kDT][4] = {}, rdV[kDT][4] = {};  // Σ dSᵀ Q, Σ Pᵀ dO: the m64nD accumulators of this warpgroup
   auto& acc_dk = reinterpret_cast<float(&)[D / 2]>(rdK);
   auto& acc_dv = reinterpret_cast<float(&)[D / 2]>(rdV);
-  const uint32_t k_addr = sm90::smem_address(sK) + wg * kKw * 128;  // this warpgroup's 64 key rows
-  const uint32_t v_addr = sm90::smem_address(sV) + wg * kKw * 128;
-  unsigned char* my_ds = sdS + wg * C::kDSBytes;
-  const uint32_t ds_addr = sm90::smem_address(my_ds);
-  const int64_t key0 = k0 + wg * kKw + warp * 16 + g8;  // this thread's keys: key0 and key0 + 8
+  const uint32_t k_addr0 = sm90::smem_address(sK) + wg * kKw * 128;  // this warpgroup's 64 key rows
+  const uint32_t v_addr0 = sm90::smem_address(sV) + wg * kKw * 128;
+  const uint32_t ds_addr0 = sm90::smem_address(sdS + wg * C::kDSBytes);  // this warpgroup's dS tile
+  const int key_l = wg * kKw + warp * 16 + g8;  // this thread's keys within the block: key_l and key_l + 8
   const float scale_log2 = a.scale_log2;
 
   if (steps > 0) {
@@ -222,9 +226,14 @@ __global__ void __launch_bounds__(Config<D>::kThreads, 1)
     const Step s = step_of(t);
     const int64_t i0 = s.m * kBr;  // the tile's first query row, within the sequence
     unsigned char* sQ = sQdO + st * C::kStageBytes;
-    const uint32_t q_addr = sm90::smem_address(sQ), do_addr = q_addr + C::kQBytes;
+    // The tiles' shared addresses, hidden from the compiler for this step (an empty asm): otherwise it
+    // works out every descriptor of both stages once, before the walk, and keeps them all in registers
+    // (64-bit each; ptxas -v: spills at D = 128).
+    uint32_t q_addr = sm90::smem_address(sQ), k_addr = k_addr0, v_addr = v_addr0, ds_addr = ds_addr0;
+    asm volatile("" : "+r"(q_addr), "+r"(k_addr), "+r"(v_addr), "+r"(ds_addr));
+    const uint32_t do_addr = q_addr + C::kQBytes;
     sm90::mbarrier_wait_parity(&q_full[st], uint32_t(t / kStages) & 1);  // Q_i, dO_i have landed
-    const int q_from = first_foreign_row(i0, kBr, kb.nq, plane_row(s.q_base, a.seq_q, a.heads).row, a.seq_q);
+    const int q_from = first_foreign_row(i0, kBr, nq, plane_row(s.q_base, a.seq_q, a.heads).row, a.seq_q);
     if (q_from < kBr) {
       zero_rows<D>(sQ, kBr, q_from, tid, C::kThreads);
       zero_rows<D>(sQ + C::kQBytes, kBr, q_from, tid, C::kThreads);
@@ -249,17 +258,20 @@ __global__ void __launch_bounds__(Config<D>::kThreads, 1)
     sm90::wgmma_fence_operand(acc_s);  // no read of rS, rP above the wait
     sm90::wgmma_fence_operand(acc_p);
 
-    // Pᵀ and dSᵀ in place. Element (n, e) of the thread: key key0 + 8·(e / 2), query i0 + 8n + 2·t4 + e % 2.
-    // The mask only where the tile has a key or row outside the range: the causal diagonal, the tails.
+    // Pᵀ and dSᵀ in place. Element (n, e) of the thread: key k0 + jl, jl = key_l + 8·(e / 2), query
+    // i0 + il, il = 8n + 2·t4 + e % 2. The mask only where the tile has a key or row outside the range (the
+    // causal diagonal, the tails), in 32-bit offsets within the tile: key jl is kept when jl < key_lim,
+    // il < row_lim and (causal) jl − il <= diag.
     const float* rows = sRows + (t % 2) * 2 * kBr;  // this step's LSE · log2 e, then delta
-    const bool edge = (a.causal && k0 + kBc - 1 > i0 + kb.offset) || k0 + kBc > kb.nk || i0 + kBr > kb.nq;
+    const int row_lim = int(min(nq - i0, int64_t(kBr)));
+    const int diag = a.causal ? int(max(min(i0 + diag0, int64_t(kBc)), int64_t(-2 * kBc))) : kBc;
+    const bool edge = diag < kBc - 1 || key_lim < kBc || row_lim < kBr;
 #pragma unroll
     for (int n = 0; n < kNT; ++n)
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
-        const int64_t j = key0 + 8 * (e / 2), i = i0 + 8 * n + 2 * t4 + e % 2;
-        const bool keep = !edge || (j < kb.nk && i < kb.nq && (!a.causal || j <= i + kb.offset));
-        const int col = 8 * n + 2 * t4 + e % 2;
+        const int jl = key_l + 8 * (e / 2), col = 8 * n + 2 * t4 + e % 2;
+        const bool keep = !edge || (jl < key_lim && col < row_lim && jl - col <= diag);
         const float p = keep ? exp2f(rS[n][e] * scale_log2 - rows[col]) : 0.0f;
         rS[n][e] = p;
         rP[n][e] = keep ? p * (rP[n][e] - rows[kBr + col]) : 0.0f;
@@ -281,15 +293,21 @@ __global__ void __launch_bounds__(Config<D>::kThreads, 1)
       sm90::wgmma_m64nNk16_rs<D, T, /*kTransB=*/true>(acc_dk, dsa[kk], v_descriptor(q_addr, kBr, kk), true);
     sm90::wgmma_commit_group();
 
-    // dS (query rows × this warpgroup's 64 keys) into sdS[w], K-major for dQ's A: element (i, j) at row i,
-    // 16-byte chunk (j / 8) ^ (i % 8) — the 128-byte swizzle the descriptor reads.
+    // dS (query rows × this warpgroup's 64 keys) into sdS[w], K-major for dQ's A, from dSᵀ's A fragments
+    // (rP is dead by now): element (i, j) at row i, 16-byte chunk (j / 8) ^ (i % 8), the 128-byte swizzle
+    // the descriptor reads. The thread's element (n, e) is query i = 8n + 2·t4 + e % 2, key j = warp·16 +
+    // g8 + 8·(e / 2): i % 8 and j / 8 do not depend on n, so four offsets serve all 32 stores (+1024·n).
 #pragma unroll
-    for (int n = 0; n < kNT; ++n)
+    for (int e = 0; e < 4; ++e) {
+      const int r = 2 * t4 + e % 2;  // i % 8
+      const uint32_t at = ds_addr + r * 128 + (((2 * warp + e / 2) ^ r) * 16) + g8 * 2;
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int i = 8 * n + 2 * t4 + e % 2, j = warp * 16 + g8 + 8 * (e / 2);
-        *reinterpret_cast<T*>(my_ds + i * 128 + (((j / 8) ^ (i % 8)) * 16) + (j % 8) * 2) = from_float<T>(rP[n][e]);
+      for (int n = 0; n < kNT; ++n) {
+        const uint32_t pair = dsa[n / 2][(n % 2) * 2 + e / 2];  // a_from_c: (key row, two query columns)
+        const uint16_t half = uint16_t(e % 2 ? pair >> 16 : pair & 0xffffu);
+        asm volatile("st.shared.b16 [%0], %1;\n" ::"r"(at + n * 1024), "h"(half) : "memory");
       }
+    }
     sm90::fence_proxy_async();  // these plain stores, visible to wgmma's reads (the async proxy)
     sm90::wgmma_wait_group<0>();
     sm90::wgmma_fence_operand(acc_dv);
@@ -304,7 +322,7 @@ __global__ void __launch_bounds__(Config<D>::kThreads, 1)
     // dQ_i += dS · K_w, one 64-column panel of D at a time (Br × 64 fp32: 32 registers), added into
     // dq_accum rows q_base + i0 .. (the tile's real rows only).
     auto add_dq = [&] {
-#pragma unroll
+#pragma unroll 1
       for (int p = 0; p < D / 64; ++p) {
         float rQ[8][4];
         auto& acc_q = reinterpret_cast<float(&)[32]>(rQ);
@@ -318,9 +336,9 @@ __global__ void __launch_bounds__(Config<D>::kThreads, 1)
         sm90::wgmma_fence_operand(acc_q);
 #pragma unroll
         for (int e2 = 0; e2 < 2; ++e2) {
-          const int64_t i = i0 + warp * 16 + g8 + 8 * e2;  // rows of this thread in the m64n64 accumulator
-          if (i >= kb.nq) continue;
-          float* row = a.dq_accum + (s.q_base + i) * D + p * 64 + 2 * t4;
+          const int il = warp * 16 + g8 + 8 * e2;  // rows of this thread in the m64n64 accumulator
+          if (il >= row_lim) continue;
+          float* row = a.dq_accum + (s.q_base + i0 + il) * D + p * 64 + 2 * t4;
 #pragma unroll
           for (int n = 0; n < 8; ++n) {
             atomicAdd(row + 8 * n, rQ[n][2 * e2]);
@@ -354,14 +372,16 @@ __global__ void __launch_bounds__(Config<D>::kThreads, 1)
   }
 
   // dK = scale · Σ dSᵀ Q, dV = Σ Pᵀ dO, rounded, two columns per store; the key rows this block owns up to
-  // nk_rows (a padded entry's rows past nk get zeros).
+  // nk_rows (a padded entry's rows past nk get zeros). The block's rows are worked out again rather than
+  // kept in registers through the walk (for a packed batch, two loads of cu_seqlens).
+  const KeyBlock kbe = key_block_of</*kVarlen=*/true>(a, kBc);
 #pragma unroll
   for (int e2 = 0; e2 < 2; ++e2) {
-    const int64_t j = key0 + 8 * e2;
-    if (j >= kb.nk_rows) continue;
-    const bool real = j < kb.nk;
-    T* dk_row = a.dk + kb.k_at + j * a.k_strides.row + 2 * t4;
-    T* dv_row = a.dv + kb.v_at + j * a.v_strides.row + 2 * t4;
+    const int64_t j = kbe.k0 + key_l + 8 * e2;
+    if (j >= kbe.nk_rows) continue;
+    const bool real = j < kbe.nk;
+    T* dk_row = a.dk + kbe.k_at + j * a.k_strides.row + 2 * t4;
+    T* dv_row = a.dv + kbe.v_at + j * a.v_strides.row + 2 * t4;
 #pragma unroll
     for (int n = 0; n < kDT; ++n) {
       const float k0v = real ? a.scale * rdK[n][2 * e2] : 0.0f, k1v = real ? a.scale * rdK[n][2 * e2 + 1] : 0.0f;
