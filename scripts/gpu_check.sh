@@ -21,12 +21,20 @@ preset=${1:-h100}; shift || true
 steps=${*:-build test sanitize run bench plots}
 tools=${TOOLS:-racecheck initcheck memcheck synccheck}  # the slowest first
 # picked LIST NAME: does an item of the filter LIST (empty: all) name NAME or what NAME belongs to? An
-# item is a stage or a rung: stage07 picks stage07_attention_test and stage07_gemm_bench, stage07_gemm
-# only the gemm rung's binaries, stage06 picks stage06_gemm.
+# item is a stage or a rung: stage07 picks stage07_attention_test, stage07_attention_bwd_test and
+# stage07_gemm_bench, stage07_gemm only the gemm rung's binaries, stage06 picks stage06_gemm. The
+# backward rung is a rung of its own: stage07_attention picks the forward's binaries alone
+# (stage07_attention_test, not stage07_attention_bwd_test), stage07_attention_bwd the backward's.
 picked() {
   [ -z "$1" ] && return 0
-  local item
-  for item in $1; do [[ "$2" == "$item" || "$2" == "${item}_"* ]] && return 0; done
+  local item rest
+  for item in $1; do
+    [[ "$2" == "$item" ]] && return 0
+    [[ "$2" == "${item}_"* ]] || continue
+    rest=${2#"${item}_"}
+    [[ "$rest" == bwd || "$rest" == bwd_* ]] && continue  # stage07_attention_bwd*: not the forward's
+    return 0
+  done
   return 1
 }
 logs=${LOGS:-logs}
@@ -145,13 +153,14 @@ if has sanitize; then
 fi
 
 if has run; then
-  # Attention stages at N = 4096, D = 64, both masks; the GEMM stage at 4096³ in each element type.
+  # Attention stages at N = 4096, D = 64, both masks (the Hopper backward at D = 128 too); the GEMM
+  # stages at 4096³ in each element type.
   for exe in "$build"/stages/*/stage0[0-9]_* "$build"/stages/*/*/stage0[0-9]_*; do
     case "$exe" in *_test|*_bench|*.cmake) continue ;; esac
     [ -f "$exe" ] && [ -x "$exe" ] || continue
     name=$(basename "$exe")
     picked "${RUNS:-}" "$name" || continue
-    if [[ "$name" == stage0[67]_* ]]; then  # the GEMM stages; stage 07 takes fp16 and bf16 alone
+    if [[ "$name" == stage0[67]_gemm ]]; then  # the GEMM stages; stage 07 takes fp16 and bf16 alone
       dtypes="fp32 fp16 int8"
       [[ "$name" == stage07_* ]] && dtypes="fp16 bf16"
       for dtype in $dtypes; do
@@ -163,6 +172,10 @@ if has run; then
     for causal in 0 1; do
       "$exe" --seq 4096 --dim 64 --causal=$causal >"$logs/run_${name}_causal$causal.log" 2>&1
       note "run $name N=4096 D=64 causal=$causal: rc=$?"
+      if [[ "$name" == stage07_attention_bwd ]]; then
+        "$exe" --seq 4096 --dim 128 --causal=$causal >"$logs/run_${name}_D128_causal$causal.log" 2>&1
+        note "run $name N=4096 D=128 causal=$causal: rc=$?"
+      fi
     done
   done
 fi

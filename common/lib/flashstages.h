@@ -246,6 +246,11 @@ typedef struct fs_attention_bwd_params {
  * fs_attention_bwd_params. v10 takes the strides (any layout with D contiguous, every stride a multiple of
  * 16 bytes), on its atomic path and its deterministic one. */
 
+/* Stage 07, part 3 (FlashAttention backward on Hopper, sm_90a alone: FS_ERR_UNSUPPORTED_DEVICE on any
+ * other GPU): fs_flash_bwd_tma_vN, all taking fs_attention_bwd_params; fp16 and bf16, head_dim 64 and 128,
+ * dense, padded and packed batches, grouped K/V (dK, dV [B, KVH, Nk, D]: the sums over each group), the
+ * strides, and the deterministic flag. */
+
 /* ---- GEMM ------------------------------------------------------------------------------------- */
 
 /* Stage 06 (GEMM): fs_gemm_vN, all taking fs_gemm_params. Pointers need only their element alignment;

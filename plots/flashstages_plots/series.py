@@ -28,10 +28,15 @@ DTYPE_ORDER = ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "e4m3", "e5m2", "i
 # Bytes in a MiB: extra_bytes counters are shown in MiB.
 MIB = 1024.0 * 1024.0
 
-STAGE_NOTES = {"stage05": "backward"}
+# Stages and rungs that time the backward pass: a stage by its first name segment, a rung by its first two
+# (stage07/attention_bwd, whose JSON is stage07_attention_bwd.json, is not stage07/attention's forward).
+STAGE_NOTES = {"stage05": "backward", "stage07/attention_bwd": "backward"}
 # Peers that time a backward pass end in this (sdpa_bench.py --backward: sdpa_flash_bwd, ...); a stage's
 # tables put them beside the stages STAGE_NOTES calls backward, and the forward peers beside the others.
 BACKWARD_PEER_SUFFIX = "_bwd"
+# The backward rung's name continues the forward rung's (stage07/attention → stage07/attention_bwd): a
+# prefix naming a rung does not take the rung named with this after it.
+BACKWARD_RUNG_SUFFIX = "_bwd/"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -43,9 +48,17 @@ def is_peer(series: str) -> bool:
 
 
 def is_backward(series: str) -> bool:
-    """A backward-pass series: a stage STAGE_NOTES calls backward, or a peer named with _bwd."""
-    stage = series.split("/")[0]
-    return STAGE_NOTES.get(stage) == "backward" or stage.endswith(BACKWARD_PEER_SUFFIX)
+    """A backward-pass series: a stage or rung STAGE_NOTES calls backward, or a peer named with _bwd."""
+    parts = series.split("/")
+    stage, rung = parts[0], "/".join(parts[:2])
+    return "backward" in (STAGE_NOTES.get(stage), STAGE_NOTES.get(rung)) or stage.endswith(BACKWARD_PEER_SUFFIX)
+
+
+def under(series: str, prefix) -> bool:
+    """series.startswith(prefix) (a string or a tuple of them), except that a prefix naming the forward
+    rung (stage07/attention) does not take the backward rung's series (stage07/attention_bwd/v1/...)."""
+    prefixes = (prefix,) if isinstance(prefix, str) else tuple(prefix)
+    return any(series.startswith(p) and not series[len(p):].startswith(BACKWARD_RUNG_SUFFIX) for p in prefixes)
 
 
 def sdpa_peer_of(prefix: tuple[str, ...], series: str) -> bool:

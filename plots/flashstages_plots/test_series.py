@@ -17,7 +17,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # plots/, the package's parent
 
 from flashstages_plots.results import Results, load_results, select_runs  # noqa: E402
-from flashstages_plots.series import gemm_lines, is_backward  # noqa: E402
+from flashstages_plots.series import gemm_lines, is_backward, under  # noqa: E402
 from flashstages_plots.tables import attention_tables, render_block  # noqa: E402
 from flashstages_plots.figures import draw_attention_memory, draw_attention_throughput, draw_gemm  # noqa: E402
 from flashstages_plots.markers import MarkerError, render_value  # noqa: E402
@@ -49,6 +49,17 @@ class BackwardPeersTest(unittest.TestCase):
             series = {r.name.series for r in runs}
             self.assertIn(peer, series, prefix)
             self.assertNotIn(other, series, prefix)
+
+    def test_the_hopper_backward_rung_is_a_backward_rung_of_its_own(self):
+        """stage07/attention_bwd (stage07_attention_bwd.json) times the backward; the forward rung's
+        prefix, stage07/attention, does not take its series."""
+        self.assertTrue(is_backward("stage07/attention_bwd/v1/fp16/D:64/N:4096/causal:0"))
+        self.assertTrue(is_backward("stage07/attention_bwd"))
+        self.assertFalse(is_backward("stage07/attention/v8/fp16/D:64/N:4096/causal:0"))
+        self.assertFalse(under("stage07/attention_bwd/v1/fp16/D:64/N:4096/causal:0", ("stage07/attention",)))
+        self.assertTrue(under("stage07/attention/v8/fp16/D:64/N:4096/causal:0", ("stage07/attention",)))
+        self.assertTrue(under("stage07/attention_bwd/v1/fp16/D:64/N:4096/causal:0", "stage07/attention_bwd"))
+        self.assertTrue(under("stage05/v1_deterministic/fp32/D:64/N:512/causal:0", ("stage05/v1",)))
 
     def test_the_passes_never_share_a_table_or_figure(self):
         doc = {"context": {"gpu_name": "NVIDIA H100 80GB HBM3"}, "benchmarks": []}
