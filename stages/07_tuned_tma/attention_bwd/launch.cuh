@@ -114,9 +114,14 @@ constexpr std::size_t max_smem_bytes() {
 }
 
 // What a version allocates beyond its tensors: dQ / scale in fp32 and delta when the caller gives no
-// buffer for it (the turns of the deterministic mode, B·H·ceil(Nq / 64) ints, on top).
+// buffer for it; in deterministic mode the turns too, B·H·ceil(max Nq / Br) ints (kBr: the versions' query tile).
 inline std::size_t extra_bytes(const AttentionParams& p) {
   return std::size_t(q_elems(p)) * sizeof(float) + delta_extra_bytes(p);
+}
+template <int kBr>
+std::size_t deterministic_extra_bytes(const AttentionParams& p) {
+  const int64_t rows = p.cu_seqlens_q ? (p.max_seq_q > 0 ? p.max_seq_q : p.seq_q) : p.seq_q;
+  return extra_bytes(p) + std::size_t(p.batch * p.heads * ((rows + kBr - 1) / kBr)) * sizeof(int32_t);
 }
 
 }  // namespace fs::flash_bwd_tma

@@ -20,7 +20,8 @@ const KernelDesc kFlashBwdTmaV1 = attention_bwd_kernel(
     {"fs_flash_bwd_tma_v1", "stage07/attention_bwd", "v1",
      "K/V-stationary blocks, Q and dO by TMA, S^T, dP^T, dV, dK, dQ on wgmma, dQ by fp32 atomics, no warp specialization"},
     flash_bwd_tma::kSupport, kStageArchs, flash_bwd_tma::max_smem_bytes<flash_bwd_tma::v1::Config>(), run_v1,
-    flash_bwd_tma::extra_bytes, /*traffic_bytes=*/nullptr, delta_extra_bytes);
+    flash_bwd_tma::extra_bytes, /*traffic_bytes=*/nullptr,
+    flash_bwd_tma::deterministic_extra_bytes<flash_bwd_tma::v1::Config<64>::kBr>);
 
 }  // namespace fs
 
