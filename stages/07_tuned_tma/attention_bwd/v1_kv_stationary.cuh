@@ -12,8 +12,8 @@
 // Sᵀ and dPᵀ (keys as the instruction's m) leave Pᵀ and dSᵀ in the accumulator layout, which is the
 // A-fragment layout: dV and dK take them from registers, as the forward's O += P·V takes P.
 // Why faster than stage 05: wgmma's rate (mma.sync tops out well below the tensor peak on Hopper,
-// ceilings.json). What it lacks: all in order, loads issued by a math thread, each warpgroup adding its
-// own dQ share (2 × the atomics); v2 splits loads from math, v3 adds dQ per tile by TMA reduce-add.
+// ceilings.json). What it lacks: all in order, loads issued by a math thread, dQ by one fp32 atomic per
+// element and block (two at D = 64); v2 splits loads from math, v3 adds dQ per tile by TMA reduce-add.
 //
 // Run: build/h100/stages/07_tuned_tma/attention_bwd/stage07_attention_bwd --dtype fp16 --seq 4096 --dim 128 --batch 2 --heads 16 --version v1
 #pragma once
@@ -89,10 +89,11 @@ struct Config {
 //  4. Pᵀ = exp2(Sᵀ · scale·log2 e − LSE · log2 e), dSᵀ = Pᵀ ∘ (dPᵀ − delta), on the accumulators in
 //     place; masked keys and rows (causal, past Nk, past Nq) are set to 0 by a select, not a multiply,
 //     so an infinite LSE or a padding NaN never reaches a product.
-//  5. dQ: each warpgroup writes its dS (Br × 64, 16-bit) into its own swizzled panel, then for each
-//     64-column panel of D computes dS·K_j[its 64 keys, panel] and adds it into dq_accum with fp32
-//     atomics; the deterministic mode waits for its turn (turns.cuh) and adds warpgroup 0's share
-//     before warpgroup 1's. dq_accum holds dQ / scale; the conversion scales it (dq_convert_kernel).
+//  5. dQ: each warpgroup writes its dS (Br × 64, 16-bit) into its own swizzled panel; then warpgroup w
+//     computes one Br × 64 block of dS·K_j — at D = 128 D's panel w over all 128 keys (both dS tiles),
+//     at D = 64 the whole of D over its own 64 keys — and adds it into dq_accum with fp32 atomics; the
+//     deterministic mode waits for its turn (turns.cuh) and adds warpgroup 0's share before warpgroup
+//     1's. dq_accum holds dQ / scale; the conversion scales it (dq_convert_kernel).
 //  6. At the end, dK = scale · Σ dSᵀ Q and dV = Σ Pᵀ dO are rounded and written from registers (rows
 //     past the keys of a padded entry get zeros).
 //
@@ -102,8 +103,8 @@ struct Config {
 //   wait for the wgmma
 //   mask, Pᵀ, dSᵀ; both as A fragments
 //   dV += Pᵀ dO_i, dK += dSᵀ Q_i (2 · Br/16 wgmma); commit      rdV, rdK: 64 × D fp32 each
-//   dS → sdS[w] (scalar stores), fence.proxy.async; wait for the wgmma; bar.sync of the warpgroup
-//   for each panel p of D: rQ = dS · K_w[:, p] (4 wgmma); wait; add into dq_accum
+//   dS → sdS[w] (16-bit stores), fence.proxy.async; wait for the wgmma; barrier (D = 64: the warpgroup's)
+//   rQ = dS · K (D = 128: panel w, 8 wgmma; D = 64: K_w, 4 wgmma); wait; add into dq_accum
 //   threads 0 .. 127: LSE, delta of step t + 1 → sRows[(t + 1) % 2]
 //   __syncthreads                                              no warp reads stage st or sdS any more
 //   thread 0: expect_tx(q_full[st]); TMA Q, dO of step t + 2 → stage st
@@ -121,6 +122,9 @@ __global__ void __launch_bounds__(Config<D>::kThreads, 1)
   constexpr int kBr = C::kBr, kBc = C::kBc, kStages = C::kStages, kKw = C::kKeysPerWarpgroup;
   constexpr int kNT = kBr / 8;  // 8-column tiles of Sᵀ and dPᵀ (columns: query rows)
   constexpr int kDT = D / 8;    // 8-column tiles of dK and dV
+  // dQ's split between the warpgroups: its keys (D = 64, one panel of D) or its panels of D (D = 128).
+  constexpr bool kDqSplitsKeys = D / 64 < C::kWarpgroups;
+  static_assert(kDqSplitsKeys ? D == 64 : D / 64 == C::kWarpgroups, "dQ: one 64-column panel per warpgroup");
   extern __shared__ unsigned char smem_raw[];
   unsigned char* smem =
       reinterpret_cast<unsigned char*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
@@ -231,6 +235,7 @@ __global__ void __launch_bounds__(Config<D>::kThreads, 1)
     // (64-bit each; ptxas -v: spills at D = 128).
     uint32_t q_addr = sm90::smem_address(sQ), k_addr = k_addr0, v_addr = v_addr0, ds_addr = ds_addr0;
     asm volatile("" : "+r"(q_addr), "+r"(k_addr), "+r"(v_addr), "+r"(ds_addr));
+    const uint32_t k_all = k_addr - wg * kKw * 128, ds_all = ds_addr - wg * C::kDSBytes;  // the block's 128 keys
     const uint32_t do_addr = q_addr + C::kQBytes;
     sm90::mbarrier_wait_parity(&q_full[st], uint32_t(t / kStages) & 1);  // Q_i, dO_i have landed
     const int q_from = first_foreign_row(i0, kBr, nq, plane_row(s.q_base, a.seq_q, a.heads).row, a.seq_q);
@@ -317,52 +322,63 @@ __global__ void __launch_bounds__(Config<D>::kThreads, 1)
       sm90::wgmma_fence_operand(pa[kk]);  // pa, dsa live until here
       sm90::wgmma_fence_operand(dsa[kk]);
     }
-    sm90::bar_sync(1 + wg, 128);  // the warpgroup's four warps have written sdS[w] before any reads it
-
-    // dQ_i += dS · K_w, one 64-column panel of D at a time (Br × 64 fp32: 32 registers), added into
-    // dq_accum rows q_base + i0 .. (the tile's real rows only).
+    // dQ_i += dS · K_j, Br × 64 fp32 (32 registers) per warpgroup, added into dq_accum rows q_base + i0 ..
+    // (the tile's real rows only). At D = 128 warpgroup w takes D's panel w over all 128 keys (A: both
+    // dS tiles, adjacent in shared memory, as one K-major tile of two panels), so each dQ element gets
+    // one add per block; at D = 64 (one panel) each takes its own 64 keys, and each element gets two.
+    if constexpr (kDqSplitsKeys)
+      sm90::bar_sync(1 + wg, 128);  // the warpgroup's four warps have written sdS[w] before any reads it
+    else
+      __syncthreads();  // both warpgroups have written their dS tiles before either reads both
     auto add_dq = [&] {
-#pragma unroll 1
-      for (int p = 0; p < D / 64; ++p) {
-        float rQ[8][4];
-        auto& acc_q = reinterpret_cast<float(&)[32]>(rQ);
-        sm90::wgmma_fence();
+      float rQ[8][4];
+      auto& acc_q = reinterpret_cast<float(&)[32]>(rQ);
+      sm90::wgmma_fence();
+      if constexpr (kDqSplitsKeys) {
 #pragma unroll
-        for (int ks = 0; ks < kKw / 16; ++ks)  // k = 16 keys; K_w read N-major (D contiguous), panel p
+        for (int ks = 0; ks < kKw / 16; ++ks)  // k = 16 keys; K_w read N-major (D contiguous)
           sm90::wgmma_m64nNk16<64, T, false, /*kTransB=*/true>(
-              acc_q, k_major_descriptor(ds_addr, kBr, 0, ks), v_descriptor(k_addr + p * kBc * 128, kBc, ks), ks > 0);
-        sm90::wgmma_commit_group();
-        sm90::wgmma_wait_group<0>();
-        sm90::wgmma_fence_operand(acc_q);
+              acc_q, k_major_descriptor(ds_addr, kBr, 0, ks), v_descriptor(k_addr, kBc, ks), ks > 0);
+      } else {
 #pragma unroll
-        for (int e2 = 0; e2 < 2; ++e2) {
-          const int il = warp * 16 + g8 + 8 * e2;  // rows of this thread in the m64n64 accumulator
-          if (il >= row_lim) continue;
-          float* row = a.dq_accum + (s.q_base + i0 + il) * D + p * 64 + 2 * t4;
+        for (int ks = 0; ks < kBc / 16; ++ks)  // k = 16 keys of the block's 128; K read N-major, panel w
+          sm90::wgmma_m64nNk16<64, T, false, /*kTransB=*/true>(
+              acc_q, k_major_descriptor(ds_all, kBr, 0, ks), v_descriptor(k_all + wg * kBc * 128, kBc, ks), ks > 0);
+      }
+      sm90::wgmma_commit_group();
+      sm90::wgmma_wait_group<0>();
+      sm90::wgmma_fence_operand(acc_q);
+      const int col0 = kDqSplitsKeys ? 0 : wg * 64;
 #pragma unroll
-          for (int n = 0; n < 8; ++n) {
-            atomicAdd(row + 8 * n, rQ[n][2 * e2]);
-            atomicAdd(row + 8 * n + 1, rQ[n][2 * e2 + 1]);
-          }
+      for (int e2 = 0; e2 < 2; ++e2) {
+        const int il = warp * 16 + g8 + 8 * e2;  // rows of this thread in the m64n64 accumulator
+        if (il >= row_lim) continue;
+        float* row = a.dq_accum + (s.q_base + i0 + il) * D + col0 + 2 * t4;
+#pragma unroll
+        for (int n = 0; n < 8; ++n) {
+          atomicAdd(row + 8 * n, rQ[n][2 * e2]);
+          atomicAdd(row + 8 * n + 1, rQ[n][2 * e2 + 1]);
         }
       }
     };
-    if (!turns) {
-      add_dq();
-    } else {
-      // The deterministic order: key block n after n − 1 (turns.cuh), warpgroup 0's share before 1's.
+    // Deterministic mode: key block n adds after n − 1 (turns.cuh), warpgroup 0's share before 1's. One
+    // call of add_dq either way (two would double its code, and ptxas's register demand with it).
+    int32_t* turn = nullptr;
+    if (turns) {
       const int64_t b = blockIdx.x / kv_tiles / (a.heads / a.group);
-      int32_t* turn = turns + ((b * a.heads + s.bh % a.heads) * ((a.max_seq_q + kBr - 1) / kBr) + s.m);
+      turn = turns + ((b * a.heads + s.bh % a.heads) * ((a.max_seq_q + kBr - 1) / kBr) + s.m);
       if (tid == 0) wait_turn(turn, int32_t(n_block));
       __syncthreads();  // the turn is this block's: every thread's adds come after the previous block's
+    }
 #pragma unroll 1
-      for (int w = 0; w < C::kWarpgroups; ++w) {
-        if (wg == w) add_dq();
+    for (int w = 0; w < (turns ? C::kWarpgroups : 1); ++w) {
+      if (!turns || wg == w) add_dq();
+      if (turns) {
         __threadfence();  // this thread's adds, visible GPU-wide before the next warpgroup's and the turn
         __syncthreads();  // warpgroup w's adds are all issued before w + 1 starts
       }
-      if (tid == 0) pass_turn(turn);
     }
+    if (turn && tid == 0) pass_turn(turn);
 
     if (t + 1 < steps) load_rows(t + 1);  // into the other half of sRows, last read in step t − 1
     // Both warpgroups' waits cover their products: stage st and sdS are free once all have met here
