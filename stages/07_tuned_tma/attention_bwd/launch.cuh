@@ -85,11 +85,17 @@ Status launch_kv_stationary(void (*kernel)(CUtensorMap, CUtensorMap, CUtensorMap
       // Above 48 KB a kernel must opt in to the larger dynamic shared memory carve-out.
       FS_RETURN_IF_CUDA_ERROR(
           cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(C::kSmemBytes)));
-      kernel<<<unsigned(blocks), C::kThreads, C::kSmemBytes, stream>>>(tq, tk, tv, tdo, a, turns);
-      FS_RETURN_IF_CUDA_ERROR(cudaGetLastError());
+      // (A grid of no blocks is a launch error: a batch whose entries have no keys, or no query rows, has
+      // nothing to compute or convert.)
+      if (blocks > 0) {
+        kernel<<<unsigned(blocks), C::kThreads, C::kSmemBytes, stream>>>(tq, tk, tv, tdo, a, turns);
+        FS_RETURN_IF_CUDA_ERROR(cudaGetLastError());
+      }
       const int64_t slots = bwd::query_slots(pr);
-      bwd::dq_convert_kernel<T, C::kD><<<unsigned(bwd::row_blocks(slots)), bwd::kRowThreads, 0, stream>>>(a, slots);
-      FS_RETURN_IF_CUDA_ERROR(cudaGetLastError());
+      if (slots > 0) {
+        bwd::dq_convert_kernel<T, C::kD><<<unsigned(bwd::row_blocks(slots)), bwd::kRowThreads, 0, stream>>>(a, slots);
+        FS_RETURN_IF_CUDA_ERROR(cudaGetLastError());
+      }
       return Status::Success;
     });
   });
