@@ -23,6 +23,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "common/device/attention.cuh"
 #include "common/device/bwd_args.cuh"
@@ -74,6 +75,15 @@ struct Config {
   static_assert(kKeysPerWarpgroup == 64 && kBr == 64, "dS is one 128-byte-swizzled panel per warpgroup");
 };
 
+// One 16-bit element of a packed pair (an A fragment's register), as fp32.
+template <class T>
+__device__ __forceinline__ float half_to_float(uint16_t bits) {
+  if constexpr (std::is_same_v<T, __half>)
+    return __half2float(__ushort_as_half(bits));
+  else
+    return __bfloat162float(__ushort_as_bfloat16(bits));
+}
+
 // How the pieces work:
 //  1. Block x is key block k0 .. k0 + Bc − 1 of one (batch entry, K/V head) (attn::key_block_of). It
 //     loads K_j and V_j once, then walks every query tile i of every query head of its K/V group that
@@ -86,9 +96,11 @@ struct Config {
 //     plain loads during the step before (sRows, two steps deep), so that no thread holds 32 registers
 //     of them through the softmax-gradient math. A 1D TMA of them would need a 16-byte aligned first
 //     row, which a packed entry's rows (cu_seqlens_q[b] anywhere) do not have; v2's producer stages them.
-//  4. Pᵀ = exp2(Sᵀ · scale·log2 e − LSE · log2 e), dSᵀ = Pᵀ ∘ (dPᵀ − delta), on the accumulators in
-//     place; masked keys and rows (causal, past Nk, past Nq) are set to 0 by a select, not a multiply,
-//     so an infinite LSE or a padding NaN never reaches a product.
+//  4. Pᵀ = exp2(Sᵀ · scale·log2 e − LSE · log2 e) on the accumulator in place, rounded into A
+//     fragments; then dPᵀ, and dSᵀ = Pᵀ ∘ (dPᵀ − delta) with P read back from its fragments (as the
+//     naive backward does: there is no room for Sᵀ's and dPᵀ's fp32 accumulators at once beside dK
+//     and dV at D = 128). Masked keys and rows (causal, past Nk, past Nq) get P = 0 by a select, not a
+//     multiply, so an infinite LSE or a padding NaN never reaches a product.
 //  5. dQ: each warpgroup writes its dS (Br × 64, 16-bit) into its own swizzled panel; then warpgroup w
 //     computes one Br × 64 block of dS·K_j — at D = 128 D's panel w over all 128 keys (both dS tiles),
 //     at D = 64 the whole of D over its own 64 keys — and adds it into dq_accum with fp32 atomics; the
@@ -99,9 +111,10 @@ struct Config {
 //
 // Per step t (query head g, query tile m; stage st = t % 2, its (t / 2)-th use), each warpgroup w:
 //   wait q_full[st]                                            Q_i, dO_i have landed
-//   Sᵀ = K_w Q_iᵀ, dPᵀ = V_w dO_iᵀ (2 · D/16 wgmma); commit      rS, rP: 64 × 64 fp32 each
-//   wait for the wgmma
-//   mask, Pᵀ, dSᵀ; both as A fragments
+//   Sᵀ = K_w Q_iᵀ (D/16 wgmma); wait                           rS: 64 × 64 fp32
+//   mask, Pᵀ → A fragments pa
+//   dPᵀ = V_w dO_iᵀ (D/16 wgmma); wait                          rP: 64 × 64 fp32
+//   dSᵀ = P ∘ (dPᵀ − delta) → A fragments dsa
 //   dV += Pᵀ dO_i, dK += dSᵀ Q_i (2 · Br/16 wgmma); commit      rdV, rdK: 64 × D fp32 each
 //   dS → sdS[w] (16-bit stores), fence.proxy.async; wait for the wgmma; barrier (D = 64: the warpgroup's)
 //   rQ = dS · K (D = 128: panel w, 8 wgmma; D = 64: K_w, 4 wgmma); wait; add into dq_accum
@@ -245,28 +258,23 @@ __global__ void __launch_bounds__(Config<D>::kThreads, 1)
       __syncthreads();  // the rows of another entry (or the padding) are zeros before any product reads them
     }
 
-    // Sᵀ = K_w Q_iᵀ and dPᵀ = V_w dO_iᵀ, both 64 keys × Br queries, k = the head dimension.
+    // Sᵀ = K_w Q_iᵀ: 64 keys × Br queries, k = the head dimension.
     float rS[kNT][4], rP[kNT][4];
     auto& acc_s = reinterpret_cast<float(&)[kBr / 2]>(rS);
     auto& acc_p = reinterpret_cast<float(&)[kBr / 2]>(rP);
-    sm90::wgmma_fence();  // rdK, rdV were last written by wgmma, rS, rP are fresh: order them all the same
+    sm90::wgmma_fence();  // rdK, rdV were last written by wgmma, rS is fresh: order them all the same
 #pragma unroll
     for (int ks = 0; ks < D / 16; ++ks)  // the first product overwrites: scale-d = 0
       sm90::wgmma_m64nNk16<kBr, T, false, false>(acc_s, k_major_descriptor(k_addr, kBc, 0, ks),
                                                  k_major_descriptor(q_addr, kBr, 0, ks), ks > 0);
-#pragma unroll
-    for (int ks = 0; ks < D / 16; ++ks)
-      sm90::wgmma_m64nNk16<kBr, T, false, false>(acc_p, k_major_descriptor(v_addr, kBc, 0, ks),
-                                                 k_major_descriptor(do_addr, kBr, 0, ks), ks > 0);
     sm90::wgmma_commit_group();
     sm90::wgmma_wait_group<0>();
-    sm90::wgmma_fence_operand(acc_s);  // no read of rS, rP above the wait
-    sm90::wgmma_fence_operand(acc_p);
+    sm90::wgmma_fence_operand(acc_s);  // no read of rS above the wait
 
-    // Pᵀ and dSᵀ in place. Element (n, e) of the thread: key k0 + jl, jl = key_l + 8·(e / 2), query
-    // i0 + il, il = 8n + 2·t4 + e % 2. The mask only where the tile has a key or row outside the range (the
+    // Pᵀ in place. Element (n, e) of the thread: key k0 + jl, jl = key_l + 8·(e / 2), query i0 + col,
+    // col = 8n + 2·t4 + e % 2. The mask only where the tile has a key or row outside the range (the
     // causal diagonal, the tails), in 32-bit offsets within the tile: key jl is kept when jl < key_lim,
-    // il < row_lim and (causal) jl − il <= diag.
+    // col < row_lim and (causal) jl − col <= diag.
     const float* rows = sRows + (t % 2) * 2 * kBr;  // this step's LSE · log2 e, then delta
     const int row_lim = int(min(nq - i0, int64_t(kBr)));
     const int diag = a.causal ? int(max(min(i0 + diag0, int64_t(kBc)), int64_t(-2 * kBc))) : kBc;
@@ -277,18 +285,39 @@ __global__ void __launch_bounds__(Config<D>::kThreads, 1)
       for (int e = 0; e < 4; ++e) {
         const int jl = key_l + 8 * (e / 2), col = 8 * n + 2 * t4 + e % 2;
         const bool keep = !edge || (jl < key_lim && col < row_lim && jl - col <= diag);
-        const float p = keep ? exp2f(rS[n][e] * scale_log2 - rows[col]) : 0.0f;
-        rS[n][e] = p;
-        rP[n][e] = keep ? p * (rP[n][e] - rows[kBr + col]) : 0.0f;
+        rS[n][e] = keep ? exp2f(rS[n][e] * scale_log2 - rows[col]) : 0.0f;
       }
-
-    // Pᵀ and dSᵀ as A fragments (k = the query rows, Br/16 steps), live and fenced until their wgmma is done.
+    // Pᵀ as A fragments (k = the query rows, Br/16 steps), rounded to T: from here on the only copy of P
+    // (rS dies), live and fenced until dV's wgmma is done.
     uint32_t pa[kBr / 16][4], dsa[kBr / 16][4];
 #pragma unroll
-    for (int kk = 0; kk < kBr / 16; ++kk) {
-      a_from_c<T>(pa[kk], rS[2 * kk], rS[2 * kk + 1]);
-      a_from_c<T>(dsa[kk], rP[2 * kk], rP[2 * kk + 1]);
-    }
+    for (int kk = 0; kk < kBr / 16; ++kk) a_from_c<T>(pa[kk], rS[2 * kk], rS[2 * kk + 1]);
+
+    // dPᵀ = V_w dO_iᵀ, the same shape, after Sᵀ rather than beside it: Sᵀ's 32 fp32 registers are 16 of
+    // P's by now, and dK, dV (128 at D = 128) leave no room for both accumulators and the softmax's
+    // temporaries (ptxas -v: 64 bytes of spill when both were in flight).
+    sm90::wgmma_fence();
+#pragma unroll
+    for (int ks = 0; ks < D / 16; ++ks)
+      sm90::wgmma_m64nNk16<kBr, T, false, false>(acc_p, k_major_descriptor(v_addr, kBc, 0, ks),
+                                                 k_major_descriptor(do_addr, kBr, 0, ks), ks > 0);
+    sm90::wgmma_commit_group();
+    sm90::wgmma_wait_group<0>();
+    sm90::wgmma_fence_operand(acc_p);
+
+    // dSᵀ = Pᵀ ∘ (dPᵀ − delta) in place, P read back from its fragments (as the naive backward, stage 05's
+    // v0, computes dS from P rounded to T); masked elements have P = 0 and a finite dP, so dS = 0.
+#pragma unroll
+    for (int n = 0; n < kNT; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int col = 8 * n + 2 * t4 + e % 2;
+        const uint32_t pair = pa[n / 2][(n % 2) * 2 + e / 2];  // a_from_c: (key row, two query columns)
+        const float p = half_to_float<T>(uint16_t(e % 2 ? pair >> 16 : pair & 0xffffu));
+        rP[n][e] = p * (rP[n][e] - rows[kBr + col]);
+      }
+#pragma unroll
+    for (int kk = 0; kk < kBr / 16; ++kk) a_from_c<T>(dsa[kk], rP[2 * kk], rP[2 * kk + 1]);
     sm90::wgmma_fence();  // pa, dsa written by ordinary instructions before wgmma reads them
 #pragma unroll
     for (int kk = 0; kk < kBr / 16; ++kk)  // dV += Pᵀ dO_i: k = 16 query rows, dO_i read N-major
