@@ -88,7 +88,8 @@ FS_CPU_TEST_CASE("registry: every stage's versions in order and each with a C en
 
 FS_CPU_TEST_CASE("layouts: the versions that take strides say so / the others refuse a strided problem by name") {
   // What issue 53 gave strides: every stage 07 attention forward, stage 04's v4 kernel (v4, v5) and v6,
-  // stage 05's v10 backward. Every other attention version takes the contiguous layout alone.
+  // stage 05's v10 backward; and every stage 07 attention backward (issue 54: its TMA maps take the
+  // strides as the forward's do). Every other attention version takes the contiguous layout alone.
   const std::set<std::string> strided = {"stage04/v4", "stage04/v5", "stage04/v6", "stage05/v10"};
   for (const KernelDesc* k : all_kernels()) {
     if (!k->is_attention() && !k->is_attention_bwd()) {
@@ -96,7 +97,8 @@ FS_CPU_TEST_CASE("layouts: the versions that take strides say so / the others re
       continue;
     }
     INFO(k->qualified());
-    const bool takes = strided.count(k->qualified()) > 0 || std::string(k->info.stage) == "stage07/attention";
+    const bool takes = strided.count(k->qualified()) > 0 || std::string(k->info.stage) == "stage07/attention" ||
+                       std::string(k->info.stage) == "stage07/attention_bwd";
     CHECK(k->info.strided == int(takes));
     CHECK(k->attention.strided == takes);
     // Its first dtype and head_dim, 16-byte aligned fake tensors, laid out [B, N, H, D]: validation alone
