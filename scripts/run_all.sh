@@ -97,7 +97,7 @@ status=0
 for exe in "$build"/stages/*/stage0[0-9]_* "$build"/stages/*/*/stage0[0-9]_*; do
   case "$exe" in *_test|*_bench|*.cmake) continue ;; esac
   [ -f "$exe" ] && [ -x "$exe" ] || continue
-  if [[ "$(basename "$exe")" == stage0[67]_* ]]; then  # the GEMM stages; stage 07 takes fp16 and bf16 alone
+  if [[ "$(basename "$exe")" == stage0[67]_gemm ]]; then  # the GEMM stages; stage 07 takes fp16 and bf16 alone
     dtypes="fp32 fp16 int8"
     [[ "$(basename "$exe")" == stage07_* ]] && dtypes="fp16 bf16"
     for dtype in $dtypes; do
@@ -110,6 +110,12 @@ for exe in "$build"/stages/*/stage0[0-9]_* "$build"/stages/*/*/stage0[0-9]_*; do
     echo; echo "== $(basename "$exe") --seq 4096 --dim 64 --causal=$causal"
     alive "$(basename "$exe")" "$exe" --seq 4096 --dim 64 --causal=$causal || status=1
   done
+  if [[ "$(basename "$exe")" == stage07_attention_bwd ]]; then  # the Hopper backward at D = 128 too
+    for causal in 0 1; do
+      echo; echo "== $(basename "$exe") --seq 4096 --dim 128 --causal=$causal"
+      alive "$(basename "$exe")" "$exe" --seq 4096 --dim 128 --causal=$causal || status=1
+    done
+  fi
   if [[ "$(basename "$exe")" == stage07_attention ]]; then  # v9 takes fp8 at D = 128 alone
     for causal in 0 1; do
       echo; echo "== $(basename "$exe") --seq 4096 --dim 128 --dtype fp8_e4m3 --causal=$causal"
