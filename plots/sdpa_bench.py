@@ -6,6 +6,7 @@
     python3 plots/sdpa_bench.py --out results/h100-sxm/sdpa.json --shape-qk 1,16,512,16384,128
     python3 plots/sdpa_bench.py --out results/h100-sxm/sdpa.json --shape-gqa 1,32,8,1,16384,128
     python3 plots/sdpa_bench.py --out results/h100-sxm/sdpa_bwd.json --backward
+    python3 plots/sdpa_bench.py --out results/h100-sxm/sdpa_bwd.json --backward --seq 8192 --no-gqa
     python3 plots/sdpa_bench.py --out results/h100-sxm/sdpa_packed.json --packed-defaults --dtype fp16 --backend flash
 
 Backends: FLASH_ATTENTION → sdpa_flash, CUDNN_ATTENTION → sdpa_cudnn, EFFICIENT_ATTENTION →
@@ -47,19 +48,28 @@ torch.ops.aten._flash_attention_forward (FlashAttention-2's variable-length kern
 [total, H, D] values with int32 offsets and the longest entry as max_q, max_k.
 
 --backward times the backward pass alone, as stage 05's benchmarks do (stages/05_flash_bwd/bench.cu):
-series sdpa_flash_bwd, sdpa_cudnn_bwd, sdpa_efficient_bwd, named like stage 05's rows
-(sdpa_flash_bwd/fp16/D:64/N:4096/causal:0), on its grid (N = 512 … 8192 at each --dim; no short-query
-or grouped shapes, which stage 05 does not time), written to its own file (sdpa_bwd.json). Q, K, V
+series sdpa_flash_bwd, sdpa_cudnn_bwd, sdpa_efficient_bwd, named like the backward stages' rows
+(sdpa_flash_bwd/fp16/D:64/N:4096/causal:0), on their grid: N = 512 … 8192 at each --dim, the grid of
+stage 05 and of stage 07's attention backward (stages/07_tuned_tma/attention_bwd/bench.cu) alike; no
+short-query shapes. Then grouped K/V on the same rule (BACKWARD_GQA_SEQS: N = 2048 and 8192, the two
+sizes issue 54 sets the backward's speed goal at, where --seq has them; B·N = 16384, H = 2048/D):
+KVH = H/4, a group of four query heads per K/V head, and KVH = 1, multi-query; called with
+enable_gqa=True, so that dK and dV are sums over each group, and named as the stages name grouped
+shapes (sdpa_cudnn_bwd/fp16/D:128/B:2/H:16/KVH:4/Nq:8192/Nk:8192/causal:1). --no-gqa drops them
+(stage 05's peers: it times no grouped shape); --shape-gqa and --shape-qk add shapes as for the
+forward. Q, K, V
 require grad; the forward runs once outside the timing, and each timed call is
 out.backward(dO, retain_graph=True) with a fixed random dO. Between calls the grads are set to None
 (outside the timing), so every call writes fresh dQ, dK, dV as the stage does, instead of adding
 into them: accumulating would time an extra read-add of each gradient the stage never does.
 FLOPs = 2.5 × the forward's (common/lib/flops.h: five matmuls against two); bytes = Q, K, V, O, dO
 read + dQ, dK, dV written, twice the forward's. It took 72 s on an H100 (5 N × 2 D × 2 masks × 2
-dtypes × 3 backends = 120 points of ~0.3 s warm-up and timed calls each, plus one forward apiece); scripts/gpu_check.sh and run_all.sh run it right after stage 05's bench.
-A backend that refuses a shape is skipped with a note (enable_gqa needs PyTorch 2.5 or newer, and not
-every backend takes it). Without PyTorch or CUDA this prints a
-skip line and exits 0.
+dtypes × 3 backends = 120 points of ~0.3 s warm-up and timed calls each, plus one forward apiece); the
+grouped shapes add 2 D × 4 shapes × 2 masks × 2 dtypes × 3 backends = 96 points (not yet timed:
+about another minute, an estimate); scripts/gpu_check.sh and run_all.sh run it right after stage 05's bench.
+A backend that refuses a shape (its forward or its backward) is skipped with a note (enable_gqa needs
+PyTorch 2.5 or newer, and not every backend takes it). Without PyTorch or CUDA this prints a skip line
+and exits 0.
 """
 
 from __future__ import annotations
@@ -92,8 +102,12 @@ DEFAULT_GQA_SIZES = ((1, 32, 8, 1, 16384), (8, 32, 8, 1, 8192), (1, 32, 8, 512, 
 GQA_DIM = 128
 # --packed-defaults: (ENTRIES, LO, HI, D), the packed batches stages/07_tuned_tma/attention/bench.cu times.
 DEFAULT_PACKED = ((2, 8192, 8192, 64), (16, 512, 8192, 64), (2, 8192, 8192, 128), (16, 512, 8192, 128))
-# --backward: stage 05's grid (its bench.cu, the tensor-core v2), and the suffix its peers' series take.
+# --backward: stage 05's grid (its bench.cu, the tensor-core v2), which stage 07's attention backward
+# (stages/07_tuned_tma/attention_bwd/bench.cu) times too, and the suffix its peers' series take.
 BACKWARD_SEQS = (512, 1024, 2048, 4096, 8192)
+# --backward's grouped K/V (see above): at these N of --seq, KVH = H / BACKWARD_GQA_GROUP and KVH = 1.
+BACKWARD_GQA_SEQS = (2048, 8192)
+BACKWARD_GQA_GROUP = 4
 BACKWARD_SUFFIX = "_bwd"
 BACKWARD_FLOP_FACTOR = 2.5  # dV = Pᵀ dO, dP = dO Vᵀ, dQ = dS K, dK = dSᵀ Q, and S recomputed: 5 vs 2 matmuls
 
@@ -228,6 +242,20 @@ def planned_gqa_shapes(dims, extra_gqa=(), gqa_sizes=DEFAULT_GQA_SIZES) -> list[
     return list(dict.fromkeys(shapes))
 
 
+def backward_gqa_shapes(seqs, dims) -> list[tuple[int, int, int, int, int, int]]:
+    """(B, H, KVH, N, N, D): --backward's grouped K/V, on the grid's rule for B and H, at each D and
+    at each N of BACKWARD_GQA_SEQS that seqs has; KVH = H / BACKWARD_GQA_GROUP, then 1. None twice,
+    none with KVH = H (that is the grid's own point)."""
+    shapes = []
+    for d in dims:
+        for n in (n for n in BACKWARD_GQA_SEQS if n in seqs):
+            b, h = default_batch_heads(n, d)
+            for kvh in (h // BACKWARD_GQA_GROUP, 1):
+                if 1 <= kvh < h and h % kvh == 0:
+                    shapes.append((b, h, kvh, n, n, d))
+    return list(dict.fromkeys(shapes))
+
+
 def planned_shapes(seqs, dims, extra, extra_qk=(), qk_sizes=DEFAULT_QK_SIZES) -> list[tuple[int, int, int, int, int]]:
     """(B, H, Nq, Nk, D): the default sweep (Nq = Nk = N), each --shape, the short-query sizes at
     each D, each --shape-qk; none twice."""
@@ -244,6 +272,22 @@ def planned_shapes(seqs, dims, extra, extra_qk=(), qk_sizes=DEFAULT_QK_SIZES) ->
         if shape not in unique:
             unique.append(shape)
     return unique
+
+
+def planned_points(args: argparse.Namespace) -> list[tuple[int, int, int, int, int, int]]:
+    """(B, H, KVH, Nq, Nk, D), in the order they are timed: the square grid, each --shape, the
+    short-query sizes and each --shape-qk (KVH = H); then the grouped shapes: the forward's
+    DEFAULT_GQA_SIZES or, with --backward, backward_gqa_shapes (--no-gqa: neither), and each
+    --shape-gqa. Call backward_defaults(args) first."""
+    qk_sizes = () if args.no_qk else DEFAULT_QK_SIZES
+    shapes = [(b, h, h, nq, nk, d)
+              for b, h, nq, nk, d in planned_shapes(args.seq, args.dim, args.shape, args.shape_qk, qk_sizes)]
+    if args.backward:
+        grouped = [] if args.no_gqa else backward_gqa_shapes(args.seq, args.dim)
+        shapes += list(dict.fromkeys([*grouped, *args.shape_gqa]))
+    else:
+        shapes += planned_gqa_shapes(args.dim, args.shape_gqa, () if args.no_gqa else DEFAULT_GQA_SIZES)
+    return shapes
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -270,7 +314,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--packed-defaults", action="store_true",
                    help="time the packed batches stage 07's attention benchmarks time (see above)")
     p.add_argument("--backward", action="store_true",
-                   help="time the backward pass alone (series *_bwd, stage 05's grid; see above)")
+                   help="time the backward pass alone (series *_bwd, the backward stages' grid and grouped K/V; "
+                        "see above)")
     p.add_argument("--warmup", type=int, default=10, help="untimed calls before timing (default 10)")
     p.add_argument("--runs", type=int, default=30, help="timed calls; the median is kept (default 30)")
     p.add_argument("--no-l2-flush", action="store_true", help="do not overwrite L2 before each timed call")
@@ -278,12 +323,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 
 def backward_defaults(args: argparse.Namespace) -> None:
-    """The default --seq (stage 05's grid with --backward); --backward also drops the short-query and
-    grouped shapes."""
+    """The default --seq (the backward stages' grid with --backward); --backward also drops the
+    short-query shapes (its grouped shapes are its own: backward_gqa_shapes)."""
     if args.seq is None:
         args.seq = list(BACKWARD_SEQS if args.backward else DEFAULT_SEQS)
     if args.backward:
-        args.no_qk = args.no_gqa = True
+        args.no_qk = True
     if args.packed_defaults:
         args.packed = list(dict.fromkeys([*DEFAULT_PACKED, *args.packed]))
 
@@ -482,6 +527,8 @@ def measure_backward_point(torch, sdpa, backend, q, k, v, causal: bool, args, fl
     from torch.nn.attention import sdpa_kernel
 
     mask = causal_arguments(causal, q.shape[-2], k.shape[-2])
+    if k.shape[-3] != q.shape[-3]:  # grouped K/V: dK and dV summed over each group of query heads
+        mask["enable_gqa"] = True
     q, k, v = (t.detach().requires_grad_(True) for t in (q, k, v))
     d_o = torch.randn_like(q)
     with sdpa_kernel([backend]):
@@ -608,12 +655,7 @@ def benchmark_rows(torch, args: argparse.Namespace) -> list[dict]:
     for dtype_name in args.dtype:
         dtype = dtypes[dtype_name]
         element_size = torch.tensor([], dtype=dtype).element_size()
-        qk_sizes = () if args.no_qk else DEFAULT_QK_SIZES
-        gqa_sizes = () if args.no_gqa else DEFAULT_GQA_SIZES
-        shapes = [(b, h, h, nq, nk, d)
-                  for b, h, nq, nk, d in planned_shapes(args.seq, args.dim, args.shape, args.shape_qk, qk_sizes)]
-        shapes += planned_gqa_shapes(args.dim, args.shape_gqa, gqa_sizes)
-        for b, h, kvh, nq, nk, d in shapes:
+        for b, h, kvh, nq, nk, d in planned_points(args):
             try:
                 # Q [B, H, Nq, D], K, V [B, KVH, Nk, D] contiguous, random normal: never zeros, which can
                 # time faster.

@@ -100,7 +100,8 @@ class SdpaBenchShapesTest(unittest.TestCase):
         args = self.sb.parse_args(["--out", "x.json", "--backward"])
         self.sb.backward_defaults(args)
         self.assertEqual(args.seq, [512, 1024, 2048, 4096, 8192])
-        self.assertTrue(args.no_qk and args.no_gqa)
+        self.assertTrue(args.no_qk)
+        self.assertFalse(args.no_gqa)  # the backward's own grouped shapes (test_backward_grouped_shapes)
         args = self.sb.parse_args(["--out", "x.json", "--backward", "--seq", "1024"])
         self.sb.backward_defaults(args)
         self.assertEqual(args.seq, [1024])
@@ -108,6 +109,54 @@ class SdpaBenchShapesTest(unittest.TestCase):
         self.sb.backward_defaults(args)
         self.assertEqual(args.seq, list(self.sb.DEFAULT_SEQS))
         self.assertFalse(args.no_qk or args.no_gqa)
+
+    def test_backward_grouped_shapes(self):
+        # Grouped K/V on the grid's rule (B·N = 16384, H = 2048 / D) at N = 2048 and 8192: KVH = H / 4, then 1.
+        self.assertEqual(self.sb.backward_gqa_shapes([512, 1024, 2048, 4096, 8192], [64, 128]),
+                         [(8, 32, 8, 2048, 2048, 64), (8, 32, 1, 2048, 2048, 64),
+                          (2, 32, 8, 8192, 8192, 64), (2, 32, 1, 8192, 8192, 64),
+                          (8, 16, 4, 2048, 2048, 128), (8, 16, 1, 2048, 2048, 128),
+                          (2, 16, 4, 8192, 8192, 128), (2, 16, 1, 8192, 8192, 128)])
+        self.assertEqual(self.sb.backward_gqa_shapes([4096], [128]), [])  # only where --seq has 2048 or 8192
+        # D = 1024: H = 2, H / 4 = 0 heads; multi-query alone.
+        self.assertEqual(self.sb.backward_gqa_shapes([8192], [1024]), [(2, 2, 1, 8192, 8192, 1024)])
+
+        def plan(*flags):
+            args = self.sb.parse_args(["--out", "x.json", *flags])
+            self.sb.backward_defaults(args)
+            return self.sb.planned_points(args)
+
+        # --backward: the 10 grid shapes of stages/05_flash_bwd/bench.cu and
+        # stages/07_tuned_tma/attention_bwd/bench.cu (K/V with all H heads), then the 8 grouped shapes.
+        points = plan("--backward")
+        grid = [(max(1, 16384 // n), 2048 // d, 2048 // d, n, n, d)
+                for d in (64, 128) for n in (512, 1024, 2048, 4096, 8192)]
+        self.assertEqual(points[:10], grid)
+        self.assertEqual(points[10:], self.sb.backward_gqa_shapes(self.sb.BACKWARD_SEQS, [64, 128]))
+        self.assertEqual(plan("--backward", "--no-gqa"), grid)  # stage 05's peers: no grouped shape
+        self.assertEqual(plan("--backward", "--seq", "8192", "--dim", "128", "--shape-gqa", "1,16,2,100,300,128"),
+                         [(2, 16, 16, 8192, 8192, 128), (2, 16, 4, 8192, 8192, 128), (2, 16, 1, 8192, 8192, 128),
+                          (1, 16, 2, 100, 300, 128)])
+        # A --shape-gqa equal to a grouped default is timed once; short queries only when asked for.
+        self.assertEqual(plan("--backward", "--seq", "8192", "--dim", "128", "--shape-gqa", "2,16,4,8192,8192,128",
+                              "--shape-qk", "1,16,512,16384,128"),
+                         [(2, 16, 16, 8192, 8192, 128), (1, 16, 16, 512, 16384, 128), (2, 16, 4, 8192, 8192, 128),
+                          (2, 16, 1, 8192, 8192, 128)])
+        # The forward's plan keeps its own grouped (decoding) shapes.
+        forward = plan("--seq", "8192", "--dim", "128")
+        self.assertIn((1, 32, 8, 1, 16384, 128), forward)
+        self.assertNotIn((2, 16, 4, 8192, 8192, 128), forward)
+
+        # Named as common/tools/bench.cpp's point_name names a grouped shape, so a rung's row
+        # (stage07/attention_bwd/v1/…) and its peer's differ only in the series.
+        name = self.sb.bench_name("sdpa_cudnn" + self.sb.BACKWARD_SUFFIX, "fp16", 2, 16, 8192, 8192, 128, True, 4)
+        self.assertEqual(name, "sdpa_cudnn_bwd/fp16/D:128/B:2/H:16/KVH:4/Nq:8192/Nk:8192/causal:1")
+        # Q, O, dO read and dQ written with H heads; K, V read and dK, dV written with KVH.
+        self.assertEqual(self.sb.attention_bwd_bytes(2, 16, 8192, 8192, 128, 2, 4),
+                         2.0 * (4 * 16 + 4 * 4) * 8192 * 128 * 2)
+        # The FLOPs count the query heads: grouping shares K and V, not the work.
+        self.assertEqual(self.sb.attention_bwd_flops(2, 16, 8192, 8192, 128, False),
+                         2.5 * 4.0 * 2 * 16 * 8192 * 8192 * 128)
 
     def test_planned_shapes(self):
         shapes = self.sb.planned_shapes([8192], [128], [(2, 16, 8192, 128)], [(1, 2, 3, 4, 64)])

@@ -270,7 +270,7 @@ if has bench; then
       note "torch matmul peers: rc=$?"
     fi
     if [[ $name == stage05 ]]; then  # SDPA's backward right after stage 05's (72 s on an H100)
-      PYTHONUNBUFFERED=1 python3 plots/sdpa_bench.py --backward --out "$out/sdpa_bwd.json" >"$logs/sdpa_bwd.log" 2>&1
+      PYTHONUNBUFFERED=1 python3 plots/sdpa_bench.py --backward --no-gqa --out "$out/sdpa_bwd.json" >"$logs/sdpa_bwd.log" 2>&1
       note "sdpa backward peers: rc=$?"
     fi
     if [[ $name == stage07_attention ]]; then  # its packed batches through SDPA and FlashAttention-2's varlen kernel

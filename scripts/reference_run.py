@@ -118,7 +118,7 @@ PARTS: list[Part] = [
          [Bench("stage04_bench", "stage04_tuner.json", "/tile:")], ("stage04_tuner.json",)),
     Part("stage05", "stage 05 v0-v10 (dQ by atomics) on its grid; SDPA's backward on the same grid", 480,
          [Bench("stage05_bench", "stage05.json", "-(_deterministic|_delta_in_loop)/"),
-          sdpa("sdpa_bwd.json", "--backward")], ("stage05.json", "sdpa_bwd.json")),
+          sdpa("sdpa_bwd.json", "--backward", "--no-gqa")], ("stage05.json", "sdpa_bwd.json")),
     Part("stage05_deterministic", "evidence: every deterministic dQ path beside v2's and v10's atomics", 300,
          [Bench("stage05_bench", "stage05_deterministic.json", "_deterministic/|^stage05/v(2|10)/")],
          ("stage05_deterministic.json",)),

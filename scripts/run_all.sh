@@ -134,7 +134,7 @@ for bench in "$build"/stages/*/stage0[0-9]_bench "$build"/stages/*/*/stage0[0-9]
   fi
   if [[ $name == stage05 ]]; then  # SDPA's backward right after stage 05's (72 s on an H100)
     echo; echo "== PyTorch SDPA backward peers -> $out/sdpa_bwd.json"
-    alive "SDPA backward peers" python3 plots/sdpa_bench.py --backward --out "$out/sdpa_bwd.json" || status=1
+    alive "SDPA backward peers" python3 plots/sdpa_bench.py --backward --no-gqa --out "$out/sdpa_bwd.json" || status=1
   fi
   if [[ $name == stage07_attention ]]; then  # its packed batches through SDPA and FlashAttention-2's varlen kernel
     echo; echo "== PyTorch SDPA packed peers -> $out/sdpa_packed.json"
