@@ -22,7 +22,8 @@ mid-part loses that part alone, and the next sitting goes on where it stopped.
                                                                belongs to exactly one part (no GPU)
 
 The estimates are from the committed H100 run (rows × repetitions × 50 ms, plus the checks and the
-peers' scripts); `list` shows a part's measured time once it has run. The build is the caller's:
+peers' scripts), or, for a rung that has not run yet (stage07_attention_bwd), from its count of rows
+alone; `list` shows a part's measured time once it has run. The build is the caller's:
 cmake --preset h100 && cmake --build --preset h100 --target $(python3 scripts/reference_run.py targets).
 """
 from __future__ import annotations
@@ -143,6 +144,16 @@ PARTS: list[Part] = [
                fold_into="stage07_attention.json"),
           sdpa("sdpa_packed.json", "--packed-defaults", "--dtype", "fp16", "--backend", "flash")],
          ("stage07_attention.json", "sdpa_packed.json")),
+    # Not yet run: the estimate is the bench's 168 benchmarks (v1 and v1_deterministic on 40 points each,
+    # stage 05's v10 on 8) at 5 repetitions of at least 50 ms, about 90 s, plus 144 SDPA points (the grid
+    # and the grouped shapes, flash and cuDNN) of ~0.5 s each with their forward, about 80 s; rounded up.
+    Part("stage07_attention_bwd",
+         "stage 07 attention backward on its grid, stage 05's v10 at N = 8192; SDPA's flash and cuDNN backward "
+         "there and at grouped K/V", 300,
+         [Bench("stage07_attention_bwd_bench", "stage07_attention_bwd.json"),
+          sdpa("sdpa_bwd_stage07.json", "--backward", "--backend", "flash", "cudnn",
+               fold_into="stage07_attention_bwd.json")],
+         ("stage07_attention_bwd.json",)),
     Part("tests", "every GPU test (FLASHSTAGES_REQUIRE_GPU=1 ctest -L gpu)", 480, [Check("test")],
          log="tests_reference_run.txt"),
     Part("sanitize", "compute-sanitizer memcheck, initcheck and synccheck over every test binary", 300,
@@ -347,9 +358,9 @@ def cmd_merge(args: argparse.Namespace) -> int:
 
 
 def binary_of(results_file: str) -> str:
-    """The bench binary that writes a results file: stage07_attention.json and its evidence files
-    (stage04_tuner.json, stage05_delta_ablation.json) come from stage07_attention_bench, stage04_bench,
-    stage05_bench."""
+    """The bench binary that writes a results file: stage07_attention.json, stage07_attention_bwd.json
+    and the evidence files (stage04_tuner.json, stage05_delta_ablation.json) come from
+    stage07_attention_bench, stage07_attention_bwd_bench, stage04_bench, stage05_bench."""
     stem = results_file.removesuffix(".json")
     binaries = {s.binary for p in PARTS for s in p.steps if isinstance(s, Bench)}
     for candidate in (stem, "_".join(stem.split("_")[:2]), stem.split("_")[0]):

@@ -114,8 +114,41 @@ def main() -> int:
         rr.fold(work / "headline" / "stage09.json", peer)
         check("folded", "stage09/v1/fp16/N:512/" in names_in(work / "headline" / "stage09.json"))
 
-    print("== the real plan against the reference folder (results/REFERENCE)")
+    print("== the real plan: stage 07's attention backward, its peers folded into its own file")
     importlib.reload(rr)
+    bwd = rr.BY_NAME.get("stage07_attention_bwd")
+    check("a part stage07_attention_bwd keeps stage07_attention_bwd.json",
+          bwd is not None and bwd.keeps == ("stage07_attention_bwd.json",))
+    if bwd is not None:
+        check("its build target", rr.part_targets([bwd]) == ["stage07_attention_bwd_bench"])
+        peers = [s for s in bwd.steps if isinstance(s, rr.Script)]
+        check("SDPA's flash and cuDNN backward in the same run, folded into the rung's file",
+              len(peers) == 1 and peers[0].fold_into == "stage07_attention_bwd.json"
+              and {"--backward", "flash", "cudnn"} <= set(peers[0].args) and "--no-gqa" not in peers[0].args)
+        check("the rung's file is written by the rung's bench, not the forward's",
+              rr.binary_of("stage07_attention_bwd.json") == "stage07_attention_bwd_bench"
+              and rr.binary_of("stage07_attention.json") == "stage07_attention_bench")
+    with tempfile.TemporaryDirectory() as tmp:
+        # A fake run of the part, then merge and check-plan as a results folder will see them.
+        work, into = Path(tmp, "work"), Path(tmp, "results")
+        names = ["stage07/attention_bwd/v1/fp16/D:128/N:8192/causal:0",
+                 "stage07/attention_bwd/v1_deterministic/bf16/D:64/N:2048/causal:1",
+                 "stage05/v10/fp16/D:128/N:8192/causal:0",
+                 "sdpa_cudnn_bwd/fp16/D:128/N:8192/causal:0",
+                 "sdpa_flash_bwd/fp16/D:128/B:2/H:16/KVH:4/Nq:8192/Nk:8192/causal:1"]
+        rows = [{"name": n + "_median", "run_name": n, "run_type": "aggregate", "aggregate_name": "median",
+                 "real_time": 1.0, "time_unit": "ms"} for n in names]
+        (work / "stage07_attention_bwd").mkdir(parents=True)
+        (work / "stage07_attention_bwd" / "stage07_attention_bwd.json").write_text(
+            json.dumps({"context": {"gpu_name": "Fake GPU"}, "benchmarks": rows}))
+        (work / "stage07_attention_bwd" / "part.json").write_text(json.dumps(
+            {"part": "stage07_attention_bwd", "commit": "0000000", "started": "2026-12-02T21:00:00+00:00",
+             "seconds": 1.0, "ok": True, "steps": [], "gpu": {}}))
+        rr.main(["--work", str(work), "merge", "--into", str(into), "--partial"])
+        check("merge writes stage07_attention_bwd.json", names_in(into / "stage07_attention_bwd.json") == sorted(names))
+        check("every benchmark of the merged folder is run by one part", rr.main(["check-plan", str(into)]) == 0)
+
+    print("== the real plan against the reference folder (results/REFERENCE)")
     setting = HERE.parent / "results" / "REFERENCE"
     folder = [l.strip() for l in setting.read_text().splitlines() if l.strip() and not l.startswith("#")][0]
     check(f"every benchmark in results/{folder} is run by one part",
