@@ -10,7 +10,8 @@ the caller's problem on the caller's GPU, at the point nearest the problem.
 
 What it reads, per GPU folder (the reference, results/REFERENCE, first; then the others in name order):
   - every stage*.json, the median rows of the library's own versions: "stageNN/vN/<dtype>/<shape>"
-    and "stage07/<rung>/vN/…". Peers (cuBLAS, SDPA) are not the library's and are left out; so are
+    and "stage07/<rung>/vN/…" (rungs gemm, attention and the backward's attention_bwd, whose rows,
+    in stage07_attention_bwd.json, join stage 05's in the backward's table). Peers (cuBLAS, SDPA) are not the library's and are left out; so are
     evidence rows that force a configuration (a `tile:` or `splits:` in the name) and versions the
     registry does not list (an ablation such as v9_delta_in_loop). A backward's "vN_deterministic"
     row is vN asked for a deterministic dQ.
@@ -39,10 +40,13 @@ OUT = ROOT / "common" / "lib" / "pick_table.inc"
 RANKED = 4  # versions kept per point, fastest first
 
 DTYPES = {"fp32": "FS_FP32", "fp16": "FS_FP16", "bf16": "FS_BF16", "int8": "FS_INT8", "fp8_e4m3": "FS_FP8_E4M3"}
-# name prefix -> (problem, version-segment index): "stage04/v5/…", "stage07/attention/v8/…"
-VERSION = re.compile(r"^(stage0[1-5]|stage06|stage07/attention|stage07/gemm)/(v\d+)(_deterministic)?/([a-z0-9_]+)/(.*)$")
+# A benchmark's stage (its registry stage), version, deterministic suffix, dtype and point:
+# "stage04/v5/…", "stage07/attention/v8/…", "stage07/attention_bwd/v1_deterministic/…". The registry
+# stage is matched whole: "stage07/attention" does not take the backward rung's "stage07/attention_bwd".
+VERSION = re.compile(r"^(stage0[1-5]|stage06|stage07/attention_bwd|stage07/attention|stage07/gemm)/(v\d+)"
+                     r"(_deterministic)?/([a-z0-9_]+)/(.*)$")
 PROBLEM = {"stage01": "fwd", "stage02": "fwd", "stage03": "fwd", "stage04": "fwd", "stage07/attention": "fwd",
-           "stage05": "bwd", "stage06": "gemm", "stage07/gemm": "gemm"}
+           "stage05": "bwd", "stage07/attention_bwd": "bwd", "stage06": "gemm", "stage07/gemm": "gemm"}
 
 
 def shape_of(problem: str, fields: dict[str, str]) -> tuple | None:
