@@ -242,7 +242,11 @@ def run_part(part: Part, build: Path, work: Path, timeout: float | None) -> bool
             finally:
                 log.close()
             if rc == 0 and isinstance(step, Script) and step.fold_into:
-                fold(folder / step.fold_into, folder / step.out)
+                if (folder / step.out).is_file():
+                    fold(folder / step.fold_into, folder / step.out)
+                else:  # a peer script that skips (no PyTorch) exits 0: the reference run needs its rows
+                    print(f"[{part.name}] step {i} wrote no {step.out}: the part has no peers, it fails", flush=True)
+                    rc = 1
             record["steps"].append({"command": " ".join(cmd), "rc": rc, "seconds": round(time.monotonic() - t0, 1)})
             print(f"[{part.name}] step {i}: rc={rc} in {time.monotonic() - t0:.0f} s", flush=True)
     record["seconds"] = round(time.monotonic() - start, 1)

@@ -114,6 +114,18 @@ def main() -> int:
         rr.fold(work / "headline" / "stage09.json", peer)
         check("folded", "stage09/v1/fp16/N:512/" in names_in(work / "headline" / "stage09.json"))
 
+        print("== a peer script that skips (no PyTorch) and exits 0 fails its part")
+        skipping = Path(tmp, "skipping_peer.py")
+        skipping.write_text("print('no PyTorch: skipped')\n")
+        rr.PARTS[:] = [rr.Part("peerless", "a stage and a peer that writes nothing", 1,
+                               [rr.Bench("stage09_bench", "stage09.json", "/N:512/$"),
+                                rr.Script([str(skipping)], "peer.json", fold_into="stage09.json")], ("stage09.json",))]
+        rr.BY_NAME.clear()
+        rr.BY_NAME.update({p.name: p for p in rr.PARTS})
+        rr.main(base + ["next", "--budget", "30"])
+        record = json.loads((work / "peerless" / "part.json").read_text())
+        check("the part without its peer is recorded as failed", record["ok"] is False)
+
     print("== the real plan: stage 07's attention backward, its peers folded into its own file")
     importlib.reload(rr)
     bwd = rr.BY_NAME.get("stage07_attention_bwd")
