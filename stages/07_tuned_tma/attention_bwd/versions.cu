@@ -7,6 +7,7 @@ namespace fs {
 KernelList stage07_attention_bwd_kernels() {
   static const KernelDesc* const versions[] = {
       &kFlashBwdTmaV1,
+      &kFlashBwdTmaV2,
   };
   return kernel_list(versions);
 }

@@ -4,6 +4,7 @@
 // common/lib/attention.h, as for stage 05.
 //
 //   v1  fp16, bf16; head_dim 64, 128; K/V-stationary, the five products on wgmma, dQ by fp32 atomics
+//   v2  v1 with warp specialization: a producer warp streams Q, dO and their rows, two consumers compute
 //
 // Every version takes dense, padded (seq_lens) and packed (cu_seqlens) batches, grouped K/V heads
 // (dK, dV summed over each group), any layout with D contiguous and 16-byte strides, and the
@@ -16,5 +17,6 @@
 namespace fs {
 
 extern const KernelDesc kFlashBwdTmaV1;
+extern const KernelDesc kFlashBwdTmaV2;
 
 }  // namespace fs
