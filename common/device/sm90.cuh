@@ -10,6 +10,7 @@
 //   mbarrier_try_wait_parity    mbarrier.try_wait.parity.shared::cta.b64      has the phase of this parity completed?
 //   mbarrier_wait_parity        a loop around try_wait: until it has
 //   fence_proxy_async           fence.proxy.async.shared::cta                 plain stores to shared memory, visible to TMA/wgmma
+//   fence_proxy_async_global    fence.proxy.async.global                      global memory: the async proxy's writes and the generic ones, ordered
 //   tma_load_2d                 cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
 //                               one box of a 2D tensor, global → shared, counted on an mbarrier
 //   tma_load_2d_multicast       the same ….multicast::cluster: one read of the box, written to several blocks of the cluster
@@ -17,6 +18,8 @@
 //   tma_store_2d                cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group   one box, shared → global
 //   cp_async_bulk_commit_group  cp.async.bulk.commit_group                    close a group of those stores
 //   cp_async_bulk_wait_group_read<N>  cp.async.bulk.wait_group.read N         until they have read their shared source
+//   cp_async_bulk_wait_group<N> cp.async.bulk.wait_group N                    until they have completed, writes and all
+//   bulk_reduce_add_f32         cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32   dst[i] += src[i], shared → global
 //   cluster_ctarank             mov.u32 %cluster_ctarank                      this block's rank in its cluster
 //   mapa_shared_cluster         mapa.shared::cluster.u32                      the address of the same shared variable in another block
 //   mbarrier_arrive_cluster     mbarrier.arrive.shared::cluster.b64           one arrival on another block's barrier
@@ -152,6 +155,13 @@ __device__ __forceinline__ void mbarrier_wait_parity(uint64_t* bar, uint32_t par
 // wgmma. cuda::ptx::fence_proxy_async(cuda::ptx::space_shared).
 __device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 
+// The same fence for global memory: this thread's accesses through the generic proxy (loads, stores, a
+// release or an acquire) and those of its bulk copies and reductions (the async proxy) ordered with each
+// other. Between a completed bulk reduction and the release that announces it, and between the acquire
+// that learns of another block's and the bulk reduction that must follow it.
+// cuda::ptx::fence_proxy_async(cuda::ptx::space_global).
+__device__ __forceinline__ void fence_proxy_async_global() { asm volatile("fence.proxy.async.global;\n" ::: "memory"); }
+
 // ---- TMA: the Tensor Memory Accelerator ----------------------------------------------------------
 // Copies one box of a 2D tensor from global to shared memory. `tensor_map` (a CUtensorMap in
 // parameter, constant or global memory; a __grid_constant__ kernel parameter here) holds the tensor's
@@ -244,6 +254,27 @@ __device__ __forceinline__ void cp_async_bulk_commit_group() { asm volatile("cp.
 template <int N>
 __device__ __forceinline__ void cp_async_bulk_wait_group_read() {
   asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(N) : "memory");
+}
+
+// The same wait, until the groups have completed: their writes to global memory performed, and visible
+// to this thread. What a thread needs before it tells another block (a release at GPU scope) that the
+// data is there. cuda::ptx::cp_async_bulk_wait_group.
+template <int N>
+__device__ __forceinline__ void cp_async_bulk_wait_group() {
+  asm volatile("cp.async.bulk.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+// `bytes` bytes of fp32 in shared memory added element by element into global memory, in L2: in loop terms
+//   for (i < bytes / 4) atomicAdd(&dst[i], src[i]);
+// as one instruction of one thread, a member of its bulk group as tma_store_2d's copies are (the same
+// commit, the same waits; the shared source must be visible to the async proxy first). Each element's
+// add is atomic, so blocks may add into the same rows at once; the order of their adds is not fixed.
+// dst and src 16-byte aligned, bytes a multiple of 16. cuda::ptx::cp_reduce_async_bulk(space_global,
+// space_shared, op_add, …).
+__device__ __forceinline__ void bulk_reduce_add_f32(float* dst, const void* src, uint32_t bytes) {
+  asm volatile("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%0], [%1], %2;\n" ::"l"(dst),
+               "r"(smem_address(src)), "r"(bytes)
+               : "memory");
 }
 
 // ---- clusters: blocks that run at once on neighbouring SMs and reach each other's shared memory --

@@ -8,6 +8,7 @@ KernelList stage07_attention_bwd_kernels() {
   static const KernelDesc* const versions[] = {
       &kFlashBwdTmaV1,
       &kFlashBwdTmaV2,
+      &kFlashBwdTmaV3,
   };
   return kernel_list(versions);
 }
