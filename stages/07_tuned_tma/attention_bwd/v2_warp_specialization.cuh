@@ -1,16 +1,16 @@
-// flashstages · stage 07 attention backward · v2 — warp specialization: a producer warp streams Q_i, dO_i
-// and their rows of LSE and delta, two consumer warpgroups compute (fp16, bf16; D = 64, 128).
+// flashstages · stage 07 attention backward · v2 — warp specialization: a producer warp streams Q_i and
+// dO_i, two consumer warpgroups compute (fp16, bf16; D = 64, 128).
 //
 // What changes from v1 (two warpgroups that load, wait, multiply and meet at two __syncthreads a step
 // before thread 0 refills a stage): each warpgroup has one job, as in the forward's v2. Warpgroup 0
-// only loads: one warp issues every TMA load up to kStages steps ahead, copies each step's LSE and
-// delta into the stage beside Q_i and dO_i, and zeroes the rows a tile brings past its sequence's end.
+// only loads: one warp issues every TMA load up to kStages steps ahead and zeroes the rows a tile
+// brings past its sequence's end. Each consumer loads its own LSE and delta rows a step ahead.
 // Warpgroups 1 and 2 own 64 keys of the block each and only compute. Two mbarriers per stage (full,
 // empty) replace the block-wide barriers; the consumers meet each other only where dQ needs both dS
 // tiles (a named barrier of their 256 threads), and dS is double-buffered so that the next step's dS
 // stores need no barrier of their own. setmaxnreg moves the registers to the consumers (32 for the
 // producer, 232 for each consumer), and with the loads gone from the math threads a third stage fits.
-// Why it is faster: the loads of Q_i, dO_i and the rows run ahead of the math instead of between its
+// Why it is faster: the loads of Q_i and dO_i run ahead of the math instead of between its
 // steps; a warpgroup that reaches its dQ first waits for the other only there.
 // What it still lacks: each consumer's products are still in order (Sᵀ, then dPᵀ, then dV and dK, then
 // dQ, each waited for), and dQ is still one fp32 atomic per element and block (two at D = 64).
@@ -49,9 +49,9 @@ using flash_tma::ws::kWarpgroup;
 
 // Tile sizes as v1's (Bc = 128 keys per block, 64 per consumer; Br = 64 query rows per step), three
 // warpgroups: the producer first. The registers as the forward's block splits them (block.cuh), but
-// 32 / 232 rather than 24 / 240: the launch gives 168 per thread; the producer's step arithmetic (64-bit
-// rows of LSE, delta and the planes) spilled at 24, and the consumers fit in 232 without a spill at
-// either head_dim (ptxas -v). 128 × (168 − 32) ≥ 256 × (232 − 168): the .inc never waits.
+// 32 / 232 rather than 24 / 240: the launch gives 168 per thread; the producer's 64-bit step arithmetic
+// spilled at 24, and the consumers fit in 232 (ptxas -v: 12 bytes of spill at D = 128, from the rows'
+// loads). 128 × (168 − 32) ≥ 256 × (232 − 168): the .inc never waits.
 template <int D>
 struct Config {
   static constexpr int kD = D;
@@ -69,11 +69,11 @@ struct Config {
   static constexpr int kStageBytes = 2 * kQBytes;                   // Q_i then dO_i (what TMA brings)
   static constexpr int kRowBytes = 2 * kBr * 4;                     // LSE·log2 e and delta of a step: [2][Br]
   static constexpr int kDSBytes = kBr * kKeysPerWarpgroup * 2;      // one consumer's dS: [Br][64]
-  // 1024-byte alignment slack, sK, sV, the stages, dS (two steps × two consumers), the stages' rows,
-  // then the barriers kv_full, kv_landed, full[kStages], empty[kStages], landed[kStages].
+  // 1024-byte alignment slack, sK, sV, the stages, dS (two steps × two consumers), each consumer's
+  // rows, then the barriers kv_full, kv_landed, full[kStages], empty[kStages], landed[kStages].
   static constexpr std::size_t kSmemBytes = 1024 + 2 * std::size_t(kKVBytes) + std::size_t(kStages) * kStageBytes +
                                             2 * std::size_t(kConsumers) * kDSBytes +
-                                            std::size_t(kStages) * kRowBytes + (2 + 3 * kStages) * sizeof(uint64_t);
+                                            std::size_t(kConsumers) * kRowBytes + (2 + 3 * kStages) * sizeof(uint64_t);
   static_assert(D % 64 == 0, "whole 64-element panels");
   static_assert(kKeysPerWarpgroup == 64 && kBr == 64, "dS is one 128-byte-swizzled panel per consumer");
   static_assert(kSmemBytes <= 227 * 1024, "what one block may have on an H100");
@@ -95,29 +95,36 @@ __device__ __forceinline__ float half_to_float(uint16_t bits) {
 //  1. Block x is key block k0 .. k0 + Bc − 1 of one (batch entry, K/V head), walking every query tile i
 //     of every query head of its group that sees one of its keys, as in v1.
 //  2. The producer's warp 0 loads K_j and V_j once (kv_full), then fills stage t % kStages for step t:
-//     it waits until the consumers have released the stage's last use (empty), writes LSE_i · log2 e and
-//     delta_i into the stage's rows (plain loads: a packed entry's rows need not start 16-byte aligned,
-//     which a 1D TMA would need), then lane 0 announces the Q_i and dO_i bytes and issues their TMA loads.
+//     it waits until the consumers have released the stage's last use (empty), then lane 0 announces
+//     the Q_i and dO_i bytes and issues their TMA loads.
 //     A tile with rows of another entry (or padding) inside the plane lands on landed[st] instead; the
 //     warp zeroes those rows, then completes full[st] with a plain arrival. K_j's and V_j's rows
 //     past the sequence's end likewise, on kv_landed, once the first steps are on their way.
 //  3. Each consumer waits for full[st], computes v1's step, and once its dV and dK products (the last
-//     readers of Q_i, dO_i and the rows) have completed, each of its warps arrives on empty[st].
-//  4. dS goes to buffer t % 2: a consumer writes step t + 2's dS only after both met at step t + 1's
+//     readers of Q_i and dO_i) have completed, each of its warps arrives on empty[st].
+//  4. LSE_i · log2 e and delta_i (64 floats each): each consumer keeps its own copy in shared memory,
+//     one value per thread, loaded from global memory (plain loads: a packed entry's rows need not
+//     start 16-byte aligned, which a 1D TMA would need) under step t − 1's products and stored after
+//     its barrier before dQ, then published by a named barrier of the consumer at the step's end. (The
+//     producer writing them beside Q_i and dO_i, published by full[st], was faster but racecheck
+//     reported it: NOTES.md.)
+//  5. dS goes to buffer t % 2: a consumer writes step t + 2's dS only after both met at step t + 1's
 //     barrier, which each reaches after its step t dQ product completed — no barrier at the write.
 //
 // The protocol, per step t (stage st = t % kStages, its use u = t / kStages):
 //   prologue  thread 0:  init kv_full, kv_landed, full[st], landed[st] (1), empty[st] (8); fence;
 //                        __syncthreads; producer: setmaxnreg.dec 32; consumers: setmaxnreg.inc 232
 //   producer  warp 0:    (u ≥ 1) wait empty[st], parity (u − 1) & 1            step t − kStages released
-//                        LSE, delta → rows[st]; __syncwarp
 //                        lane 0: expect_tx(full[st] or landed[st]); TMA Q_i, dO_i
 //                        (rows past the sequence) wait landed[st]; zero; __syncwarp; lane 0 arrives full[st]
 //   consumer  all 128:   wait full[st], parity u & 1
-//                        Sᵀ, Pᵀ, dPᵀ, dSᵀ, dV += Pᵀ dO_i, dK += dSᵀ Q_i as v1; dS → sdS[t % 2][c]
+//                        Sᵀ, Pᵀ, dPᵀ, dSᵀ (rows of LSE, delta: the consumer's copy), dV += Pᵀ dO_i,
+//                        dK += dSᵀ Q_i as v1 (load step t + 1's rows under them); dS → sdS[t % 2][c]
 //                        wait for the products; lane 0 of each warp: arrive empty[st]
 //                        barrier (D = 128: both consumers, 256 threads; D = 64: the consumer's 128)
+//                        store step t + 1's rows
 //                        dQ_i += dS K_j (wgmma; wait); fp32 atomics into dq_accum (in turns if asked)
+//                        barrier of the consumer's 128 threads
 //
 // grid: B·KVH·ceil(max Nk / Bc) blocks of three warpgroups (attn::key_block_of). tmQ, tmdO: Q and dO as
 // [B][H][Nq][D] (packed: [1][H][total][D]) with their strides, boxes of 64 columns × Br rows; tmK, tmV:
@@ -142,8 +149,8 @@ __global__ void __launch_bounds__(Config<D>::kThreads, 1)
   unsigned char* sV = sK + C::kKVBytes;                  // [Bc][D]
   unsigned char* sQdO = sV + C::kKVBytes;                // [kStages] × (Q_i [Br][D], dO_i [Br][D])
   unsigned char* sdS = sQdO + kStages * C::kStageBytes;  // [2 steps][kConsumers] × dS [Br][64 keys]
-  float* sRows = reinterpret_cast<float*>(sdS + 2 * C::kConsumers * C::kDSBytes);  // [kStages][LSE·log2 e, delta][Br]
-  uint64_t* kv_full = reinterpret_cast<uint64_t*>(sRows + kStages * 2 * kBr);
+  float* sRows = reinterpret_cast<float*>(sdS + 2 * C::kConsumers * C::kDSBytes);  // [kConsumers][LSE·log2 e, delta][Br]
+  uint64_t* kv_full = reinterpret_cast<uint64_t*>(sRows + C::kConsumers * 2 * kBr);
   uint64_t* kv_landed = kv_full + 1;
   uint64_t* full = kv_landed + 1;       // [kStages]
   uint64_t* empty = full + kStages;     // [kStages]
@@ -224,25 +231,14 @@ __global__ void __launch_bounds__(Config<D>::kThreads, 1)
       const int st = stage_of(t);
       // A stage's next use needs its last one (step t − kStages) released by every consumer warp: the
       // phase of the opposite parity. The wait's acquire, after their wgmma waits and arrivals, orders
-      // the tensor cores' reads of the stage before the rows' stores and the TMA writes below.
+      // the tensor cores' reads of the stage before the TMA writes below.
       if (t >= kStages) sm90::mbarrier_wait_parity(&empty[st], (use_of(t) & 1) ^ 1);
       const Step s = step_of(t);
       const int64_t i0 = s.m * kBr;
-      // LSE_i · log2 e and delta_i, rows lane and lane + 32 (0 past the sequence's rows: those columns
-      // are masked, whatever LSE holds there).
-      float* rows = sRows + st * 2 * kBr;
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int r = lane + 32 * h;
-        const int64_t i = i0 + r;
-        rows[r] = i < nq ? a.lse[s.q_base + i] * kLog2e : 0.0f;
-        rows[kBr + r] = i < nq ? a.delta[s.q_base + i] : 0.0f;
-      }
       const PlaneRow q = plane_row(s.q_base, a.seq_q, a.heads);
       const int q_from = first_foreign_row(i0, kBr, nq, q.row, a.seq_q);
       uint64_t* bar = q_from < kBr ? &landed[st] : &full[st];
       unsigned char* sQ = sQdO + st * C::kStageBytes;
-      __syncwarp();  // every lane's rows before lane 0's arrival, which publishes them with the tiles
       if (lane == 0) {
         sm90::mbarrier_arrive_expect_tx(bar, C::kStageBytes);
         load_tile<D>(sQ, &tmQ, kBr, q.row + i0, q.plane, bar);
@@ -274,7 +270,31 @@ __global__ void __launch_bounds__(Config<D>::kThreads, 1)
   const int key_l = c * kKw + warp * 16 + g8;  // this thread's keys within the block: key_l and key_l + 8
   const float scale_log2 = a.scale_log2;
 
-  if (steps > 0) sm90::mbarrier_wait_parity(kv_full, 0);  // sK, sV have landed, zeroed past the keys
+  // LSE_i · log2 e and delta_i, each consumer's own copy: thread wtid loads row wtid % Br of one of them
+  // for step t + 1 from global memory while step t's products run, and stores it once the step's last
+  // reader of the rows has passed the barrier before dQ (0 past the sequence's rows: those columns are
+  // masked, whatever LSE holds there); the consumer's threads meet at a named barrier of their own at
+  // the end of the step, before the next step reads them.
+  float* my_rows = sRows + c * 2 * kBr;  // [LSE·log2 e, delta][Br]
+  auto row_value = [&](int64_t t) {
+    const Step s = step_of(t);
+    const int64_t i = s.m * kBr + wtid % kBr;
+    if (i >= nq) return 0.0f;
+    return wtid < kBr ? a.lse[s.q_base + i] * kLog2e : a.delta[s.q_base + i];
+  };
+  // The consumer's 128 threads at a barrier of their own. An id the compiler can see (a computed one
+  // makes ptxas reserve all 16 of the SM's named barriers).
+  auto consumer_sync = [c] {
+    if (c == 0)
+      sm90::bar_sync(2, kWarpgroup);
+    else
+      sm90::bar_sync(3, kWarpgroup);
+  };
+  if (steps > 0) {
+    my_rows[wtid] = row_value(0);
+    consumer_sync();  // step 0's rows are in before any thread reads them
+    sm90::mbarrier_wait_parity(kv_full, 0);  // sK, sV have landed, zeroed past the keys
+  }
 
   for (int64_t t = 0; t < steps; ++t) {
     const int st = stage_of(t);
@@ -287,7 +307,7 @@ __global__ void __launch_bounds__(Config<D>::kThreads, 1)
     asm volatile("" : "+r"(q_addr), "+r"(k_addr), "+r"(v_addr), "+r"(ds_addr));
     const uint32_t k_all = k_addr - c * kKw * 128, ds_all = ds_addr - c * C::kDSBytes;  // the block's 128 keys
     const uint32_t do_addr = q_addr + C::kQBytes;
-    sm90::mbarrier_wait_parity(&full[st], use_of(t) & 1);  // Q_i, dO_i and their rows are in, zeroed
+    sm90::mbarrier_wait_parity(&full[st], use_of(t) & 1);  // Q_i, dO_i have landed, zeroed past the sequence
 
     // Sᵀ = K_c Q_iᵀ: 64 keys × Br queries, k = the head dimension.
     float rS[kNT][4], rP[kNT][4];
@@ -303,7 +323,7 @@ __global__ void __launch_bounds__(Config<D>::kThreads, 1)
     sm90::wgmma_fence_operand(acc_s);  // no read of rS above the wait
 
     // Pᵀ in place, masked as v1 (key jl kept when jl < key_lim, col < row_lim and, causal, jl − col <= diag).
-    const float* rows = sRows + st * 2 * kBr;  // this step's LSE · log2 e, then delta
+    const float* rows = my_rows;  // this step's LSE · log2 e, then delta
     const int row_lim = int(min(nq - i0, int64_t(kBr)));
     const int diag = a.causal ? int(max(min(i0 + diag0, int64_t(kBc)), int64_t(-2 * kBc))) : kBc;
     const bool edge = diag < kBc - 1 || key_lim < kBc || row_lim < kBr;
@@ -349,6 +369,7 @@ __global__ void __launch_bounds__(Config<D>::kThreads, 1)
     for (int kk = 0; kk < kBr / 16; ++kk)  // dK += dSᵀ Q_i (unscaled), Q_i read N-major
       sm90::wgmma_m64nNk16_rs<D, T, /*kTransB=*/true>(acc_dk, dsa[kk], v_descriptor(q_addr, kBr, kk), true);
     sm90::wgmma_commit_group();
+    const float next_row = t + 1 < steps ? row_value(t + 1) : 0.0f;  // in flight under the products
 
     // dS (query rows × this consumer's 64 keys) into sdS[t % 2][c], K-major for dQ's A, swizzled as v1
     // stores it: query i = 8n + 2·t4 + e % 2, key j = warp·16 + g8 + 8·(e / 2), four offsets for 32 stores.
@@ -372,20 +393,18 @@ __global__ void __launch_bounds__(Config<D>::kThreads, 1)
       sm90::wgmma_fence_operand(pa[kk]);  // pa, dsa live until here
       sm90::wgmma_fence_operand(dsa[kk]);
     }
-    // Q_i, dO_i and the rows have had their last reader in this warp: its share of the stage's release.
+    // Q_i and dO_i have had their last reader in this warp (the tensor cores): its share of the release.
     if (lane == 0) sm90::mbarrier_arrive(&empty[st]);
 
     // dQ_i += dS · K_j as v1: at D = 128 consumer c takes D's panel c over all 128 keys (both dS tiles),
     // at D = 64 its own 64 keys.
-    if constexpr (kDqSplitsKeys) {
-      // The consumer's four warps have written its dS before any reads it. A barrier id the compiler can
-      // see (a computed one makes ptxas reserve all 16 of the SM's named barriers).
-      if (c == 0)
-        sm90::bar_sync(2, kWarpgroup);
-      else
-        sm90::bar_sync(3, kWarpgroup);
-    } else
+    if constexpr (kDqSplitsKeys)
+      consumer_sync();  // the consumer's four warps have written its dS before any reads it
+    else
       sm90::bar_sync(1, C::kConsumers * kWarpgroup);  // both dS tiles are written before either consumer reads both
+    // Past that barrier every thread of the consumer has read step t's rows (in P and dS): step t + 1's
+    // go in their place.
+    my_rows[wtid] = next_row;
     auto add_dq = [&] {
       float rQ[8][4];
       auto& acc_q = reinterpret_cast<float(&)[32]>(rQ);
@@ -435,6 +454,7 @@ __global__ void __launch_bounds__(Config<D>::kThreads, 1)
       }
     }
     if (turn && ctid == 0) pass_turn(turn);
+    consumer_sync();  // step t + 1's rows are in before any thread of the consumer reads them
   }
 
   // dK = scale · Σ dSᵀ Q, dV = Σ Pᵀ dO, rounded, as v1.

@@ -74,12 +74,12 @@ struct Config {
   // One step's dQ tile, fp32: D = 128, [Br][D] with consumer c's 64 columns at 64c (one row-major tile,
   // as dq_accum holds it); D = 64, [kConsumers][Br][64], each consumer's partial sum over its own keys.
   static constexpr int kDQBytes = kConsumers * kBr * 64 * 4;
-  // 1024-byte alignment slack, sK, sV, the stages, dS (two steps × two consumers), the dQ tiles, the
-  // stages' rows, then the barriers kv_full, kv_landed, full[kStages], empty[kStages], landed[kStages],
+  // 1024-byte alignment slack, sK, sV, the stages, dS (two steps × two consumers), the dQ tiles, each
+  // consumer's rows, then the barriers kv_full, kv_landed, full[kStages], empty[kStages], landed[kStages],
   // dq_full[kDqTiles], dq_empty[kDqTiles].
   static constexpr std::size_t kSmemBytes = 1024 + 2 * std::size_t(kKVBytes) + std::size_t(kStages) * kStageBytes +
                                             2 * std::size_t(kConsumers) * kDSBytes + std::size_t(kDqTiles) * kDQBytes +
-                                            std::size_t(kStages) * kRowBytes +
+                                            std::size_t(kConsumers) * kRowBytes +
                                             (2 + 3 * kStages + 2 * kDqTiles) * sizeof(uint64_t);
   static_assert(D % 64 == 0, "whole 64-element panels");
   static_assert(kKeysPerWarpgroup == 64 && kBr == 64, "dS is one 128-byte-swizzled panel per consumer");
@@ -99,7 +99,7 @@ __device__ __forceinline__ float half_to_float(uint16_t bits) {
 }
 
 // How the pieces work (v2's loads and products are kept; dQ's adds change hands):
-//  1. The producer's warp 0 loads K_j and V_j once and Q_i, dO_i and their rows per step, as in v2.
+//  1. The producer's warp 0 loads K_j and V_j once and Q_i, dO_i per step; each consumer its rows, as in v2.
 //  2. Each consumer computes v2's step up to dQ_i's product, dS·K_j into 32 fp32 registers per thread.
 //     It then waits until dQ tile t % 2 is free (dq_empty: the writer's copy of step t − 2 has read it),
 //     stores its share of the product there (its real rows only), makes the stores visible to the async
@@ -119,16 +119,16 @@ __device__ __forceinline__ float half_to_float(uint16_t bits) {
 //                        dq_full[b] (8); fence;
 //                        __syncthreads; producer: setmaxnreg.dec 40; consumers: setmaxnreg.inc 232
 //   producer  warp 0:    (u ≥ 1) wait empty[st], parity (u − 1) & 1            step t − kStages released
-//                        LSE, delta → rows[st]; __syncwarp
 //                        lane 0: expect_tx(full[st] or landed[st]); TMA Q_i, dO_i
 //                        (rows past the sequence) wait landed[st]; zero; __syncwarp; lane 0 arrives full[st]
 //   consumer  all 128:   wait full[st], parity u & 1
-//                        Sᵀ, Pᵀ, dPᵀ, dSᵀ, dV += Pᵀ dO_i, dK += dSᵀ Q_i as v1; dS → sdS[t % 2][c]
+//                        Sᵀ, Pᵀ, dPᵀ, dSᵀ, dV += Pᵀ dO_i, dK += dSᵀ Q_i as v2; dS → sdS[t % 2][c]
 //                        wait for the products; lane 0 of each warp: arrive empty[st]
 //                        barrier (D = 128: both consumers, 256 threads; D = 64: the consumer's 128)
-//                        rQ = dS K_j (wgmma; wait)
+//                        store step t + 1's rows; rQ = dS K_j (wgmma; wait)
 //                        (t ≥ 2) wait dq_empty[b], b = t % 2, parity ((t / 2) − 1) & 1
 //                        rQ → sdQ[b]; fence.proxy.async; __syncwarp; lane 0: arrive dq_full[b]
+//                        barrier of the consumer's 128 threads (step t + 1's rows are in)
 //   writer    warp 1, lane 0:  wait dq_full[b], parity (t / 2) & 1; (deterministic: wait for the turn)
 //                        bulk reduce-add of sdQ[b]'s real rows into dq_accum; commit
 //                        wait until read (deterministic: completed; pass the turn); arrive dq_empty[b]
@@ -157,8 +157,8 @@ __global__ void __launch_bounds__(Config<D>::kThreads, 1)
   unsigned char* sQdO = sV + C::kKVBytes;                // [kStages] × (Q_i [Br][D], dO_i [Br][D])
   unsigned char* sdS = sQdO + kStages * C::kStageBytes;  // [2 steps][kConsumers] × dS [Br][64 keys]
   unsigned char* sdQ = sdS + 2 * C::kConsumers * C::kDSBytes;  // [kDqTiles] × the dQ tile, fp32 (Config)
-  float* sRows = reinterpret_cast<float*>(sdQ + C::kDqTiles * C::kDQBytes);  // [kStages][LSE·log2 e, delta][Br]
-  uint64_t* kv_full = reinterpret_cast<uint64_t*>(sRows + kStages * 2 * kBr);
+  float* sRows = reinterpret_cast<float*>(sdQ + C::kDqTiles * C::kDQBytes);  // [kConsumers][LSE·log2 e, delta][Br]
+  uint64_t* kv_full = reinterpret_cast<uint64_t*>(sRows + C::kConsumers * 2 * kBr);
   uint64_t* kv_landed = kv_full + 1;
   uint64_t* full = kv_landed + 1;       // [kStages]
   uint64_t* empty = full + kStages;     // [kStages]
@@ -287,25 +287,14 @@ __global__ void __launch_bounds__(Config<D>::kThreads, 1)
       const int st = stage_of(t);
       // A stage's next use needs its last one (step t − kStages) released by every consumer warp: the
       // phase of the opposite parity. The wait's acquire, after their wgmma waits and arrivals, orders
-      // the tensor cores' reads of the stage before the rows' stores and the TMA writes below.
+      // the tensor cores' reads of the stage before the TMA writes below.
       if (t >= kStages) sm90::mbarrier_wait_parity(&empty[st], (use_of(t) & 1) ^ 1);
       const Step s = step_of(t);
       const int64_t i0 = s.m * kBr;
-      // LSE_i · log2 e and delta_i, rows lane and lane + 32 (0 past the sequence's rows: those columns
-      // are masked, whatever LSE holds there).
-      float* rows = sRows + st * 2 * kBr;
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int r = lane + 32 * h;
-        const int64_t i = i0 + r;
-        rows[r] = i < nq ? a.lse[s.q_base + i] * kLog2e : 0.0f;
-        rows[kBr + r] = i < nq ? a.delta[s.q_base + i] : 0.0f;
-      }
       const PlaneRow q = plane_row(s.q_base, a.seq_q, a.heads);
       const int q_from = first_foreign_row(i0, kBr, nq, q.row, a.seq_q);
       uint64_t* bar = q_from < kBr ? &landed[st] : &full[st];
       unsigned char* sQ = sQdO + st * C::kStageBytes;
-      __syncwarp();  // every lane's rows before lane 0's arrival, which publishes them with the tiles
       if (lane == 0) {
         sm90::mbarrier_arrive_expect_tx(bar, C::kStageBytes);
         load_tile<D>(sQ, &tmQ, kBr, q.row + i0, q.plane, bar);
@@ -337,7 +326,31 @@ __global__ void __launch_bounds__(Config<D>::kThreads, 1)
   const int key_l = c * kKw + warp * 16 + g8;  // this thread's keys within the block: key_l and key_l + 8
   const float scale_log2 = a.scale_log2;
 
-  if (steps > 0) sm90::mbarrier_wait_parity(kv_full, 0);  // sK, sV have landed, zeroed past the keys
+  // LSE_i · log2 e and delta_i, each consumer's own copy: thread wtid loads row wtid % Br of one of them
+  // for step t + 1 from global memory while step t's products run, and stores it once the step's last
+  // reader of the rows has passed the barrier before dQ (0 past the sequence's rows: those columns are
+  // masked, whatever LSE holds there); the consumer's threads meet at a named barrier of their own at
+  // the end of the step, before the next step reads them.
+  float* my_rows = sRows + c * 2 * kBr;  // [LSE·log2 e, delta][Br]
+  auto row_value = [&](int64_t t) {
+    const Step s = step_of(t);
+    const int64_t i = s.m * kBr + wtid % kBr;
+    if (i >= nq) return 0.0f;
+    return wtid < kBr ? a.lse[s.q_base + i] * kLog2e : a.delta[s.q_base + i];
+  };
+  // The consumer's 128 threads at a barrier of their own. An id the compiler can see (a computed one
+  // makes ptxas reserve all 16 of the SM's named barriers).
+  auto consumer_sync = [c] {
+    if (c == 0)
+      sm90::bar_sync(2, kWarpgroup);
+    else
+      sm90::bar_sync(3, kWarpgroup);
+  };
+  if (steps > 0) {
+    my_rows[wtid] = row_value(0);
+    consumer_sync();  // step 0's rows are in before any thread reads them
+    sm90::mbarrier_wait_parity(kv_full, 0);  // sK, sV have landed, zeroed past the keys
+  }
 
   for (int64_t t = 0; t < steps; ++t) {
     const int st = stage_of(t);
@@ -350,7 +363,7 @@ __global__ void __launch_bounds__(Config<D>::kThreads, 1)
     asm volatile("" : "+r"(q_addr), "+r"(k_addr), "+r"(v_addr), "+r"(ds_addr));
     const uint32_t k_all = k_addr - c * kKw * 128, ds_all = ds_addr - c * C::kDSBytes;  // the block's 128 keys
     const uint32_t do_addr = q_addr + C::kQBytes;
-    sm90::mbarrier_wait_parity(&full[st], use_of(t) & 1);  // Q_i, dO_i and their rows are in, zeroed
+    sm90::mbarrier_wait_parity(&full[st], use_of(t) & 1);  // Q_i, dO_i have landed, zeroed past the sequence
 
     // Sᵀ = K_c Q_iᵀ: 64 keys × Br queries, k = the head dimension.
     float rS[kNT][4], rP[kNT][4];
@@ -366,7 +379,7 @@ __global__ void __launch_bounds__(Config<D>::kThreads, 1)
     sm90::wgmma_fence_operand(acc_s);  // no read of rS above the wait
 
     // Pᵀ in place, masked as v1 (key jl kept when jl < key_lim, col < row_lim and, causal, jl − col <= diag).
-    const float* rows = sRows + st * 2 * kBr;  // this step's LSE · log2 e, then delta
+    const float* rows = my_rows;  // this step's LSE · log2 e, then delta
     const int row_lim = int(min(nq - i0, int64_t(kBr)));
     const int diag = a.causal ? int(max(min(i0 + diag0, int64_t(kBc)), int64_t(-2 * kBc))) : kBc;
     const bool edge = diag < kBc - 1 || key_lim < kBc || row_lim < kBr;
@@ -412,6 +425,7 @@ __global__ void __launch_bounds__(Config<D>::kThreads, 1)
     for (int kk = 0; kk < kBr / 16; ++kk)  // dK += dSᵀ Q_i (unscaled), Q_i read N-major
       sm90::wgmma_m64nNk16_rs<D, T, /*kTransB=*/true>(acc_dk, dsa[kk], v_descriptor(q_addr, kBr, kk), true);
     sm90::wgmma_commit_group();
+    const float next_row = t + 1 < steps ? row_value(t + 1) : 0.0f;  // in flight under the products
 
     // dS (query rows × this consumer's 64 keys) into sdS[t % 2][c], K-major for dQ's A, swizzled as v1
     // stores it: query i = 8n + 2·t4 + e % 2, key j = warp·16 + g8 + 8·(e / 2), four offsets for 32 stores.
@@ -435,20 +449,18 @@ __global__ void __launch_bounds__(Config<D>::kThreads, 1)
       sm90::wgmma_fence_operand(pa[kk]);  // pa, dsa live until here
       sm90::wgmma_fence_operand(dsa[kk]);
     }
-    // Q_i, dO_i and the rows have had their last reader in this warp: its share of the stage's release.
+    // Q_i and dO_i have had their last reader in this warp (the tensor cores): its share of the release.
     if (lane == 0) sm90::mbarrier_arrive(&empty[st]);
 
     // dQ_i += dS · K_j as v1: at D = 128 consumer c takes D's panel c over all 128 keys (both dS tiles),
     // at D = 64 its own 64 keys.
-    if constexpr (kDqSplitsKeys) {
-      // The consumer's four warps have written its dS before any reads it. A barrier id the compiler can
-      // see (a computed one makes ptxas reserve all 16 of the SM's named barriers).
-      if (c == 0)
-        sm90::bar_sync(2, kWarpgroup);
-      else
-        sm90::bar_sync(3, kWarpgroup);
-    } else
+    if constexpr (kDqSplitsKeys)
+      consumer_sync();  // the consumer's four warps have written its dS before any reads it
+    else
       sm90::bar_sync(1, C::kConsumers * kWarpgroup);  // both dS tiles are written before either consumer reads both
+    // Past that barrier every thread of the consumer has read step t's rows (in P and dS): step t + 1's
+    // go in their place.
+    my_rows[wtid] = next_row;
     {
       float rQ[8][4];
       auto& acc_q = reinterpret_cast<float(&)[32]>(rQ);
@@ -485,6 +497,7 @@ __global__ void __launch_bounds__(Config<D>::kThreads, 1)
       __syncwarp();               // every lane's stores and fence before lane 0's arrival announces them
       if (lane == 0) sm90::mbarrier_arrive(&dq_full[b]);
     }
+    consumer_sync();  // step t + 1's rows are in before any thread of the consumer reads them
   }
 
   // dK = scale · Σ dSᵀ Q, dV = Σ Pᵀ dO, rounded, as v1.
