@@ -9,6 +9,7 @@ KernelList stage07_attention_bwd_kernels() {
       &kFlashBwdTmaV1,
       &kFlashBwdTmaV2,
       &kFlashBwdTmaV3,
+      &kFlashBwdTmaV4,
   };
   return kernel_list(versions);
 }
