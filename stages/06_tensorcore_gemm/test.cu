@@ -54,12 +54,14 @@ int32_t not_in(uint32_t mask) {
 
 // Each of M, N, K takes 1, 17 and L = 1000, in every pairing; 300×520×200 adds whole interior tiles
 // in both directions next to tails, and K = L runs the 3- and 4-stage pipelines (v7–v16) around several
-// times. 384×512×320 has no tail at all: every block copies every k-tile whole (v12–v16).
+// times. 384×512×320 has no tail at all: every block copies every k-tile whole (v12–v16). 301×517×320
+// copies whole k-tiles past odd edges: v14–v16 move a tile back inside M, but not inside an odd N (its
+// column pairs would start on an odd column; 1000×517×333 found it, through v16's repacked K = 384).
 // Under the sanitizer L is 300: still several 64-deep k-tiles and a tail in every direction.
 std::vector<Mnk> odd_sizes() {
   const int64_t L = testing::size_for_run(1000, 300);
-  return {{1, 1, 1},  {17, 17, 17}, {1, 17, L},     {17, L, 1},     {L, 1, 17},
-          {L, 17, L}, {17, L, L},   {L, L, 17},     {300, 520, 200}, {384, 512, 320}};
+  return {{1, 1, 1},  {17, 17, 17}, {1, 17, L},      {17, L, 1},      {L, 1, 17},     {L, 17, L},
+          {17, L, L}, {L, L, 17},   {300, 520, 200}, {384, 512, 320}, {301, 517, 320}};
 }
 
 // What a version is checked on: its input type, fp32 C (int32 for int8), exact integer inputs for the

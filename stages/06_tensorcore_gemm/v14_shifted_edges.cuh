@@ -7,11 +7,11 @@
 //  1. A tile that reaches past M moves up to end at row M (one past N moves left to end at column N):
 //     its copies are whole again. It computes rows (columns) that the tile before it also computes, and
 //     stores only its own, so C, beta·C included, is written once. Where m (n) runs along the stored
-//     rows (A transposed, B not), the moved origin must keep 16-byte copies: M (N) a multiple of 8.
+//     rows (A transposed, B not), the moved origin must keep 16-byte copies: M (N) a multiple of 8 (and
+//     N even to move left at all: the epilogue stores column pairs).
 //  2. K's tail r = K % 32 becomes k-tile 0: its copies are v9's checked ones (zeros past r), issued once
 //     in the prologue; the whole k-tiles after it start at k = r, so the main loop has no bounds. Where k
-//     runs along the stored rows (A not transposed, B transposed), r must keep 16-byte copies: a
-//     multiple of 8.
+//     runs along the stored rows (A not transposed, B transposed), r must be a multiple of 8.
 //  3. Matrices smaller than a tile (M < 128 or N < 256), or sizes that break the alignments above, keep
 //     v12's rule for the blocks concerned.
 // C is bit-identical to v12's whenever 32 divides K (with a tail, the k-tiles are cut at other places).
@@ -82,7 +82,9 @@ __global__ void __launch_bounds__(kThreads, 1)
   constexpr int64_t kChunk = 16 / int64_t(sizeof(T));
   const bool fits_m = m_own + kBM <= M, fits_n = n_own + kBN <= N;
   const bool moves_m = !fits_m && M >= kBM && (TileA::kKContig || M % kChunk == 0);
-  const bool moves_n = !fits_n && N >= kBN && (TileB::kKContig || N % kChunk == 0);
+  // A tile moved back to end at N starts at column N − kBN: N even keeps it, and every pair of columns
+  // the epilogue stores, on an even column (an odd N would split the pair at n_own and misalign it).
+  const bool moves_n = !fits_n && N >= kBN && N % 2 == 0 && (TileB::kKContig || N % kChunk == 0);
   const int64_t tail = K % kBK;  // K's tail: k-tile 0 when not zero
   const bool k_whole = tail % kChunk == 0 || (!TileA::kKContig && !TileB::kKContig);
   const bool whole = (fits_m || moves_m) && (fits_n || moves_n) && k_whole;

@@ -12,8 +12,8 @@
 //     twice the cp.async of a 16-byte one, one 64-bit add each, no bounds. Narrower rows are v10's call.
 //  3. A moved origin and the tail keep the copies aligned: where m (n) runs along the stored rows
 //     (A transposed, B not), M (N) a multiple of the copy width; where k does (A not transposed, B
-//     transposed), r a multiple of it. Matrices smaller than a tile, or sizes that break this, keep
-//     v13's rule for the blocks concerned (v10's checked loop, at the same width).
+//     transposed), r a multiple of it; a tile moved left, N even (column pairs). Smaller matrices, or
+//     sizes that break this, keep v13's rule for the blocks concerned (v10's checked loop, same width).
 // Everything else is v13's; C is bit-identical to v10's and v13's (the sums are integers).
 //
 // Run: build/h100/stages/06_tensorcore_gemm/stage06_gemm --dtype int8 --trans-b 1 --version v15 --m 1000 --n 1000 --k 1000
@@ -88,7 +88,9 @@ __global__ void __launch_bounds__(kThreads, 1)
   // (SwizzledTileStream). One copy is kCopyBytes int8.
   const bool fits_m = m_own + kBM <= M, fits_n = n_own + kBN <= N;
   const bool moves_m = !fits_m && M >= kBM && (CopyA::kKContig || M % kCopyBytes == 0);
-  const bool moves_n = !fits_n && N >= kBN && (CopyB::kKContig || N % kCopyBytes == 0);
+  // A tile moved back to end at N starts at column N − kBN: N even keeps it, and every pair of columns
+  // the epilogue stores, on an even column (an odd N would split the pair at n_own and misalign it).
+  const bool moves_n = !fits_n && N >= kBN && N % 2 == 0 && (CopyB::kKContig || N % kCopyBytes == 0);
   const int64_t tail = K % kBK;  // K's tail: k-tile 0 when not zero
   const bool k_whole = tail % kCopyBytes == 0 || (!CopyA::kKContig && !CopyB::kKContig);
   const bool whole = (fits_m || moves_m) && (fits_n || moves_n) && k_whole;

@@ -89,7 +89,9 @@ __global__ void __launch_bounds__(kThreads, 1)
   // N ≥ kBN); the others run v10's loop, checked (SwizzledTileStream). One copy is kCopyBytes int8.
   const bool fits_m = m_own + kBM <= M, fits_n = n_own + kBN <= N;
   const bool moves_m = !fits_m && M >= kBM && (CopyA::kKContig || M % kCopyBytes == 0);
-  const bool moves_n = !fits_n && N >= kBN && (CopyB::kKContig || N % kCopyBytes == 0);
+  // A tile moved back to end at N starts at column N − kBN: N even keeps it, and every pair of columns
+  // the epilogue stores, on an even column (an odd N would split the pair at n_own and misalign it).
+  const bool moves_n = !fits_n && N >= kBN && N % 2 == 0 && (CopyB::kKContig || N % kCopyBytes == 0);
   const int64_t tail = K % kBK;  // K's tail: k-tile 0 when not zero
   const bool k_whole = tail % kCopyBytes == 0 || (!CopyA::kKContig && !CopyB::kKContig);
   const bool whole = (fits_m || moves_m) && (fits_n || moves_n) && k_whole;
