@@ -9,9 +9,11 @@
 #include <cuda.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "common/device/bwd_args.cuh"
 #include "common/device/bwd_preprocess.cuh"
@@ -55,6 +57,31 @@ inline TensorMap4d map_of(const AttentionBwdProblem& pr, Tensor t, int box_rows)
   return m;
 }
 
+// Versions from v5 on read each step's rows of LSE and delta with one bulk copy, from a copy of them
+// padded to whole query tiles (Config::kPaddedRows): rows[bh · ld + i] = (LSE · log2 e, delta) of query
+// slot (bh, i), ld = max_seq_q rounded up to kBr, zeros where no row is (past an entry's length, in an
+// entry that breaks the rules, up to ld), so that a tile's 64 rows start on a 512-byte boundary and
+// every byte a copy reads was written. One thread per padded slot, after delta.
+template <class T>
+__global__ void padded_rows_kernel(const bwd::Args<T> a, float2* __restrict__ rows, int64_t ld, int64_t total) {
+  for (int64_t r = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; r < total; r += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t bh = r / ld, i = r % ld;
+    float2 v = make_float2(0.0f, 0.0f);
+    if (i < a.max_seq_q) {
+      bool real;
+      const bwd::QueryRow q = bwd::query_row(a, bh * a.max_seq_q + i, &real, /*d=*/0);
+      if (q.row >= 0 && real) v = make_float2(a.lse[q.row] * attn::kLog2e, a.delta[q.row]);
+    }
+    rows[r] = v;
+  }
+}
+
+// Whether a version's Config asks for the padded rows (kPaddedRows, absent before v5: false).
+template <class C, class = void>
+struct PaddedRows : std::false_type {};
+template <class C>
+struct PaddedRows<C, std::void_t<decltype(C::kPaddedRows)>> : std::bool_constant<C::kPaddedRows> {};
+
 // The launch of a version whose kernel takes (tmQ, tmK, tmV, tmdO, Args<T>, turns), for tile
 // configuration C (kBr, kBc, kThreads, kSmemBytes): maps, delta, workspaces, the kernel on
 // B·KVH·ceil(max Nk / Bc) blocks, the conversion of dQ. Sizes TMA or the grid cannot take return their
@@ -75,13 +102,26 @@ Status launch_kv_stationary(void (*kernel)(CUtensorMap, CUtensorMap, CUtensorMap
   // mode, B·H·q_tiles ints. Both zeroed on the stream before the kernel.
   const std::size_t dq_bytes = std::size_t(q_elems(p)) * sizeof(float);
   const std::size_t turn_bytes = pr.p.deterministic ? std::size_t(p.batch * p.heads * q_tiles) * sizeof(int32_t) : 0;
+  // v5 on: the padded rows, B·H·ld (LSE · log2 e, delta) pairs, after the rest at a 256-byte boundary.
+  constexpr bool kRows = PaddedRows<C>::value;
+  const int64_t rows_ld = q_tiles * C::kBr, rows_total = p.batch * p.heads * rows_ld;
+  const std::size_t rows_at = (dq_bytes + turn_bytes + 255) / 256 * 256;
+  const std::size_t rows_bytes = kRows ? std::size_t(rows_total) * sizeof(float2) : 0;
   return bwd::with_delta(pr, stream, [&](float* delta) {
     FS_RETURN_IF_ERROR(bwd::launch_delta<T>(pr, delta, stream));
-    return with_workspace(dq_bytes + turn_bytes, stream, [&](void* workspace) {
+    return with_workspace(kRows ? rows_at + rows_bytes : dq_bytes + turn_bytes, stream, [&](void* workspace) {
       bwd::Args<T> a = bwd::make_args<T>(pr, delta);
       a.dq_accum = static_cast<float*>(workspace);
       int32_t* turns = turn_bytes ? reinterpret_cast<int32_t*>(static_cast<char*>(workspace) + dq_bytes) : nullptr;
       FS_RETURN_IF_CUDA_ERROR(cudaMemsetAsync(workspace, 0, dq_bytes + turn_bytes, stream));
+      if (kRows && rows_total > 0) {
+        float2* rows = reinterpret_cast<float2*>(static_cast<char*>(workspace) + rows_at);
+        const int64_t row_blocks = std::min<int64_t>((rows_total + 255) / 256, int64_t(1) << 16);
+        padded_rows_kernel<T><<<unsigned(row_blocks), 256, 0, stream>>>(a, rows, rows_ld, rows_total);
+        FS_RETURN_IF_CUDA_ERROR(cudaGetLastError());
+        a.rows = rows;
+        a.rows_ld = rows_ld;
+      }
       // Above 48 KB a kernel must opt in to the larger dynamic shared memory carve-out.
       FS_RETURN_IF_CUDA_ERROR(
           cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(C::kSmemBytes)));
@@ -125,9 +165,26 @@ inline std::size_t extra_bytes(const AttentionParams& p) {
   return std::size_t(q_elems(p)) * sizeof(float) + delta_extra_bytes(p);
 }
 template <int kBr>
-std::size_t deterministic_extra_bytes(const AttentionParams& p) {
+int64_t query_tiles(const AttentionParams& p) {
   const int64_t rows = p.cu_seqlens_q ? (p.max_seq_q > 0 ? p.max_seq_q : p.seq_q) : p.seq_q;
-  return extra_bytes(p) + std::size_t(p.batch * p.heads * ((rows + kBr - 1) / kBr)) * sizeof(int32_t);
+  return (rows + kBr - 1) / kBr;
+}
+template <int kBr>
+std::size_t deterministic_extra_bytes(const AttentionParams& p) {
+  return extra_bytes(p) + std::size_t(p.batch * p.heads * query_tiles<kBr>(p)) * sizeof(int32_t);
+}
+// From v5 on the padded rows too: B·H·ceil(max Nq / Br)·Br pairs of floats, at a 256-byte boundary.
+template <int kBr>
+std::size_t padded_rows_bytes(const AttentionParams& p) {
+  return 256 + std::size_t(p.batch * p.heads * query_tiles<kBr>(p) * kBr) * sizeof(float2);
+}
+template <int kBr>
+std::size_t rows_extra_bytes(const AttentionParams& p) {
+  return extra_bytes(p) + padded_rows_bytes<kBr>(p);
+}
+template <int kBr>
+std::size_t rows_deterministic_extra_bytes(const AttentionParams& p) {
+  return deterministic_extra_bytes<kBr>(p) + padded_rows_bytes<kBr>(p);
 }
 
 }  // namespace fs::flash_bwd_tma

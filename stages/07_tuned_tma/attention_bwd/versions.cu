@@ -10,6 +10,7 @@ KernelList stage07_attention_bwd_kernels() {
       &kFlashBwdTmaV2,
       &kFlashBwdTmaV3,
       &kFlashBwdTmaV4,
+      &kFlashBwdTmaV5,
   };
   return kernel_list(versions);
 }

@@ -1,0 +1,508 @@
+// flashstages · stage 07 attention backward · v5 — LSE and delta by TMA: padded once by the launch, each
+// step's rows one bulk copy on the stage's barrier beside Q_i and dO_i (fp16, bf16; D = 64, 128).
+//
+// What changes from v4 (each consumer loads its own copy of a step's 64 LSE and 64 delta values, one
+// per thread, stores them after the barrier before dQ and meets its 128 threads at a named barrier at
+// the step's end): the launch writes (LSE · log2 e, delta) pairs into a copy padded to whole query
+// tiles (launch.cuh, padded_rows_kernel), so that every tile's rows start 512 bytes apart, and the
+// producer brings a step's 512 bytes with one cp.async.bulk counted on full[st], as it brings Q_i and
+// dO_i. FlashAttention-3 pads LSE and delta the same way for the same copy.
+// Why it is faster: no consumer register or barrier is spent on the rows; they arrive with the tiles.
+// (v2 had the producer warp store them with plain stores, published by the same barrier, which
+// racecheck reported; the bulk copy's writes are the async proxy's, ordered by the barrier's bytes.)
+// The price: B·H·ceil(Nq / 64)·64 pairs of floats of workspace and one small kernel before the main one.
+//
+// Run: build/h100/stages/07_tuned_tma/attention_bwd/stage07_attention_bwd --dtype fp16 --seq 4096 --dim 128 --batch 2 --heads 16 --version v5
+#pragma once
+
+#include <cuda.h>
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+#include "common/device/attention.cuh"
+#include "common/device/bwd_args.cuh"
+#include "common/device/sm80.cuh"
+#include "common/device/sm90.cuh"
+#include "common/lib/numeric.h"
+#include "stages/07_tuned_tma/attention/block.cuh"
+#include "stages/07_tuned_tma/attention/tiles.cuh"
+#include "stages/07_tuned_tma/attention_bwd/turns.cuh"
+
+namespace fs::flash_bwd_tma::v5 {
+
+using namespace fs::attn;
+using flash_tma::first_foreign_row;
+using flash_tma::k_major_descriptor;
+using flash_tma::kv_plane_row;
+using flash_tma::load_tile;
+using flash_tma::PlaneRow;
+using flash_tma::plane_row;
+using flash_tma::v_descriptor;
+using flash_tma::zero_rows;
+using flash_tma::ws::kWarpgroup;
+
+// Tiles, registers and shared memory as v4's, the rows moved into the stages.
+template <int D>
+struct Config {
+  static constexpr int kD = D;
+  static constexpr int kBr = 64;
+  static constexpr int kBc = 128;
+  static constexpr int kConsumers = 2;  // consumer c (warpgroup c + 1) owns keys 64c .. 64c + 63 of the block
+  static constexpr int kKeysPerWarpgroup = kBc / kConsumers;
+  static constexpr int kThreads = (1 + kConsumers) * kWarpgroup;
+  static constexpr int kConsumerWarps = kConsumers * kWarpgroup / 32;  // the arrivals that release a stage
+  static constexpr int kProducerRegs = flash_tma::ws::kProducerRegs;
+  static constexpr int kConsumerRegs = flash_tma::ws::consumer_regs(kConsumers);
+  static constexpr int kStages = D == 64 ? 4 : 2;                   // steps in shared memory at once
+  static constexpr int kDqTiles = 2;                                 // dQ tiles in shared memory: step t's is t % 2
+  static constexpr int kKVBytes = kBc * D * 2;                      // sK or sV: [Bc][D]
+  static constexpr int kQBytes = kBr * D * 2;                       // sQ or sdO: [Br][D]
+  static constexpr int kStageBytes = 2 * kQBytes;                   // Q_i then dO_i (what TMA brings)
+  static constexpr int kRowBytes = kBr * 8;                         // (LSE·log2 e, delta) of a step: [Br] pairs
+  static constexpr bool kPaddedRows = true;                          // the launch pads them (launch.cuh)
+  static constexpr int kDSBytes = kBr * kKeysPerWarpgroup * 2;      // one consumer's dS: [Br][64]
+  // One step's dQ tile, fp32: D = 128, [Br][D] with consumer c's 64 columns at 64c (one row-major tile,
+  // as dq_accum holds it); D = 64, [kConsumers][Br][64], each consumer's partial sum over its own keys.
+  static constexpr int kDQBytes = kConsumers * kBr * 64 * 4;
+  // 1024-byte alignment slack, sK, sV, the stages, dS (two steps × two consumers), the dQ tiles, the
+  // stages' rows, then the barriers kv_full, kv_landed, full[kStages], empty[kStages], landed[kStages],
+  // dq_full[kDqTiles], dq_empty[kDqTiles].
+  static constexpr std::size_t kSmemBytes = 1024 + 2 * std::size_t(kKVBytes) + std::size_t(kStages) * kStageBytes +
+                                            2 * std::size_t(kConsumers) * kDSBytes + std::size_t(kDqTiles) * kDQBytes +
+                                            std::size_t(kStages) * kRowBytes +
+                                            (2 + 3 * kStages + 2 * kDqTiles) * sizeof(uint64_t);
+  static_assert(D % 64 == 0, "whole 64-element panels");
+  static_assert(kKeysPerWarpgroup == 64 && kBr == 64, "dS is one 128-byte-swizzled panel per consumer");
+  static_assert(kSmemBytes <= 227 * 1024, "what one block may have on an H100");
+  static_assert(kWarpgroup * (flash_tma::ws::launch_regs(kThreads) - kProducerRegs) >=
+                    kConsumers * kWarpgroup * (kConsumerRegs - flash_tma::ws::launch_regs(kThreads)),
+                "the producer gives back at least what the consumers take");
+};
+
+// One 16-bit element of a packed pair (an A fragment's register), as fp32.
+template <class T>
+__device__ __forceinline__ float half_to_float(uint16_t bits) {
+  if constexpr (std::is_same_v<T, __half>)
+    return __half2float(__ushort_as_half(bits));
+  else
+    return __bfloat162float(__ushort_as_bfloat16(bits));
+}
+
+// How the pieces work (v4's, but for the rows: the protocol below):
+//  1. The producer's warp 0 loads K_j and V_j once and Q_i, dO_i and their rows per step, all on the
+//     stage's barrier (a step's rows: 64 pairs, 512 bytes, read from the padded copy at query slot
+//     (b·H + h, m·Br), b the block's batch entry).
+//  2. Each consumer computes v2's step up to dQ_i's product, dS·K_j into 32 fp32 registers per thread.
+//     It then waits until dQ tile t % 2 is free (dq_empty: the writer's copy of step t − 2 has read it),
+//     stores its share of the product there (its real rows only), makes the stores visible to the async
+//     proxy, and each warp arrives on dq_full[t % 2].
+//  3. The writer (the producer's warp 1, one thread) waits for dq_full, and adds the tile's real rows
+//     into dq_accum rows q_base + i0 … with cp.reduce.async.bulk: the rows are contiguous there (row-major,
+//     D floats each), so one instruction takes the whole tile at D = 128, and one per consumer's partial
+//     at D = 64. Rows past the sequence's end are not added (the next entry's or head's rows, or past the
+//     allocation). Once the copy has read the tile, dq_empty frees it.
+//  4. Deterministic mode: the writer waits for the tile's turn, adds (at D = 64 consumer 0's partial
+//     completed before consumer 1's is issued), waits until the adds have completed, and passes the
+//     turn on; the proxy fences order its bulk adds with the turn's acquire and release. The consumers'
+//     order of work does not change with the mode.
+//
+// The protocol, per step t (stage st = t % kStages, its use u = t / kStages):
+//   prologue  thread 0:  init kv_full, kv_landed, full[st], landed[st], dq_empty[b] (1), empty[st],
+//                        dq_full[b] (8); fence;
+//                        __syncthreads; producer: setmaxnreg.dec 24; consumers: setmaxnreg.inc 240
+//   producer  warp 0:    (u ≥ 1) wait empty[st], parity (u − 1) & 1            step t − kStages released
+//                        lane 0: expect_tx(full[st] or landed[st]); TMA Q_i, dO_i; bulk copy of the rows
+//                        (rows past the sequence) wait landed[st]; zero; __syncwarp; lane 0 arrives full[st]
+//   consumer  all 128:   wait full[st], parity u & 1
+//                        issue Sᵀ; issue dPᵀ; wait for Sᵀ (wait_group 1)
+//                        Pᵀ → A fragments; issue dV += Pᵀ dO_i; wait for dPᵀ (wait_group 1)
+//                        dSᵀ → A fragments, dS → sdS[t % 2][c]; issue dK += dSᵀ Q_i
+//                        barrier (D = 128: both consumers, 256 threads; D = 64: the consumer's 128)
+//                        issue rQ = dS K_j
+//                        wait for dV, dK (wait_group 1); __syncwarp; lane 0 of each warp: arrive empty[st]
+//                        wait for rQ (wait_group 0)
+//                        (t ≥ 2) wait dq_empty[b], b = t % 2, parity ((t / 2) − 1) & 1
+//                        rQ → sdQ[b]; fence.proxy.async; __syncwarp; lane 0: arrive dq_full[b]
+//   writer    warp 1, lane 0:  wait dq_full[b], parity (t / 2) & 1; (deterministic: wait for the turn)
+//                        bulk reduce-add of sdQ[b]'s real rows into dq_accum; commit
+//                        wait until read (deterministic: completed; pass the turn); arrive dq_empty[b]
+//
+// grid: B·KVH·ceil(max Nk / Bc) blocks of three warpgroups (attn::key_block_of). tmQ, tmdO: Q and dO as
+// [B][H][Nq][D] (packed: [1][H][total][D]) with their strides, boxes of 64 columns × Br rows; tmK, tmV:
+// K and V as [B][KVH][Nk][D], boxes of 64 × Bc (launch.cuh). turns: B·H·ceil(max Nq / Br) zeroed ints
+// in deterministic mode, else null.
+template <class T, int D>
+__global__ void __launch_bounds__(Config<D>::kThreads, 1)
+    flash_bwd_tma_v5_kernel(const __grid_constant__ CUtensorMap tmQ, const __grid_constant__ CUtensorMap tmK,
+                            const __grid_constant__ CUtensorMap tmV, const __grid_constant__ CUtensorMap tmdO,
+                            const bwd::Args<T> a, int32_t* __restrict__ turns) {
+  using C = Config<D>;
+  constexpr int kBr = C::kBr, kBc = C::kBc, kStages = C::kStages, kKw = C::kKeysPerWarpgroup;
+  constexpr int kNT = kBr / 8;  // 8-column tiles of Sᵀ and dPᵀ (columns: query rows)
+  constexpr int kDT = D / 8;    // 8-column tiles of dK and dV
+  // dQ's split between the consumers: its keys (D = 64, one panel of D) or its panels of D (D = 128).
+  constexpr bool kDqSplitsKeys = D / 64 < C::kConsumers;
+  static_assert(kDqSplitsKeys ? D == 64 : D / 64 == C::kConsumers, "dQ: one 64-column panel per consumer");
+  extern __shared__ unsigned char smem_raw[];
+  unsigned char* smem =
+      reinterpret_cast<unsigned char*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
+  unsigned char* sK = smem;                              // [Bc][D], swizzled panels
+  unsigned char* sV = sK + C::kKVBytes;                  // [Bc][D]
+  unsigned char* sQdO = sV + C::kKVBytes;                // [kStages] × (Q_i [Br][D], dO_i [Br][D])
+  unsigned char* sdS = sQdO + kStages * C::kStageBytes;  // [2 steps][kConsumers] × dS [Br][64 keys]
+  unsigned char* sdQ = sdS + 2 * C::kConsumers * C::kDSBytes;  // [kDqTiles] × the dQ tile, fp32 (Config)
+  float2* sRows = reinterpret_cast<float2*>(sdQ + C::kDqTiles * C::kDQBytes);  // [kStages][Br] (LSE·log2 e, delta)
+  uint64_t* kv_full = reinterpret_cast<uint64_t*>(sRows + kStages * kBr);
+  uint64_t* kv_landed = kv_full + 1;
+  uint64_t* full = kv_landed + 1;       // [kStages]
+  uint64_t* empty = full + kStages;     // [kStages]
+  uint64_t* landed = empty + kStages;   // [kStages]
+  uint64_t* dq_full = landed + kStages;  // [kDqTiles]
+  uint64_t* dq_empty = dq_full + C::kDqTiles;  // [kDqTiles]
+
+  const int tid = threadIdx.x, wg = flash_tma::ws::warpgroup();
+  const KeyBlock kb = key_block_of</*kVarlen=*/true>(a, kBc);
+  const int64_t kv_tiles = (a.max_seq_k + kBc - 1) / kBc;
+  const int64_t n_block = blockIdx.x % kv_tiles;  // this block's place among its head's key blocks
+  const int64_t k0 = kb.k0;
+  const int key_lim = int(min(kb.nk - k0, int64_t(kBc)));
+  const int64_t nq = kb.nq, diag0 = kb.offset - k0, q_head0 = kb.q_head0, q_shift = kb.q_shift;
+
+  // The query tiles this block meets, per query head: m_first .. m_end − 1.
+  const int64_t m_end = (kb.nq + kBr - 1) / kBr;
+  const int64_t first_row = a.causal ? k0 - kb.offset : 0;  // the first query row that sees key k0
+  const int64_t m_first = first_row > 0 ? first_row / kBr : 0;
+  const int64_t m_count = m_end > m_first ? m_end - m_first : 0;
+  const int64_t steps = a.group * m_count;
+
+  // Step t's query head and tile, and where its rows are.
+  struct Step {
+    int64_t bh;      // flat query head as the row index counts it (b·H + h, or h packed)
+    int64_t m;       // query tile
+    int64_t q_base;  // row of LSE, delta, dq_accum (and of Q's plane, through plane_row) of its row 0
+  };
+  auto step_of = [&](int64_t t) {
+    Step s;
+    s.bh = q_head0 + t / m_count;
+    s.m = m_first + t % m_count;
+    s.q_base = s.bh * a.seq_q + q_shift;  // KeyBlock::q_base
+    return s;
+  };
+  // In 32 bits: a step index is below 2^31 (the query heads of a group times Nq / 64).
+  auto stage_of = [](int64_t t) { return int(uint32_t(t) % kStages); };
+  auto use_of = [](int64_t t) { return uint32_t(t) / kStages; };
+
+  if (tid == 0) {
+    sm90::mbarrier_init(kv_full, 1);    // the producer's expect_tx arrival and the bytes, or its plain arrival
+    sm90::mbarrier_init(kv_landed, 1);  // after it zeroed what the tiles brought past the sequence's end
+    for (int st = 0; st < kStages; ++st) {
+      sm90::mbarrier_init(&full[st], 1);
+      sm90::mbarrier_init(&empty[st], C::kConsumerWarps);  // one arrival per consumer warp
+      sm90::mbarrier_init(&landed[st], 1);
+    }
+    for (int b = 0; b < C::kDqTiles; ++b) {
+      sm90::mbarrier_init(&dq_full[b], C::kConsumerWarps);  // one arrival per consumer warp
+      sm90::mbarrier_init(&dq_empty[b], 1);                 // the writer's, once its copy has read the tile
+    }
+    sm90::fence_mbarrier_init();  // the inits are seen by the TMA unit that completes them
+  }
+  // Every thread sees initialized barriers before it waits on one. The only block-wide barrier: from here
+  // on the producer and the consumers meet only through the mbarriers.
+  __syncthreads();
+
+  if (wg == 0) {
+    // The producer warpgroup: warp 0 loads, warp 1's lane 0 writes dQ, the other threads leave. The loads
+    // complete on their barriers whether or not warp 0 still runs, and the consumers wait for every one.
+    sm90::setmaxnreg_dec<C::kProducerRegs>();
+    if (tid > 32 || steps == 0) return;
+    if (tid == 32) {
+      // The writer: step t's tile, b = t % 2, added into its rows of dq_accum.
+      for (int64_t t = 0; t < steps; ++t) {
+        const int b = int(t & 1);
+        const Step s = step_of(t);
+        const int64_t i0 = s.m * kBr;
+        const int row_lim = int(min(nq - i0, int64_t(kBr)));
+        const uint32_t bytes = uint32_t(row_lim) * D * 4;  // the real rows: a multiple of 16 bytes
+        float* dst = a.dq_accum + (s.q_base + i0) * D;     // 16-byte aligned: D · 4 bytes per row
+        const unsigned char* tile = sdQ + b * C::kDQBytes;
+        int32_t* turn = nullptr;
+        if (turns) {
+          const int64_t bb = blockIdx.x / kv_tiles / (a.heads / a.group);
+          turn = turns + ((bb * a.heads + s.bh % a.heads) * ((a.max_seq_q + kBr - 1) / kBr) + s.m);
+        }
+        sm90::mbarrier_wait_parity(&dq_full[b], uint32_t(t >> 1) & 1);  // every consumer warp's share is in
+        if (turn) {
+          wait_turn(turn, int32_t(n_block));
+          sm90::fence_proxy_async_global();  // the bulk adds below come after the previous block's
+        }
+        if constexpr (kDqSplitsKeys) {
+          // Two partial sums over the two consumers' keys, consumer 0's first; in deterministic mode it has
+          // completed before consumer 1's starts, so that the sums run in one order.
+          sm90::bulk_reduce_add_f32(dst, tile, bytes);
+          sm90::cp_async_bulk_commit_group();
+          if (turn) sm90::cp_async_bulk_wait_group<0>();
+          sm90::bulk_reduce_add_f32(dst, tile + kBr * 64 * 4, bytes);
+        } else {
+          sm90::bulk_reduce_add_f32(dst, tile, bytes);
+        }
+        sm90::cp_async_bulk_commit_group();
+        if (turn) {
+          sm90::cp_async_bulk_wait_group<0>();  // the adds have completed, visible to this thread
+          sm90::fence_proxy_async_global();      // and ordered before the release that passes the turn
+          pass_turn(turn);
+        } else {
+          sm90::cp_async_bulk_wait_group_read<0>();  // the copy has read the tile (its adds may be under way)
+        }
+        sm90::mbarrier_arrive(&dq_empty[b]);
+      }
+      return;
+    }
+    const int lane = tid;
+    const PlaneRow kv = kv_plane_row(a, kb);
+    const int kv_from = first_foreign_row(k0, kBc, kb.nk, kv.row, a.seq_k);
+    if (lane == 0) {
+      uint64_t* bar = kv_from < kBc ? kv_landed : kv_full;
+      sm90::mbarrier_arrive_expect_tx(bar, 2 * C::kKVBytes);
+      load_tile<D>(sK, &tmK, kBc, kv.row + k0, kv.plane, bar);
+      load_tile<D>(sV, &tmV, kBc, kv.row + k0, kv.plane, bar);
+    }
+    // K_j's and V_j's rows past the sequence's end, zeroed once the first steps' loads are on their way.
+    auto zero_kv = [&] {
+      sm90::mbarrier_wait_parity(kv_landed, 0);  // used once: phase 0
+      zero_rows<D>(sK, kBc, kv_from, lane, 32);
+      zero_rows<D>(sV, kBc, kv_from, lane, 32);
+      __syncwarp();  // every lane's zeros, and its fence, before the arrival that publishes them
+      if (lane == 0) sm90::mbarrier_arrive(kv_full);
+    };
+    const int64_t prologue = steps < kStages ? steps : kStages;
+    uint32_t landed_phase = 0;  // bit st: the parity of landed[st]'s next phase
+    for (int64_t t = 0; t < steps; ++t) {
+      if (t == prologue && kv_from < kBc) zero_kv();
+      const int st = stage_of(t);
+      // A stage's next use needs its last one (step t − kStages) released by every consumer warp: the
+      // phase of the opposite parity. The wait's acquire, after their wgmma waits and arrivals, orders
+      // the tensor cores' reads of the stage before the TMA writes below.
+      if (t >= kStages) sm90::mbarrier_wait_parity(&empty[st], (use_of(t) & 1) ^ 1);
+      const Step s = step_of(t);
+      const int64_t i0 = s.m * kBr;
+      const PlaneRow q = plane_row(s.q_base, a.seq_q, a.heads);
+      const int q_from = first_foreign_row(i0, kBr, nq, q.row, a.seq_q);
+      uint64_t* bar = q_from < kBr ? &landed[st] : &full[st];
+      unsigned char* sQ = sQdO + st * C::kStageBytes;
+      if (lane == 0) {
+        // The step's rows: padded query slot (b·H + h, m·Br), b the block's batch entry, h the step's head.
+        const int64_t b = blockIdx.x / kv_tiles / (a.heads / a.group);
+        const float2* rows = a.rows + (b * a.heads + s.bh % a.heads) * a.rows_ld + i0;
+        sm90::mbarrier_arrive_expect_tx(bar, C::kStageBytes + C::kRowBytes);
+        load_tile<D>(sQ, &tmQ, kBr, q.row + i0, q.plane, bar);
+        load_tile<D>(sQ + C::kQBytes, &tmdO, kBr, q.row + i0, q.plane, bar);
+        sm90::bulk_load(sRows + st * kBr, rows, C::kRowBytes, bar);
+      }
+      if (q_from < kBr) {
+        sm90::mbarrier_wait_parity(&landed[st], (landed_phase >> st) & 1);
+        landed_phase ^= 1u << st;
+        zero_rows<D>(sQ, kBr, q_from, lane, 32);
+        zero_rows<D>(sQ + C::kQBytes, kBr, q_from, lane, 32);
+        __syncwarp();  // every lane's zeros, and its fence, before the arrival that publishes them
+        if (lane == 0) sm90::mbarrier_arrive(&full[st]);
+      }
+    }
+    if (prologue == steps && kv_from < kBc) zero_kv();
+    return;
+  }
+
+  // A consumer: keys 64c .. 64c + 63 of the block, warp w of it keys 16w .. 16w + 15 of those.
+  sm90::setmaxnreg_inc<C::kConsumerRegs>();
+  const int c = wg - 1, wtid = tid % kWarpgroup;
+  const int warp = wtid / 32, lane = tid % 32, g8 = lane / 4, t4 = lane % 4;
+  float rdK[kDT][4] = {}, rdV[kDT][4] = {};  // Σ dSᵀ Q, Σ Pᵀ dO: the m64nD accumulators of this consumer
+  auto& acc_dk = reinterpret_cast<float(&)[D / 2]>(rdK);
+  auto& acc_dv = reinterpret_cast<float(&)[D / 2]>(rdV);
+  const uint32_t k_addr0 = sm90::smem_address(sK) + c * kKw * 128;  // this consumer's 64 key rows
+  const uint32_t v_addr0 = sm90::smem_address(sV) + c * kKw * 128;
+  const uint32_t ds_addr0 = sm90::smem_address(sdS + c * C::kDSBytes);  // this consumer's dS tile, step 0
+  const int key_l = c * kKw + warp * 16 + g8;  // this thread's keys within the block: key_l and key_l + 8
+  const float scale_log2 = a.scale_log2;
+
+  // The consumer's 128 threads at a barrier of their own. An id the compiler can see (a computed one
+  // makes ptxas reserve all 16 of the SM's named barriers).
+  auto consumer_sync = [c] {
+    if (c == 0)
+      sm90::bar_sync(2, kWarpgroup);
+    else
+      sm90::bar_sync(3, kWarpgroup);
+  };
+  if (steps > 0) sm90::mbarrier_wait_parity(kv_full, 0);  // sK, sV have landed, zeroed past the keys
+
+  for (int64_t t = 0; t < steps; ++t) {
+    const int st = stage_of(t);
+    const Step s = step_of(t);
+    const int64_t i0 = s.m * kBr;  // the tile's first query row, within the sequence
+    // The tiles' shared addresses, hidden from the compiler for this step, as v1 (ptxas -v: otherwise
+    // every descriptor of every stage is worked out before the walk and kept in registers).
+    uint32_t q_addr = sm90::smem_address(sQdO + st * C::kStageBytes), k_addr = k_addr0, v_addr = v_addr0;
+    uint32_t ds_addr = ds_addr0 + uint32_t(t & 1) * C::kConsumers * C::kDSBytes;
+    asm volatile("" : "+r"(q_addr), "+r"(k_addr), "+r"(v_addr), "+r"(ds_addr));
+    const uint32_t k_all = k_addr - c * kKw * 128, ds_all = ds_addr - c * C::kDSBytes;  // the block's 128 keys
+    const uint32_t do_addr = q_addr + C::kQBytes;
+    sm90::mbarrier_wait_parity(&full[st], use_of(t) & 1);  // Q_i, dO_i have landed, zeroed past the sequence
+
+    // Sᵀ = K_c Q_iᵀ and dPᵀ = V_c dO_iᵀ, 64 keys × Br queries each (k = the head dimension), issued back
+    // to back as two groups; the first product of each overwrites (scale-d = 0).
+    float rS[kNT][4], rP[kNT][4];
+    auto& acc_s = reinterpret_cast<float(&)[kBr / 2]>(rS);
+    auto& acc_p = reinterpret_cast<float(&)[kBr / 2]>(rP);
+    sm90::wgmma_fence();  // rdK, rdV were last written by wgmma, rS, rP are fresh: order them all the same
+#pragma unroll
+    for (int ks = 0; ks < D / 16; ++ks)
+      sm90::wgmma_m64nNk16<kBr, T, false, false>(acc_s, k_major_descriptor(k_addr, kBc, 0, ks),
+                                                 k_major_descriptor(q_addr, kBr, 0, ks), ks > 0);
+    sm90::wgmma_commit_group();
+#pragma unroll
+    for (int ks = 0; ks < D / 16; ++ks)
+      sm90::wgmma_m64nNk16<kBr, T, false, false>(acc_p, k_major_descriptor(v_addr, kBc, 0, ks),
+                                                 k_major_descriptor(do_addr, kBr, 0, ks), ks > 0);
+    sm90::wgmma_commit_group();
+    sm90::wgmma_wait_group<1>();       // Sᵀ's group has completed; dPᵀ's may still run
+    sm90::wgmma_fence_operand(acc_s);  // no read of rS above the wait
+
+    // Pᵀ in place, masked as v1 (key jl kept when jl < key_lim, col < row_lim and, causal, jl − col <= diag),
+    // while dPᵀ runs.
+    const float2* rows = sRows + st * kBr;  // this step's (LSE · log2 e, delta) pairs, with Q_i and dO_i
+    const int row_lim = int(min(nq - i0, int64_t(kBr)));
+    const int diag = a.causal ? int(max(min(i0 + diag0, int64_t(kBc)), int64_t(-2 * kBc))) : kBc;
+    const bool edge = diag < kBc - 1 || key_lim < kBc || row_lim < kBr;
+#pragma unroll
+    for (int n = 0; n < kNT; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int jl = key_l + 8 * (e / 2), col = 8 * n + 2 * t4 + e % 2;
+        const bool keep = !edge || (jl < key_lim && col < row_lim && jl - col <= diag);
+        rS[n][e] = keep ? exp2f(rS[n][e] * scale_log2 - rows[col].x) : 0.0f;
+      }
+    uint32_t pa[kBr / 16][4], dsa[kBr / 16][4];
+#pragma unroll
+    for (int kk = 0; kk < kBr / 16; ++kk) a_from_c<T>(pa[kk], rS[2 * kk], rS[2 * kk + 1]);
+
+    // dV += Pᵀ dO_i (k = 16 query rows, dO_i read N-major), issued before dPᵀ is waited for.
+    sm90::wgmma_fence();  // pa written by ordinary instructions before wgmma reads it
+#pragma unroll
+    for (int kk = 0; kk < kBr / 16; ++kk)
+      sm90::wgmma_m64nNk16_rs<D, T, /*kTransB=*/true>(acc_dv, pa[kk], v_descriptor(do_addr, kBr, kk), true);
+    sm90::wgmma_commit_group();
+    sm90::wgmma_wait_group<1>();       // dPᵀ's group has completed; dV's may still run
+    sm90::wgmma_fence_operand(acc_p);  // no read of rP above the wait
+
+    // dSᵀ = Pᵀ ∘ (dPᵀ − delta) in place, P read back from its fragments (reading pa while dV's wgmma reads
+    // it too is allowed: only a change must wait for its completion).
+#pragma unroll
+    for (int n = 0; n < kNT; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int col = 8 * n + 2 * t4 + e % 2;
+        const uint32_t pair = pa[n / 2][(n % 2) * 2 + e / 2];  // a_from_c: (key row, two query columns)
+        const float p = half_to_float<T>(uint16_t(e % 2 ? pair >> 16 : pair & 0xffffu));
+        rP[n][e] = p * (rP[n][e] - rows[col].y);
+      }
+#pragma unroll
+    for (int kk = 0; kk < kBr / 16; ++kk) a_from_c<T>(dsa[kk], rP[2 * kk], rP[2 * kk + 1]);
+
+    // dS (query rows × this consumer's 64 keys) into sdS[t % 2][c], K-major for dQ's A, swizzled as v1
+    // stores it: query i = 8n + 2·t4 + e % 2, key j = warp·16 + g8 + 8·(e / 2), four offsets for 32 stores.
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int r = 2 * t4 + e % 2;  // i % 8
+      const uint32_t at = ds_addr + r * 128 + (((2 * warp + e / 2) ^ r) * 16) + g8 * 2;
+#pragma unroll
+      for (int n = 0; n < kNT; ++n) {
+        const uint32_t pair = dsa[n / 2][(n % 2) * 2 + e / 2];  // a_from_c: (key row, two query columns)
+        const uint16_t half = uint16_t(e % 2 ? pair >> 16 : pair & 0xffffu);
+        asm volatile("st.shared.b16 [%0], %1;\n" ::"r"(at + n * 1024), "h"(half) : "memory");
+      }
+    }
+    sm90::fence_proxy_async();  // these plain stores, visible to wgmma's reads (the async proxy)
+
+    // dK += dSᵀ Q_i (unscaled), Q_i read N-major.
+    sm90::wgmma_fence();  // dsa written by ordinary instructions before wgmma reads it
+#pragma unroll
+    for (int kk = 0; kk < kBr / 16; ++kk)
+      sm90::wgmma_m64nNk16_rs<D, T, /*kTransB=*/true>(acc_dk, dsa[kk], v_descriptor(q_addr, kBr, kk), true);
+    sm90::wgmma_commit_group();
+
+    // dQ_i's share: at D = 128 consumer c takes D's panel c over all 128 keys (both dS tiles), at D = 64
+    // its own 64 keys.
+    if constexpr (kDqSplitsKeys)
+      consumer_sync();  // the consumer's four warps have written its dS before any reads it
+    else
+      sm90::bar_sync(1, C::kConsumers * kWarpgroup);  // both dS tiles are written before either consumer reads both
+    float rQ[8][4];
+    auto& acc_q = reinterpret_cast<float(&)[32]>(rQ);
+    sm90::wgmma_fence();
+    if constexpr (kDqSplitsKeys) {
+#pragma unroll
+      for (int ks = 0; ks < kKw / 16; ++ks)  // k = 16 keys; K_c read N-major (D contiguous)
+        sm90::wgmma_m64nNk16<64, T, false, /*kTransB=*/true>(
+            acc_q, k_major_descriptor(ds_addr, kBr, 0, ks), v_descriptor(k_addr, kBc, ks), ks > 0);
+    } else {
+#pragma unroll
+      for (int ks = 0; ks < kBc / 16; ++ks)  // k = 16 keys of the block's 128; K read N-major, panel c
+        sm90::wgmma_m64nNk16<64, T, false, /*kTransB=*/true>(
+            acc_q, k_major_descriptor(ds_all, kBr, 0, ks), v_descriptor(k_all + c * kBc * 128, kBc, ks), ks > 0);
+    }
+    sm90::wgmma_commit_group();
+    sm90::wgmma_wait_group<1>();  // dV's and dK's groups have completed; dQ's may still run
+    sm90::wgmma_fence_operand(acc_dv);
+    sm90::wgmma_fence_operand(acc_dk);
+#pragma unroll
+    for (int kk = 0; kk < kBr / 16; ++kk) {
+      sm90::wgmma_fence_operand(pa[kk]);  // pa, dsa live until here
+      sm90::wgmma_fence_operand(dsa[kk]);
+    }
+    // Q_i, dO_i (the tensor cores) and the rows (every lane) have had their last reader in this warp: its
+    // share of the release.
+    __syncwarp();  // every lane's reads of the rows before lane 0's arrival lets TMA overwrite them
+    if (lane == 0) sm90::mbarrier_arrive(&empty[st]);
+    sm90::wgmma_wait_group<0>();
+    sm90::wgmma_fence_operand(acc_q);
+
+    // Into dQ tile b as v3: row il at il · D floats, this consumer's 64 columns at 64c (D = 128) or its
+    // own [Br][64] partial (D = 64). The tile is free once the writer's copy of step t − 2 has read it.
+    const int b = int(t & 1);
+    if (t >= 2) sm90::mbarrier_wait_parity(&dq_empty[b], (uint32_t(t >> 1) & 1) ^ 1);
+    float* tile = reinterpret_cast<float*>(sdQ + b * C::kDQBytes) + (kDqSplitsKeys ? c * kBr * 64 : c * 64);
+#pragma unroll
+    for (int e2 = 0; e2 < 2; ++e2) {
+      const int il = warp * 16 + g8 + 8 * e2;  // rows of this thread in the m64n64 accumulator
+      if (il >= row_lim) continue;             // past the sequence: the writer adds no such row
+#pragma unroll
+      for (int n = 0; n < 8; ++n)
+        *reinterpret_cast<float2*>(tile + il * D + 8 * n + 2 * t4) = make_float2(rQ[n][2 * e2], rQ[n][2 * e2 + 1]);
+    }
+    sm90::fence_proxy_async();  // these plain stores, visible to the bulk copy's reads (the async proxy)
+    __syncwarp();               // every lane's stores and fence before lane 0's arrival announces them
+    if (lane == 0) sm90::mbarrier_arrive(&dq_full[b]);
+  }
+
+  // dK = scale · Σ dSᵀ Q, dV = Σ Pᵀ dO, rounded, as v1.
+  const KeyBlock kbe = key_block_of</*kVarlen=*/true>(a, kBc);
+#pragma unroll
+  for (int e2 = 0; e2 < 2; ++e2) {
+    const int64_t j = kbe.k0 + key_l + 8 * e2;
+    if (j >= kbe.nk_rows) continue;
+    const bool real = j < kbe.nk;
+    T* dk_row = a.dk + kbe.k_at + j * a.k_strides.row + 2 * t4;
+    T* dv_row = a.dv + kbe.v_at + j * a.v_strides.row + 2 * t4;
+#pragma unroll
+    for (int n = 0; n < kDT; ++n) {
+      const float k0v = real ? a.scale * rdK[n][2 * e2] : 0.0f, k1v = real ? a.scale * rdK[n][2 * e2 + 1] : 0.0f;
+      const float v0v = real ? rdV[n][2 * e2] : 0.0f, v1v = real ? rdV[n][2 * e2 + 1] : 0.0f;
+      *reinterpret_cast<uint32_t*>(dk_row + 8 * n) = sm80::pack2<T>(k0v, k1v);
+      *reinterpret_cast<uint32_t*>(dv_row + 8 * n) = sm80::pack2<T>(v0v, v1v);
+    }
+  }
+}
+
+}  // namespace fs::flash_bwd_tma::v5
