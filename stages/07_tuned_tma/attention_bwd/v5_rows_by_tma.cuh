@@ -29,7 +29,7 @@
 #include "common/lib/numeric.h"
 #include "stages/07_tuned_tma/attention/block.cuh"
 #include "stages/07_tuned_tma/attention/tiles.cuh"
-#include "stages/07_tuned_tma/attention_bwd/turns.cuh"
+#include "stages/07_tuned_tma/attention_bwd/dq_writer.cuh"
 
 namespace fs::flash_bwd_tma::v5 {
 
@@ -219,45 +219,9 @@ __global__ void __launch_bounds__(Config<D>::kThreads, 1)
     sm90::setmaxnreg_dec<C::kProducerRegs>();
     if (tid > 32 || steps == 0) return;
     if (tid == 32) {
-      // The writer: step t's tile, b = t % 2, added into its rows of dq_accum.
-      for (int64_t t = 0; t < steps; ++t) {
-        const int b = int(t & 1);
-        const Step s = step_of(t);
-        const int64_t i0 = s.m * kBr;
-        const int row_lim = int(min(nq - i0, int64_t(kBr)));
-        const uint32_t bytes = uint32_t(row_lim) * D * 4;  // the real rows: a multiple of 16 bytes
-        float* dst = a.dq_accum + (s.q_base + i0) * D;     // 16-byte aligned: D · 4 bytes per row
-        const unsigned char* tile = sdQ + b * C::kDQBytes;
-        int32_t* turn = nullptr;
-        if (turns) {
-          const int64_t bb = blockIdx.x / kv_tiles / (a.heads / a.group);
-          turn = turns + ((bb * a.heads + s.bh % a.heads) * ((a.max_seq_q + kBr - 1) / kBr) + s.m);
-        }
-        sm90::mbarrier_wait_parity(&dq_full[b], uint32_t(t >> 1) & 1);  // every consumer warp's share is in
-        if (turn) {
-          wait_turn(turn, int32_t(n_block));
-          sm90::fence_proxy_async_global();  // the bulk adds below come after the previous block's
-        }
-        if constexpr (kDqSplitsKeys) {
-          // Two partial sums over the two consumers' keys, consumer 0's first; in deterministic mode it has
-          // completed before consumer 1's starts, so that the sums run in one order.
-          sm90::bulk_reduce_add_f32(dst, tile, bytes);
-          sm90::cp_async_bulk_commit_group();
-          if (turn) sm90::cp_async_bulk_wait_group<0>();
-          sm90::bulk_reduce_add_f32(dst, tile + kBr * 64 * 4, bytes);
-        } else {
-          sm90::bulk_reduce_add_f32(dst, tile, bytes);
-        }
-        sm90::cp_async_bulk_commit_group();
-        if (turn) {
-          sm90::cp_async_bulk_wait_group<0>();  // the adds have completed, visible to this thread
-          sm90::fence_proxy_async_global();      // and ordered before the release that passes the turn
-          pass_turn(turn);
-        } else {
-          sm90::cp_async_bulk_wait_group_read<0>();  // the copy has read the tile (its adds may be under way)
-        }
-        sm90::mbarrier_arrive(&dq_empty[b]);
-      }
+      // The writer (dq_writer.cuh): step t's tile, b = t % 2, added into its rows of dq_accum.
+      write_dq<D, kBr, kDqSplitsKeys>(a, steps, step_of, nq, sdQ, C::kDQBytes, dq_full, dq_empty, turns, kv_tiles,
+                                      n_block);
       return;
     }
     const int lane = tid;
