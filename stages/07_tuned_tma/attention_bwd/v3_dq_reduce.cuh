@@ -34,18 +34,14 @@
 #include "stages/07_tuned_tma/attention/block.cuh"
 #include "stages/07_tuned_tma/attention/tiles.cuh"
 #include "stages/07_tuned_tma/attention_bwd/dq_writer.cuh"
+#include "stages/07_tuned_tma/attention_bwd/producer.cuh"
 
 namespace fs::flash_bwd_tma::v3 {
 
 using namespace fs::attn;
-using flash_tma::first_foreign_row;
 using flash_tma::k_major_descriptor;
-using flash_tma::kv_plane_row;
-using flash_tma::load_tile;
-using flash_tma::PlaneRow;
 using flash_tma::plane_row;
 using flash_tma::v_descriptor;
-using flash_tma::zero_rows;
 using flash_tma::ws::kWarpgroup;
 
 // Tile sizes as v2's (Bc = 128 keys per block, 64 per consumer; Br = 64 query rows per step). Two dQ
@@ -227,53 +223,9 @@ __global__ void __launch_bounds__(Config<D>::kThreads, 1)
                                       n_block);
       return;
     }
-    const int lane = tid;
-    const PlaneRow kv = kv_plane_row(a, kb);
-    const int kv_from = first_foreign_row(k0, kBc, kb.nk, kv.row, a.seq_k);
-    if (lane == 0) {
-      uint64_t* bar = kv_from < kBc ? kv_landed : kv_full;
-      sm90::mbarrier_arrive_expect_tx(bar, 2 * C::kKVBytes);
-      load_tile<D>(sK, &tmK, kBc, kv.row + k0, kv.plane, bar);
-      load_tile<D>(sV, &tmV, kBc, kv.row + k0, kv.plane, bar);
-    }
-    // K_j's and V_j's rows past the sequence's end, zeroed once the first steps' loads are on their way.
-    auto zero_kv = [&] {
-      sm90::mbarrier_wait_parity(kv_landed, 0);  // used once: phase 0
-      zero_rows<D>(sK, kBc, kv_from, lane, 32);
-      zero_rows<D>(sV, kBc, kv_from, lane, 32);
-      __syncwarp();  // every lane's zeros, and its fence, before the arrival that publishes them
-      if (lane == 0) sm90::mbarrier_arrive(kv_full);
-    };
-    const int64_t prologue = steps < kStages ? steps : kStages;
-    uint32_t landed_phase = 0;  // bit st: the parity of landed[st]'s next phase
-    for (int64_t t = 0; t < steps; ++t) {
-      if (t == prologue && kv_from < kBc) zero_kv();
-      const int st = stage_of(t);
-      // A stage's next use needs its last one (step t − kStages) released by every consumer warp: the
-      // phase of the opposite parity. The wait's acquire, after their wgmma waits and arrivals, orders
-      // the tensor cores' reads of the stage before the TMA writes below.
-      if (t >= kStages) sm90::mbarrier_wait_parity(&empty[st], (use_of(t) & 1) ^ 1);
-      const Step s = step_of(t);
-      const int64_t i0 = s.m * kBr;
-      const PlaneRow q = plane_row(s.q_base, a.seq_q, a.heads);
-      const int q_from = first_foreign_row(i0, kBr, nq, q.row, a.seq_q);
-      uint64_t* bar = q_from < kBr ? &landed[st] : &full[st];
-      unsigned char* sQ = sQdO + st * C::kStageBytes;
-      if (lane == 0) {
-        sm90::mbarrier_arrive_expect_tx(bar, C::kStageBytes);
-        load_tile<D>(sQ, &tmQ, kBr, q.row + i0, q.plane, bar);
-        load_tile<D>(sQ + C::kQBytes, &tmdO, kBr, q.row + i0, q.plane, bar);
-      }
-      if (q_from < kBr) {
-        sm90::mbarrier_wait_parity(&landed[st], (landed_phase >> st) & 1);
-        landed_phase ^= 1u << st;
-        zero_rows<D>(sQ, kBr, q_from, lane, 32);
-        zero_rows<D>(sQ + C::kQBytes, kBr, q_from, lane, 32);
-        __syncwarp();  // every lane's zeros, and its fence, before the arrival that publishes them
-        if (lane == 0) sm90::mbarrier_arrive(&full[st]);
-      }
-    }
-    if (prologue == steps && kv_from < kBc) zero_kv();
+    // The loader (producer.cuh): K_j, V_j once, then Q_i, dO_i per step, up to kStages steps ahead.
+    load_steps<C, /*kRows=*/false>({sK, sV, sQdO, nullptr, kv_full, kv_landed, full, empty, landed}, &tmQ, &tmK, &tmV,
+                                  &tmdO, a, kb, steps, step_of, kv_tiles);
     return;
   }
 
