@@ -709,6 +709,64 @@ void check_bwd_reports_cuda_error(const KernelDesc& kernel, const AttentionParam
   FS_CUDA_CHECK(cudaDeviceSynchronize());  // the refusal left no sticky error behind
 }
 
+void check_bwd_c_entry(const BwdEntry& entry) {
+  INFO(entry.name);
+  fs_attention_bwd_params p{};
+  p.fwd.batch = p.fwd.heads = p.fwd.seq_q = p.fwd.seq_k = 1;
+  p.fwd.head_dim = 64;
+  p.fwd.dtype = entry.dtype;
+  // Addresses with no memory behind them, 64 KiB apart: every case below must be refused (or, without a
+  // GPU, fail in the runtime) before anything is read or written.
+  p.fwd.q = reinterpret_cast<const void*>(0x10000);
+  p.fwd.k = reinterpret_cast<const void*>(0x20000);
+  p.fwd.v = reinterpret_cast<const void*>(0x30000);
+  p.fwd.o = reinterpret_cast<void*>(0x40000);
+  p.fwd.lse = reinterpret_cast<float*>(0x50000);
+  p.d_o = reinterpret_cast<const void*>(0x60000);
+  p.dq = reinterpret_cast<void*>(0x70000);
+  p.dk = reinterpret_cast<void*>(0x80000);
+  p.dv = reinterpret_cast<void*>(0x90000);
+  auto with = [&](auto change) {
+    fs_attention_bwd_params bad = p;
+    change(bad);
+    return entry.launch(&bad, nullptr);
+  };
+  CHECK(entry.launch(nullptr, nullptr) == FS_ERR_NULL_POINTER);
+  CHECK(with([](auto& b) { b.fwd.lse = nullptr; }) == FS_ERR_NULL_POINTER);
+  CHECK(with([](auto& b) { b.dv = nullptr; }) == FS_ERR_NULL_POINTER);
+  CHECK(with([](auto& b) { b.fwd.seq_q = 0; }) == FS_ERR_INVALID_SIZE);
+  CHECK(with([](auto& b) { b.fwd.scale = std::numeric_limits<float>::infinity(); }) == FS_ERR_INVALID_SCALE);
+  CHECK(with([&](auto& b) { b.fwd.dtype = entry.refused_dtype; }) == FS_ERR_UNSUPPORTED_DTYPE);
+  CHECK(with([&](auto& b) { b.fwd.head_dim = entry.refused_head_dim; }) == FS_ERR_UNSUPPORTED_HEAD_DIM);
+  CHECK(with([](auto& b) { b.fwd.causal = 1, b.fwd.seq_q = 2; }) == FS_ERR_UNSUPPORTED_MASK);
+  CHECK(with([&](auto& b) { b.dq = static_cast<char*>(b.dq) + entry.dq_misaligned_by; }) ==
+        FS_ERR_MISALIGNED_POINTER);
+  CHECK(with([](auto& b) { b.delta = reinterpret_cast<float*>(0xA0002); }) == FS_ERR_MISALIGNED_POINTER);
+  const int32_t* lens = reinterpret_cast<const int32_t*>(0xB0000);
+  if (entry.varlen) {
+    // Fields that cannot describe a layout: refused by name before any device call (the arrays are
+    // never read).
+    CHECK(with([&](auto& b) { b.fwd.seq_lens = b.fwd.cu_seqlens_q = b.fwd.cu_seqlens_k = lens; }) ==
+          FS_ERR_INVALID_SEQLENS);  // padded and packed at once
+    CHECK(with([&](auto& b) { b.fwd.cu_seqlens_q = lens; }) == FS_ERR_INVALID_SEQLENS);  // no packed keys
+    CHECK(with([&](auto& b) { b.fwd.cu_seqlens_q = b.fwd.cu_seqlens_k = lens, b.fwd.max_seq_k = b.fwd.seq_k + 1; }) ==
+          FS_ERR_INVALID_SEQLENS);  // an entry with more keys than the total
+  } else {
+    CHECK(with([&](auto& b) { b.fwd.seq_lens = lens; }) == FS_ERR_INVALID_SEQLENS);  // takes none
+  }
+  CHECK(with([](auto& b) { b.fwd.kv_heads = 2; }) == FS_ERR_INVALID_KV_HEADS);  // more K/V heads than heads
+  CHECK(with([](auto& b) { b.fwd.heads = 3, b.fwd.kv_heads = 2; }) == FS_ERR_INVALID_KV_HEADS);
+  if (missing_gpu()) {
+    // Valid arguments reach the runtime, which has no device to give: a named error, not a crash.
+    CHECK(entry.launch(&p, nullptr) == FS_ERR_CUDA);
+    // So does a valid grouping (MQA: 2 query heads on 1 K/V head): every version sums dK, dV over it.
+    CHECK(with([](auto& b) { b.fwd.heads = 2, b.fwd.kv_heads = 1; }) == FS_ERR_CUDA);
+  } else {
+    record_skip();
+    MESSAGE("SKIPPED the no-device path: this machine has a GPU (the GPU cases cover FS_ERR_CUDA)");
+  }
+}
+
 // ---- Variable-length backward --------------------------------------------------------------------
 
 namespace {

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "common/tools/attention_check.h"
@@ -153,6 +154,27 @@ void check_bwd_rejects_bad_inputs(const KernelDesc& kernel, const AttentionParam
 
 // FS_ERR_CUDA, provoked as check_reports_cuda_error() provokes it.
 void check_bwd_reports_cuda_error(const KernelDesc& kernel, const AttentionParams& ok);
+
+// A backward C entry (fs_flash_bwd_v3, fs_flash_bwd_tma_v1, ...) and what sets it apart from the others,
+// for check_bwd_c_entry.
+struct BwdEntry {
+  std::string name;                                      // the version it launches, for the report
+  int (*launch)(const fs_attention_bwd_params*, void*);  // the entry
+  int32_t dtype;                                         // one it takes: the valid problem's
+  int32_t refused_dtype;                                 // one it refuses (FS_ERR_UNSUPPORTED_DTYPE)
+  int64_t refused_head_dim;                              // one it refuses (FS_ERR_UNSUPPORTED_HEAD_DIM)
+  int dq_misaligned_by;  // bytes past a 64 KiB boundary that dQ may not start at (1 refuses every
+                         // version; 8 only one that needs 16 bytes, as TMA does)
+  bool varlen;           // takes seq_lens and cu_seqlens (fs_kernel_info.varlen)
+};
+
+// The C entry with made-up pointers, which no check may read: a null params, null lse and dv, Nq = 0, an
+// infinite scale, `refused_dtype`, `refused_head_dim`, a causal mask with Nq > Nk, dQ and delta
+// misaligned, length fields that cannot describe a layout (or, to an entry that takes none, seq_lens at
+// all) and kv_heads that is more than heads or no divisor of them each return their code before any
+// device call. Without a GPU the valid problem, and MQA (2 query heads on 1 K/V head), get FS_ERR_CUDA
+// from the runtime, not a crash; with one that path is reported skipped (the GPU cases cover it).
+void check_bwd_c_entry(const BwdEntry& entry);
 
 // ---- Variable-length backward --------------------------------------------------------------------
 
