@@ -20,20 +20,40 @@ cd "$root"
 preset=${1:-h100}; shift || true
 steps=${*:-build test sanitize run bench plots}
 tools=${TOOLS:-racecheck initcheck memcheck synccheck}  # the slowest first
+# The rungs: each stage folder's sub-folder with a build of its own, named as its binaries are
+# (stages/07_tuned_tma/attention_bwd/ is stage07_attention_bwd: stage07_attention_bwd_test, ..._bench).
+rungs=()
+for rung_dir in stages/[0-9][0-9]_*/*/; do
+  [ -f "$rung_dir/CMakeLists.txt" ] || continue  # instances/ holds sources of its stage, no rung
+  rung_dir=${rung_dir%/}
+  stage_dir=${rung_dir#stages/}
+  rungs+=("stage${stage_dir%%_*}_${rung_dir##*/}")
+done
+# rung_of NAME: the rung NAME belongs to, the longest one NAME is or starts with (then "_"): one rung's
+# name may begin another's (stage07_attention, stage07_attention_bwd). Empty for a name of no rung.
+rung_of() {
+  local r best=
+  for r in "${rungs[@]}"; do
+    [[ "$1" == "$r" || "$1" == "${r}_"* ]] && ((${#r} > ${#best})) && best=$r
+  done
+  echo "$best"
+}
 # picked LIST NAME: does an item of the filter LIST (empty: all) name NAME or what NAME belongs to? An
-# item is a stage or a rung: stage07 picks stage07_attention_test, stage07_attention_bwd_test and
-# stage07_gemm_bench, stage07_gemm only the gemm rung's binaries, stage06 picks stage06_gemm. The
-# backward rung is a rung of its own: stage07_attention picks the forward's binaries alone
-# (stage07_attention_test, not stage07_attention_bwd_test), stage07_attention_bwd the backward's.
+# item is a stage or a rung. A stage picks every name it begins: stage07 picks stage07_attention_test,
+# stage07_attention_bwd_test and stage07_gemm_bench, stage06 picks stage06_gemm. A rung picks the
+# names whose rung (rung_of) it is: stage07_attention the forward's binaries alone (stage07_attention_test,
+# not stage07_attention_bwd_test), stage07_attention_bwd the backward's, stage07_gemm the gemm rung's.
 picked() {
   [ -z "$1" ] && return 0
-  local item rest
+  local item rung
+  rung=$(rung_of "$2")
   for item in $1; do
     [[ "$2" == "$item" ]] && return 0
-    [[ "$2" == "${item}_"* ]] || continue
-    rest=${2#"${item}_"}
-    [[ "$rest" == bwd || "$rest" == bwd_* ]] && continue  # stage07_attention_bwd*: not the forward's
-    return 0
+    if [[ " ${rungs[*]} " == *" $item "* ]]; then
+      [[ "$rung" == "$item" ]] && return 0
+    else
+      [[ "$2" == "${item}_"* ]] && return 0
+    fi
   done
   return 1
 }
