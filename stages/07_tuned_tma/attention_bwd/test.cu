@@ -10,6 +10,7 @@
 // FS_ERR_UNSUPPORTED_DEVICE off sm_90. The versions and the naive baseline come from the library's
 // registry.
 #include <functional>
+#include <utility>
 #include <vector>
 
 #include "common/lib/device.h"
@@ -36,13 +37,17 @@ const KernelDesc* naive() { return find_kernels("stage05/v0").at(0); }
 }  // namespace
 
 FS_CPU_TEST_CASE("stage07 attention_bwd: the registry lists its versions apart from the forward's") {
-  REQUIRE(kAll.size() == 1);
-  CHECK(kAll[0] == &kFlashBwdTmaV1);
-  CHECK(kFlashBwdTmaV1.info.problem == FS_PROBLEM_ATTENTION_BWD);
+  const std::vector<const KernelDesc*> in_order = {&kFlashBwdTmaV1, &kFlashBwdTmaV2, &kFlashBwdTmaV3, &kFlashBwdTmaV4,
+                                                    &kFlashBwdTmaV5};
+  CHECK(kAll == in_order);
+  for (const KernelDesc* k : kAll) {
+    INFO(k->qualified());
+    CHECK(k->info.problem == FS_PROBLEM_ATTENTION_BWD);
+    CHECK(head_dims(*k) == std::vector<int64_t>{64, 128});
+    CHECK(k->attention.varlen);
+  }
   // find_kernels matches a stage whole or up to a '/': the forward's name is a prefix of this one's.
   for (const KernelDesc* k : find_kernels("stage07/attention")) CHECK(k->info.problem == FS_PROBLEM_ATTENTION);
-  CHECK(head_dims(kFlashBwdTmaV1) == std::vector<int64_t>{64, 128});
-  CHECK(kFlashBwdTmaV1.attention.varlen);
 }
 
 FS_CPU_TEST_CASE("stage07 attention_bwd runs on sm_90 alone: FS_ERR_UNSUPPORTED_DEVICE on every other GPU") {
@@ -167,6 +172,12 @@ FS_GPU_TEST_CASE("stage07 attention_bwd every version reports FS_ERR_CUDA when t
 FS_CPU_TEST_CASE("stage07 attention_bwd through the C interface: named codes before any launch") {
   // fp32 and D = 256 are no instance of the Hopper backward; dQ 8 bytes off 16 is refused, since TMA
   // reads and writes 16-byte aligned tensors.
-  testing::check_bwd_c_entry({kFlashBwdTmaV1.qualified(), fs_flash_bwd_tma_v1, FS_FP16, FS_FP32, 256, 8,
-                              kFlashBwdTmaV1.attention.varlen});
+  using Launcher = int (*)(const fs_attention_bwd_params*, void*);
+  const std::pair<const KernelDesc*, Launcher> entries[] = {{&kFlashBwdTmaV1, fs_flash_bwd_tma_v1},
+                                                            {&kFlashBwdTmaV2, fs_flash_bwd_tma_v2},
+                                                            {&kFlashBwdTmaV3, fs_flash_bwd_tma_v3},
+                                                            {&kFlashBwdTmaV4, fs_flash_bwd_tma_v4},
+                                                            {&kFlashBwdTmaV5, fs_flash_bwd_tma_v5}};
+  for (const auto& [k, launch] : entries)
+    testing::check_bwd_c_entry({k->qualified(), launch, FS_FP16, FS_FP32, 256, 8, k->attention.varlen});
 }
