@@ -31,6 +31,7 @@
 #include "common/device/sm90.cuh"
 #include "common/lib/numeric.h"
 #include "stages/07_tuned_tma/attention/tiles.cuh"
+#include "stages/07_tuned_tma/attention_bwd/epilogue.cuh"
 #include "stages/07_tuned_tma/attention_bwd/turns.cuh"
 
 namespace fs::flash_bwd_tma::v1 {
@@ -74,15 +75,6 @@ struct Config {
   static_assert(D % 64 == 0, "whole 64-element panels");
   static_assert(kKeysPerWarpgroup == 64 && kBr == 64, "dS is one 128-byte-swizzled panel per warpgroup");
 };
-
-// One 16-bit element of a packed pair (an A fragment's register), as fp32.
-template <class T>
-__device__ __forceinline__ float half_to_float(uint16_t bits) {
-  if constexpr (std::is_same_v<T, __half>)
-    return __half2float(__ushort_as_half(bits));
-  else
-    return __bfloat162float(__ushort_as_bfloat16(bits));
-}
 
 // How the pieces work:
 //  1. Block x is key block k0 .. k0 + Bc − 1 of one (batch entry, K/V head) (attn::key_block_of). It
@@ -416,25 +408,8 @@ __global__ void __launch_bounds__(Config<D>::kThreads, 1)
     if (tid == 0 && t + kStages < steps) load_q(t + kStages);
   }
 
-  // dK = scale · Σ dSᵀ Q, dV = Σ Pᵀ dO, rounded, two columns per store; the key rows this block owns up to
-  // nk_rows (a padded entry's rows past nk get zeros). The block's rows are worked out again rather than
-  // kept in registers through the walk (for a packed batch, two loads of cu_seqlens).
-  const KeyBlock kbe = key_block_of</*kVarlen=*/true>(a, kBc);
-#pragma unroll
-  for (int e2 = 0; e2 < 2; ++e2) {
-    const int64_t j = kbe.k0 + key_l + 8 * e2;
-    if (j >= kbe.nk_rows) continue;
-    const bool real = j < kbe.nk;
-    T* dk_row = a.dk + kbe.k_at + j * a.k_strides.row + 2 * t4;
-    T* dv_row = a.dv + kbe.v_at + j * a.v_strides.row + 2 * t4;
-#pragma unroll
-    for (int n = 0; n < kDT; ++n) {
-      const float k0v = real ? a.scale * rdK[n][2 * e2] : 0.0f, k1v = real ? a.scale * rdK[n][2 * e2 + 1] : 0.0f;
-      const float v0v = real ? rdV[n][2 * e2] : 0.0f, v1v = real ? rdV[n][2 * e2 + 1] : 0.0f;
-      *reinterpret_cast<uint32_t*>(dk_row + 8 * n) = sm80::pack2<T>(k0v, k1v);
-      *reinterpret_cast<uint32_t*>(dv_row + 8 * n) = sm80::pack2<T>(v0v, v1v);
-    }
-  }
+  // dK = scale · Σ dSᵀ Q, dV = Σ Pᵀ dO, rounded, written once (epilogue.cuh).
+  write_dk_dv<T, D>(a, kBc, key_l, t4, rdK, rdV);
 }
 
 }  // namespace fs::flash_bwd_tma::v1
