@@ -114,13 +114,16 @@ Status launch_kv_stationary(void (*kernel)(CUtensorMap, CUtensorMap, CUtensorMap
       a.dq_accum = static_cast<float*>(workspace);
       int32_t* turns = turn_bytes ? reinterpret_cast<int32_t*>(static_cast<char*>(workspace) + dq_bytes) : nullptr;
       FS_RETURN_IF_CUDA_ERROR(cudaMemsetAsync(workspace, 0, dq_bytes + turn_bytes, stream));
-      if (kRows && rows_total > 0) {
-        float2* rows = reinterpret_cast<float2*>(static_cast<char*>(workspace) + rows_at);
-        const int64_t row_blocks = std::min<int64_t>((rows_total + 255) / 256, int64_t(1) << 16);
-        padded_rows_kernel<T><<<unsigned(row_blocks), 256, 0, stream>>>(a, rows, rows_ld, rows_total);
-        FS_RETURN_IF_CUDA_ERROR(cudaGetLastError());
-        a.rows = rows;
-        a.rows_ld = rows_ld;
+      // (if constexpr: the versions before v5 neither launch nor instantiate the kernel.)
+      if constexpr (kRows) {
+        if (rows_total > 0) {
+          float2* rows = reinterpret_cast<float2*>(static_cast<char*>(workspace) + rows_at);
+          const int64_t row_blocks = std::min<int64_t>((rows_total + 255) / 256, int64_t(1) << 16);
+          padded_rows_kernel<T><<<unsigned(row_blocks), 256, 0, stream>>>(a, rows, rows_ld, rows_total);
+          FS_RETURN_IF_CUDA_ERROR(cudaGetLastError());
+          a.rows = rows;
+          a.rows_ld = rows_ld;
+        }
       }
       // Above 48 KB a kernel must opt in to the larger dynamic shared memory carve-out.
       FS_RETURN_IF_CUDA_ERROR(
