@@ -45,11 +45,6 @@ struct Args {
   const int32_t* __restrict__ cu_seqlens_k;
   TensorStrides q_strides, k_strides, v_strides, o_strides;  // element strides {batch, head, row} (strides_of)
   bool contiguous;  // every tensor in the contiguous layout: a dense row's offset is its row index times D
-  // Stage 07's backward from v5 on: (LSE · log2 e, delta) of query slot (bh, i) at rows[bh · rows_ld + i],
-  // rows_ld = max_seq_q rounded up to whole query tiles, zeros where no row is (the launch fills it in
-  // after delta); null elsewhere.
-  const float2* __restrict__ rows;
-  int64_t rows_ld;
 };
 
 // The arguments of a validated problem, delta where the launch keeps it, no dQ workspace yet.
@@ -85,8 +80,6 @@ Args<T> make_args(const AttentionBwdProblem& pr, const float* delta) {
   a.v_strides = strides_of(p, Tensor::V);
   a.o_strides = strides_of(p, Tensor::O);
   a.contiguous = is_contiguous(p);
-  a.rows = nullptr;
-  a.rows_ld = 0;
   return a;
 }
 

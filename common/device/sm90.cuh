@@ -15,8 +15,6 @@
 //                               one box of a 2D tensor, global → shared, counted on an mbarrier
 //   tma_load_2d_multicast       the same ….multicast::cluster: one read of the box, written to several blocks of the cluster
 //   tma_load_4d                 cp.async.bulk.tensor.4d…: one box of a 4D tensor (attention: [B][H][rows][D], any strides)
-//   bulk_load                   cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes
-//                               a run of bytes, global → shared, no tensor map, counted on an mbarrier
 //   tma_store_2d                cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group   one box, shared → global
 //   cp_async_bulk_commit_group  cp.async.bulk.commit_group                    close a group of those stores
 //   cp_async_bulk_wait_group_read<N>  cp.async.bulk.wait_group.read N         until they have read their shared source
@@ -226,19 +224,6 @@ __device__ __forceinline__ void tma_load_4d(void* dst, const void* tensor_map, i
       "[%6];\n" ::"r"(smem_address(dst)),
       "l"(reinterpret_cast<uint64_t>(tensor_map)), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(smem_address(bar))
       : "memory");
-}
-
-// The copy engine without a tensor map: `bytes` contiguous bytes from global memory into shared memory,
-// counted on `bar` as a tensor box is (the issuing thread's expect_tx includes them). In loop terms
-//   for (i < bytes) dst[i] = src[i];
-// dst and src 16-byte aligned, bytes a multiple of 16; no bounds, no swizzle. For small runs that sit
-// beside a tile in the same stage (the attention backward's rows of LSE and delta).
-// cuda::ptx::cp_async_bulk(space_cluster, space_global, …).
-__device__ __forceinline__ void bulk_load(void* dst, const void* src, uint32_t bytes, uint64_t* bar) {
-  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
-                   smem_address(dst)),
-               "l"(src), "r"(bytes), "r"(smem_address(bar))
-               : "memory");
 }
 
 // The other direction: one box of shared memory (laid out as tma_load_2d writes it, the same swizzle)

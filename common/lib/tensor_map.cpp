@@ -54,17 +54,18 @@ bool stride_ok(int64_t ld, int64_t least, int64_t size) {
   return ld >= least && ld < (int64_t(1) << 40) / size && (ld * size) % 16 == 0;
 }
 
-// cuTensorMapEncodeTiled for checked extents: the 128-byte swizzle, zeros outside the tensor, L2
-// fetches of 256 bytes, every element of the box (no striding).
+// cuTensorMapEncodeTiled for checked extents: the 128-byte swizzle (or none), zeros outside the tensor,
+// L2 fetches of 256 bytes, every element of the box (no striding).
 Status encode(const void* base, DType dtype, int rank, const cuuint64_t* dims, const cuuint64_t* strides,
-              const cuuint32_t* box, CUtensorMap* map) {
+              const cuuint32_t* box, bool swizzle, CUtensorMap* map) {
   CUtensorMapDataType type;
   if (!tma_type(dtype, &type)) return Status::UnsupportedDtype;
   EncodeTiled encode_tiled = nullptr;
   FS_RETURN_IF_ERROR(encode_tiled_entry(&encode_tiled));
   const cuuint32_t steps[5] = {1, 1, 1, 1, 1};  // one per dimension, rank 5 at most
   const CUresult r = encode_tiled(map, type, cuuint32_t(rank), const_cast<void*>(base), dims, strides, box, steps,
-                                  CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                  CU_TENSOR_MAP_INTERLEAVE_NONE,
+                                  swizzle ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_NONE,
                                   CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS)
     return record_driver_error("cuTensorMapEncodeTiled refused the map (CUresult " + std::to_string(int(r)) + ")");
@@ -94,7 +95,7 @@ Status encode_tensor_map(const TensorMap2d& t, CUtensorMap* map) {
   const cuuint64_t dims[2] = {cuuint64_t(t.cols), cuuint64_t(t.rows)};
   const cuuint64_t strides[1] = {cuuint64_t(t.ld) * dtype_size(t.dtype)};  // bytes; dimension 0's is implied
   const cuuint32_t box[2] = {cuuint32_t(t.box_cols), cuuint32_t(t.box_rows)};
-  return encode(t.base, t.dtype, 2, dims, strides, box, map);
+  return encode(t.base, t.dtype, 2, dims, strides, box, t.swizzle, map);
 }
 
 Status encode_tensor_map(const TensorMap4d& t, CUtensorMap* map) {
@@ -104,7 +105,7 @@ Status encode_tensor_map(const TensorMap4d& t, CUtensorMap* map) {
   const cuuint64_t dims[4] = {cuuint64_t(p.cols), cuuint64_t(p.rows), cuuint64_t(t.heads), cuuint64_t(t.batches)};
   const cuuint64_t strides[3] = {cuuint64_t(p.ld) * size, cuuint64_t(t.head_ld) * size, cuuint64_t(t.batch_ld) * size};
   const cuuint32_t box[4] = {cuuint32_t(p.box_cols), cuuint32_t(p.box_rows), 1, 1};
-  return encode(p.base, p.dtype, 4, dims, strides, box, map);
+  return encode(p.base, p.dtype, 4, dims, strides, box, p.swizzle, map);
 }
 
 }  // namespace fs

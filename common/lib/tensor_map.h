@@ -28,6 +28,9 @@ struct TensorMap2d {
   int64_t ld = 0;  // elements from one row to the next (>= cols)
   int box_cols = 0;  // a box is box_rows × box_cols; box_cols · element size <= 128, the swizzle span
   int box_rows = 0;
+  // The 128-byte swizzle (what wgmma's descriptors read), or none: the box lands row after row as it is,
+  // box_cols up to 256 (the attention backward's rows of LSE and delta, read by plain loads).
+  bool swizzle = true;
 };
 
 // A stack of such 2D tensors, planes indexed by two coordinates with a stride each: TMA's dimensions 2
@@ -58,10 +61,10 @@ Status check_tensor_map(const TensorMap2d& t);
 // planes overlap is the caller's to check (attention: validate's strides rules).
 Status check_tensor_map(const TensorMap4d& t);
 
-// check_tensor_map, then cuTensorMapEncodeTiled: rank 2, the 128-byte swizzle (16-byte chunk c of
-// shared row r lands at chunk c ^ (r % 8), the layout wgmma's descriptors read), zeros for elements
-// outside the tensor, L2 fetches of 256 bytes. CudaError (with last_cuda_error() saying why) when the
-// driver entry cannot be found or the driver refuses the map.
+// check_tensor_map, then cuTensorMapEncodeTiled: rank 2, the 128-byte swizzle unless t.swizzle is
+// false (16-byte chunk c of shared row r lands at chunk c ^ (r % 8), the layout wgmma's descriptors
+// read), zeros for elements outside the tensor, L2 fetches of 256 bytes. CudaError (with
+// last_cuda_error() saying why) when the driver entry cannot be found or the driver refuses the map.
 Status encode_tensor_map(const TensorMap2d& t, CUtensorMap* map);
 // Rank 4, otherwise the same: for sm90::tma_load_4d.
 Status encode_tensor_map(const TensorMap4d& t, CUtensorMap* map);

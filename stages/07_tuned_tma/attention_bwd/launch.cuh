@@ -57,7 +57,7 @@ inline TensorMap4d map_of(const AttentionBwdProblem& pr, Tensor t, int box_rows)
   return m;
 }
 
-// Versions from v5 on read each step's rows of LSE and delta with one bulk copy, from a copy of them
+// Versions from v5 on read each step's rows of LSE and delta with one TMA copy, from a copy of them
 // padded to whole query tiles (Config::kPaddedRows): rows[bh · ld + i] = (LSE · log2 e, delta) of query
 // slot (bh, i), ld = max_seq_q rounded up to kBr, zeros where no row is (past an entry's length, in an
 // entry that breaks the rules, up to ld), so that a tile's 64 rows start on a 512-byte boundary and
@@ -82,13 +82,27 @@ struct PaddedRows : std::false_type {};
 template <class C>
 struct PaddedRows<C, std::void_t<decltype(C::kPaddedRows)>> : std::bool_constant<C::kPaddedRows> {};
 
-// The launch of a version whose kernel takes (tmQ, tmK, tmV, tmdO, Args<T>, turns), for tile
-// configuration C (kBr, kBc, kThreads, kSmemBytes): maps, delta, workspaces, the kernel on
-// B·KVH·ceil(max Nk / Bc) blocks, the conversion of dQ. Sizes TMA or the grid cannot take return their
-// code before anything is written.
-template <class C, class T>
-Status launch_kv_stationary(void (*kernel)(CUtensorMap, CUtensorMap, CUtensorMap, CUtensorMap, bwd::Args<T>, int32_t*),
-                            const AttentionBwdProblem& pr, cudaStream_t stream) {
+// The padded rows as TMA sees them (v5 on): B·H rows of 2·ld floats, boxes of one row's 2·Br floats
+// (a tile's Br pairs, 512 bytes at Br = 64), unswizzled: the consumers read them with plain loads.
+inline TensorMap2d rows_map(const float2* rows, int64_t ld, int64_t planes, int box_pairs) {
+  TensorMap2d m;
+  m.base = rows;
+  m.dtype = DType::FP32;
+  m.cols = 2 * ld;
+  m.rows = planes;
+  m.ld = 2 * ld;
+  m.box_cols = 2 * box_pairs;
+  m.box_rows = 1;
+  m.swizzle = false;
+  return m;
+}
+
+// The launch of a version whose kernel takes (tmQ, tmK, tmV, tmdO, Args<T>, turns), or from v5 on
+// (tmQ, tmK, tmV, tmdO, tmRows, Args<T>, turns), for tile configuration C (kBr, kBc, kThreads,
+// kSmemBytes): maps, delta, workspaces, the kernel on B·KVH·ceil(max Nk / Bc) blocks, the conversion of
+// dQ. Sizes TMA or the grid cannot take return their code before anything is written.
+template <class C, class T, class Kernel>
+Status launch_kv_stationary(Kernel kernel, const AttentionBwdProblem& pr, cudaStream_t stream) {
   const AttentionParams& p = pr.fwd.p;
   CUtensorMap tq, tk, tv, tdo;
   FS_RETURN_IF_ERROR(encode_tensor_map(map_of(pr, Tensor::Q, C::kBr), &tq));
@@ -107,6 +121,10 @@ Status launch_kv_stationary(void (*kernel)(CUtensorMap, CUtensorMap, CUtensorMap
   const int64_t rows_ld = q_tiles * C::kBr, rows_total = p.batch * p.heads * rows_ld;
   const std::size_t rows_at = (dq_bytes + turn_bytes + 255) / 256 * 256;
   const std::size_t rows_bytes = kRows ? std::size_t(rows_total) * sizeof(float2) : 0;
+  // The rows' map is encoded once its workspace exists; the extents it would refuse are refused here,
+  // before delta or anything else is written (any 16-byte-aligned base checks the same).
+  if (kRows && rows_total > 0)
+    FS_RETURN_IF_ERROR(check_tensor_map(rows_map(nullptr, rows_ld, p.batch * p.heads, C::kBr)));
   return bwd::with_delta(pr, stream, [&](float* delta) {
     FS_RETURN_IF_ERROR(bwd::launch_delta<T>(pr, delta, stream));
     return with_workspace(kRows ? rows_at + rows_bytes : dq_bytes + turn_bytes, stream, [&](void* workspace) {
@@ -115,14 +133,14 @@ Status launch_kv_stationary(void (*kernel)(CUtensorMap, CUtensorMap, CUtensorMap
       int32_t* turns = turn_bytes ? reinterpret_cast<int32_t*>(static_cast<char*>(workspace) + dq_bytes) : nullptr;
       FS_RETURN_IF_CUDA_ERROR(cudaMemsetAsync(workspace, 0, dq_bytes + turn_bytes, stream));
       // (if constexpr: the versions before v5 neither launch nor instantiate the kernel.)
+      CUtensorMap trows{};
       if constexpr (kRows) {
         if (rows_total > 0) {
           float2* rows = reinterpret_cast<float2*>(static_cast<char*>(workspace) + rows_at);
+          FS_RETURN_IF_ERROR(encode_tensor_map(rows_map(rows, rows_ld, p.batch * p.heads, C::kBr), &trows));
           const int64_t row_blocks = std::min<int64_t>((rows_total + 255) / 256, int64_t(1) << 16);
           padded_rows_kernel<T><<<unsigned(row_blocks), 256, 0, stream>>>(a, rows, rows_ld, rows_total);
           FS_RETURN_IF_CUDA_ERROR(cudaGetLastError());
-          a.rows = rows;
-          a.rows_ld = rows_ld;
         }
       }
       // Above 48 KB a kernel must opt in to the larger dynamic shared memory carve-out.
@@ -131,7 +149,10 @@ Status launch_kv_stationary(void (*kernel)(CUtensorMap, CUtensorMap, CUtensorMap
       // (A grid of no blocks is a launch error: a batch whose entries have no keys, or no query rows, has
       // nothing to compute or convert.)
       if (blocks > 0) {
-        kernel<<<unsigned(blocks), C::kThreads, C::kSmemBytes, stream>>>(tq, tk, tv, tdo, a, turns);
+        if constexpr (kRows)
+          kernel<<<unsigned(blocks), C::kThreads, C::kSmemBytes, stream>>>(tq, tk, tv, tdo, trows, a, turns);
+        else
+          kernel<<<unsigned(blocks), C::kThreads, C::kSmemBytes, stream>>>(tq, tk, tv, tdo, a, turns);
         FS_RETURN_IF_CUDA_ERROR(cudaGetLastError());
       }
       const int64_t slots = bwd::query_slots(pr);

@@ -40,11 +40,13 @@ struct Stages {
 
 // The walk of the producer's warp 0 (all 32 lanes: lane 0 issues the copies, the lanes share the
 // zeroing) over the block's `steps` steps; step_of(t): the step's query head bh, tile m and first row
-// q_base, as the kernel numbers them. kRows: bring each step's 64 rows of the padded (LSE · log2 e,
-// delta) pairs (a.rows, launch.cuh) with the tiles, one bulk copy of Br · 8 bytes on full[st].
+// q_base, as the kernel numbers them. kRows: bring each step's Br rows of the padded (LSE · log2 e,
+// delta) pairs (tmRows, launch.cuh) with the tiles, one box of Br · 8 bytes on full[st]; tmRows is
+// null without them.
 template <class C, bool kRows, class T, class StepOf>
 __device__ __forceinline__ void load_steps(const Stages& sm, const CUtensorMap* tmQ, const CUtensorMap* tmK,
-                                           const CUtensorMap* tmV, const CUtensorMap* tmdO, const bwd::Args<T>& a,
+                                           const CUtensorMap* tmV, const CUtensorMap* tmdO,
+                                           const CUtensorMap* tmRows, const bwd::Args<T>& a,
                                            const attn::KeyBlock& kb, int64_t steps, StepOf step_of,
                                            int64_t kv_tiles) {
   constexpr int D = C::kD, kBr = C::kBr, kBc = C::kBc, kStages = C::kStages;
@@ -87,9 +89,12 @@ __device__ __forceinline__ void load_steps(const Stages& sm, const CUtensorMap* 
       flash_tma::load_tile<D>(sQ, tmQ, kBr, q.row + i0, q.plane, bar);
       flash_tma::load_tile<D>(sQ + C::kQBytes, tmdO, kBr, q.row + i0, q.plane, bar);
       if constexpr (kRows) {
-        // The step's rows: padded query slot (b·H + h, m·Br), b the block's batch entry, h the step's head.
+        // The step's rows: padded query slot (b·H + h, m·Br), b the block's batch entry, h the step's
+        // head; floats 2·i0 .. 2·i0 + 2·Br − 1 of row b·H + h (below 2^31: launch.cuh checks the map).
+        // A tensor copy, not the plain cp.async.bulk: racecheck pairs that one's writes with the issuing
+        // lane and, not following the bytes the barrier counts, reports every read of the rows.
         const int64_t b = blockIdx.x / kv_tiles / (a.heads / a.group);
-        sm90::bulk_load(sm.rows + st * kBr, a.rows + (b * a.heads + s.bh % a.heads) * a.rows_ld + i0, kBr * 8, bar);
+        sm90::tma_load_2d(sm.rows + st * kBr, tmRows, int32_t(2 * i0), int32_t(b * a.heads + s.bh % a.heads), bar);
       }
     }
     if (q_from < kBr) {

@@ -214,7 +214,7 @@ __global__ void __launch_bounds__(Config<D>::kThreads, 1)
     }
     // The loader (producer.cuh): K_j, V_j once, then Q_i, dO_i per step, up to kStages steps ahead.
     load_steps<C, /*kRows=*/false>({sK, sV, sQdO, nullptr, kv_full, kv_landed, full, empty, landed}, &tmQ, &tmK, &tmV,
-                                  &tmdO, a, kb, steps, step_of, kv_tiles);
+                                  &tmdO, nullptr, a, kb, steps, step_of, kv_tiles);
     return;
   }
 

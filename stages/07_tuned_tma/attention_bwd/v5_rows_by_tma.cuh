@@ -5,11 +5,12 @@
 // per thread, stores them after the barrier before dQ and meets its 128 threads at a named barrier at
 // the step's end): the launch writes (LSE · log2 e, delta) pairs into a copy padded to whole query
 // tiles (launch.cuh, padded_rows_kernel), so that every tile's rows start 512 bytes apart, and the
-// producer brings a step's 512 bytes with one cp.async.bulk counted on full[st], as it brings Q_i and
-// dO_i. FlashAttention-3 pads LSE and delta the same way for the same copy.
+// producer brings a step's 512 bytes with one TMA box counted on full[st], as it brings Q_i and dO_i.
+// FlashAttention-3 pads LSE and delta the same way for the same copy.
 // Why it is faster: no consumer register or barrier is spent on the rows; they arrive with the tiles.
 // (v2 had the producer warp store them with plain stores, published by the same barrier, which
-// racecheck reported; the bulk copy's writes are the async proxy's, ordered by the barrier's bytes.)
+// racecheck reported; so does a plain cp.async.bulk, whose writes it pins on the issuing lane. A box of
+// a tensor map is the copy engine's alone, ordered by the bytes the barrier counts.)
 // The price: B·H·ceil(Nq / 64)·64 pairs of floats of workspace and one small kernel before the main one.
 //
 // Run: build/h100/stages/07_tuned_tma/attention_bwd/stage07_attention_bwd --dtype fp16 --seq 4096 --dim 128 --batch 2 --heads 16 --version v5
@@ -120,13 +121,15 @@ struct Config {
 //
 // grid: B·KVH·ceil(max Nk / Bc) blocks of three warpgroups (attn::key_block_of). tmQ, tmdO: Q and dO as
 // [B][H][Nq][D] (packed: [1][H][total][D]) with their strides, boxes of 64 columns × Br rows; tmK, tmV:
-// K and V as [B][KVH][Nk][D], boxes of 64 × Bc (launch.cuh). turns: B·H·ceil(max Nq / Br) zeroed ints
-// in deterministic mode, else null.
+// K and V as [B][KVH][Nk][D], boxes of 64 × Bc; tmRows: the padded (LSE · log2 e, delta) pairs as B·H
+// rows of floats, boxes of one tile's 2·Br (launch.cuh). turns: B·H·ceil(max Nq / Br) zeroed ints in
+// deterministic mode, else null.
 template <class T, int D>
 __global__ void __launch_bounds__(Config<D>::kThreads, 1)
     flash_bwd_tma_v5_kernel(const __grid_constant__ CUtensorMap tmQ, const __grid_constant__ CUtensorMap tmK,
                             const __grid_constant__ CUtensorMap tmV, const __grid_constant__ CUtensorMap tmdO,
-                            const bwd::Args<T> a, int32_t* __restrict__ turns) {
+                            const __grid_constant__ CUtensorMap tmRows, const bwd::Args<T> a,
+                            int32_t* __restrict__ turns) {
   using C = Config<D>;
   constexpr int kBr = C::kBr, kBc = C::kBc, kStages = C::kStages, kKw = C::kKeysPerWarpgroup;
   constexpr int kNT = kBr / 8;  // 8-column tiles of Sᵀ and dPᵀ (columns: query rows)
@@ -214,7 +217,7 @@ __global__ void __launch_bounds__(Config<D>::kThreads, 1)
     }
     // The loader (producer.cuh): K_j, V_j once, then Q_i, dO_i and their rows per step, up to kStages steps ahead.
     load_steps<C, /*kRows=*/true>({sK, sV, sQdO, sRows, kv_full, kv_landed, full, empty, landed}, &tmQ, &tmK, &tmV,
-                                 &tmdO, a, kb, steps, step_of, kv_tiles);
+                                 &tmdO, &tmRows, a, kb, steps, step_of, kv_tiles);
     return;
   }
 
