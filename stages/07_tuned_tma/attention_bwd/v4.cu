@@ -1,7 +1,7 @@
-// Stage 07 attention backward v4: the launch of v4_overlap.cuh's kernel, its descriptor and its C
+// Stage 07 attention backward v4: the launch of v4_rows_by_tma.cuh's kernel, its descriptor and its C
 // entry, in a translation unit of its own so that the versions compile in parallel.
 #include "stages/07_tuned_tma/attention_bwd/launch.cuh"
-#include "stages/07_tuned_tma/attention_bwd/v4_overlap.cuh"
+#include "stages/07_tuned_tma/attention_bwd/v4_rows_by_tma.cuh"
 #include "stages/07_tuned_tma/attention_bwd/versions.h"
 
 namespace fs {
@@ -18,10 +18,10 @@ Status run_v4(const AttentionBwdProblem& pr, cudaStream_t stream) {
 
 const KernelDesc kFlashBwdTmaV4 = attention_bwd_kernel(
     {"fs_flash_bwd_tma_v4", "stage07/attention_bwd", "v4",
-     "v3 with a consumer's products overlapped: S^T and dP^T in flight together, dV under dS, dK under dQ"},
+     "v3 with LSE and delta padded once and brought by TMA: one box per step beside Q and dO"},
     flash_bwd_tma::kSupport, kStageArchs, flash_bwd_tma::max_smem_bytes<flash_bwd_tma::v4::Config>(), run_v4,
-    flash_bwd_tma::extra_bytes, /*traffic_bytes=*/nullptr,
-    flash_bwd_tma::deterministic_extra_bytes<flash_bwd_tma::v4::Config<64>::kBr>);
+    flash_bwd_tma::rows_extra_bytes<flash_bwd_tma::v4::Config<64>::kBr>, /*traffic_bytes=*/nullptr,
+    flash_bwd_tma::rows_deterministic_extra_bytes<flash_bwd_tma::v4::Config<64>::kBr>);
 
 }  // namespace fs
 

@@ -1,7 +1,7 @@
-// Stage 07 attention backward v5: the launch of v5_rows_by_tma.cuh's kernel, its descriptor and its C
+// Stage 07 attention backward v5: the launch of v5_overlap.cuh's kernel, its descriptor and its C
 // entry, in a translation unit of its own so that the versions compile in parallel.
 #include "stages/07_tuned_tma/attention_bwd/launch.cuh"
-#include "stages/07_tuned_tma/attention_bwd/v5_rows_by_tma.cuh"
+#include "stages/07_tuned_tma/attention_bwd/v5_overlap.cuh"
 #include "stages/07_tuned_tma/attention_bwd/versions.h"
 
 namespace fs {
@@ -18,7 +18,7 @@ Status run_v5(const AttentionBwdProblem& pr, cudaStream_t stream) {
 
 const KernelDesc kFlashBwdTmaV5 = attention_bwd_kernel(
     {"fs_flash_bwd_tma_v5", "stage07/attention_bwd", "v5",
-     "v4 with LSE and delta padded once and brought by TMA: one bulk copy per step beside Q and dO"},
+     "v4 with a consumer's products overlapped: S^T and dP^T in flight together, dV under dS, dK under dQ"},
     flash_bwd_tma::kSupport, kStageArchs, flash_bwd_tma::max_smem_bytes<flash_bwd_tma::v5::Config>(), run_v5,
     flash_bwd_tma::rows_extra_bytes<flash_bwd_tma::v5::Config<64>::kBr>, /*traffic_bytes=*/nullptr,
     flash_bwd_tma::rows_deterministic_extra_bytes<flash_bwd_tma::v5::Config<64>::kBr>);

@@ -6,8 +6,8 @@
 //   v1  fp16, bf16; head_dim 64, 128; K/V-stationary, the five products on wgmma, dQ by fp32 atomics
 //   v2  v1 with warp specialization: a producer warp streams Q, dO and their rows, two consumers compute
 //   v3  v2 with dQ by TMA reduce-add: each step's dQ tile through shared memory, one bulk add in L2
-//   v4  v3 with a consumer's products overlapped: Sᵀ and dPᵀ in flight together, dV under dS, dK under dQ
-//   v5  v4 with LSE and delta padded once by the launch and brought by TMA beside Q and dO
+//   v4  v3 with LSE and delta padded once by the launch and brought by TMA beside Q and dO
+//   v5  v4 with a consumer's products overlapped: Sᵀ and dPᵀ in flight together, dV under dS, dK under dQ
 //
 // Every version takes dense, padded (seq_lens) and packed (cu_seqlens) batches, grouped K/V heads
 // (dK, dV summed over each group), any layout with D contiguous and 16-byte strides, and the

@@ -1,19 +1,20 @@
-// flashstages · stage 07 attention backward · v4 — a consumer's products overlap: Sᵀ and dPᵀ in flight
+// flashstages · stage 07 attention backward · v5 — a consumer's products overlap: Sᵀ and dPᵀ in flight
 // together, dV under dS, dK under dQ (fp16, bf16; D = 64, 128).
 //
-// What changes from v3 (each product waited for before the next is issued, so the tensor cores idle
+// What changes from v4 (each product waited for before the next is issued, so the tensor cores idle
 // while a consumer turns Sᵀ into P and dPᵀ into dS): the order of issue and the waits. Per step, a
 // consumer issues Sᵀ = K_c Q_iᵀ and dPᵀ = V_c dO_iᵀ back to back and waits for Sᵀ alone (wgmma's groups
 // complete in order: wait_group 1 leaves the newest in flight); turns Sᵀ into P while dPᵀ runs; issues
 // dV += Pᵀ dO_i and waits for dPᵀ alone; turns dPᵀ into dS while dV runs; issues dK += dSᵀ Q_i, then (after
 // the barrier for dS) dQ = dS K_j, and waits for dV and dK alone before it releases the stage, dQ last.
-// Why it is faster: each product's latency hides behind the elementwise work that needs the one before.
+// Why it may be faster: each product's latency hides behind the elementwise work that needs the one
+// before (measured per head_dim: NOTES.md).
 // The price: Sᵀ's and dPᵀ's accumulators live at once beside dK and dV (at D = 128 about 210 registers of
 // a consumer's); setmaxnreg goes to the forward's 24 / 240, and the producer warpgroup spills instead
 // (its loops are latency-tolerant).
 // What it still lacks: the two consumers still meet before dQ at D = 128, and D = 64 keeps v1's tiles.
 //
-// Run: build/h100/stages/07_tuned_tma/attention_bwd/stage07_attention_bwd --dtype fp16 --seq 4096 --dim 128 --batch 2 --heads 16 --version v4
+// Run: build/h100/stages/07_tuned_tma/attention_bwd/stage07_attention_bwd --dtype fp16 --seq 4096 --dim 128 --batch 2 --heads 16 --version v5
 #pragma once
 
 #include <cuda.h>
@@ -34,7 +35,7 @@
 #include "stages/07_tuned_tma/attention_bwd/dq_writer.cuh"
 #include "stages/07_tuned_tma/attention_bwd/producer.cuh"
 
-namespace fs::flash_bwd_tma::v4 {
+namespace fs::flash_bwd_tma::v5 {
 
 using namespace fs::attn;
 using flash_tma::k_major_descriptor;
@@ -42,7 +43,7 @@ using flash_tma::plane_row;
 using flash_tma::v_descriptor;
 using flash_tma::ws::kWarpgroup;
 
-// Tiles and shared memory as v3's. setmaxnreg 24 / 240 (the forward's split, block.cuh): the consumers
+// Tiles and shared memory as v4's. setmaxnreg 24 / 240 (the forward's split, block.cuh): the consumers
 // need the registers for two accumulators in flight; the producer warpgroup spills (ptxas -v, NOTES.md).
 template <int D>
 struct Config {
@@ -60,17 +61,18 @@ struct Config {
   static constexpr int kKVBytes = kBc * D * 2;                      // sK or sV: [Bc][D]
   static constexpr int kQBytes = kBr * D * 2;                       // sQ or sdO: [Br][D]
   static constexpr int kStageBytes = 2 * kQBytes;                   // Q_i then dO_i (what TMA brings)
-  static constexpr int kRowBytes = 2 * kBr * 4;                     // LSE·log2 e and delta of a step: [2][Br]
+  static constexpr int kRowBytes = kBr * 8;                         // (LSE·log2 e, delta) of a step: [Br] pairs
+  static constexpr bool kPaddedRows = true;                          // the launch pads them (launch.cuh)
   static constexpr int kDSBytes = kBr * kKeysPerWarpgroup * 2;      // one consumer's dS: [Br][64]
   // One step's dQ tile, fp32: D = 128, [Br][D] with consumer c's 64 columns at 64c (one row-major tile,
   // as dq_accum holds it); D = 64, [kConsumers][Br][64], each consumer's partial sum over its own keys.
   static constexpr int kDQBytes = kConsumers * kBr * 64 * 4;
-  // 1024-byte alignment slack, sK, sV, the stages, dS (two steps × two consumers), the dQ tiles, each
-  // consumer's rows, then the barriers kv_full, kv_landed, full[kStages], empty[kStages], landed[kStages],
+  // 1024-byte alignment slack, sK, sV, the stages, dS (two steps × two consumers), the dQ tiles, the
+  // stages' rows, then the barriers kv_full, kv_landed, full[kStages], empty[kStages], landed[kStages],
   // dq_full[kDqTiles], dq_empty[kDqTiles].
   static constexpr std::size_t kSmemBytes = 1024 + 2 * std::size_t(kKVBytes) + std::size_t(kStages) * kStageBytes +
                                             2 * std::size_t(kConsumers) * kDSBytes + std::size_t(kDqTiles) * kDQBytes +
-                                            std::size_t(kConsumers) * kRowBytes +
+                                            std::size_t(kStages) * kRowBytes +
                                             (2 + 3 * kStages + 2 * kDqTiles) * sizeof(uint64_t);
   static_assert(D % 64 == 0, "whole 64-element panels");
   static_assert(kKeysPerWarpgroup == 64 && kBr == 64, "dS is one 128-byte-swizzled panel per consumer");
@@ -80,9 +82,9 @@ struct Config {
                 "the producer gives back at least what the consumers take");
 };
 
-// How the pieces work (v3's, but for the order of a consumer's products: the protocol below):
-//  1. The producer's warp 0 loads K_j and V_j once and Q_i, dO_i per step; each consumer its rows, as in v2.
-//  2. Each consumer computes v2's step up to dQ_i's product, dS·K_j into 32 fp32 registers per thread.
+// How the pieces work (v4's, but for the order of a consumer's products: the protocol below):
+//  1. The producer's warp 0 loads K_j and V_j once and Q_i, dO_i and their rows per step, as in v4.
+//  2. Each consumer computes v4's step up to dQ_i's product, dS·K_j into 32 fp32 registers per thread.
 //     It then waits until dQ tile t % 2 is free (dq_empty: the writer's copy of step t − 2 has read it),
 //     stores its share of the product there (its real rows only), makes the stores visible to the async
 //     proxy, and each warp arrives on dq_full[t % 2].
@@ -101,32 +103,33 @@ struct Config {
 //                        dq_full[b] (8); fence;
 //                        __syncthreads; producer: setmaxnreg.dec 24; consumers: setmaxnreg.inc 240
 //   producer  warp 0:    (u ≥ 1) wait empty[st], parity (u − 1) & 1            step t − kStages released
-//                        lane 0: expect_tx(full[st] or landed[st]); TMA Q_i, dO_i
+//                        lane 0: expect_tx(full[st] or landed[st]); TMA Q_i, dO_i and the rows
 //                        (rows past the sequence) wait landed[st]; zero; __syncwarp; lane 0 arrives full[st]
 //   consumer  all 128:   wait full[st], parity u & 1
 //                        issue Sᵀ; issue dPᵀ; wait for Sᵀ (wait_group 1)
 //                        Pᵀ → A fragments; issue dV += Pᵀ dO_i; wait for dPᵀ (wait_group 1)
 //                        dSᵀ → A fragments, dS → sdS[t % 2][c]; issue dK += dSᵀ Q_i
 //                        barrier (D = 128: both consumers, 256 threads; D = 64: the consumer's 128)
-//                        store step t + 1's rows; issue rQ = dS K_j
-//                        wait for dV, dK (wait_group 1); lane 0 of each warp: arrive empty[st]
+//                        issue rQ = dS K_j
+//                        wait for dV, dK (wait_group 1); __syncwarp; lane 0 of each warp: arrive empty[st]
 //                        wait for rQ (wait_group 0)
 //                        (t ≥ 2) wait dq_empty[b], b = t % 2, parity ((t / 2) − 1) & 1
 //                        rQ → sdQ[b]; fence.proxy.async; __syncwarp; lane 0: arrive dq_full[b]
-//                        barrier of the consumer's 128 threads (step t + 1's rows are in)
 //   writer    warp 1, lane 0:  wait dq_full[b], parity (t / 2) & 1; (deterministic: wait for the turn)
 //                        bulk reduce-add of sdQ[b]'s real rows into dq_accum; commit
 //                        wait until read (deterministic: completed; pass the turn); arrive dq_empty[b]
 //
 // grid: B·KVH·ceil(max Nk / Bc) blocks of three warpgroups (attn::key_block_of). tmQ, tmdO: Q and dO as
 // [B][H][Nq][D] (packed: [1][H][total][D]) with their strides, boxes of 64 columns × Br rows; tmK, tmV:
-// K and V as [B][KVH][Nk][D], boxes of 64 × Bc (launch.cuh). turns: B·H·ceil(max Nq / Br) zeroed ints
-// in deterministic mode, else null.
+// K and V as [B][KVH][Nk][D], boxes of 64 × Bc; tmRows: the padded (LSE · log2 e, delta) pairs as B·H
+// rows of floats, boxes of one tile's 2·Br (launch.cuh). turns: B·H·ceil(max Nq / Br) zeroed ints in
+// deterministic mode, else null.
 template <class T, int D>
 __global__ void __launch_bounds__(Config<D>::kThreads, 1)
-    flash_bwd_tma_v4_kernel(const __grid_constant__ CUtensorMap tmQ, const __grid_constant__ CUtensorMap tmK,
+    flash_bwd_tma_v5_kernel(const __grid_constant__ CUtensorMap tmQ, const __grid_constant__ CUtensorMap tmK,
                             const __grid_constant__ CUtensorMap tmV, const __grid_constant__ CUtensorMap tmdO,
-                            const bwd::Args<T> a, int32_t* __restrict__ turns) {
+                            const __grid_constant__ CUtensorMap tmRows, const bwd::Args<T> a,
+                            int32_t* __restrict__ turns) {
   using C = Config<D>;
   constexpr int kBr = C::kBr, kBc = C::kBc, kStages = C::kStages, kKw = C::kKeysPerWarpgroup;
   constexpr int kNT = kBr / 8;  // 8-column tiles of Sᵀ and dPᵀ (columns: query rows)
@@ -142,8 +145,8 @@ __global__ void __launch_bounds__(Config<D>::kThreads, 1)
   unsigned char* sQdO = sV + C::kKVBytes;                // [kStages] × (Q_i [Br][D], dO_i [Br][D])
   unsigned char* sdS = sQdO + kStages * C::kStageBytes;  // [2 steps][kConsumers] × dS [Br][64 keys]
   unsigned char* sdQ = sdS + 2 * C::kConsumers * C::kDSBytes;  // [kDqTiles] × the dQ tile, fp32 (Config)
-  float* sRows = reinterpret_cast<float*>(sdQ + C::kDqTiles * C::kDQBytes);  // [kConsumers][LSE·log2 e, delta][Br]
-  uint64_t* kv_full = reinterpret_cast<uint64_t*>(sRows + C::kConsumers * 2 * kBr);
+  float2* sRows = reinterpret_cast<float2*>(sdQ + C::kDqTiles * C::kDQBytes);  // [kStages][Br] (LSE·log2 e, delta)
+  uint64_t* kv_full = reinterpret_cast<uint64_t*>(sRows + kStages * kBr);
   uint64_t* kv_landed = kv_full + 1;
   uint64_t* full = kv_landed + 1;       // [kStages]
   uint64_t* empty = full + kStages;     // [kStages]
@@ -212,9 +215,9 @@ __global__ void __launch_bounds__(Config<D>::kThreads, 1)
                                       n_block);
       return;
     }
-    // The loader (producer.cuh): K_j, V_j once, then Q_i, dO_i per step, up to kStages steps ahead.
-    load_steps<C, /*kRows=*/false>({sK, sV, sQdO, nullptr, kv_full, kv_landed, full, empty, landed}, &tmQ, &tmK, &tmV,
-                                  &tmdO, nullptr, a, kb, steps, step_of, kv_tiles);
+    // The loader (producer.cuh): K_j, V_j once, then Q_i, dO_i and their rows per step, up to kStages steps ahead.
+    load_steps<C, /*kRows=*/true>({sK, sV, sQdO, sRows, kv_full, kv_landed, full, empty, landed}, &tmQ, &tmK, &tmV,
+                                 &tmdO, &tmRows, a, kb, steps, step_of, kv_tiles);
     return;
   }
 
@@ -231,18 +234,6 @@ __global__ void __launch_bounds__(Config<D>::kThreads, 1)
   const int key_l = c * kKw + warp * 16 + g8;  // this thread's keys within the block: key_l and key_l + 8
   const float scale_log2 = a.scale_log2;
 
-  // LSE_i · log2 e and delta_i, each consumer's own copy: thread wtid loads row wtid % Br of one of them
-  // for step t + 1 from global memory while step t's products run, and stores it once the step's last
-  // reader of the rows has passed the barrier before dQ (0 past the sequence's rows: those columns are
-  // masked, whatever LSE holds there); the consumer's threads meet at a named barrier of their own at
-  // the end of the step, before the next step reads them.
-  float* my_rows = sRows + c * 2 * kBr;  // [LSE·log2 e, delta][Br]
-  auto row_value = [&](int64_t t) {
-    const Step s = step_of(t);
-    const int64_t i = s.m * kBr + wtid % kBr;
-    if (i >= nq) return 0.0f;
-    return wtid < kBr ? a.lse[s.q_base + i] * kLog2e : a.delta[s.q_base + i];
-  };
   // The consumer's 128 threads at a barrier of their own. An id the compiler can see (a computed one
   // makes ptxas reserve all 16 of the SM's named barriers).
   auto consumer_sync = [c] {
@@ -251,11 +242,7 @@ __global__ void __launch_bounds__(Config<D>::kThreads, 1)
     else
       sm90::bar_sync(3, kWarpgroup);
   };
-  if (steps > 0) {
-    my_rows[wtid] = row_value(0);
-    consumer_sync();  // step 0's rows are in before any thread reads them
-    sm90::mbarrier_wait_parity(kv_full, 0);  // sK, sV have landed, zeroed past the keys
-  }
+  if (steps > 0) sm90::mbarrier_wait_parity(kv_full, 0);  // sK, sV have landed, zeroed past the keys
 
   for (int64_t t = 0; t < steps; ++t) {
     const int st = stage_of(t);
@@ -291,7 +278,7 @@ __global__ void __launch_bounds__(Config<D>::kThreads, 1)
 
     // Pᵀ in place, masked as v1 (key jl kept when jl < key_lim, col < row_lim and, causal, jl − col <= diag),
     // while dPᵀ runs.
-    const float* rows = my_rows;  // this step's LSE · log2 e, then delta
+    const float2* rows = sRows + st * kBr;  // this step's (LSE · log2 e, delta) pairs, with Q_i and dO_i
     const int row_lim = int(min(nq - i0, int64_t(kBr)));
     const int diag = a.causal ? int(max(min(i0 + diag0, int64_t(kBc)), int64_t(-2 * kBc))) : kBc;
     const bool edge = diag < kBc - 1 || key_lim < kBc || row_lim < kBr;
@@ -301,7 +288,7 @@ __global__ void __launch_bounds__(Config<D>::kThreads, 1)
       for (int e = 0; e < 4; ++e) {
         const int jl = key_l + 8 * (e / 2), col = 8 * n + 2 * t4 + e % 2;
         const bool keep = !edge || (jl < key_lim && col < row_lim && jl - col <= diag);
-        rS[n][e] = keep ? exp2f(rS[n][e] * scale_log2 - rows[col]) : 0.0f;
+        rS[n][e] = keep ? exp2f(rS[n][e] * scale_log2 - rows[col].x) : 0.0f;
       }
     uint32_t pa[kBr / 16][4], dsa[kBr / 16][4];
 #pragma unroll
@@ -325,7 +312,7 @@ __global__ void __launch_bounds__(Config<D>::kThreads, 1)
         const int col = 8 * n + 2 * t4 + e % 2;
         const uint32_t pair = pa[n / 2][(n % 2) * 2 + e / 2];  // a_from_c: (key row, two query columns)
         const float p = half_to_float<T>(uint16_t(e % 2 ? pair >> 16 : pair & 0xffffu));
-        rP[n][e] = p * (rP[n][e] - rows[kBr + col]);
+        rP[n][e] = p * (rP[n][e] - rows[col].y);
       }
 #pragma unroll
     for (int kk = 0; kk < kBr / 16; ++kk) a_from_c<T>(dsa[kk], rP[2 * kk], rP[2 * kk + 1]);
@@ -351,7 +338,6 @@ __global__ void __launch_bounds__(Config<D>::kThreads, 1)
     for (int kk = 0; kk < kBr / 16; ++kk)
       sm90::wgmma_m64nNk16_rs<D, T, /*kTransB=*/true>(acc_dk, dsa[kk], v_descriptor(q_addr, kBr, kk), true);
     sm90::wgmma_commit_group();
-    const float next_row = t + 1 < steps ? row_value(t + 1) : 0.0f;  // in flight under the products
 
     // dQ_i's share: at D = 128 consumer c takes D's panel c over all 128 keys (both dS tiles), at D = 64
     // its own 64 keys.
@@ -359,9 +345,6 @@ __global__ void __launch_bounds__(Config<D>::kThreads, 1)
       consumer_sync();  // the consumer's four warps have written its dS before any reads it
     else
       sm90::bar_sync(1, C::kConsumers * kWarpgroup);  // both dS tiles are written before either consumer reads both
-    // Past that barrier every thread of the consumer has read step t's rows (in P and dS): step t + 1's
-    // go in their place.
-    my_rows[wtid] = next_row;
     float rQ[8][4];
     auto& acc_q = reinterpret_cast<float(&)[32]>(rQ);
     sm90::wgmma_fence();
@@ -385,7 +368,9 @@ __global__ void __launch_bounds__(Config<D>::kThreads, 1)
       sm90::wgmma_fence_operand(pa[kk]);  // pa, dsa live until here
       sm90::wgmma_fence_operand(dsa[kk]);
     }
-    // Q_i and dO_i have had their last reader in this warp (the tensor cores): its share of the release.
+    // Q_i, dO_i (the tensor cores) and the rows (every lane) have had their last reader in this warp: its
+    // share of the release.
+    __syncwarp();  // every lane's reads of the rows before lane 0's arrival lets TMA overwrite them
     if (lane == 0) sm90::mbarrier_arrive(&empty[st]);
     sm90::wgmma_wait_group<0>();
     sm90::wgmma_fence_operand(acc_q);
@@ -406,11 +391,10 @@ __global__ void __launch_bounds__(Config<D>::kThreads, 1)
     sm90::fence_proxy_async();  // these plain stores, visible to the bulk copy's reads (the async proxy)
     __syncwarp();               // every lane's stores and fence before lane 0's arrival announces them
     if (lane == 0) sm90::mbarrier_arrive(&dq_full[b]);
-    consumer_sync();  // step t + 1's rows are in before any thread of the consumer reads them
   }
 
   // dK = scale · Σ dSᵀ Q, dV = Σ Pᵀ dO, rounded, written once (epilogue.cuh).
   write_dk_dv<T, D>(a, kBc, key_l, t4, rdK, rdV);
 }
 
-}  // namespace fs::flash_bwd_tma::v4
+}  // namespace fs::flash_bwd_tma::v5

@@ -1,19 +1,20 @@
-// flashstages · stage 07 attention backward · v5 — LSE and delta by TMA: padded once by the launch, each
-// step's rows one bulk copy on the stage's barrier beside Q_i and dO_i (fp16, bf16; D = 64, 128).
+// flashstages · stage 07 attention backward · v4 — LSE and delta by TMA: padded once by the launch, each
+// step's rows one box on the stage's barrier beside Q_i and dO_i (fp16, bf16; D = 64, 128).
 //
-// What changes from v4 (each consumer loads its own copy of a step's 64 LSE and 64 delta values, one
+// What changes from v3 (each consumer loads its own copy of a step's 64 LSE and 64 delta values, one
 // per thread, stores them after the barrier before dQ and meets its 128 threads at a named barrier at
 // the step's end): the launch writes (LSE · log2 e, delta) pairs into a copy padded to whole query
 // tiles (launch.cuh, padded_rows_kernel), so that every tile's rows start 512 bytes apart, and the
 // producer brings a step's 512 bytes with one TMA box counted on full[st], as it brings Q_i and dO_i.
 // FlashAttention-3 pads LSE and delta the same way for the same copy.
-// Why it is faster: no consumer register or barrier is spent on the rows; they arrive with the tiles.
-// (v2 had the producer warp store them with plain stores, published by the same barrier, which
-// racecheck reported; so does a plain cp.async.bulk, whose writes it pins on the issuing lane. A box of
-// a tensor map is the copy engine's alone, ordered by the bytes the barrier counts.)
+// Why it is faster: no consumer register, load or barrier is spent on the rows; they arrive with the
+// tiles. (v2 had the producer warp store them with plain stores, published by the same barrier, which
+// racecheck reported; so it does a plain cp.async.bulk, whose writes it pins on the issuing lane. A box
+// of a tensor map is the copy engine's alone, ordered by the bytes the barrier counts.)
 // The price: B·H·ceil(Nq / 64)·64 pairs of floats of workspace and one small kernel before the main one.
+// What it still lacks: each consumer's products are still in order.
 //
-// Run: build/h100/stages/07_tuned_tma/attention_bwd/stage07_attention_bwd --dtype fp16 --seq 4096 --dim 128 --batch 2 --heads 16 --version v5
+// Run: build/h100/stages/07_tuned_tma/attention_bwd/stage07_attention_bwd --dtype fp16 --seq 4096 --dim 128 --batch 2 --heads 16 --version v4
 #pragma once
 
 #include <cuda.h>
@@ -34,7 +35,7 @@
 #include "stages/07_tuned_tma/attention_bwd/dq_writer.cuh"
 #include "stages/07_tuned_tma/attention_bwd/producer.cuh"
 
-namespace fs::flash_bwd_tma::v5 {
+namespace fs::flash_bwd_tma::v4 {
 
 using namespace fs::attn;
 using flash_tma::k_major_descriptor;
@@ -42,7 +43,7 @@ using flash_tma::plane_row;
 using flash_tma::v_descriptor;
 using flash_tma::ws::kWarpgroup;
 
-// Tiles, registers and shared memory as v4's, the rows moved into the stages.
+// Tiles and registers as v3's; the rows move from each consumer's copy into the stages.
 template <int D>
 struct Config {
   static constexpr int kD = D;
@@ -52,8 +53,8 @@ struct Config {
   static constexpr int kKeysPerWarpgroup = kBc / kConsumers;
   static constexpr int kThreads = (1 + kConsumers) * kWarpgroup;
   static constexpr int kConsumerWarps = kConsumers * kWarpgroup / 32;  // the arrivals that release a stage
-  static constexpr int kProducerRegs = flash_tma::ws::kProducerRegs;
-  static constexpr int kConsumerRegs = flash_tma::ws::consumer_regs(kConsumers);
+  static constexpr int kProducerRegs = 40;
+  static constexpr int kConsumerRegs = 232;
   static constexpr int kStages = D == 64 ? 4 : 2;                   // steps in shared memory at once
   static constexpr int kDqTiles = 2;                                 // dQ tiles in shared memory: step t's is t % 2
   static constexpr int kKVBytes = kBc * D * 2;                      // sK or sV: [Bc][D]
@@ -80,11 +81,11 @@ struct Config {
                 "the producer gives back at least what the consumers take");
 };
 
-// How the pieces work (v4's, but for the rows: the protocol below):
+// How the pieces work (v3's, but for the rows):
 //  1. The producer's warp 0 loads K_j and V_j once and Q_i, dO_i and their rows per step, all on the
 //     stage's barrier (a step's rows: 64 pairs, 512 bytes, read from the padded copy at query slot
 //     (b·H + h, m·Br), b the block's batch entry).
-//  2. Each consumer computes v2's step up to dQ_i's product, dS·K_j into 32 fp32 registers per thread.
+//  2. Each consumer computes v3's step up to dQ_i's product, dS·K_j into 32 fp32 registers per thread.
 //     It then waits until dQ tile t % 2 is free (dq_empty: the writer's copy of step t − 2 has read it),
 //     stores its share of the product there (its real rows only), makes the stores visible to the async
 //     proxy, and each warp arrives on dq_full[t % 2].
@@ -101,18 +102,15 @@ struct Config {
 // The protocol, per step t (stage st = t % kStages, its use u = t / kStages):
 //   prologue  thread 0:  init kv_full, kv_landed, full[st], landed[st], dq_empty[b] (1), empty[st],
 //                        dq_full[b] (8); fence;
-//                        __syncthreads; producer: setmaxnreg.dec 24; consumers: setmaxnreg.inc 240
+//                        __syncthreads; producer: setmaxnreg.dec 40; consumers: setmaxnreg.inc 232
 //   producer  warp 0:    (u ≥ 1) wait empty[st], parity (u − 1) & 1            step t − kStages released
-//                        lane 0: expect_tx(full[st] or landed[st]); TMA Q_i, dO_i; bulk copy of the rows
+//                        lane 0: expect_tx(full[st] or landed[st]); TMA Q_i, dO_i and the rows
 //                        (rows past the sequence) wait landed[st]; zero; __syncwarp; lane 0 arrives full[st]
 //   consumer  all 128:   wait full[st], parity u & 1
-//                        issue Sᵀ; issue dPᵀ; wait for Sᵀ (wait_group 1)
-//                        Pᵀ → A fragments; issue dV += Pᵀ dO_i; wait for dPᵀ (wait_group 1)
-//                        dSᵀ → A fragments, dS → sdS[t % 2][c]; issue dK += dSᵀ Q_i
+//                        Sᵀ, Pᵀ, dPᵀ, dSᵀ, dV += Pᵀ dO_i, dK += dSᵀ Q_i as v2; dS → sdS[t % 2][c]
+//                        wait for the products; __syncwarp; lane 0 of each warp: arrive empty[st]
 //                        barrier (D = 128: both consumers, 256 threads; D = 64: the consumer's 128)
-//                        issue rQ = dS K_j
-//                        wait for dV, dK (wait_group 1); __syncwarp; lane 0 of each warp: arrive empty[st]
-//                        wait for rQ (wait_group 0)
+//                        rQ = dS K_j (wgmma; wait)
 //                        (t ≥ 2) wait dq_empty[b], b = t % 2, parity ((t / 2) − 1) & 1
 //                        rQ → sdQ[b]; fence.proxy.async; __syncwarp; lane 0: arrive dq_full[b]
 //   writer    warp 1, lane 0:  wait dq_full[b], parity (t / 2) & 1; (deterministic: wait for the turn)
@@ -126,7 +124,7 @@ struct Config {
 // deterministic mode, else null.
 template <class T, int D>
 __global__ void __launch_bounds__(Config<D>::kThreads, 1)
-    flash_bwd_tma_v5_kernel(const __grid_constant__ CUtensorMap tmQ, const __grid_constant__ CUtensorMap tmK,
+    flash_bwd_tma_v4_kernel(const __grid_constant__ CUtensorMap tmQ, const __grid_constant__ CUtensorMap tmK,
                             const __grid_constant__ CUtensorMap tmV, const __grid_constant__ CUtensorMap tmdO,
                             const __grid_constant__ CUtensorMap tmRows, const bwd::Args<T> a,
                             int32_t* __restrict__ turns) {
@@ -257,27 +255,20 @@ __global__ void __launch_bounds__(Config<D>::kThreads, 1)
     const uint32_t do_addr = q_addr + C::kQBytes;
     sm90::mbarrier_wait_parity(&full[st], use_of(t) & 1);  // Q_i, dO_i have landed, zeroed past the sequence
 
-    // Sᵀ = K_c Q_iᵀ and dPᵀ = V_c dO_iᵀ, 64 keys × Br queries each (k = the head dimension), issued back
-    // to back as two groups; the first product of each overwrites (scale-d = 0).
+    // Sᵀ = K_c Q_iᵀ: 64 keys × Br queries, k = the head dimension.
     float rS[kNT][4], rP[kNT][4];
     auto& acc_s = reinterpret_cast<float(&)[kBr / 2]>(rS);
     auto& acc_p = reinterpret_cast<float(&)[kBr / 2]>(rP);
-    sm90::wgmma_fence();  // rdK, rdV were last written by wgmma, rS, rP are fresh: order them all the same
+    sm90::wgmma_fence();  // rdK, rdV were last written by wgmma, rS is fresh: order them all the same
 #pragma unroll
-    for (int ks = 0; ks < D / 16; ++ks)
+    for (int ks = 0; ks < D / 16; ++ks)  // the first product overwrites: scale-d = 0
       sm90::wgmma_m64nNk16<kBr, T, false, false>(acc_s, k_major_descriptor(k_addr, kBc, 0, ks),
                                                  k_major_descriptor(q_addr, kBr, 0, ks), ks > 0);
     sm90::wgmma_commit_group();
-#pragma unroll
-    for (int ks = 0; ks < D / 16; ++ks)
-      sm90::wgmma_m64nNk16<kBr, T, false, false>(acc_p, k_major_descriptor(v_addr, kBc, 0, ks),
-                                                 k_major_descriptor(do_addr, kBr, 0, ks), ks > 0);
-    sm90::wgmma_commit_group();
-    sm90::wgmma_wait_group<1>();       // Sᵀ's group has completed; dPᵀ's may still run
+    sm90::wgmma_wait_group<0>();
     sm90::wgmma_fence_operand(acc_s);  // no read of rS above the wait
 
-    // Pᵀ in place, masked as v1 (key jl kept when jl < key_lim, col < row_lim and, causal, jl − col <= diag),
-    // while dPᵀ runs.
+    // Pᵀ in place, masked as v1 (key jl kept when jl < key_lim, col < row_lim and, causal, jl − col <= diag).
     const float2* rows = sRows + st * kBr;  // this step's (LSE · log2 e, delta) pairs, with Q_i and dO_i
     const int row_lim = int(min(nq - i0, int64_t(kBr)));
     const int diag = a.causal ? int(max(min(i0 + diag0, int64_t(kBc)), int64_t(-2 * kBc))) : kBc;
@@ -294,17 +285,17 @@ __global__ void __launch_bounds__(Config<D>::kThreads, 1)
 #pragma unroll
     for (int kk = 0; kk < kBr / 16; ++kk) a_from_c<T>(pa[kk], rS[2 * kk], rS[2 * kk + 1]);
 
-    // dV += Pᵀ dO_i (k = 16 query rows, dO_i read N-major), issued before dPᵀ is waited for.
-    sm90::wgmma_fence();  // pa written by ordinary instructions before wgmma reads it
+    // dPᵀ = V_c dO_iᵀ, after Sᵀ (v1: no room for both accumulators beside dK and dV at D = 128).
+    sm90::wgmma_fence();
 #pragma unroll
-    for (int kk = 0; kk < kBr / 16; ++kk)
-      sm90::wgmma_m64nNk16_rs<D, T, /*kTransB=*/true>(acc_dv, pa[kk], v_descriptor(do_addr, kBr, kk), true);
+    for (int ks = 0; ks < D / 16; ++ks)
+      sm90::wgmma_m64nNk16<kBr, T, false, false>(acc_p, k_major_descriptor(v_addr, kBc, 0, ks),
+                                                 k_major_descriptor(do_addr, kBr, 0, ks), ks > 0);
     sm90::wgmma_commit_group();
-    sm90::wgmma_wait_group<1>();       // dPᵀ's group has completed; dV's may still run
-    sm90::wgmma_fence_operand(acc_p);  // no read of rP above the wait
+    sm90::wgmma_wait_group<0>();
+    sm90::wgmma_fence_operand(acc_p);
 
-    // dSᵀ = Pᵀ ∘ (dPᵀ − delta) in place, P read back from its fragments (reading pa while dV's wgmma reads
-    // it too is allowed: only a change must wait for its completion).
+    // dSᵀ = Pᵀ ∘ (dPᵀ − delta) in place, P read back from its fragments (rounded to T, as v1).
 #pragma unroll
     for (int n = 0; n < kNT; ++n)
 #pragma unroll
@@ -316,6 +307,14 @@ __global__ void __launch_bounds__(Config<D>::kThreads, 1)
       }
 #pragma unroll
     for (int kk = 0; kk < kBr / 16; ++kk) a_from_c<T>(dsa[kk], rP[2 * kk], rP[2 * kk + 1]);
+    sm90::wgmma_fence();  // pa, dsa written by ordinary instructions before wgmma reads them
+#pragma unroll
+    for (int kk = 0; kk < kBr / 16; ++kk)  // dV += Pᵀ dO_i: k = 16 query rows, dO_i read N-major
+      sm90::wgmma_m64nNk16_rs<D, T, /*kTransB=*/true>(acc_dv, pa[kk], v_descriptor(do_addr, kBr, kk), true);
+#pragma unroll
+    for (int kk = 0; kk < kBr / 16; ++kk)  // dK += dSᵀ Q_i (unscaled), Q_i read N-major
+      sm90::wgmma_m64nNk16_rs<D, T, /*kTransB=*/true>(acc_dk, dsa[kk], v_descriptor(q_addr, kBr, kk), true);
+    sm90::wgmma_commit_group();
 
     // dS (query rows × this consumer's 64 keys) into sdS[t % 2][c], K-major for dQ's A, swizzled as v1
     // stores it: query i = 8n + 2·t4 + e % 2, key j = warp·16 + g8 + 8·(e / 2), four offsets for 32 stores.
@@ -331,36 +330,7 @@ __global__ void __launch_bounds__(Config<D>::kThreads, 1)
       }
     }
     sm90::fence_proxy_async();  // these plain stores, visible to wgmma's reads (the async proxy)
-
-    // dK += dSᵀ Q_i (unscaled), Q_i read N-major.
-    sm90::wgmma_fence();  // dsa written by ordinary instructions before wgmma reads it
-#pragma unroll
-    for (int kk = 0; kk < kBr / 16; ++kk)
-      sm90::wgmma_m64nNk16_rs<D, T, /*kTransB=*/true>(acc_dk, dsa[kk], v_descriptor(q_addr, kBr, kk), true);
-    sm90::wgmma_commit_group();
-
-    // dQ_i's share: at D = 128 consumer c takes D's panel c over all 128 keys (both dS tiles), at D = 64
-    // its own 64 keys.
-    if constexpr (kDqSplitsKeys)
-      consumer_sync();  // the consumer's four warps have written its dS before any reads it
-    else
-      sm90::bar_sync(1, C::kConsumers * kWarpgroup);  // both dS tiles are written before either consumer reads both
-    float rQ[8][4];
-    auto& acc_q = reinterpret_cast<float(&)[32]>(rQ);
-    sm90::wgmma_fence();
-    if constexpr (kDqSplitsKeys) {
-#pragma unroll
-      for (int ks = 0; ks < kKw / 16; ++ks)  // k = 16 keys; K_c read N-major (D contiguous)
-        sm90::wgmma_m64nNk16<64, T, false, /*kTransB=*/true>(
-            acc_q, k_major_descriptor(ds_addr, kBr, 0, ks), v_descriptor(k_addr, kBc, ks), ks > 0);
-    } else {
-#pragma unroll
-      for (int ks = 0; ks < kBc / 16; ++ks)  // k = 16 keys of the block's 128; K read N-major, panel c
-        sm90::wgmma_m64nNk16<64, T, false, /*kTransB=*/true>(
-            acc_q, k_major_descriptor(ds_all, kBr, 0, ks), v_descriptor(k_all + c * kBc * 128, kBc, ks), ks > 0);
-    }
-    sm90::wgmma_commit_group();
-    sm90::wgmma_wait_group<1>();  // dV's and dK's groups have completed; dQ's may still run
+    sm90::wgmma_wait_group<0>();
     sm90::wgmma_fence_operand(acc_dv);
     sm90::wgmma_fence_operand(acc_dk);
 #pragma unroll
@@ -372,29 +342,53 @@ __global__ void __launch_bounds__(Config<D>::kThreads, 1)
     // share of the release.
     __syncwarp();  // every lane's reads of the rows before lane 0's arrival lets TMA overwrite them
     if (lane == 0) sm90::mbarrier_arrive(&empty[st]);
-    sm90::wgmma_wait_group<0>();
-    sm90::wgmma_fence_operand(acc_q);
 
-    // Into dQ tile b as v3: row il at il · D floats, this consumer's 64 columns at 64c (D = 128) or its
-    // own [Br][64] partial (D = 64). The tile is free once the writer's copy of step t − 2 has read it.
-    const int b = int(t & 1);
-    if (t >= 2) sm90::mbarrier_wait_parity(&dq_empty[b], (uint32_t(t >> 1) & 1) ^ 1);
-    float* tile = reinterpret_cast<float*>(sdQ + b * C::kDQBytes) + (kDqSplitsKeys ? c * kBr * 64 : c * 64);
+    // dQ_i += dS · K_j as v1: at D = 128 consumer c takes D's panel c over all 128 keys (both dS tiles),
+    // at D = 64 its own 64 keys.
+    if constexpr (kDqSplitsKeys)
+      consumer_sync();  // the consumer's four warps have written its dS before any reads it
+    else
+      sm90::bar_sync(1, C::kConsumers * kWarpgroup);  // both dS tiles are written before either consumer reads both
+    {
+      float rQ[8][4];
+      auto& acc_q = reinterpret_cast<float(&)[32]>(rQ);
+      sm90::wgmma_fence();
+      if constexpr (kDqSplitsKeys) {
 #pragma unroll
-    for (int e2 = 0; e2 < 2; ++e2) {
-      const int il = warp * 16 + g8 + 8 * e2;  // rows of this thread in the m64n64 accumulator
-      if (il >= row_lim) continue;             // past the sequence: the writer adds no such row
+        for (int ks = 0; ks < kKw / 16; ++ks)  // k = 16 keys; K_c read N-major (D contiguous)
+          sm90::wgmma_m64nNk16<64, T, false, /*kTransB=*/true>(
+              acc_q, k_major_descriptor(ds_addr, kBr, 0, ks), v_descriptor(k_addr, kBc, ks), ks > 0);
+      } else {
 #pragma unroll
-      for (int n = 0; n < 8; ++n)
-        *reinterpret_cast<float2*>(tile + il * D + 8 * n + 2 * t4) = make_float2(rQ[n][2 * e2], rQ[n][2 * e2 + 1]);
+        for (int ks = 0; ks < kBc / 16; ++ks)  // k = 16 keys of the block's 128; K read N-major, panel c
+          sm90::wgmma_m64nNk16<64, T, false, /*kTransB=*/true>(
+              acc_q, k_major_descriptor(ds_all, kBr, 0, ks), v_descriptor(k_all + c * kBc * 128, kBc, ks), ks > 0);
+      }
+      sm90::wgmma_commit_group();
+      sm90::wgmma_wait_group<0>();
+      sm90::wgmma_fence_operand(acc_q);
+      // Into dQ tile b: row il at il · D floats, this consumer's 64 columns at 64c (D = 128) or its own
+      // [Br][64] partial (D = 64); two columns per 8-byte store. The tile is free once the writer's copy of
+      // step t − 2 has read it.
+      const int b = int(t & 1);
+      if (t >= 2) sm90::mbarrier_wait_parity(&dq_empty[b], (uint32_t(t >> 1) & 1) ^ 1);
+      float* tile = reinterpret_cast<float*>(sdQ + b * C::kDQBytes) + (kDqSplitsKeys ? c * kBr * 64 : c * 64);
+#pragma unroll
+      for (int e2 = 0; e2 < 2; ++e2) {
+        const int il = warp * 16 + g8 + 8 * e2;  // rows of this thread in the m64n64 accumulator
+        if (il >= row_lim) continue;             // past the sequence: the writer adds no such row
+#pragma unroll
+        for (int n = 0; n < 8; ++n)
+          *reinterpret_cast<float2*>(tile + il * D + 8 * n + 2 * t4) = make_float2(rQ[n][2 * e2], rQ[n][2 * e2 + 1]);
+      }
+      sm90::fence_proxy_async();  // these plain stores, visible to the bulk copy's reads (the async proxy)
+      __syncwarp();               // every lane's stores and fence before lane 0's arrival announces them
+      if (lane == 0) sm90::mbarrier_arrive(&dq_full[b]);
     }
-    sm90::fence_proxy_async();  // these plain stores, visible to the bulk copy's reads (the async proxy)
-    __syncwarp();               // every lane's stores and fence before lane 0's arrival announces them
-    if (lane == 0) sm90::mbarrier_arrive(&dq_full[b]);
   }
 
   // dK = scale · Σ dSᵀ Q, dV = Σ Pᵀ dO, rounded, written once (epilogue.cuh).
   write_dk_dv<T, D>(a, kBc, key_l, t4, rdK, rdV);
 }
 
-}  // namespace fs::flash_bwd_tma::v5
+}  // namespace fs::flash_bwd_tma::v4
