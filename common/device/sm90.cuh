@@ -310,7 +310,7 @@ __device__ __forceinline__ uint32_t mapa_shared_cluster(const void* p, uint32_t 
 // block's TMA. The .release.cluster form orders every earlier memory access of the thread at cluster
 // scope, and costs it: ptxas put a MEMBAR, an L1 invalidate and an error barrier before each arrival, and
 // in stage 07 gemm v5 those stalls took 44% of the warps' samples and half its speed (ncu, H100,
-// results/nvidia-h100-80gb-hbm3/logs/ncu_stage07_gemm_v5_4096_2026-11-23c.txt). The state is not
+// results/nvidia-h100-80gb-hbm3/logs/ncu_stage07_gemm_v5_4096_2026-11-23.txt). The state is not
 // returned (`_`): it belongs to the other block. cuda::ptx::mbarrier_arrive(…, space_cluster, …).
 __device__ __forceinline__ void mbarrier_arrive_cluster(uint32_t remote_bar) {
   asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" ::"r"(remote_bar) : "memory");
