@@ -1,8 +1,9 @@
 // Stage 07 attention backward, role header: the dQ writer of v3 on. One thread of the producer
-// warpgroup takes each step's dQ tile, which the consumers stored in shared memory (fp32, the
-// workspace's row-major layout), and adds its real rows into dq_accum with TMA's reduce-add, one
-// instruction per tile (two at D = 64: one per consumer's partial sum); then frees the tile once the copy
-// has read it. In deterministic mode it also keeps the order: it waits for the tile's turn, adds,
+// warpgroup takes each step's dQ tile, which the consumers stored in shared memory (fp32, in the
+// workspace's layout), and adds it into dq_accum with TMA's reduce-add, one instruction per tile (two at
+// D = 64: one per consumer's partial sum); then frees the tile once the copy has read it. Up to v5 the
+// layout is row-major and only the tile's real rows are added; from v6 on dq_accum is a stack of whole
+// tiles in the accumulator's order (kWholeTiles), and the whole tile is. In deterministic mode it also keeps the order: it waits for the tile's turn, adds,
 // waits until the adds have completed, and passes the turn on (turns.cuh), with proxy fences ordering
 // its bulk adds (the async proxy) against the turn's acquire and release (generic loads and stores).
 #pragma once
@@ -23,8 +24,9 @@ namespace fs::flash_bwd_tma {
 // nq: the rows of the sequence (rows past it are not added: another entry's or head's, or past the
 // allocation). kSplitsKeys (D = 64): the tile holds two [Br][64] partial sums, consumer 0's first.
 // turns, kv_tiles, n_block: the deterministic mode's counters, the key blocks per head and this block's
-// place among them (null turns: the atomic mode).
-template <int D, int kBr, bool kSplitsKeys, class T, class StepOf>
+// place among them (null turns: the atomic mode). kWholeTiles: the tile goes whole to dq_accum's tile
+// (b·H + h)·ceil(max Nq / Br) + m, b the block's batch entry, h the step's head (nq unused).
+template <int D, int kBr, bool kSplitsKeys, bool kWholeTiles = false, class T, class StepOf>
 __device__ __forceinline__ void write_dq(const bwd::Args<T>& a, int64_t steps, StepOf step_of, int64_t nq,
                                          const unsigned char* sdQ, int tile_bytes, uint64_t* dq_full,
                                          uint64_t* dq_empty, int32_t* turns, int64_t kv_tiles, int64_t n_block) {
@@ -32,15 +34,15 @@ __device__ __forceinline__ void write_dq(const bwd::Args<T>& a, int64_t steps, S
     const int b = int(t & 1);
     const auto s = step_of(t);
     const int64_t i0 = s.m * kBr;
-    const int row_lim = int(min(nq - i0, int64_t(kBr)));
-    const uint32_t bytes = uint32_t(row_lim) * D * 4;  // the real rows: a multiple of 16 bytes
-    float* dst = a.dq_accum + (s.q_base + i0) * D;     // 16-byte aligned: D · 4 bytes per row
+    // The step's (b·H + h, m) among B·H·ceil(max Nq / Br) tiles: its turn, and from v6 on its dQ tile.
+    const int64_t bb = blockIdx.x / kv_tiles / (a.heads / a.group);
+    const int64_t slot_tile = (bb * a.heads + s.bh % a.heads) * ((a.max_seq_q + kBr - 1) / kBr) + s.m;
+    const int row_lim = kWholeTiles ? kBr : int(min(nq - i0, int64_t(kBr)));
+    const uint32_t bytes = uint32_t(row_lim) * D * 4;  // the real rows (or all): a multiple of 16 bytes
+    float* dst = kWholeTiles ? a.dq_accum + slot_tile * kBr * D  // 16-byte aligned: D · 4 bytes per row
+                             : a.dq_accum + (s.q_base + i0) * D;
     const unsigned char* tile = sdQ + b * tile_bytes;
-    int32_t* turn = nullptr;
-    if (turns) {
-      const int64_t bb = blockIdx.x / kv_tiles / (a.heads / a.group);
-      turn = turns + ((bb * a.heads + s.bh % a.heads) * ((a.max_seq_q + kBr - 1) / kBr) + s.m);
-    }
+    int32_t* turn = turns ? turns + slot_tile : nullptr;
     sm90::mbarrier_wait_parity(&dq_full[b], uint32_t(t >> 1) & 1);  // every consumer warp's share is in
     if (turn) {
       wait_turn(turn, int32_t(n_block));

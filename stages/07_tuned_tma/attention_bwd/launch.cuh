@@ -57,7 +57,7 @@ inline TensorMap4d map_of(const AttentionBwdProblem& pr, Tensor t, int box_rows)
   return m;
 }
 
-// Versions from v5 on read each step's rows of LSE and delta with one TMA copy, from a copy of them
+// Versions from v4 on read each step's rows of LSE and delta with one TMA copy, from a copy of them
 // padded to whole query tiles (Config::kPaddedRows): rows[bh · ld + i] = (LSE · log2 e, delta) of query
 // slot (bh, i), ld = max_seq_q rounded up to kBr, zeros where no row is (past an entry's length, in an
 // entry that breaks the rules, up to ld), so that a tile's 64 rows start on a 512-byte boundary and
@@ -76,13 +76,49 @@ __global__ void padded_rows_kernel(const bwd::Args<T> a, float2* __restrict__ ro
   }
 }
 
-// Whether a version's Config asks for the padded rows (kPaddedRows, absent before v5: false).
+// Whether a version's Config asks for the padded rows (kPaddedRows, absent before v4: false).
 template <class C, class = void>
 struct PaddedRows : std::false_type {};
 template <class C>
 struct PaddedRows<C, std::void_t<decltype(C::kPaddedRows)>> : std::bool_constant<C::kPaddedRows> {};
 
-// The padded rows as TMA sees them (v5 on): B·H rows of 2·ld floats, boxes of one row's 2·Br floats
+// From v6 on dQ / scale sits in the workspace as B·H·ceil(max Nq / Br) tiles of Br·D floats in the
+// m64n64 accumulator's order (Config::kDqTileOrder; v6_dq_accumulator_order.cuh): tile (bh, m) holds
+// query rows m·Br … of slot bh; within it, panel p = column / 64 (D = 128; one panel at D = 64) at
+// p·64·Br floats, then column j and row r of the panel at float (n·128 + w)·4 + e, where n = j / 8,
+// w = 32·(r / 16) + 4·(r % 8) + (j % 8) / 2 (the consumer thread that held it), e = 2·((r % 16) / 8) + j % 2.
+// dQ = scale · that, rounded once, for every query slot with a row; one warp per slot, each lane two
+// neighbouring columns (the pair is adjacent in the tile too: 8-byte loads).
+template <class T, int D, int kBr>
+__global__ void __launch_bounds__(bwd::kRowThreads) dq_tile_convert_kernel(const bwd::Args<T> a, int64_t slots) {
+  const int lane = threadIdx.x % 32;
+  const int64_t stride = int64_t(gridDim.x) * bwd::kRowsPerBlock;
+  const int64_t q_tiles = (a.max_seq_q + kBr - 1) / kBr;
+  for (int64_t r = int64_t(blockIdx.x) * bwd::kRowsPerBlock + threadIdx.x / 32; r < slots; r += stride) {
+    bool real;
+    const bwd::QueryRow q = bwd::query_row(a, r, &real, D);
+    if (q.row < 0) continue;
+    const int64_t bh = r / a.max_seq_q, i = r % a.max_seq_q;
+    const float* tile = a.dq_accum + (bh * q_tiles + i / kBr) * kBr * D;
+    const int rr = int(i % kBr);
+    const int w_row = 32 * (rr / 16) + 4 * (rr % 8), e_row = 2 * ((rr % 16) / 8);
+#pragma unroll
+    for (int c = 2 * lane; c < D; c += 64) {
+      const int j = c % 64;
+      const float2 x = *reinterpret_cast<const float2*>(tile + (c / 64) * 64 * kBr +
+                                                        ((j / 8) * 128 + w_row + (j % 8) / 2) * 4 + e_row);
+      *reinterpret_cast<uint32_t*>(a.dq + q.q_at + c) = sm80::pack2<T>(a.scale * x.x, a.scale * x.y);
+    }
+  }
+}
+
+// Whether a version's Config keeps dq_accum in tiles (kDqTileOrder, absent before v6: false).
+template <class C, class = void>
+struct DqTileOrder : std::false_type {};
+template <class C>
+struct DqTileOrder<C, std::void_t<decltype(C::kDqTileOrder)>> : std::bool_constant<C::kDqTileOrder> {};
+
+// The padded rows as TMA sees them (v4 on): B·H rows of 2·ld floats, boxes of one row's 2·Br floats
 // (a tile's Br pairs, 512 bytes at Br = 64), unswizzled: the consumers read them with plain loads.
 inline TensorMap2d rows_map(const float2* rows, int64_t ld, int64_t planes, int box_pairs) {
   TensorMap2d m;
@@ -97,7 +133,7 @@ inline TensorMap2d rows_map(const float2* rows, int64_t ld, int64_t planes, int 
   return m;
 }
 
-// The launch of a version whose kernel takes (tmQ, tmK, tmV, tmdO, Args<T>, turns), or from v5 on
+// The launch of a version whose kernel takes (tmQ, tmK, tmV, tmdO, Args<T>, turns), or from v4 on
 // (tmQ, tmK, tmV, tmdO, tmRows, Args<T>, turns), for tile configuration C (kBr, kBc, kThreads,
 // kSmemBytes): maps, delta, workspaces, the kernel on B·KVH·ceil(max Nk / Bc) blocks, the conversion of
 // dQ. Sizes TMA or the grid cannot take return their code before anything is written.
@@ -112,11 +148,14 @@ Status launch_kv_stationary(Kernel kernel, const AttentionBwdProblem& pr, cudaSt
   const int64_t blocks = p.batch * kv_head_count(p) * ((pr.fwd.max_seq_k + C::kBc - 1) / C::kBc);
   if (blocks > INT_MAX) return Status::InvalidSize;  // gridDim.x
   const int64_t q_tiles = (pr.fwd.max_seq_q + C::kBr - 1) / C::kBr;
-  // dq_accum: dQ / scale in fp32, B·H·Nq·D floats (packed: H·total·D); then the turns in deterministic
-  // mode, B·H·q_tiles ints. Both zeroed on the stream before the kernel.
-  const std::size_t dq_bytes = std::size_t(q_elems(p)) * sizeof(float);
+  // dq_accum: dQ / scale in fp32, B·H·Nq·D floats (packed: H·total·D), or from v6 on B·H·q_tiles tiles of
+  // Br·D floats; then the turns in deterministic mode, B·H·q_tiles ints. Both zeroed on the stream before
+  // the kernel.
+  constexpr bool kTiles = DqTileOrder<C>::value;
+  const std::size_t dq_bytes = kTiles ? std::size_t(p.batch * p.heads * q_tiles) * C::kBr * C::kD * sizeof(float)
+                                      : std::size_t(q_elems(p)) * sizeof(float);
   const std::size_t turn_bytes = pr.p.deterministic ? std::size_t(p.batch * p.heads * q_tiles) * sizeof(int32_t) : 0;
-  // v5 on: the padded rows, B·H·ld (LSE · log2 e, delta) pairs, after the rest at a 256-byte boundary.
+  // v4 on: the padded rows, B·H·ld (LSE · log2 e, delta) pairs, after the rest at a 256-byte boundary.
   constexpr bool kRows = PaddedRows<C>::value;
   const int64_t rows_ld = q_tiles * C::kBr, rows_total = p.batch * p.heads * rows_ld;
   const std::size_t rows_at = (dq_bytes + turn_bytes + 255) / 256 * 256;
@@ -132,7 +171,7 @@ Status launch_kv_stationary(Kernel kernel, const AttentionBwdProblem& pr, cudaSt
       a.dq_accum = static_cast<float*>(workspace);
       int32_t* turns = turn_bytes ? reinterpret_cast<int32_t*>(static_cast<char*>(workspace) + dq_bytes) : nullptr;
       FS_RETURN_IF_CUDA_ERROR(cudaMemsetAsync(workspace, 0, dq_bytes + turn_bytes, stream));
-      // (if constexpr: the versions before v5 neither launch nor instantiate the kernel.)
+      // (if constexpr: the versions before v4 neither launch nor instantiate the kernel.)
       CUtensorMap trows{};
       if constexpr (kRows) {
         if (rows_total > 0) {
@@ -157,7 +196,11 @@ Status launch_kv_stationary(Kernel kernel, const AttentionBwdProblem& pr, cudaSt
       }
       const int64_t slots = bwd::query_slots(pr);
       if (slots > 0) {
-        bwd::dq_convert_kernel<T, C::kD><<<unsigned(bwd::row_blocks(slots)), bwd::kRowThreads, 0, stream>>>(a, slots);
+        if constexpr (kTiles)
+          dq_tile_convert_kernel<T, C::kD, C::kBr>
+              <<<unsigned(bwd::row_blocks(slots)), bwd::kRowThreads, 0, stream>>>(a, slots);
+        else
+          bwd::dq_convert_kernel<T, C::kD><<<unsigned(bwd::row_blocks(slots)), bwd::kRowThreads, 0, stream>>>(a, slots);
         FS_RETURN_IF_CUDA_ERROR(cudaGetLastError());
       }
       return Status::Success;
@@ -197,7 +240,7 @@ template <int kBr>
 std::size_t deterministic_extra_bytes(const AttentionParams& p) {
   return extra_bytes(p) + std::size_t(p.batch * p.heads * query_tiles<kBr>(p)) * sizeof(int32_t);
 }
-// From v5 on the padded rows too: B·H·ceil(max Nq / Br)·Br pairs of floats, at a 256-byte boundary.
+// From v4 on the padded rows too: B·H·ceil(max Nq / Br)·Br pairs of floats, at a 256-byte boundary.
 template <int kBr>
 std::size_t padded_rows_bytes(const AttentionParams& p) {
   return 256 + std::size_t(p.batch * p.heads * query_tiles<kBr>(p) * kBr) * sizeof(float2);
@@ -209,6 +252,16 @@ std::size_t rows_extra_bytes(const AttentionParams& p) {
 template <int kBr>
 std::size_t rows_deterministic_extra_bytes(const AttentionParams& p) {
   return deterministic_extra_bytes<kBr>(p) + padded_rows_bytes<kBr>(p);
+}
+// From v6 on dq_accum holds whole tiles: B·H·ceil(max Nq / Br)·Br·D floats instead of q_elems(p).
+template <int kBr>
+std::size_t tiles_extra_bytes(const AttentionParams& p) {
+  const std::size_t tiles = std::size_t(p.batch * p.heads * query_tiles<kBr>(p)) * kBr * p.head_dim * sizeof(float);
+  return rows_extra_bytes<kBr>(p) - std::size_t(q_elems(p)) * sizeof(float) + tiles;
+}
+template <int kBr>
+std::size_t tiles_deterministic_extra_bytes(const AttentionParams& p) {
+  return tiles_extra_bytes<kBr>(p) + std::size_t(p.batch * p.heads * query_tiles<kBr>(p)) * sizeof(int32_t);
 }
 
 }  // namespace fs::flash_bwd_tma

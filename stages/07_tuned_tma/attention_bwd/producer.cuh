@@ -1,5 +1,5 @@
 // Stage 07 attention backward, role header: the producer warp of v2 on — its whole walk. K_j and V_j
-// once; then, step after step, Q_i and dO_i (from v5 on also the step's rows of LSE and delta) into
+// once; then, step after step, Q_i and dO_i (from v4 on also the step's rows of LSE and delta) into
 // stage t % kStages as soon as the consumers have released it, up to kStages steps ahead; and the zeros
 // of what a tile brings past its sequence's end inside the plane (padded and packed batches), written
 // before the tile is handed over.
@@ -18,7 +18,7 @@
 namespace fs::flash_bwd_tma {
 
 // What the producer fills, carved out of a version's shared memory: sK, sV [Bc][D]; the stages, each
-// Q_i then dO_i ([Br][D] each); rows: [kStages][Br] (LSE · log2 e, delta) pairs (v5 on; unused before).
+// Q_i then dO_i ([Br][D] each); rows: [kStages][Br] (LSE · log2 e, delta) pairs (v4 on; unused before).
 // The barriers, each counting one arrival of the producer's (an expect_tx or, after zeroing, a plain
 // one) but empty[kStages], which counts one per consumer warp:
 //   kv_full       K_j, V_j have landed (zeroed past the keys); used once
@@ -76,7 +76,7 @@ __device__ __forceinline__ void load_steps(const Stages& sm, const CUtensorMap* 
     const uint32_t use = uint32_t(t) / kStages;
     // A stage's next use needs its last one (step t − kStages) released by every consumer warp: the
     // phase of the opposite parity. The wait's acquire, after their wgmma waits and arrivals, orders
-    // the tensor cores' (and, from v5 on, the lanes') reads of the stage before the TMA writes below.
+    // the tensor cores' (and, from v4 on, the lanes') reads of the stage before the TMA writes below.
     if (t >= kStages) sm90::mbarrier_wait_parity(&sm.empty[st], (use & 1) ^ 1);
     const auto s = step_of(t);
     const int64_t i0 = s.m * kBr;

@@ -11,6 +11,7 @@ KernelList stage07_attention_bwd_kernels() {
       &kFlashBwdTmaV3,
       &kFlashBwdTmaV4,
       &kFlashBwdTmaV5,
+      &kFlashBwdTmaV6,
   };
   return kernel_list(versions);
 }
