@@ -38,6 +38,7 @@
 //   wgmma_fence_operand         no instruction: keeps the compiler from moving accumulator reads across a wait
 //                               (and keeps wgmma_m64nNk16_rs's A registers live until it)
 //   stmatrix_x4                 stmatrix.sync.aligned.m8n8.x4.shared.b16      four 8×8 16-bit matrices, registers → shared
+//   stmatrix_x4_trans           stmatrix….x4.trans.shared.b16                 the same, each matrix stored transposed
 //   bar_sync                    bar.sync id, n                                __syncthreads for n threads of the block
 //   bar_arrive                  bar.arrive id, n                              the same barrier, arrived at without waiting
 //   setmaxnreg_dec<N>           setmaxnreg.dec.sync.aligned.u32 N             this warpgroup gives registers back: N per thread
@@ -733,6 +734,20 @@ __device__ __forceinline__ void wgmma_m64nNk32_e4m3_rs(float (&d)[N / 2], const 
 __device__ __forceinline__ void stmatrix_x4(void* row_address, uint32_t r0, uint32_t r1, uint32_t r2, uint32_t r3) {
   asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(smem_address(row_address)),
                "r"(r0), "r"(r1), "r"(r2), "r"(r3)
+               : "memory");
+}
+
+// stmatrix_x4 with each matrix transposed on its way: lane l's pair (row l / 4, columns 2·(l % 4), +1)
+// of matrix i lands in memory row 2·(l % 4) (and + 1) at column l / 4, so that memory row k of matrix i,
+// at the address lane 8·i + k gives, holds column k of the registers' matrix. In loop terms:
+//   for (i < 4) for (row < 8) for (col < 8) *(row_address[8 * i + col] + 2 * row) = r_i of lane 4 * row + col / 2,
+//                                                                                     half col % 2
+// The attention backward stores dS this way from dSᵀ's A fragments (keys as rows) as [query][key] rows.
+// `row_address` is a shared-space address (smem_address), as the backward keeps its tiles' addresses.
+__device__ __forceinline__ void stmatrix_x4_trans(uint32_t row_address, uint32_t r0, uint32_t r1, uint32_t r2,
+                                                  uint32_t r3) {
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(row_address), "r"(r0),
+               "r"(r1), "r"(r2), "r"(r3)
                : "memory");
 }
 

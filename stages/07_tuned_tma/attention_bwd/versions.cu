@@ -12,6 +12,7 @@ KernelList stage07_attention_bwd_kernels() {
       &kFlashBwdTmaV4,
       &kFlashBwdTmaV5,
       &kFlashBwdTmaV6,
+      &kFlashBwdTmaV7,
   };
   return kernel_list(versions);
 }

@@ -9,6 +9,7 @@
 //   v4  v3 with LSE and delta padded once by the launch and brought by TMA beside Q and dO
 //   v5  v4 with a consumer's products overlapped: Sᵀ and dPᵀ in flight together, dV under dS, dK under dQ
 //   v6  v4 with the dQ tiles and the workspace in the accumulator's order: conflict-free float4 stores
+//   v7  v6 with dS stored by stmatrix.trans: 4 transposing stores a thread and step instead of 32
 //
 // Every version takes dense, padded (seq_lens) and packed (cu_seqlens) batches, grouped K/V heads
 // (dK, dV summed over each group), any layout with D contiguous and 16-byte strides, and the
@@ -26,5 +27,6 @@ extern const KernelDesc kFlashBwdTmaV3;
 extern const KernelDesc kFlashBwdTmaV4;
 extern const KernelDesc kFlashBwdTmaV5;
 extern const KernelDesc kFlashBwdTmaV6;
+extern const KernelDesc kFlashBwdTmaV7;
 
 }  // namespace fs
