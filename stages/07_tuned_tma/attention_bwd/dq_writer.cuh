@@ -18,20 +18,21 @@
 
 namespace fs::flash_bwd_tma {
 
-// The writer's walk: steps 0 .. steps − 1 of its block, step t's tile in sdQ + (t % 2)·tile_bytes, announced
-// on dq_full[t % 2] (one phase per use: parity (t / 2) & 1) and freed on dq_empty[t % 2]. step_of(t)
+// The writer's walk: steps 0 .. steps − 1 of its block, step t's tile in sdQ + (t % kTiles)·tile_bytes,
+// announced on dq_full[t % kTiles] (one phase per use: parity (t / kTiles) & 1) and freed on
+// dq_empty[t % kTiles] (kTiles: 2 up to v7, 1 at D = 64 from v8 on). step_of(t)
 // gives the step's query head (bh), tile (m) and first row (q_base) as the kernel's walk numbers them;
 // nq: the rows of the sequence (rows past it are not added: another entry's or head's, or past the
 // allocation). kSplitsKeys (D = 64): the tile holds two [Br][64] partial sums, consumer 0's first.
 // turns, kv_tiles, n_block: the deterministic mode's counters, the key blocks per head and this block's
 // place among them (null turns: the atomic mode). kWholeTiles: the tile goes whole to dq_accum's tile
 // (b·H + h)·ceil(max Nq / Br) + m, b the block's batch entry, h the step's head (nq unused).
-template <int D, int kBr, bool kSplitsKeys, bool kWholeTiles = false, class T, class StepOf>
+template <int D, int kBr, bool kSplitsKeys, bool kWholeTiles = false, int kTiles = 2, class T, class StepOf>
 __device__ __forceinline__ void write_dq(const bwd::Args<T>& a, int64_t steps, StepOf step_of, int64_t nq,
                                          const unsigned char* sdQ, int tile_bytes, uint64_t* dq_full,
                                          uint64_t* dq_empty, int32_t* turns, int64_t kv_tiles, int64_t n_block) {
   for (int64_t t = 0; t < steps; ++t) {
-    const int b = int(t & 1);
+    const int b = int(t % kTiles);
     const auto s = step_of(t);
     const int64_t i0 = s.m * kBr;
     // The step's (b·H + h, m) among B·H·ceil(max Nq / Br) tiles: its turn, and from v6 on its dQ tile.
@@ -43,7 +44,7 @@ __device__ __forceinline__ void write_dq(const bwd::Args<T>& a, int64_t steps, S
                              : a.dq_accum + (s.q_base + i0) * D;
     const unsigned char* tile = sdQ + b * tile_bytes;
     int32_t* turn = turns ? turns + slot_tile : nullptr;
-    sm90::mbarrier_wait_parity(&dq_full[b], uint32_t(t >> 1) & 1);  // every consumer warp's share is in
+    sm90::mbarrier_wait_parity(&dq_full[b], uint32_t(t / kTiles) & 1);  // every consumer warp's share is in
     if (turn) {
       wait_turn(turn, int32_t(n_block));
       sm90::fence_proxy_async_global();  // the bulk adds below come after the previous block's

@@ -13,6 +13,7 @@ KernelList stage07_attention_bwd_kernels() {
       &kFlashBwdTmaV5,
       &kFlashBwdTmaV6,
       &kFlashBwdTmaV7,
+      &kFlashBwdTmaV8,
   };
   return kernel_list(versions);
 }
