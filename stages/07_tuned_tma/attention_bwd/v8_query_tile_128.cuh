@@ -93,17 +93,16 @@ struct Config {
 //  1. The producer's warp 0 loads K_j and V_j once and Q_i, dO_i and their rows per step, as in v4.
 //  2. Each consumer computes v7's step up to dQ_i's product, dS·K_j into 32 fp32 registers per thread
 //     (D = 128: D's panel c; D = 64: rows 64c … of the step's 128).
-//     It then waits until dQ tile t % kDqTiles is free (dq_empty: the writer's copy of step t − kDqTiles has read it),
-//     stores its accumulator there in the accumulator's order (every row: those past the sequence are
-//     zeros), makes the stores visible to the async proxy, and each warp arrives on dq_full[t % 2].
+//     It then waits until dQ tile t % kDqTiles is free (dq_empty: the writer's copy of step t − kDqTiles
+//     has read it), stores its accumulator there in the accumulator's order (every row: those past the
+//     sequence are zeros), makes the stores visible to the async proxy, and each warp arrives on
+//     dq_full[t % kDqTiles].
 //  3. The writer (the producer's warp 1, one thread) waits for dq_full, and adds the whole tile into
-//     dq_accum's tile (b·H + h, m) with cp.reduce.async.bulk: one instruction at D = 128 (both panels),
-//     one per consumer's partial at D = 64 (both into the same 16 KiB). Once the copy has read the
-//     tile, dq_empty frees it.
-//  4. Deterministic mode: the writer waits for the tile's turn, adds (at D = 64 consumer 0's partial
-//     completed before consumer 1's is issued), waits until the adds have completed, and passes the
-//     turn on; the proxy fences order its bulk adds with the turn's acquire and release. The consumers'
-//     order of work does not change with the mode.
+//     dq_accum's tile (b·H + h, m) with one cp.reduce.async.bulk (D = 128: both panels; D = 64: both
+//     64-row blocks). Once the copy has read the tile, dq_empty frees it.
+//  4. Deterministic mode: the writer waits for the tile's turn, adds, waits until the add has completed,
+//     and passes the turn on; the proxy fences order its bulk add with the turn's acquire and release.
+//     The consumers' order of work does not change with the mode.
 //
 // The protocol, per step t (stage st = t % kStages, its use u = t / kStages):
 //   prologue  thread 0:  init kv_full, kv_landed, full[st], landed[st], dq_empty[b] (1), empty[st],
@@ -115,15 +114,14 @@ struct Config {
 //   consumer  all 128:   wait full[st], parity u & 1
 //                        Sᵀ, Pᵀ, dPᵀ, dSᵀ, dV += Pᵀ dO_i, dK += dSᵀ Q_i as v2; dS → sdS[t % 2][c]
 //                        wait for the products; __syncwarp; lane 0 of each warp: arrive empty[st]
-//                        barrier (D = 128: both consumers, 256 threads; D = 64: the consumer's 128)
+//                        barrier of both consumers (256 threads): both dS tiles are in
 //                        rQ = dS K_j (wgmma; wait)
-//                        (t ≥ 2) wait dq_empty[b], b = t % 2, parity ((t / 2) − 1) & 1
+//                        (t ≥ kDqTiles) wait dq_empty[b], b = t % kDqTiles, parity ((t / kDqTiles) − 1) & 1
 //                        rQ → sdQ[b] (8 float4s); fence.proxy.async; __syncwarp; lane 0: arrive dq_full[b]
-//   writer    warp 1, lane 0:  wait dq_full[b], parity (t / 2) & 1; (deterministic: wait for the turn)
+//   writer    warp 1, lane 0:  wait dq_full[b], parity (t / kDqTiles) & 1; (deterministic: wait for the turn)
 //                        bulk reduce-add of sdQ[b] into dq_accum's tile; commit
 //                        wait until read (deterministic: completed; pass the turn); arrive dq_empty[b]
 //
-// (Below, "t % 2" and "t / 2" of the dQ tiles read t % kDqTiles and t / kDqTiles.)
 // grid: B·KVH·ceil(max Nk / Bc) blocks of three warpgroups (attn::key_block_of). tmQ, tmdO: Q and dO as
 // [B][H][Nq][D] (packed: [1][H][total][D]) with their strides, boxes of 64 columns × Br rows; tmK, tmV:
 // K and V as [B][KVH][Nk][D], boxes of 64 × Bc; tmRows: the padded (LSE · log2 e, delta) pairs as B·H
@@ -216,7 +214,7 @@ __global__ void __launch_bounds__(Config<D>::kThreads, 1)
     sm90::setmaxnreg_dec<C::kProducerRegs>();
     if (tid > 32 || steps == 0) return;
     if (tid == 32) {
-      // The writer (dq_writer.cuh): step t's tile, b = t % 2, added into its tile of dq_accum.
+      // The writer (dq_writer.cuh): step t's tile, b = t % kDqTiles, added into its tile of dq_accum.
       write_dq<D, kBr, /*kSplitsKeys=*/false, /*kWholeTiles=*/true, C::kDqTiles>(a, steps, step_of, nq, sdQ, C::kDQBytes, dq_full, dq_empty, turns, kv_tiles,
                                       n_block);
       return;
