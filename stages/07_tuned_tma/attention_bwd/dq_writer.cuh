@@ -1,11 +1,12 @@
 // Stage 07 attention backward, role header: the dQ writer of v3 on. One thread of the producer
 // warpgroup takes each step's dQ tile, which the consumers stored in shared memory (fp32, in the
-// workspace's layout), and adds it into dq_accum with TMA's reduce-add, one instruction per tile (two at
-// D = 64: one per consumer's partial sum); then frees the tile once the copy has read it. Up to v5 the
-// layout is row-major and only the tile's real rows are added; from v6 on dq_accum is a stack of whole
-// tiles in the accumulator's order (kWholeTiles), and the whole tile is. In deterministic mode it also keeps the order: it waits for the tile's turn, adds,
-// waits until the adds have completed, and passes the turn on (turns.cuh), with proxy fences ordering
-// its bulk adds (the async proxy) against the turn's acquire and release (generic loads and stores).
+// workspace's layout), and adds it into dq_accum with TMA's reduce-add, one instruction per tile (two
+// where the consumers hold partial sums over their own keys: D = 64 up to v7); then frees the tile once
+// the copy has read it. Up to v5 the layout is row-major and only the tile's real rows are added; from
+// v6 on dq_accum is a stack of whole tiles in the accumulator's order (kWholeTiles), added whole. In
+// deterministic mode it also keeps the order: it waits for the tile's turn, adds, waits until the adds
+// have completed, and passes the turn on (turns.cuh), with proxy fences ordering its bulk adds (the
+// async proxy) against the turn's acquire and release (generic loads and stores).
 #pragma once
 
 #include <cuda_runtime.h>

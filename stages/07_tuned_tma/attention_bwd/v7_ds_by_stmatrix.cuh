@@ -205,8 +205,8 @@ __global__ void __launch_bounds__(Config<D>::kThreads, 1)
     if (tid > 32 || steps == 0) return;
     if (tid == 32) {
       // The writer (dq_writer.cuh): step t's tile, b = t % 2, added into its tile of dq_accum.
-      write_dq<D, kBr, kDqSplitsKeys, /*kWholeTiles=*/true>(a, steps, step_of, nq, sdQ, C::kDQBytes, dq_full, dq_empty, turns, kv_tiles,
-                                      n_block);
+      write_dq<D, kBr, kDqSplitsKeys, /*kWholeTiles=*/true>(a, steps, step_of, nq, sdQ, C::kDQBytes, dq_full,
+                                                            dq_empty, turns, kv_tiles, n_block);
       return;
     }
     // The loader (producer.cuh): K_j, V_j once, then Q_i, dO_i and their rows per step, up to kStages steps ahead.

@@ -17,7 +17,7 @@
 // copy of the step before.
 // What it still lacks: each consumer's products are still in order.
 //
-// Run: build/h100/stages/07_tuned_tma/attention_bwd/stage07_attention_bwd --dtype fp16 --seq 4096 --dim 128 --batch 2 --dim 64 --batch 4 --heads 32 --version v8
+// Run: build/h100/stages/07_tuned_tma/attention_bwd/stage07_attention_bwd --dtype fp16 --seq 4096 --dim 64 --batch 4 --heads 32 --version v8
 #pragma once
 
 #include <cuda.h>
@@ -62,7 +62,7 @@ struct Config {
   static constexpr int kProducerRegs = D == 64 ? 24 : 40;
   static constexpr int kConsumerRegs = D == 64 ? 240 : 232;
   static constexpr int kStages = 2;                                 // steps in shared memory at once
-  static constexpr int kDqTiles = D == 64 ? 1 : 2;                  // dQ tiles in shared memory: step t's is t % kDqTiles
+  static constexpr int kDqTiles = D == 64 ? 1 : 2;                  // dQ tiles in shared memory: step t's, t % kDqTiles
   static constexpr int kKVBytes = kBc * D * 2;                      // sK or sV: [Bc][D]
   static constexpr int kQBytes = kBr * D * 2;                       // sQ or sdO: [Br][D]
   static constexpr int kStageBytes = 2 * kQBytes;                   // Q_i then dO_i (what TMA brings)
@@ -215,8 +215,8 @@ __global__ void __launch_bounds__(Config<D>::kThreads, 1)
     if (tid > 32 || steps == 0) return;
     if (tid == 32) {
       // The writer (dq_writer.cuh): step t's tile, b = t % kDqTiles, added into its tile of dq_accum.
-      write_dq<D, kBr, /*kSplitsKeys=*/false, /*kWholeTiles=*/true, C::kDqTiles>(a, steps, step_of, nq, sdQ, C::kDQBytes, dq_full, dq_empty, turns, kv_tiles,
-                                      n_block);
+      write_dq<D, kBr, /*kSplitsKeys=*/false, /*kWholeTiles=*/true, C::kDqTiles>(
+          a, steps, step_of, nq, sdQ, C::kDQBytes, dq_full, dq_empty, turns, kv_tiles, n_block);
       return;
     }
     // The loader (producer.cuh): K_j, V_j once, then Q_i, dO_i and their rows per step, up to kStages steps ahead.
