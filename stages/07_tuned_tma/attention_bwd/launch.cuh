@@ -24,6 +24,7 @@
 #include "common/lib/kernel.h"
 #include "common/lib/tensor_map.h"
 #include "common/lib/workspace.h"
+#include "stages/07_tuned_tma/attention_bwd/dq_tile.cuh"
 
 namespace fs::flash_bwd_tma {
 
@@ -83,13 +84,9 @@ template <class C>
 struct PaddedRows<C, std::void_t<decltype(C::kPaddedRows)>> : std::bool_constant<C::kPaddedRows> {};
 
 // From v6 on dQ / scale sits in the workspace as B·H·ceil(max Nq / Br) tiles of Br·D floats in the
-// m64n64 accumulator's order (Config::kDqTileOrder; v6_dq_accumulator_order.cuh): tile (bh, m) holds
-// query rows m·Br … of slot bh as (Br / 64) × (D / 64) blocks of 64 × 64, row-block-major, 4096 floats
-// each (v6: one row of blocks, a block per panel of D; v8 at D = 64: a column of two); within a block,
-// column j and row r at float (n·128 + w)·4 + e, where n = j / 8, w = 32·(r / 16) + 4·(r % 8) + (j % 8) / 2
-// (the consumer thread that held it), e = 2·((r % 16) / 8) + j % 2.
-// dQ = scale · that, rounded once, for every query slot with a row; one warp per slot, each lane two
-// neighbouring columns (the pair is adjacent in the tile too: 8-byte loads).
+// m64n64 accumulator's order (Config::kDqTileOrder; dq_tile.cuh): tile (bh, m) holds query rows m·Br …
+// of slot bh. dQ = scale · that, rounded once, for every query slot with a row; one warp per slot, each
+// lane two neighbouring columns (neighbours in the tile too: 8-byte loads).
 template <class T, int D, int kBr>
 __global__ void __launch_bounds__(bwd::kRowThreads) dq_tile_convert_kernel(const bwd::Args<T> a, int64_t slots) {
   const int lane = threadIdx.x % 32;
@@ -102,13 +99,9 @@ __global__ void __launch_bounds__(bwd::kRowThreads) dq_tile_convert_kernel(const
     const int64_t bh = r / a.max_seq_q, i = r % a.max_seq_q;
     const float* tile = a.dq_accum + (bh * q_tiles + i / kBr) * kBr * D;
     const int rr = int(i % kBr);
-    const int w_row = 32 * (rr % 64 / 16) + 4 * (rr % 8), e_row = 2 * ((rr % 16) / 8);
-    const float* block_row = tile + (rr / 64) * (D / 64) * 4096;  // the row's row of 64 × 64 blocks
 #pragma unroll
     for (int c = 2 * lane; c < D; c += 64) {
-      const int j = c % 64;
-      const float2 x = *reinterpret_cast<const float2*>(block_row + (c / 64) * 4096 +
-                                                        ((j / 8) * 128 + w_row + (j % 8) / 2) * 4 + e_row);
+      const float2 x = *reinterpret_cast<const float2*>(tile + dq_tile_offset(rr, c, D));
       *reinterpret_cast<uint32_t*>(a.dq + q.q_at + c) = sm80::pack2<T>(a.scale * x.x, a.scale * x.y);
     }
   }

@@ -9,6 +9,7 @@
 // nothing written; what the Hopper versions do not take (D = 32, 256; fp32) named before any launch;
 // FS_ERR_UNSUPPORTED_DEVICE off sm_90. The versions and the naive baseline come from the library's
 // registry.
+#include <algorithm>
 #include <functional>
 #include <utility>
 #include <vector>
@@ -17,6 +18,7 @@
 #include "common/tools/attention_tests.h"
 #include "common/tools/check.h"
 #include "common/tools/gpu_test.h"
+#include "stages/07_tuned_tma/attention_bwd/dq_tile.cuh"
 #include "stages/07_tuned_tma/attention_bwd/versions.h"
 
 using namespace fs;
@@ -49,6 +51,30 @@ FS_CPU_TEST_CASE("stage07 attention_bwd: the registry lists its versions apart f
   }
   // find_kernels matches a stage whole or up to a '/': the forward's name is a prefix of this one's.
   for (const KernelDesc* k : find_kernels("stage07/attention")) CHECK(k->info.problem == FS_PROBLEM_ATTENTION);
+}
+
+FS_CPU_TEST_CASE("stage07 attention_bwd: the dQ tile order reads back every value where a consumer thread stored it") {
+  // The tiles of v6 (Br = 64; D = 64, 128) and v8 (Br = 128 at D = 64): block c is consumer c's m64n64
+  // accumulator, stored as float4 n·128 + w by thread w (dq_tile.cuh); dq_tile_offset must find each
+  // of its values, and every float of the tile once.
+  for (const std::pair<int, int>& shape : {std::pair{64, 64}, std::pair{64, 128}, std::pair{128, 64}}) {
+    const int br = shape.first, d = shape.second;
+    INFO("Br = " << br << ", D = " << d);
+    std::vector<int> seen(std::size_t(br) * d, 0);
+    bool all_match = true;
+    for (int block = 0; block < (br / 64) * (d / 64); ++block)
+      for (int w = 0; w < 128; ++w)
+        for (int n = 0; n < 8; ++n)
+          for (int e = 0; e < 4; ++e) {
+            const int row = 64 * (block / (d / 64)) + 16 * (w / 32) + (w % 32) / 4 + 8 * (e / 2);
+            const int col = 64 * (block % (d / 64)) + 8 * n + 2 * (w % 4) + e % 2;
+            const int stored = block * 4096 + (n * 128 + w) * 4 + e;
+            all_match = all_match && flash_bwd_tma::dq_tile_offset(row, col, d) == stored;
+            ++seen[std::size_t(stored)];
+          }
+    CHECK(all_match);
+    CHECK(std::all_of(seen.begin(), seen.end(), [](int k) { return k == 1; }));
+  }
 }
 
 FS_CPU_TEST_CASE("stage07 attention_bwd runs on sm_90 alone: FS_ERR_UNSUPPORTED_DEVICE on every other GPU") {
