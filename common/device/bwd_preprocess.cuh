@@ -84,13 +84,25 @@ __global__ void __launch_bounds__(kRowThreads)
   }
 }
 
+// Where dq_accum keeps the dQ / scale of a query slot's row: row-major, row q.row at q.row · D floats
+// (stage 05; stage 07's backward up to its v5). The offset of columns c, c + 1 (c even, neighbours).
+// Stage 07's backward from v6 on keeps tiles in another order and passes its own (its launch.cuh).
+template <int D>
+struct RowMajorDq {
+  template <class T>
+  __device__ int64_t operator()(const Args<T>&, int64_t /*slot*/, const QueryRow& q, int c) const {
+    return q.row * D + c;
+  }
+};
+
 // dQ = scale · dq_accum, rounded to T once, in the row of every query slot (dQ where Q's strides put
 // it; query_row: nothing in an
 // entry that breaks the rules; a padded entry's rows past its length hold zeros, which no key block
-// added to). One warp per row, each lane two neighbouring columns at a time (8-byte loads, 4-byte
-// stores). grid: row_blocks(slots) blocks of kRowThreads, each warp striding over the slots.
-template <class T, int D>
-__global__ void __launch_bounds__(kRowThreads) dq_convert_kernel(const Args<T> a, int64_t slots) {
+// added to), dq_accum read where `offset` says (RowMajorDq, or a layout of the caller's). One warp per
+// row, each lane two neighbouring columns at a time (8-byte loads, 4-byte stores). grid:
+// row_blocks(slots) blocks of kRowThreads, each warp striding over the slots.
+template <class T, int D, class Offset>
+__global__ void __launch_bounds__(kRowThreads) dq_convert_kernel(const Args<T> a, int64_t slots, Offset offset) {
   const int lane = threadIdx.x % 32;
   const int64_t stride = int64_t(gridDim.x) * kRowsPerBlock;
   for (int64_t r = int64_t(blockIdx.x) * kRowsPerBlock + threadIdx.x / 32; r < slots; r += stride) {
@@ -99,7 +111,7 @@ __global__ void __launch_bounds__(kRowThreads) dq_convert_kernel(const Args<T> a
     if (q.row < 0) continue;
 #pragma unroll
     for (int c = 2 * lane; c < D; c += 64) {
-      const float2 x = *reinterpret_cast<const float2*>(a.dq_accum + q.row * D + c);
+      const float2 x = *reinterpret_cast<const float2*>(a.dq_accum + offset(a, r, q, c));
       *reinterpret_cast<uint32_t*>(a.dq + q.q_at + c) = sm80::pack2<T>(a.scale * x.x, a.scale * x.y);
     }
   }

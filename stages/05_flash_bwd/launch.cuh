@@ -66,7 +66,7 @@ Status launch_deterministic(const Args<T>& a, bool varlen, int64_t kv_blocks, in
 // The atomic path's last pass (dq_reduce.cuh): dQ = scale · dq_accum, rounded, over `slots` query slots.
 template <class T, int D>
 Status launch_dq_convert(const Args<T>& a, int64_t slots, cudaStream_t stream) {
-  dq_convert_kernel<T, D><<<unsigned(row_blocks(slots)), kRowThreads, 0, stream>>>(a, slots);
+  dq_convert_kernel<T, D><<<unsigned(row_blocks(slots)), kRowThreads, 0, stream>>>(a, slots, RowMajorDq<D>{});
   FS_RETURN_IF_CUDA_ERROR(cudaGetLastError());
   return Status::Success;
 }

@@ -5,7 +5,8 @@
 // n = 0 … 7, the four values e = 0 … 3 at block row 16·(w / 32) + l / 4 + 8·(e / 2) and block column
 // 8n + 2·(l % 4) + e % 2, and stores them as one float4 at float (n·128 + w)·4 (v6_dq_accumulator_order.cuh):
 // a warp's store is 512 contiguous bytes. The workspace keeps the same order, tile by tile, and the
-// conversion (launch.cuh, dq_tile_convert_kernel) reads a row back through dq_tile_offset.
+// conversion (bwd::dq_convert_kernel, at launch.cuh's TileOrderDq) reads a row back through
+// dq_tile_offset.
 #pragma once
 
 #include <cstdint>

@@ -85,27 +85,16 @@ struct PaddedRows<C, std::void_t<decltype(C::kPaddedRows)>> : std::bool_constant
 
 // From v6 on dQ / scale sits in the workspace as B·H·ceil(max Nq / Br) tiles of Br·D floats in the
 // m64n64 accumulator's order (Config::kDqTileOrder; dq_tile.cuh): tile (bh, m) holds query rows m·Br …
-// of slot bh. dQ = scale · that, rounded once, for every query slot with a row; one warp per slot, each
-// lane two neighbouring columns (neighbours in the tile too: 8-byte loads).
-template <class T, int D, int kBr>
-__global__ void __launch_bounds__(bwd::kRowThreads) dq_tile_convert_kernel(const bwd::Args<T> a, int64_t slots) {
-  const int lane = threadIdx.x % 32;
-  const int64_t stride = int64_t(gridDim.x) * bwd::kRowsPerBlock;
-  const int64_t q_tiles = (a.max_seq_q + kBr - 1) / kBr;
-  for (int64_t r = int64_t(blockIdx.x) * bwd::kRowsPerBlock + threadIdx.x / 32; r < slots; r += stride) {
-    bool real;
-    const bwd::QueryRow q = bwd::query_row(a, r, &real, D);
-    if (q.row < 0) continue;
-    const int64_t bh = r / a.max_seq_q, i = r % a.max_seq_q;
-    const float* tile = a.dq_accum + (bh * q_tiles + i / kBr) * kBr * D;
-    const int rr = int(i % kBr);
-#pragma unroll
-    for (int c = 2 * lane; c < D; c += 64) {
-      const float2 x = *reinterpret_cast<const float2*>(tile + dq_tile_offset(rr, c, D));
-      *reinterpret_cast<uint32_t*>(a.dq + q.q_at + c) = sm80::pack2<T>(a.scale * x.x, a.scale * x.y);
-    }
+// of slot bh. The offset of slot `slot`'s columns c, c + 1 (neighbours in the tile too), for the
+// conversion (bwd::dq_convert_kernel).
+template <int D, int kBr>
+struct TileOrderDq {
+  template <class T>
+  __device__ int64_t operator()(const bwd::Args<T>& a, int64_t slot, const bwd::QueryRow&, int c) const {
+    const int64_t bh = slot / a.max_seq_q, i = slot % a.max_seq_q, q_tiles = (a.max_seq_q + kBr - 1) / kBr;
+    return (bh * q_tiles + i / kBr) * kBr * D + dq_tile_offset(int(i % kBr), c, D);
   }
-}
+};
 
 // Whether a version's Config keeps dq_accum in tiles (kDqTileOrder, absent before v6: false).
 template <class C, class = void>
@@ -191,11 +180,9 @@ Status launch_kv_stationary(Kernel kernel, const AttentionBwdProblem& pr, cudaSt
       }
       const int64_t slots = bwd::query_slots(pr);
       if (slots > 0) {
-        if constexpr (kTiles)
-          dq_tile_convert_kernel<T, C::kD, C::kBr>
-              <<<unsigned(bwd::row_blocks(slots)), bwd::kRowThreads, 0, stream>>>(a, slots);
-        else
-          bwd::dq_convert_kernel<T, C::kD><<<unsigned(bwd::row_blocks(slots)), bwd::kRowThreads, 0, stream>>>(a, slots);
+        using Offset = std::conditional_t<kTiles, TileOrderDq<C::kD, C::kBr>, bwd::RowMajorDq<C::kD>>;
+        bwd::dq_convert_kernel<T, C::kD><<<unsigned(bwd::row_blocks(slots)), bwd::kRowThreads, 0, stream>>>(a, slots,
+                                                                                                          Offset{});
         FS_RETURN_IF_CUDA_ERROR(cudaGetLastError());
       }
       return Status::Success;
@@ -231,9 +218,14 @@ int64_t query_tiles(const AttentionParams& p) {
   const int64_t rows = p.cu_seqlens_q ? (p.max_seq_q > 0 ? p.max_seq_q : p.seq_q) : p.seq_q;
   return (rows + kBr - 1) / kBr;
 }
+// The deterministic mode's turns: one int per (b·H + h, query tile).
+template <int kBr>
+std::size_t turns_bytes(const AttentionParams& p) {
+  return std::size_t(p.batch * p.heads * query_tiles<kBr>(p)) * sizeof(int32_t);
+}
 template <int kBr>
 std::size_t deterministic_extra_bytes(const AttentionParams& p) {
-  return extra_bytes(p) + std::size_t(p.batch * p.heads * query_tiles<kBr>(p)) * sizeof(int32_t);
+  return extra_bytes(p) + turns_bytes<kBr>(p);
 }
 // From v4 on the padded rows too: B·H·ceil(max Nq / Br)·Br pairs of floats, at a 256-byte boundary.
 template <int kBr>
@@ -248,15 +240,16 @@ template <int kBr>
 std::size_t rows_deterministic_extra_bytes(const AttentionParams& p) {
   return deterministic_extra_bytes<kBr>(p) + padded_rows_bytes<kBr>(p);
 }
-// From v6 on dq_accum holds whole tiles: B·H·ceil(max Nq / Br)·Br·D floats instead of q_elems(p).
+// From v6 on dq_accum holds whole tiles, B·H·ceil(max Nq / Br)·Br·D floats, in place of extra_bytes'
+// q_elems(p); delta and the padded rows as before.
 template <int kBr>
 std::size_t tiles_extra_bytes(const AttentionParams& p) {
   const std::size_t tiles = std::size_t(p.batch * p.heads * query_tiles<kBr>(p)) * kBr * p.head_dim * sizeof(float);
-  return rows_extra_bytes<kBr>(p) - std::size_t(q_elems(p)) * sizeof(float) + tiles;
+  return tiles + delta_extra_bytes(p) + padded_rows_bytes<kBr>(p);
 }
 template <int kBr>
 std::size_t tiles_deterministic_extra_bytes(const AttentionParams& p) {
-  return tiles_extra_bytes<kBr>(p) + std::size_t(p.batch * p.heads * query_tiles<kBr>(p)) * sizeof(int32_t);
+  return tiles_extra_bytes<kBr>(p) + turns_bytes<kBr>(p);
 }
 
 }  // namespace fs::flash_bwd_tma

@@ -9,8 +9,8 @@
 // warp's store is 512 contiguous bytes (8 float4 stores per thread, no conflict). dq_accum becomes a
 // stack of such tiles, one per (b·H + h, query tile), padded to whole tiles (rows past a sequence's end
 // add zeros: their P, hence their dS, is zero), and the writer adds a whole tile with one instruction.
-// The conversion after the kernel (launch.cuh, dq_tile_convert_kernel) reads each row back from the
-// tile order. FlashAttention-3 keeps its dQ workspace in the accumulator's order for the same reason.
+// The conversion after the kernel (stage 05's, at launch.cuh's TileOrderDq offsets) reads each row
+// back from the tile order. FlashAttention-3 keeps its dQ workspace in the accumulator's order for the same reason.
 // Why it is faster: the dQ stores go from 16 conflicted instructions per thread and step to 8 without
 // conflict, and shared memory, which the products read their operands from, is the busier for less.
 // The price: the workspace is B·H·ceil(max Nq / 64)·64·D floats (a packed batch's rows padded per
