@@ -144,13 +144,13 @@ PARTS: list[Part] = [
                fold_into="stage07_attention.json"),
           sdpa("sdpa_packed.json", "--packed-defaults", "--dtype", "fp16", "--backend", "flash")],
          ("stage07_attention.json", "sdpa_packed.json")),
-    # Not yet run: the estimate is the bench's 648 benchmarks (v1 … v8, each with its deterministic
-    # series, on 40 points; stage 05's v10 on 8) at 5 repetitions of at least 50 ms, about 270 s, plus 144
+    # Not yet run: the estimate is the bench's 728 benchmarks (v1 … v9, each with its deterministic
+    # series, on 40 points; stage 05's v10 on 8) at 5 repetitions of at least 50 ms, about 310 s, plus 144
     # SDPA points (the grid and the grouped shapes, flash and cuDNN) of ~0.5 s each with their forward,
-    # about 80 s; rounded up. Fewer once the versions not measured faster leave the rung.
+    # about 80 s; rounded up.
     Part("stage07_attention_bwd",
          "stage 07 attention backward on its grid, stage 05's v10 at N = 8192; SDPA's flash and cuDNN backward "
-         "there and at grouped K/V", 360,
+         "there and at grouped K/V", 400,
          [Bench("stage07_attention_bwd_bench", "stage07_attention_bwd.json"),
           sdpa("sdpa_bwd_stage07.json", "--backward", "--backend", "flash", "cudnn",
                fold_into="stage07_attention_bwd.json")],

@@ -14,6 +14,7 @@
 //   cp_async_ca_zfill<N>  the same with a source size
 //   cp_async_commit_group / cp_async_wait_group<N>   close a group of copies / wait until <= N pend
 //   ex2_approx_ftz        ex2.approx.ftz.f32: 2^x on the special-function unit, one instruction
+//   ld_shared_v4_f32      ld.shared.v4.f32: four floats from a 16-byte aligned shared address, one LDS.128
 //   red_global_add_f32    red.global.add.f32: *p += x in global memory, atomically, no value returned
 //   red_global_add_v4_f32 red.global.add.v4.f32: p[0..3] += x0..x3, one 16-byte reduction (sm_90 and later)
 //
@@ -148,6 +149,16 @@ __device__ __forceinline__ float ex2_approx_ftz(float x) {
   float y;
   asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
   return y;
+}
+
+// Four floats from shared memory at a 16-byte aligned address (of the shared window: smem_address), in
+// one LDS.128 whatever the compiler can prove about the pointer; volatile, so it stays after the barrier
+// wait that precedes it in program order.
+__device__ __forceinline__ float4 ld_shared_v4_f32(uint32_t addr) {
+  float4 v;
+  asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];\n" : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "r"(addr)
+               : "memory");
+  return v;
 }
 
 // ---- Packing two 16-bit values into one fragment register ----------------------------------------

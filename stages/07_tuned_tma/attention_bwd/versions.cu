@@ -14,6 +14,7 @@ KernelList stage07_attention_bwd_kernels() {
       &kFlashBwdTmaV6,
       &kFlashBwdTmaV7,
       &kFlashBwdTmaV8,
+      &kFlashBwdTmaV9,
   };
   return kernel_list(versions);
 }
