@@ -15,7 +15,6 @@ KernelList stage07_attention_bwd_kernels() {
       &kFlashBwdTmaV7,
       &kFlashBwdTmaV8,
       &kFlashBwdTmaV9,
-      &kFlashBwdTmaV10,
   };
   return kernel_list(versions);
 }
