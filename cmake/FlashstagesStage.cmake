@@ -1,7 +1,8 @@
 # How a stage joins the build.
 #
 # flashstages_add_stage(<prefix> ENTRY <C name> PROBLEM <ATTENTION|ATTENTION_BWD|GEMM> VERSIONS v1 v2 …
-#                       ARCHS <CUDA architectures> [SOURCES <more .cu files>] [MAIN main.cu]
+#                       ARCHS <CUDA architectures> [VERSION_ARCHS "vN:<architectures>" …]
+#                       [SOURCES <more .cu files>] [MAIN main.cu]
 #                       [TEST test.cu] [BENCH bench.cu] [EXE name] [TOOLS <libraries>])
 #
 # A stage's folder holds one translation unit per version, vN.cu (its launch, descriptor and C entry,
@@ -17,9 +18,12 @@
 # The stage's kernels and launchers are an object library, <prefix>_kernels, compiled for the stage's
 # own CUDA architectures and linked into the one shared library, libflashstages. CMake has no
 # per-source architectures: an object library per stage is how two stages get different ones. ARCHS
-# names them (80 for stages 01 to 04; 80 90 for 05 and 06, whose kernels hold sm_90 paths; 90a for 07),
-# and a build whose CMAKE_CUDA_ARCHITECTURES is pinned (a GPU preset) replaces them with the pinned ones
-# (flashstages_stage_archs, below). The GPUs those architectures run on reach the stage's sources as
+# names them (80 for stages 01 to 04; 80 90 for 05, whose kernels hold sm_90 paths; 90a for 07), and a
+# build whose CMAKE_CUDA_ARCHITECTURES is pinned (a GPU preset) replaces them with the pinned ones
+# (flashstages_stage_archs, below). VERSION_ARCHS gives a version of its own architectures where it alone
+# needs more than its stage ("v16:80 90": stage 06's v16 holds an sm_90 path, v1 to v15 none): its vN.cu
+# and its instances/vN_*.cu then form an object library of their own, <prefix>_kernels_vN, so that the
+# other versions are not compiled twice for nothing. The GPUs those architectures run on reach the stage's sources as
 # FS_STAGE_ARCHS (compute capabilities, "80 86 87 89") and FS_STAGE_PTX (the PTX they carry, 80, or 0):
 # each kernel descriptor states them, and a launch on any other GPU returns FS_ERR_UNSUPPORTED_DEVICE.
 #
@@ -155,7 +159,8 @@ function(flashstages_kernel_options target)
 endfunction()
 
 function(flashstages_add_stage prefix)
-  cmake_parse_arguments(ARG "" "MAIN;TEST;BENCH;EXE;ENTRY;PROBLEM" "VERSIONS;SOURCES;ARCHS;TOOLS" ${ARGN})
+  cmake_parse_arguments(ARG "" "MAIN;TEST;BENCH;EXE;ENTRY;PROBLEM" "VERSIONS;SOURCES;ARCHS;VERSION_ARCHS;TOOLS"
+                        ${ARGN})
   if(NOT ARG_ENTRY OR NOT ARG_VERSIONS)
     message(FATAL_ERROR "flashstages_add_stage(${prefix}): name its C entry (ENTRY fs_flash_fwd) and its VERSIONS")
   endif()
@@ -181,12 +186,42 @@ function(flashstages_add_stage prefix)
     message(FATAL_ERROR "flashstages_add_stage(${prefix}): name the CUDA architectures its kernels need (ARCHS 80)")
   endif()
 
-  add_library(${prefix}_kernels OBJECT ${kernels})
-  flashstages_kernel_archs(${prefix}_kernels ${prefix} "${ARG_ARCHS}")
-  target_link_libraries(${prefix}_kernels PRIVATE flashstages_headers)
-  flashstages_kernel_options(${prefix}_kernels)
-  # As objects, not as a linked target: the installed package then knows nothing of the stages.
-  target_sources(flashstages PRIVATE $<TARGET_OBJECTS:${prefix}_kernels>)
+  # A version with architectures of its own: its launch and its instances leave the stage's object
+  # library for one of their own.
+  set(groups ${prefix}_kernels)
+  set(${prefix}_kernels_archs "${ARG_ARCHS}")
+  foreach(spec IN LISTS ARG_VERSION_ARCHS)
+    if(NOT spec MATCHES "^(v[0-9]+):([0-9a ]+)$")
+      message(FATAL_ERROR "flashstages_add_stage(${prefix}): VERSION_ARCHS takes \"vN:<architectures>\" such as "
+                          "\"v16:80 90\", not '${spec}'")
+    endif()
+    set(version ${CMAKE_MATCH_1})
+    string(REGEX REPLACE " +" ";" version_archs "${CMAKE_MATCH_2}")
+    if(NOT version IN_LIST ARG_VERSIONS)
+      message(FATAL_ERROR "flashstages_add_stage(${prefix}): VERSION_ARCHS names ${version}, which VERSIONS does not list")
+    endif()
+    set(own ${version}.cu)
+    foreach(file IN LISTS ARG_SOURCES)
+      if(file MATCHES "^instances/${version}_")
+        list(APPEND own ${file})
+      endif()
+    endforeach()
+    list(REMOVE_ITEM kernels ${own})
+    list(APPEND groups ${prefix}_kernels_${version})
+    set(${prefix}_kernels_${version}_sources ${own})
+    set(${prefix}_kernels_${version}_archs "${version_archs}")
+  endforeach()
+  set(${prefix}_kernels_sources ${kernels})
+
+  foreach(group IN LISTS groups)
+    add_library(${group} OBJECT ${${group}_sources})
+    string(REPLACE "_kernels" "" name ${group})  # stage06, stage06_v16: how the configure messages name it
+    flashstages_kernel_archs(${group} ${name} "${${group}_archs}")
+    target_link_libraries(${group} PRIVATE flashstages_headers)
+    flashstages_kernel_options(${group})
+    # As objects, not as a linked target: the installed package then knows nothing of the stages.
+    target_sources(flashstages PRIVATE $<TARGET_OBJECTS:${group}>)
+  endforeach()
   set_property(GLOBAL APPEND PROPERTY FLASHSTAGES_STAGES ${prefix})
 
   if(ARG_MAIN)
