@@ -25,6 +25,24 @@ causal mask is the project's, bottom-right; with Nq = Nk as here that is PyTorch
 it (python/README.md: $FLASHSTAGES_LIBRARY, then the checkout's build tree). Without PyTorch or CUDA this
 prints a skip line and exits 0; so it does, after a note, when no --kernel can run on this GPU (stage 07's
 need Hopper).
+
+--backward times backward entries (stage 05's fs_flash_bwd_v*, stage 07's fs_flash_bwd_tma_v*) against
+SDPA's backward, in the same rounds:
+
+    python3 plots/head_to_head.py --backward --kernel fs_flash_bwd_tma_v9 --shape 2,16,8192,128 --dtype fp16 --causal 0
+
+Each backend is timed as sdpa_bench.py --backward times it: its forward once, outside the timing, then
+out.backward(dO, retain_graph=True) per call with the grads set to None before it (untimed); each kernel
+by its entry alone, on dO (random normal) and the O and LSE of reference_forward (in fp32; the LSE as
+common/lib/flashstages.h defines it: natural log, per row, [B, H, N] fp32), delta left null. So either
+side's time is whatever its backward launches on the GPU, its pass over delta = rowsum(dO ∘ O) included.
+Before timing, each kernel's dQ, dK and dV are compared with the first backend's gradients on the same
+inputs (relative L2 distance at most 1e-2 each). Rows are named as the backward stages' benchmarks name
+theirs, stage07/attention_bwd/v9/fp16/D:128/N:8192/causal:0/round:3, stage05/v10/..., and
+sdpa_cudnn_bwd/... for SDPA's; FLOPs 2.5 × the forward's (common/lib/flops.h), bytes twice the forward's,
+as sdpa_bench.py counts them. --deterministic sets fs_attention_bwd_params.deterministic (dQ without
+unordered atomic adds), and the kernels' series then end in _deterministic, as the stages' do; SDPA's
+backward is timed as it is.
 """
 
 from __future__ import annotations
@@ -44,7 +62,9 @@ sys.path.insert(1, str(HERE.parent / "python"))  # the checkout's flashstages pa
 import sdpa_bench  # noqa: E402  (the same timing, FLOP count, names and context as the SDPA peers)
 
 SKIP_LINE = "head_to_head: skipped — PyTorch with CUDA not available"
-CHECK_TOLERANCE = 1e-2  # relative L2 distance between a kernel's O and SDPA's, fp16 and bf16
+CHECK_TOLERANCE = 1e-2  # relative L2 distance between a kernel's O (dQ, dK, dV) and SDPA's, fp16 and bf16
+# reference_forward's fp32 scores at a time (1 GiB): at B = 2, H = 16, N = 8192 a block of 1024 query rows.
+SCORE_BLOCK_ELEMENTS = 1 << 28
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -52,6 +72,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--kernel", nargs="+", required=True, metavar="ENTRY",
                    help="library entries to time, e.g. fs_flash_fwd_tma_v8 (flashstages.kernels() lists them)")
+    p.add_argument("--backward", action="store_true",
+                   help="time backward entries, e.g. fs_flash_bwd_tma_v9, against SDPA's backward (see above)")
+    p.add_argument("--deterministic", action="store_true",
+                   help="with --backward: the kernels' deterministic dQ (series *_deterministic)")
     p.add_argument("--shape", type=sdpa_bench.parse_shape, action="append", required=True, metavar="B,H,N,D",
                    help="a shape to time (repeatable), e.g. 2,16,8192,128")
     p.add_argument("--dtype", nargs="+", choices=sdpa_bench.DTYPE_NAMES, default=list(sdpa_bench.DTYPE_NAMES))
@@ -68,19 +92,30 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     args = p.parse_args(argv)
     if args.rounds < 1 or args.warmup < 0 or args.runs < 1 or not args.heat >= 0:
         p.error("--rounds and --runs must be >= 1, --warmup and --heat >= 0")
+    if args.deterministic and not args.backward:
+        p.error("--deterministic is the backward's mode: give it with --backward")
     args.kernel = list(dict.fromkeys(args.kernel))
     return args
 
 
-def check_kernels(fs, lib, names: list[str], shapes, dtypes) -> dict:
+def check_kernels(fs, lib, names: list[str], shapes, dtypes, backward: bool = False) -> dict:
     """The KernelInfo of each name; SystemExit naming what is wrong when one is not an attention entry of
-    this library or does not take a requested dtype or head dim."""
-    found = {k.name: k for k in fs.kernels(lib, problem=fs.PROBLEM_ATTENTION)}
+    this library (with backward, an attention backward entry), is one of the other pass, or does not take
+    a requested dtype or head dim."""
+    wanted, other = ((fs.PROBLEM_ATTENTION_BWD, fs.PROBLEM_ATTENTION) if backward
+                     else (fs.PROBLEM_ATTENTION, fs.PROBLEM_ATTENTION_BWD))
+    found = {k.name: k for k in fs.kernels(lib, problem=wanted)}
+    of_other_pass = {k.name for k in fs.kernels(lib, problem=other)}
     codes = {"fp16": fs.FP16, "bf16": fs.BF16}
     infos = {}
     for name in names:
+        if name in of_other_pass:
+            why = ("is an attention forward kernel: --backward times backward entries alone" if backward
+                   else "is an attention backward kernel: time it with --backward")
+            raise SystemExit(f"head_to_head: error: {name} {why}")
         if name not in found:
-            raise SystemExit(f"head_to_head: error: {name!r} is not an attention kernel of this library; it has: "
+            kind = "attention backward" if backward else "attention"
+            raise SystemExit(f"head_to_head: error: {name!r} is not an {kind} kernel of this library; it has: "
                              f"{', '.join(found)}")
         info = found[name]
         for dtype in dtypes:
@@ -93,9 +128,16 @@ def check_kernels(fs, lib, names: list[str], shapes, dtypes) -> dict:
     return infos
 
 
-def series_of(info) -> str:
-    """A kernel's series, as its stage's benchmarks name it: stage07/attention/v8."""
-    return f"{info.stage.decode()}/{info.version.decode()}"
+def series_of(info, deterministic: bool = False) -> str:
+    """A kernel's series, as its stage's benchmarks name it: stage07/attention/v8, stage05/v10; a backward
+    entry's deterministic dQ as stages/*/bench.cu name it (register_attention_bwd_deterministic):
+    stage07/attention_bwd/v9_deterministic."""
+    return f"{info.stage.decode()}/{info.version.decode()}" + ("_deterministic" if deterministic else "")
+
+
+def peer_series(key: str, backward: bool = False) -> str:
+    """An SDPA backend's series, as sdpa_bench.py names it: sdpa_cudnn, or sdpa_cudnn_bwd for its backward."""
+    return sdpa_bench.BACKENDS[key][0] + (sdpa_bench.BACKWARD_SUFFIX if backward else "")
 
 
 def rel_l2(torch, out, ref) -> float:
@@ -109,35 +151,166 @@ def heat(torch, members, seconds: float) -> None:
     the next round (cuDNN, bf16 D = 128 on the H100, 2026-11-25), more than the margins compared here."""
     start = time.perf_counter()
     while time.perf_counter() - start < seconds:
-        for _, fn, chosen in members:
+        for _, fn, chosen, before in members:
             with chosen():
+                if before is not None:
+                    before()
                 fn()
         torch.cuda.synchronize()
 
 
-def dispatch_us(torch, fn, calls: int = 20) -> float:
+def dispatch_us(torch, fn, before=None, calls: int = 20) -> float:
     """Host time per call of fn() when nothing waits for the GPU: what the sleep before each timed call
-    must cover for the events to time the kernel alone."""
+    must cover for the events to time the kernel alone. before(), when given, runs ahead of each call and
+    outside the time, as time_call runs it."""
     torch.cuda.synchronize()
-    start = time.perf_counter()
+    host = 0.0
     for _ in range(calls):
+        if before is not None:
+            before()
+        start = time.perf_counter()
         fn()
-    host = (time.perf_counter() - start) / calls * 1e6
+        host += time.perf_counter() - start
     torch.cuda.synchronize()
-    return host
+    return host / calls * 1e6
+
+
+def forward_members(torch, fs, lib, infos: dict, args: argparse.Namespace, q, k, v, causal: bool,
+                    where: str) -> list[tuple]:
+    """(series, call, what to enter around its timing, what to run before each call) of each --backend's
+    SDPA and each kernel, on q, k, v; every kernel's O is checked against the first backend's first."""
+    import torch.nn.functional as F
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    stream = torch.cuda.current_stream().cuda_stream
+    members = []
+    ref = None
+    for key in args.backend:
+        backend = getattr(SDPBackend, sdpa_bench.BACKENDS[key][1])
+
+        def sdpa_call():
+            return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+
+        def chosen(backend=backend):  # entered around the timing, not inside each call
+            return sdpa_kernel([backend])
+
+        with chosen():
+            out = sdpa_call()  # a refusal raises here: the comparison has no peer then
+        if ref is None:
+            ref = out
+        members.append((peer_series(key), sdpa_call, chosen, None))
+    for name, info in infos.items():
+        o = torch.empty_like(q)
+        params = fs.attention_params(q, k, v, o, causal=causal)
+
+        def fs_call(name=name, params=params, o=o):  # o stays alive while params points at it
+            fs.call(lib, name, params, stream)
+
+        o.fill_(float("nan"))  # poisoned: every element must be written
+        fs_call()
+        err = rel_l2(torch, o, ref)
+        if not err <= CHECK_TOLERANCE:
+            raise SystemExit(f"head_to_head: error: {name} {where}: rel L2 {err:.2e} to SDPA's output "
+                             f"(tolerance {CHECK_TOLERANCE:.0e}); not timed")
+        members.append((series_of(info), fs_call, contextlib.nullcontext, None))
+    return members
+
+
+def reference_forward(torch, q, k, v, causal: bool):
+    """O and the LSE the backward entries read, from q, k, v ([B, H, N, D]) in fp32, SCORE_BLOCK_ELEMENTS
+    scores at a time. The LSE as the library defines it (common/lib/flashstages.h, fs_attention_params.lse;
+    the forward entries write it so): per query row, the natural log of Σⱼ exp(scale · q·kⱼ) over the keys
+    the row sees, scale = 1/sqrt(D) (params.scale = 0), [B, H, N] fp32, contiguous. O = Σⱼ exp(scale · q·kⱼ
+    - LSE) vⱼ in q's dtype, contiguous, as dO is (the entries read dO with O's strides). Computed here, not
+    taken from one of the backends, so that every kernel reads the same exact forward whatever --backend is."""
+    b, h, nq, d = q.shape
+    nk = k.shape[2]
+    o = torch.empty(q.shape, device=q.device, dtype=q.dtype)
+    lse = torch.empty(b, h, nq, device=q.device, dtype=torch.float32)
+    k_t, v32 = k.float().transpose(-1, -2), v.float()
+    step = max(1, SCORE_BLOCK_ELEMENTS // (b * h * nk))
+    for start in range(0, nq, step):
+        stop = min(start + step, nq)
+        s = torch.matmul(q[:, :, start:stop].float(), k_t).mul_(d ** -0.5)
+        if causal:  # the project's mask, bottom-right: query i sees keys j <= i + Nk - Nq
+            rows = torch.arange(start, stop, device=q.device).unsqueeze(1)
+            s.masked_fill_(torch.arange(nk, device=q.device) > rows + (nk - nq), float("-inf"))
+        block = torch.logsumexp(s, dim=-1)
+        lse[:, :, start:stop] = block
+        o[:, :, start:stop] = torch.matmul(s.sub_(block.unsqueeze(-1)).exp_(), v32)
+    return o, lse
+
+
+def backward_members(torch, fs, lib, infos: dict, args: argparse.Namespace, q, k, v, causal: bool,
+                     where: str) -> list[tuple]:
+    """(series, call, what to enter around its timing, what to run before each call) of each --backend's
+    SDPA backward and each backward kernel, on q, k, v and one random normal dO; every kernel's dQ, dK and
+    dV are checked against the first backend's first. SDPA's as sdpa_bench.measure_backward_point times
+    it: the forward once, here, then out.backward(dO, retain_graph=True) per call, the grads set to None
+    before each (untimed), so that every call writes fresh ones as the kernels do."""
+    import torch.nn.functional as F
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    stream = torch.cuda.current_stream().cuda_stream
+    d_o = torch.randn_like(q)
+    members = []
+    ref = None
+    for key in args.backend:
+        backend = getattr(SDPBackend, sdpa_bench.BACKENDS[key][1])
+        leaves = [t.detach().requires_grad_(True) for t in (q, k, v)]
+
+        def chosen(backend=backend):  # entered around the timing, not inside each call
+            return sdpa_kernel([backend])
+
+        def clear(leaves=leaves):
+            for t in leaves:
+                t.grad = None
+
+        with chosen():
+            out = F.scaled_dot_product_attention(*leaves, is_causal=causal)  # a refusal raises here
+            out.backward(d_o, retain_graph=True)  # or here: the comparison has no peer then
+
+        def sdpa_call(out=out):
+            out.backward(d_o, retain_graph=True)
+
+        if ref is None:
+            ref = [t.grad for t in leaves]
+        clear()  # the next call writes fresh grads: ref is never added into
+        members.append((peer_series(key, backward=True), sdpa_call, chosen, clear))
+    o, lse = reference_forward(torch, q, k, v, causal)
+    for name, info in infos.items():
+        grads = [torch.empty_like(t) for t in (q, k, v)]
+        # The forward problem (sizes, scale, mask, strides, O and the LSE) by the package's helper; the
+        # backward's fields as its flash_attention backward sets them, delta null (the entry makes its own).
+        params = fs.AttentionBwdParams(fwd=fs.attention_params(q, k, v, o, lse, causal=causal), d_o=d_o.data_ptr(),
+                                       dq=grads[0].data_ptr(), dk=grads[1].data_ptr(), dv=grads[2].data_ptr(),
+                                       deterministic=int(args.deterministic))
+
+        def fs_call(name=name, params=params, alive=(d_o, o, lse, *grads)):  # alive while params points at them
+            fs.call(lib, name, params, stream)
+
+        for grad in grads:
+            grad.fill_(float("nan"))  # poisoned: every element must be written
+        fs_call()
+        for grad_name, grad, want in zip(("dQ", "dK", "dV"), grads, ref):
+            err = rel_l2(torch, grad, want)
+            if not err <= CHECK_TOLERANCE:
+                raise SystemExit(f"head_to_head: error: {name} {where}: {grad_name} rel L2 {err:.2e} to SDPA's "
+                                 f"(tolerance {CHECK_TOLERANCE:.0e}); not timed")
+        members.append((series_of(info, args.deterministic), fs_call, contextlib.nullcontext, None))
+    return members
 
 
 def run(torch, fs, lib, infos: dict, args: argparse.Namespace) -> tuple[list[dict], list[str]]:
     """Every round's rows and the summary lines."""
-    import torch.nn.functional as F
-    from torch.nn.attention import SDPBackend, sdpa_kernel
-
     dtypes = {"fp16": torch.float16, "bf16": torch.bfloat16}
     flush = None if args.no_l2_flush else sdpa_bench.l2_flush_buffer(torch)
-    stream = torch.cuda.current_stream().cuda_stream
     props = torch.cuda.get_device_properties(torch.cuda.current_device())
     clock_khz = getattr(props, "clock_rate", 0) or 1_980_000  # the boost clock: the shortest the sleep lasts
     cover_us = sdpa_bench.HOST_COVER_CYCLES / clock_khz * 1e3
+    members_of = backward_members if args.backward else forward_members
+    flops_of, bytes_of = ((sdpa_bench.attention_bwd_flops, sdpa_bench.attention_bwd_bytes) if args.backward
+                          else (sdpa_bench.attention_flops, sdpa_bench.attention_bytes))
     torch.manual_seed(0)
     rows, summary = [], []
     for dtype_name in args.dtype:
@@ -145,54 +318,23 @@ def run(torch, fs, lib, infos: dict, args: argparse.Namespace) -> tuple[list[dic
         for b, h, n, d in args.shape:
             q, k, v = (torch.randn(b, h, n, d, device="cuda", dtype=dtype) for _ in range(3))
             for causal in (bool(c) for c in args.causal):
-                flops = sdpa_bench.attention_flops(b, h, n, n, d, causal)
-                members = []  # (series, call, what to enter around its timing)
-                ref = None
-                for key in args.backend:
-                    series, member = sdpa_bench.BACKENDS[key]
-                    backend = getattr(SDPBackend, member)
-
-                    def sdpa_call():
-                        return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
-
-                    def chosen(backend=backend):  # entered around the timing, not inside each call
-                        return sdpa_kernel([backend])
-
-                    with chosen():
-                        out = sdpa_call()  # a refusal raises here: the comparison has no peer then
-                    if ref is None:
-                        ref = out
-                    members.append((series, sdpa_call, chosen))
-                for name, info in infos.items():
-                    o = torch.empty_like(q)
-                    params = fs.attention_params(q, k, v, o, causal=causal)
-
-                    def fs_call(name=name, params=params, o=o):  # o stays alive while params points at it
-                        fs.call(lib, name, params, stream)
-
-                    o.fill_(float("nan"))  # poisoned: every element must be written
-                    fs_call()
-                    err = rel_l2(torch, o, ref)
-                    if not err <= CHECK_TOLERANCE:
-                        raise SystemExit(f"head_to_head: error: {name} {dtype_name} B={b} H={h} N={n} D={d} "
-                                         f"causal={int(causal)}: rel L2 {err:.2e} to SDPA's output "
-                                         f"(tolerance {CHECK_TOLERANCE:.0e}); not timed")
-                    members.append((series_of(info), fs_call, contextlib.nullcontext))
-                del ref
+                flops = flops_of(b, h, n, n, d, causal)
+                members = members_of(torch, fs, lib, infos, args, q, k, v, causal,
+                                     f"{dtype_name} B={b} H={h} N={n} D={d} causal={int(causal)}")
                 cell = f"{dtype_name}/D:{d}/N:{n}/causal:{int(causal)}"
                 if (b, h) != sdpa_bench.default_batch_heads(n, d):
                     cell += f"/B:{b}/H:{h}"
                 heat(torch, members, args.heat)
-                tflops = {series: [] for series, _, _ in members}
+                tflops = {series: [] for series, _, _, _ in members}
                 for r in range(1, args.rounds + 1):
                     order = members if r % 2 else members[::-1]
                     line = []
-                    for series, fn, chosen in order:
+                    for series, fn, chosen, before in order:
                         with chosen():
-                            t_us, cpu_us = sdpa_bench.time_call(torch, fn, args.warmup, args.runs, flush)
-                            host = dispatch_us(torch, fn)
+                            t_us, cpu_us = sdpa_bench.time_call(torch, fn, args.warmup, args.runs, flush, before)
+                            host = dispatch_us(torch, fn, before)
                         row = sdpa_bench.median_row(f"{series}/{cell}/round:{r}", args.runs, t_us, cpu_us, flops,
-                                                    sdpa_bench.attention_bytes(b, h, n, n, d, q.element_size()))
+                                                    bytes_of(b, h, n, n, d, q.element_size()))
                         row["dispatch_us"] = host
                         rows.append(row)
                         tflops[series].append(row["TFLOPS"])
@@ -201,16 +343,17 @@ def run(torch, fs, lib, infos: dict, args: argparse.Namespace) -> tuple[list[dic
                             print(f"head_to_head: warning: {series} takes {host:.0f} us of host time per call, "
                                   f"more than the {cover_us:.0f} us the GPU sleep covers: its time includes some")
                     print(f"head_to_head: {cell} round {r}: " + ", ".join(line), flush=True)
-                for name, info in infos.items():
-                    ours = tflops[series_of(info)]
+                for info in infos.values():
+                    mine = series_of(info, args.deterministic)
+                    ours = tflops[mine]
                     for key in args.backend:
-                        peer_series = sdpa_bench.BACKENDS[key][0]
-                        ratios = [a / p for a, p in zip(ours, tflops[peer_series])]
-                        summary.append(f"{series_of(info) + '/' + cell:52s} / {peer_series:11s} "
+                        peer = peer_series(key, args.backward)
+                        ratios = [a / p for a, p in zip(ours, tflops[peer])]
+                        summary.append(f"{mine + '/' + cell:52s} / {peer:11s} "
                                        f"min {min(ratios):.3f}  median {statistics.median(ratios):.3f}  "
                                        f"max {max(ratios):.3f}  ({len(ratios)} rounds; "
                                        f"{statistics.median(ours):.1f} vs "
-                                       f"{statistics.median(tflops[peer_series]):.1f} TFLOPS)")
+                                       f"{statistics.median(tflops[peer]):.1f} TFLOPS)")
             del q, k, v
             torch.cuda.empty_cache()
     return rows, summary
@@ -224,7 +367,7 @@ def main(argv: list[str] | None = None) -> int:
         lib = fs.library()
     except (FileNotFoundError, OSError) as err:
         raise SystemExit(f"head_to_head: error: {err}")
-    infos = check_kernels(fs, lib, args.kernel, args.shape, args.dtype)
+    infos = check_kernels(fs, lib, args.kernel, args.shape, args.dtype, args.backward)
     torch = sdpa_bench.import_cuda_torch(SKIP_LINE)
     if torch is None:
         return 0

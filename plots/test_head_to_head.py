@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
-"""CPU tests of plots/head_to_head.py: bad flags, unknown kernels and what a kernel does not take are
-refused before any GPU is looked for, and without PyTorch's CUDA it says so and writes nothing.
+"""CPU tests of plots/head_to_head.py: bad flags, unknown kernels, an entry of the other pass (a backward
+entry without --backward, a forward one with it) and what a kernel does not take are refused before any
+GPU is looked for, backward entries are named as their stages' benchmarks name them, and without
+PyTorch's CUDA it says so and writes nothing.
 
     python3 plots/test_head_to_head.py build/<preset>/common/libflashstages.so
 """
@@ -46,7 +48,8 @@ class HeadToHeadTest(unittest.TestCase):
                      ["--kernel", "fs_flash_fwd_tma_v8", "--shape", "2,16,8192,128", "--runs", "0"],
                      ["--kernel", "fs_flash_fwd_tma_v8", "--shape", "2,16,8192,128", "--heat", "-1"],
                      ["--kernel", "fs_flash_fwd_tma_v8", "--shape", "2,16,8192,128", "--dtype", "fp32"],
-                     ["--kernel", "fs_flash_fwd_tma_v8", "--shape", "2,16,8192,128", "--backend", "math"]):
+                     ["--kernel", "fs_flash_fwd_tma_v8", "--shape", "2,16,8192,128", "--backend", "math"],
+                     ["--kernel", "fs_flash_bwd_tma_v9", "--shape", "2,16,8192,128", "--deterministic"]):
             with self.subTest(argv=argv):
                 code, text = self.run_main(argv)
                 self.assertEqual(code, 2, text)
@@ -55,7 +58,17 @@ class HeadToHeadTest(unittest.TestCase):
         cases = ((["--kernel", "fs_no_such_kernel"], "'fs_no_such_kernel' is not an attention kernel"),
                  (["--kernel", "fs_gemm_v1"], "'fs_gemm_v1' is not an attention kernel"),
                  (["--kernel", "fs_flash_fwd_tma_v8", "--shape", "2,16,8192,96"], "does not take head_dim 96"),
-                 (["--kernel", "fs_flash_fwd_tma_v9"], "fs_flash_fwd_tma_v9 does not take fp16"))
+                 (["--kernel", "fs_flash_fwd_tma_v9"], "fs_flash_fwd_tma_v9 does not take fp16"),
+                 (["--kernel", "fs_flash_bwd_tma_v9"],
+                  "fs_flash_bwd_tma_v9 is an attention backward kernel: time it with --backward"),
+                 (["--kernel", "fs_flash_fwd_tma_v8", "fs_flash_bwd_v10"], "fs_flash_bwd_v10 is an attention backward"),
+                 (["--backward", "--kernel", "fs_flash_fwd_tma_v8"],
+                  "fs_flash_fwd_tma_v8 is an attention forward kernel: --backward times backward entries alone"),
+                 (["--backward", "--kernel", "fs_no_such_kernel"], "'fs_no_such_kernel' is not an attention backward"),
+                 (["--backward", "--kernel", "fs_gemm_v1"], "'fs_gemm_v1' is not an attention backward kernel"),
+                 (["--backward", "--kernel", "fs_flash_bwd_tma_v9", "--shape", "2,16,8192,96"],
+                  "does not take head_dim 96"),
+                 (["--backward", "--kernel", "fs_flash_bwd_v1"], "fs_flash_bwd_v1 does not take fp16"))
         for extra, message in cases:
             argv = ["--shape", "2,16,8192,128", *extra]
             with self.subTest(argv=argv):
@@ -63,6 +76,19 @@ class HeadToHeadTest(unittest.TestCase):
                 self.assertIsInstance(code, str)  # SystemExit with the message: exit status 1
                 self.assertTrue(code.startswith("head_to_head: error: "), code)
                 self.assertIn(message, code)
+
+    def test_backward_entries_are_named_as_their_stages_name_them(self):
+        import flashstages as fs
+        args = head_to_head.parse_args(["--backward", "--deterministic", "--kernel", "fs_flash_bwd_tma_v9",
+                                        "fs_flash_bwd_v10", "--shape", "2,16,8192,128", "--backend", "cudnn", "flash"])
+        infos = head_to_head.check_kernels(fs, fs.library(), args.kernel, args.shape, args.dtype, args.backward)
+        self.assertEqual([head_to_head.series_of(info) for info in infos.values()],
+                         ["stage07/attention_bwd/v9", "stage05/v10"])  # stages/*/bench.cu
+        self.assertEqual([head_to_head.series_of(info, args.deterministic) for info in infos.values()],
+                         ["stage07/attention_bwd/v9_deterministic", "stage05/v10_deterministic"])
+        self.assertEqual([head_to_head.peer_series(key, args.backward) for key in args.backend],
+                         ["sdpa_cudnn_bwd", "sdpa_flash_bwd"])  # sdpa_bench.py --backward
+        self.assertEqual([head_to_head.peer_series(key) for key in args.backend], ["sdpa_cudnn", "sdpa_flash"])
 
     def test_a_missing_library_is_named(self):
         saved = os.environ.get("FLASHSTAGES_LIBRARY")
@@ -79,10 +105,12 @@ class HeadToHeadTest(unittest.TestCase):
     @unittest.skipIf(cuda_available(), "PyTorch with CUDA is here: the skip path is not taken")
     def test_without_cuda_it_says_so_and_writes_nothing(self):
         out = HERE / "never_written.json"
-        code, text = self.run_main(["--kernel", "fs_flash_fwd_tma_v8", "--shape", "2,16,8192,128", "--out", str(out)])
-        self.assertEqual(code, 0)
-        self.assertIn(head_to_head.SKIP_LINE, text)
-        self.assertFalse(out.exists())
+        for argv in (["--kernel", "fs_flash_fwd_tma_v8"], ["--backward", "--kernel", "fs_flash_bwd_tma_v9"]):
+            with self.subTest(argv=argv):
+                code, text = self.run_main([*argv, "--shape", "2,16,8192,128", "--out", str(out)])
+                self.assertEqual(code, 0)
+                self.assertIn(head_to_head.SKIP_LINE, text)
+                self.assertFalse(out.exists())
 
 
 if __name__ == "__main__":
