@@ -1,7 +1,7 @@
 # How a stage joins the build.
 #
 # flashstages_add_stage(<prefix> ENTRY <C name> PROBLEM <ATTENTION|ATTENTION_BWD|GEMM> VERSIONS v1 v2 …
-#                       ARCHS <CUDA architectures> [VERSION_ARCHS "vN:<architectures>" …]
+#                       ARCHS <CUDA architectures> [VERSION_ARCHS "vN …:<architectures>" …]
 #                       [SOURCES <more .cu files>] [MAIN main.cu]
 #                       [TEST test.cu] [BENCH bench.cu] [EXE name] [TOOLS <libraries>])
 #
@@ -18,14 +18,14 @@
 # The stage's kernels and launchers are an object library, <prefix>_kernels, compiled for the stage's
 # own CUDA architectures and linked into the one shared library, libflashstages. CMake has no
 # per-source architectures: an object library per stage is how two stages get different ones. ARCHS
-# names them (80 for stages 01 to 04; 80 90 for 05, whose kernels hold sm_90 paths; 90a for 07), and a
-# build whose CMAKE_CUDA_ARCHITECTURES is pinned (a GPU preset) replaces them with the pinned ones
-# (flashstages_stage_archs, below). VERSION_ARCHS gives a version of its own architectures where it alone
-# needs more than its stage ("v16:80 90": stage 06's v16 holds an sm_90 path, v1 to v15 none): its vN.cu
-# and its instances/vN_*.cu then form an object library of their own, <prefix>_kernels_vN, so that the
-# other versions are not compiled twice for nothing. The GPUs those architectures run on reach the stage's sources as
-# FS_STAGE_ARCHS (compute capabilities, "80 86 87 89") and FS_STAGE_PTX (the PTX they carry, 80, or 0):
-# each kernel descriptor states them, and a launch on any other GPU returns FS_ERR_UNSUPPORTED_DEVICE.
+# names them (80 for stages 01 to 06; 90a for 07), and a build whose CMAKE_CUDA_ARCHITECTURES is pinned
+# (a GPU preset) replaces them with the pinned ones (flashstages_stage_archs, below). VERSION_ARCHS gives
+# versions architectures of their own where they alone need more than their stage ("v16:80 90": stage
+# 06's v16 holds an sm_90 path, v1 to v15 none; stage 05's v3 to v10 too): their vN.cu and
+# instances/vN_*.cu then form an object library of their own (<prefix>_kernels_v16), so that the other
+# versions are not compiled twice for nothing. The GPUs those architectures run on reach the stage's
+# sources as FS_STAGE_ARCHS (compute capabilities, "80 86 87 89") and FS_STAGE_PTX (the PTX they carry,
+# 80, or 0): each kernel descriptor states them, and a launch on any other GPU returns FS_ERR_UNSUPPORTED_DEVICE.
 #
 # The stage also gets its executable (<prefix>_<exe>, or <prefix> without EXE), its doctest binary
 # (<prefix>_test, each TEST_CASE a CTest test labelled by its suite, cpu or gpu; exit code 77 means
@@ -186,30 +186,36 @@ function(flashstages_add_stage prefix)
     message(FATAL_ERROR "flashstages_add_stage(${prefix}): name the CUDA architectures its kernels need (ARCHS 80)")
   endif()
 
-  # A version with architectures of its own: its launch and its instances leave the stage's object
-  # library for one of their own.
+  # Versions with architectures of their own: their launches and instances leave the stage's object
+  # library for one of their own, one per VERSION_ARCHS item.
   set(groups ${prefix}_kernels)
   set(${prefix}_kernels_archs "${ARG_ARCHS}")
   foreach(spec IN LISTS ARG_VERSION_ARCHS)
-    if(NOT spec MATCHES "^(v[0-9]+):([0-9a ]+)$")
-      message(FATAL_ERROR "flashstages_add_stage(${prefix}): VERSION_ARCHS takes \"vN:<architectures>\" such as "
+    if(NOT spec MATCHES "^(v[0-9]+( v[0-9]+)*):([0-9a ]+)$")
+      message(FATAL_ERROR "flashstages_add_stage(${prefix}): VERSION_ARCHS takes \"vN …:<architectures>\" such as "
                           "\"v16:80 90\", not '${spec}'")
     endif()
-    set(version ${CMAKE_MATCH_1})
-    string(REGEX REPLACE " +" ";" version_archs "${CMAKE_MATCH_2}")
-    if(NOT version IN_LIST ARG_VERSIONS)
-      message(FATAL_ERROR "flashstages_add_stage(${prefix}): VERSION_ARCHS names ${version}, which VERSIONS does not list")
-    endif()
-    set(own ${version}.cu)
-    foreach(file IN LISTS ARG_SOURCES)
-      if(file MATCHES "^instances/${version}_")
-        list(APPEND own ${file})
+    set(spec_archs "${CMAKE_MATCH_3}")  # before the next regex resets CMAKE_MATCH_*
+    string(REGEX REPLACE " +" ";" spec_versions "${CMAKE_MATCH_1}")
+    string(REGEX REPLACE " +" ";" spec_archs "${spec_archs}")
+    string(REPLACE ";" "_" group "${prefix}_kernels_${spec_versions}")  # stage05_kernels_v3_v4_…, stage06_kernels_v16
+    set(own)
+    foreach(version IN LISTS spec_versions)
+      if(NOT version IN_LIST ARG_VERSIONS)
+        message(FATAL_ERROR "flashstages_add_stage(${prefix}): VERSION_ARCHS names ${version}, "
+                            "which VERSIONS does not list")
       endif()
+      list(APPEND own ${version}.cu)
+      foreach(file IN LISTS ARG_SOURCES)
+        if(file MATCHES "^instances/${version}_")
+          list(APPEND own ${file})
+        endif()
+      endforeach()
     endforeach()
     list(REMOVE_ITEM kernels ${own})
-    list(APPEND groups ${prefix}_kernels_${version})
-    set(${prefix}_kernels_${version}_sources ${own})
-    set(${prefix}_kernels_${version}_archs "${version_archs}")
+    list(APPEND groups ${group})
+    set(${group}_sources ${own})
+    set(${group}_archs "${spec_archs}")
   endforeach()
   set(${prefix}_kernels_sources ${kernels})
 
