@@ -280,11 +280,10 @@ def backward_members(torch, fs, lib, infos: dict, args: argparse.Namespace, q, k
     o, lse = reference_forward(torch, q, k, v, causal)
     for name, info in infos.items():
         grads = [torch.empty_like(t) for t in (q, k, v)]
-        # The forward problem (sizes, scale, mask, strides, O and the LSE) by the package's helper; the
-        # backward's fields as its flash_attention backward sets them, delta null (the entry makes its own).
-        params = fs.AttentionBwdParams(fwd=fs.attention_params(q, k, v, o, lse, causal=causal), d_o=d_o.data_ptr(),
-                                       dq=grads[0].data_ptr(), dk=grads[1].data_ptr(), dv=grads[2].data_ptr(),
-                                       deterministic=int(args.deterministic))
+        # As flash_attention's backward fills them: the forward problem (sizes, scale, mask, strides, O and
+        # the LSE), then dO and the gradients, delta null (the entry makes its own).
+        params = fs.attention_bwd_params(fs.attention_params(q, k, v, o, lse, causal=causal), d_o, *grads,
+                                         deterministic=args.deterministic)
 
         def fs_call(name=name, params=params, alive=(d_o, o, lse, *grads)):  # alive while params points at them
             fs.call(lib, name, params, stream)

@@ -50,9 +50,9 @@ from ._capi import (BF16, DTYPE_NAMES, FP8_E4M3, FP16, FP32, INT8, INT32, LIBRAR
                     AttentionBwdParams, AttentionParams, FlashstagesError, GemmParams, KernelInfo, Pick, call,
                     find_library, kernels, library_candidates, load, query_pick, status_name)
 
-__all__ = ["attention", "attention_params", "flash_attention", "pick", "torch_ops", "library", "kernels", "call",
-           "query_pick", "load", "find_library", "FlashstagesError", "AttentionParams", "AttentionBwdParams",
-           "GemmParams", "KernelInfo", "Pick"]
+__all__ = ["attention", "attention_params", "attention_bwd_params", "flash_attention", "pick", "torch_ops",
+           "library", "kernels", "call", "query_pick", "load", "find_library", "FlashstagesError", "AttentionParams",
+           "AttentionBwdParams", "GemmParams", "KernelInfo", "Pick"]
 
 _DTYPES = {"torch.float32": FP32, "torch.float16": FP16, "torch.bfloat16": BF16}
 _lib = None
@@ -426,7 +426,13 @@ def attention(q, k, v, *, causal=False, scale=None, out=None, lse=None, kernel=N
     return out
 
 
-def _bwd_params(fwd, d_o, dq, dk, dv, deterministic):
+def attention_bwd_params(fwd, d_o, dq, dk, dv, *, deterministic=False):
+    """The AttentionBwdParams of dQ, dK, dV = the backward of attention_params' problem `fwd` (its O and
+    LSE included) for the gradient d_o, into dq, dk, dv: their addresses, delta left null (the entry makes
+    its own from O and dO), deterministic the mode's flag. Checks nothing: flash_attention()'s backward
+    has, or the caller builds its tensors to fit (plots/head_to_head.py --backward); dq, dk, dv laid out
+    as q, k, v, d_o as out. The struct holds raw addresses: the tensors must outlive every call made with
+    it."""
     params = AttentionBwdParams()
     params.fwd = fwd
     params.d_o, params.dq, params.dk, params.dv = d_o.data_ptr(), dq.data_ptr(), dk.data_ptr(), dv.data_ptr()
@@ -621,7 +627,7 @@ def _register_ops(torch):
         (q, dq), (k, dk), (v, dv) = backward_layouts(q, k, v)
         fwd = attention_params(q, k, v, out, lse, causal=causal, scale=scale)
         _launch(torch, lib, kernel or PICKING_ENTRIES[PROBLEM_ATTENTION_BWD][0],
-                _bwd_params(fwd, d_o, dq, dk, dv, deterministic), q.device)
+                attention_bwd_params(fwd, d_o, dq, dk, dv, deterministic=deterministic), q.device)
         return dq, dk, dv
 
     @backward.register_fake
