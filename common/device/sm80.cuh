@@ -15,6 +15,7 @@
 //   cp_async_commit_group / cp_async_wait_group<N>   close a group of copies / wait until <= N pend
 //   ex2_approx_ftz        ex2.approx.ftz.f32: 2^x on the special-function unit, one instruction
 //   ld_shared_v4_f32      ld.shared.v4.f32: four floats from a 16-byte aligned shared address, one LDS.128
+//   st_shared_v4_f32      st.shared.v4.f32: four floats to a 16-byte aligned shared address, one STS.128
 //   red_global_add_f32    red.global.add.f32: *p += x in global memory, atomically, no value returned
 //   red_global_add_v4_f32 red.global.add.v4.f32: p[0..3] += x0..x3, one 16-byte reduction (sm_90 and later)
 //
@@ -159,6 +160,14 @@ __device__ __forceinline__ float4 ld_shared_v4_f32(uint32_t addr) {
   asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];\n" : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "r"(addr)
                : "memory");
   return v;
+}
+
+// The store's twin. Through a 32-bit shared address, not a generic pointer: a generic store costs a
+// 64-bit address per distinct target (two registers each, worked out once and kept live by the
+// compiler when they repeat every loop turn), where this takes one base register and immediate offsets.
+__device__ __forceinline__ void st_shared_v4_f32(uint32_t addr, float4 v) {
+  asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "f"(v.x), "f"(v.y), "f"(v.z), "f"(v.w)
+               : "memory");
 }
 
 // ---- Packing two 16-bit values into one fragment register ----------------------------------------

@@ -41,7 +41,7 @@ const KernelDesc* naive() { return find_kernels("stage05/v0").at(0); }
 FS_CPU_TEST_CASE("stage07 attention_bwd: the registry lists its versions apart from the forward's") {
   const std::vector<const KernelDesc*> in_order = {&kFlashBwdTmaV1, &kFlashBwdTmaV2, &kFlashBwdTmaV3, &kFlashBwdTmaV4,
                                                     &kFlashBwdTmaV5, &kFlashBwdTmaV6, &kFlashBwdTmaV7,
-                                                    &kFlashBwdTmaV8, &kFlashBwdTmaV9};
+                                                    &kFlashBwdTmaV8, &kFlashBwdTmaV9, &kFlashBwdTmaV10};
   CHECK(kAll == in_order);
   for (const KernelDesc* k : kAll) {
     INFO(k->qualified());
@@ -208,7 +208,8 @@ FS_CPU_TEST_CASE("stage07 attention_bwd through the C interface: named codes bef
                                                             {&kFlashBwdTmaV6, fs_flash_bwd_tma_v6},
                                                             {&kFlashBwdTmaV7, fs_flash_bwd_tma_v7},
                                                             {&kFlashBwdTmaV8, fs_flash_bwd_tma_v8},
-                                                            {&kFlashBwdTmaV9, fs_flash_bwd_tma_v9}};
+                                                            {&kFlashBwdTmaV9, fs_flash_bwd_tma_v9},
+                                                            {&kFlashBwdTmaV10, fs_flash_bwd_tma_v10}};
   for (const auto& [k, launch] : entries)
     testing::check_bwd_c_entry({k->qualified(), launch, FS_FP16, FS_FP32, 256, 8, k->attention.varlen});
 }

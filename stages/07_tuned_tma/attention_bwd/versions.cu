@@ -15,6 +15,7 @@ KernelList stage07_attention_bwd_kernels() {
       &kFlashBwdTmaV7,
       &kFlashBwdTmaV8,
       &kFlashBwdTmaV9,
+      &kFlashBwdTmaV10,
   };
   return kernel_list(versions);
 }

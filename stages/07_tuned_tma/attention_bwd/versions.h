@@ -12,6 +12,7 @@
 //   v7  v6 with dS stored by stmatrix.trans: 4 transposing stores a thread and step instead of 32
 //   v8  v7 with 128 query rows a step at D = 64, dQ split between the consumers by rows
 //   v9  v8 with a lean elementwise pass: the rows loaded once under Sᵀ, one-instruction exp2, edge-only masks
+//   v10 v9 with the next step's Sᵀ issued before this step's barrier and dQ
 //
 // Every version takes dense, padded (seq_lens) and packed (cu_seqlens) batches, grouped K/V heads
 // (dK, dV summed over each group), any layout with D contiguous and 16-byte strides, and the
@@ -32,5 +33,6 @@ extern const KernelDesc kFlashBwdTmaV6;
 extern const KernelDesc kFlashBwdTmaV7;
 extern const KernelDesc kFlashBwdTmaV8;
 extern const KernelDesc kFlashBwdTmaV9;
+extern const KernelDesc kFlashBwdTmaV10;
 
 }  // namespace fs
