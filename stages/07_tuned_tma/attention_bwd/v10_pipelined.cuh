@@ -13,6 +13,8 @@
 // consumers alone; NOTES.md): the rows are read twice, LSE for Pᵀ before Sᵀ's wait and delta again for
 // dSᵀ after dPᵀ's, instead of all of them held across dPᵀ; and dQ's tile is stored through 32-bit shared
 // addresses (st.shared, one base register) where v9's generic stores kept eight 64-bit addresses live.
+// Measured (H200, N = 8192, NOTES.md): faster than v9 at D = 128, slower at D = 64, where the carried
+// accumulator is 64 registers (Br = 128); the picking entry runs each version where it measured faster.
 // What it still lacks: the elementwise passes still wait for the product before them.
 //
 // Run: build/h100/stages/07_tuned_tma/attention_bwd/stage07_attention_bwd --dtype fp16 --seq 4096 --dim 128 --batch 2 --heads 16 --version v10
