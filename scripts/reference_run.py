@@ -22,8 +22,7 @@ mid-part loses that part alone, and the next sitting goes on where it stopped.
                                                                belongs to exactly one part (no GPU)
 
 The estimates are from the committed H100 run (rows × repetitions × 50 ms, plus the checks and the
-peers' scripts), or, for a rung that has not run yet (stage07_attention_bwd), from its count of rows
-alone; `list` shows a part's measured time once it has run. The build is the caller's:
+peers' scripts), or, for the backward rung, from the rows its first, stopped run timed; `list` shows a part's measured time once it has run. The build is the caller's:
 cmake --preset h100 && cmake --build --preset h100 --target $(python3 scripts/reference_run.py targets).
 """
 from __future__ import annotations
@@ -45,6 +44,8 @@ from merge_bench import benchmark_of, merge  # noqa: E402  (the same folding the
 
 # The headline shapes: attention at N = 8192 (D = 64, 128 and stage 07's D = 256), GEMM at 4096³.
 HEADLINE_ATTENTION = "/N:8192/"
+# The backward's headline: its versions (not their deterministic series) and stage 05's v10 at N = 8192.
+HEADLINE_BACKWARD = "/v[0-9]+/[a-z0-9]+/D:[0-9]+/N:8192/"
 
 
 @dataclass
@@ -106,7 +107,8 @@ def sdpa(out: str, *args: str, fold_into: str = "") -> Script:
 
 PARTS: list[Part] = [
     # Estimates: the parts' times on the H200 where measured (2026-12-02: naive 281 s, stage 01's
-    # quadratic memory traffic 234 s of it; ceilings 7 s), else the committed runs' sums.
+    # quadratic memory traffic 234 s of it; ceilings 7 s; 2026-12-03: stage04_tuner 296 s), else the
+    # committed runs' sums.
     Part("naive", "stages 01-03 (the naive stage is every later stage's floor)", 290,
          [Bench("stage01_bench", "stage01.json"), Bench("stage02_bench", "stage02.json"),
           Bench("stage03_bench", "stage03.json")], ("stage01.json", "stage02.json", "stage03.json")),
@@ -115,7 +117,7 @@ PARTS: list[Part] = [
     Part("stage04", "stage 04 v1-v6 on the grid and the underfilled shapes; SDPA's forward on the same shapes",
          420, [Bench("stage04_bench", "stage04.json", "-/tile:"), sdpa("sdpa.json")],
          ("stage04.json", "sdpa.json")),
-    Part("stage04_tuner", "evidence: every tile shape v5 and every plan v6 choose among, with the pick", 400,
+    Part("stage04_tuner", "evidence: every tile shape v5 and every plan v6 choose among, with the pick", 300,
          [Bench("stage04_bench", "stage04_tuner.json", "/tile:")], ("stage04_tuner.json",)),
     Part("stage05", "stage 05 v0-v10 (dQ by atomics) on its grid; SDPA's backward on the same grid", 480,
          [Bench("stage05_bench", "stage05.json", "-(_deterministic|_delta_in_loop)/"),
@@ -144,17 +146,27 @@ PARTS: list[Part] = [
                fold_into="stage07_attention.json"),
           sdpa("sdpa_packed.json", "--packed-defaults", "--dtype", "fp16", "--backend", "flash")],
          ("stage07_attention.json", "sdpa_packed.json")),
-    # Not yet run: the estimate is the bench's 728 benchmarks (v1 … v9, each with its deterministic
-    # series, on 40 points; stage 05's v10 on 8) at 5 repetitions of at least 50 ms, about 310 s, plus 144
-    # SDPA points (the grid and the grouped shapes, flash and cuDNN) of ~0.5 s each with their forward,
-    # about 80 s; rounded up.
-    Part("stage07_attention_bwd",
-         "stage 07 attention backward on its grid, stage 05's v10 at N = 8192; SDPA's flash and cuDNN backward "
-         "there and at grouped K/V", 400,
-         [Bench("stage07_attention_bwd_bench", "stage07_attention_bwd.json"),
-          sdpa("sdpa_bwd_stage07.json", "--backward", "--backend", "flash", "cudnn",
+    # The backward rung in three parts (its one part of 2026-12-03, v1 … v10 with their deterministic
+    # series on 40 points, ran out of a 450 s budget at 687 of 808 benchmarks, ~0.6 s each): the headline
+    # N = 8192 with its peers, the rest of the grid with its peers and the grouped shapes, and the
+    # deterministic series as evidence beside same-run anchors. Estimates from that count.
+    Part("stage07_attention_bwd_headline",
+         "stage 07 attention backward at N = 8192 (D = 64, 128), stage 05's v10; SDPA flash and cuDNN there", 220,
+         [Bench("stage07_attention_bwd_bench", "stage07_attention_bwd.json", HEADLINE_BACKWARD),
+          sdpa("sdpa_bwd_headline.json", "--backward", "--seq", "8192", "--backend", "flash", "cudnn", "--no-gqa",
                fold_into="stage07_attention_bwd.json")],
          ("stage07_attention_bwd.json",)),
+    Part("stage07_attention_bwd_grid",
+         "stage 07 attention backward on the rest of its grid; SDPA flash and cuDNN there and at grouped K/V", 240,
+         [Bench("stage07_attention_bwd_bench", "stage07_attention_bwd.json", "-(_deterministic/|/N:8192/)"),
+          sdpa("sdpa_bwd_grid.json", "--backward", "--seq", "512", "1024", "2048", "4096", "--backend", "flash",
+               "cudnn", fold_into="stage07_attention_bwd.json")],
+         ("stage07_attention_bwd.json",)),
+    Part("stage07_attention_bwd_deterministic",
+         "evidence: every backward version's deterministic dQ beside v9's and v10's atomics", 280,
+         [Bench("stage07_attention_bwd_bench", "stage07_attention_bwd_deterministic.json",
+                "_deterministic/|^stage07/attention_bwd/v(9|10)/")],
+         ("stage07_attention_bwd_deterministic.json",)),
     Part("tests", "every GPU test (FLASHSTAGES_REQUIRE_GPU=1 ctest -L gpu)", 480, [Check("test")],
          log="tests_reference_run.txt"),
     Part("sanitize", "compute-sanitizer memcheck, initcheck and synccheck over every test binary", 300,
@@ -267,7 +279,7 @@ def cmd_list(args: argparse.Namespace) -> int:
         rec = done(args.work, part)
         state = f"done in {rec['seconds']:.0f} s ({'ok' if rec['ok'] else 'FAILED'})" if rec else "not run"
         total += part.estimate_s
-        print(f"{part.name:28s} ~{part.estimate_s:5d} s  {state:24s} {part.what}")
+        print(f"{part.name:36s} ~{part.estimate_s:5d} s  {state:24s} {part.what}")
     print(f"{'':28s} ~{total:5d} s in all")
     return 0
 
@@ -364,13 +376,14 @@ def cmd_merge(args: argparse.Namespace) -> int:
 
 def binary_of(results_file: str) -> str:
     """The bench binary that writes a results file: stage07_attention.json, stage07_attention_bwd.json
-    and the evidence files (stage04_tuner.json, stage05_delta_ablation.json) come from
-    stage07_attention_bench, stage07_attention_bwd_bench, stage04_bench, stage05_bench."""
-    stem = results_file.removesuffix(".json")
+    and the evidence files (stage04_tuner.json, stage05_delta_ablation.json,
+    stage07_attention_bwd_deterministic.json) come from stage07_attention_bench,
+    stage07_attention_bwd_bench, stage04_bench, stage05_bench, stage07_attention_bwd_bench."""
+    words = results_file.removesuffix(".json").split("_")
     binaries = {s.binary for p in PARTS for s in p.steps if isinstance(s, Bench)}
-    for candidate in (stem, "_".join(stem.split("_")[:2]), stem.split("_")[0]):
-        if f"{candidate}_bench" in binaries:
-            return f"{candidate}_bench"
+    for n in range(len(words), 0, -1):  # the longest name first: stage07_attention_bwd_deterministic's
+        if f"{'_'.join(words[:n])}_bench" in binaries:  # is stage07_attention_bwd_bench, not the forward's
+            return f"{'_'.join(words[:n])}_bench"
     return ""
 
 

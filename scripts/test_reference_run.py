@@ -126,20 +126,35 @@ def main() -> int:
         record = json.loads((work / "peerless" / "part.json").read_text())
         check("the part without its peer is recorded as failed", record["ok"] is False)
 
-    print("== the real plan: stage 07's attention backward, its peers folded into its own file")
+    print("== the real plan: stage 07's attention backward in three parts, its peers folded into its own file")
     importlib.reload(rr)
-    bwd = rr.BY_NAME.get("stage07_attention_bwd")
-    check("a part stage07_attention_bwd keeps stage07_attention_bwd.json",
-          bwd is not None and bwd.keeps == ("stage07_attention_bwd.json",))
-    if bwd is not None:
-        check("its build target", rr.part_targets([bwd]) == ["stage07_attention_bwd_bench"])
-        peers = [s for s in bwd.steps if isinstance(s, rr.Script)]
-        check("SDPA's flash and cuDNN backward in the same run, folded into the rung's file",
-              len(peers) == 1 and peers[0].fold_into == "stage07_attention_bwd.json"
-              and {"--backward", "flash", "cudnn"} <= set(peers[0].args) and "--no-gqa" not in peers[0].args)
-        check("the rung's file is written by the rung's bench, not the forward's",
+    head, grid = rr.BY_NAME.get("stage07_attention_bwd_headline"), rr.BY_NAME.get("stage07_attention_bwd_grid")
+    det = rr.BY_NAME.get("stage07_attention_bwd_deterministic")
+    check("the headline and grid parts keep stage07_attention_bwd.json",
+          head is not None and grid is not None
+          and head.keeps == grid.keeps == ("stage07_attention_bwd.json",))
+    check("the deterministic series is an evidence part with a file of its own",
+          det is not None and det.evidence and det.keeps == ("stage07_attention_bwd_deterministic.json",))
+    if head is not None and grid is not None and det is not None:
+        check("their build target", rr.part_targets([head, grid, det]) == ["stage07_attention_bwd_bench"])
+        for part in (head, grid):
+            peers = [s for s in part.steps if isinstance(s, rr.Script)]
+            check(f"{part.name}: SDPA's flash and cuDNN backward in the same run, folded into the rung's file",
+                  len(peers) == 1 and peers[0].fold_into == "stage07_attention_bwd.json"
+                  and {"--backward", "flash", "cudnn"} <= set(peers[0].args))
+        check("the grouped shapes' peers come with the grid", "--no-gqa" not in
+              [a for s in grid.steps if isinstance(s, rr.Script) for a in s.args])
+        check("the rung's files are written by the rung's bench, not the forward's",
               rr.binary_of("stage07_attention_bwd.json") == "stage07_attention_bwd_bench"
+              and rr.binary_of("stage07_attention_bwd_deterministic.json") == "stage07_attention_bwd_bench"
               and rr.binary_of("stage07_attention.json") == "stage07_attention_bench")
+        owners = {n: rr.steps_selecting("stage07_attention_bwd_bench", n) for n in (
+            "stage07/attention_bwd/v10/fp16/D:128/N:8192/causal:0", "stage05/v10/bf16/D:64/N:8192/causal:1",
+            "stage07/attention_bwd/v3/bf16/D:64/N:2048/causal:1",
+            "stage07/attention_bwd/v3_deterministic/fp16/D:128/N:8192/causal:0")}
+        check("each benchmark has one main part",
+              [len([o for o in v if not o.startswith("stage07_attention_bwd_deterministic")]) for v in owners.values()]
+              == [1, 1, 1, 0])
     with tempfile.TemporaryDirectory() as tmp:
         # A fake run of the part, then merge and check-plan as a results folder will see them.
         work, into = Path(tmp, "work"), Path(tmp, "results")
@@ -150,14 +165,21 @@ def main() -> int:
                  "sdpa_flash_bwd/fp16/D:128/B:2/H:16/KVH:4/Nq:8192/Nk:8192/causal:1"]
         rows = [{"name": n + "_median", "run_name": n, "run_type": "aggregate", "aggregate_name": "median",
                  "real_time": 1.0, "time_unit": "ms"} for n in names]
-        (work / "stage07_attention_bwd").mkdir(parents=True)
-        (work / "stage07_attention_bwd" / "stage07_attention_bwd.json").write_text(
-            json.dumps({"context": {"gpu_name": "Fake GPU"}, "benchmarks": rows}))
-        (work / "stage07_attention_bwd" / "part.json").write_text(json.dumps(
-            {"part": "stage07_attention_bwd", "commit": "0000000", "started": "2026-12-02T21:00:00+00:00",
-             "seconds": 1.0, "ok": True, "steps": [], "gpu": {}}))
+        det_rows = [r for r in rows if "_deterministic/" in r["run_name"]]
+        for part, file, part_rows in (("stage07_attention_bwd_headline", "stage07_attention_bwd.json",
+                                       [r for r in rows if r not in det_rows]),
+                                      ("stage07_attention_bwd_deterministic",
+                                       "stage07_attention_bwd_deterministic.json", det_rows)):
+            (work / part).mkdir(parents=True)
+            (work / part / file).write_text(json.dumps({"context": {"gpu_name": "Fake GPU"}, "benchmarks": part_rows}))
+            (work / part / "part.json").write_text(json.dumps(
+                {"part": part, "commit": "0000000", "started": "2026-12-02T21:00:00+00:00",
+                 "seconds": 1.0, "ok": True, "steps": [], "gpu": {}}))
         rr.main(["--work", str(work), "merge", "--into", str(into), "--partial"])
-        check("merge writes stage07_attention_bwd.json", names_in(into / "stage07_attention_bwd.json") == sorted(names))
+        check("merge writes stage07_attention_bwd.json and the deterministic evidence beside it",
+              names_in(into / "stage07_attention_bwd.json") == sorted(n for n in names if "_deterministic/" not in n)
+              and names_in(into / "stage07_attention_bwd_deterministic.json")
+              == [n for n in names if "_deterministic/" in n])
         check("every benchmark of the merged folder is run by one part", rr.main(["check-plan", str(into)]) == 0)
 
     print("== the real plan against the reference folder (results/REFERENCE)")
