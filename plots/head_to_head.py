@@ -43,6 +43,18 @@ sdpa_cudnn_bwd/... for SDPA's; FLOPs 2.5 × the forward's (common/lib/flops.h), 
 as sdpa_bench.py counts them. --deterministic sets fs_attention_bwd_params.deterministic (dQ without
 unordered atomic adds), and the kernels' series then end in _deterministic, as the stages' do; SDPA's
 backward is timed as it is.
+
+--train times a training step's attention as a PyTorch user runs it: the forward and the backward through
+autograd, flashstages.flash_attention (the picking entries choose both passes' versions; the script prints
+which) against SDPA's backends, in the same rounds:
+
+    python3 plots/head_to_head.py --train --shape 2,16,8192,128 --dtype fp16 bf16 --causal 0 1
+
+A call is out = attention(q, k, v); out.backward(dO), with the grads set to None before it (untimed); the
+host time of both calls is in it when it exceeds what the GPU sleep covers (a warning says so). Before
+timing, flash_attention's O, dQ, dK and dV are compared with the first backend's (relative L2 distance at
+most 1e-2 each). FLOPs 3.5 × the forward's (the forward and 2.5 × it for the backward), bytes the sum of
+both passes'; rows flash_attention_train/fp16/D:128/N:8192/causal:0/round:3 and sdpa_cudnn_train/...
 """
 
 from __future__ import annotations
@@ -70,8 +82,10 @@ SCORE_BLOCK_ELEMENTS = 1 << 28
 def parse_args(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--kernel", nargs="+", required=True, metavar="ENTRY",
+    p.add_argument("--kernel", nargs="+", default=[], metavar="ENTRY",
                    help="library entries to time, e.g. fs_flash_fwd_tma_v8 (flashstages.kernels() lists them)")
+    p.add_argument("--train", action="store_true",
+                   help="time flash_attention's forward and backward (the picking entries) against SDPA's (see above)")
     p.add_argument("--backward", action="store_true",
                    help="time backward entries, e.g. fs_flash_bwd_tma_v9, against SDPA's backward (see above)")
     p.add_argument("--deterministic", action="store_true",
@@ -94,6 +108,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         p.error("--rounds and --runs must be >= 1, --warmup and --heat >= 0")
     if args.deterministic and not args.backward:
         p.error("--deterministic is the backward's mode: give it with --backward")
+    if args.train and (args.kernel or args.backward):
+        p.error("--train times flash_attention with the versions its picking entries choose: "
+                "give it without --kernel and --backward")
+    if not args.train and not args.kernel:
+        p.error("the following arguments are required: --kernel (or --train)")
     args.kernel = list(dict.fromkeys(args.kernel))
     return args
 
@@ -241,6 +260,20 @@ def reference_forward(torch, q, k, v, causal: bool):
     return o, lse
 
 
+def sdpa_backends(args: argparse.Namespace, q, k, v):
+    """Each --backend's key, fresh leaves of q, k, v that require grad, and the context that chooses the
+    backend, entered around the timing rather than inside each call."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    for key in args.backend:
+        backend = getattr(SDPBackend, sdpa_bench.BACKENDS[key][1])
+
+        def chosen(backend=backend):
+            return sdpa_kernel([backend])
+
+        yield key, [t.detach().requires_grad_(True) for t in (q, k, v)], chosen
+
+
 def backward_members(torch, fs, lib, infos: dict, args: argparse.Namespace, q, k, v, causal: bool,
                      where: str) -> list[tuple]:
     """(series, call, what to enter around its timing, what to run before each call) of each --backend's
@@ -249,18 +282,12 @@ def backward_members(torch, fs, lib, infos: dict, args: argparse.Namespace, q, k
     it: the forward once, here, then out.backward(dO, retain_graph=True) per call, the grads set to None
     before each (untimed), so that every call writes fresh ones as the kernels do."""
     import torch.nn.functional as F
-    from torch.nn.attention import SDPBackend, sdpa_kernel
 
     stream = torch.cuda.current_stream().cuda_stream
     d_o = torch.randn_like(q)
     members = []
     ref = None
-    for key in args.backend:
-        backend = getattr(SDPBackend, sdpa_bench.BACKENDS[key][1])
-        leaves = [t.detach().requires_grad_(True) for t in (q, k, v)]
-
-        def chosen(backend=backend):  # entered around the timing, not inside each call
-            return sdpa_kernel([backend])
+    for key, leaves, chosen in sdpa_backends(args, q, k, v):
 
         def clear(leaves=leaves):
             for t in leaves:
@@ -300,6 +327,69 @@ def backward_members(torch, fs, lib, infos: dict, args: argparse.Namespace, q, k
     return members
 
 
+TRAIN_SERIES = "flash_attention_train"  # --train: flashstages.flash_attention, both passes
+TRAIN_SUFFIX = "_train"  # --train: an SDPA backend's series, sdpa_cudnn_train
+
+
+def train_flops(b: int, h: int, nq: int, nk: int, d: int, causal: bool) -> float:
+    """A training step's attention: the forward's FLOPs and the backward's (2.5 × the forward's)."""
+    return sdpa_bench.attention_flops(b, h, nq, nk, d, causal) + sdpa_bench.attention_bwd_flops(b, h, nq, nk, d, causal)
+
+
+def train_bytes(b: int, h: int, nq: int, nk: int, d: int, element_size: int) -> float:
+    """Both passes' least traffic, as sdpa_bench.py counts each."""
+    return (sdpa_bench.attention_bytes(b, h, nq, nk, d, element_size)
+            + sdpa_bench.attention_bwd_bytes(b, h, nq, nk, d, element_size))
+
+
+def train_members(torch, fs, lib, infos: dict, args: argparse.Namespace, q, k, v, causal: bool,
+                  where: str) -> list[tuple]:
+    """(series, call, what to enter around its timing, what to run before each call) of each --backend's
+    SDPA and of flashstages.flash_attention, each call a forward and a backward through autograd on leaves
+    of their own and one random normal dO; flash_attention's O, dQ, dK and dV are checked against the
+    first backend's first, and the versions its picking entries choose are printed."""
+    import torch.nn.functional as F
+
+    d_o = torch.randn_like(q)
+
+    def step_of(attend, leaves):
+        def clear():
+            for t in leaves:
+                t.grad = None
+
+        def step():
+            attend(*leaves).backward(d_o)
+
+        return step, clear
+
+    members = []
+    ref = None
+    for key, leaves, chosen in sdpa_backends(args, q, k, v):
+        step, clear = step_of(lambda *t: F.scaled_dot_product_attention(*t, is_causal=causal), leaves)
+        with chosen():
+            out = F.scaled_dot_product_attention(*leaves, is_causal=causal)  # a refusal raises here
+            out.backward(d_o)  # or here: the comparison has no peer then
+        if ref is None:
+            ref = [out.detach()] + [t.grad for t in leaves]
+        clear()
+        members.append((sdpa_bench.BACKENDS[key][0] + TRAIN_SUFFIX, step, chosen, clear))
+    leaves = [t.detach().requires_grad_(True) for t in (q, k, v)]
+    step, clear = step_of(lambda *t: fs.flash_attention(*t, causal=causal), leaves)
+    picks = [fs.pick(q, k, v, causal=causal), fs.pick(q, k, v, causal=causal, backward=True)]
+    print(f"head_to_head: {where}: flash_attention runs {picks[0].name} ({picks[0].reason}) and, backward, "
+          f"{picks[1].name} ({picks[1].reason})")
+    out = fs.flash_attention(*leaves, causal=causal)
+    out.backward(d_o)
+    for what, got, want in zip(("O", "dQ", "dK", "dV"), [out.detach()] + [t.grad for t in leaves], ref):
+        err = rel_l2(torch, got, want)
+        if not err <= CHECK_TOLERANCE:
+            raise SystemExit(f"head_to_head: error: flash_attention {where}: {what} rel L2 {err:.2e} to SDPA's "
+                             f"(tolerance {CHECK_TOLERANCE:.0e}); not timed")
+    clear()
+    members.append((TRAIN_SERIES, step, contextlib.nullcontext, clear))
+    return members
+
+
 def run(torch, fs, lib, infos: dict, args: argparse.Namespace) -> tuple[list[dict], list[str]]:
     """Every round's rows and the summary lines."""
     dtypes = {"fp16": torch.float16, "bf16": torch.bfloat16}
@@ -307,9 +397,11 @@ def run(torch, fs, lib, infos: dict, args: argparse.Namespace) -> tuple[list[dic
     props = torch.cuda.get_device_properties(torch.cuda.current_device())
     clock_khz = getattr(props, "clock_rate", 0) or 1_980_000  # the boost clock: the shortest the sleep lasts
     cover_us = sdpa_bench.HOST_COVER_CYCLES / clock_khz * 1e3
-    members_of = backward_members if args.backward else forward_members
-    flops_of, bytes_of = ((sdpa_bench.attention_bwd_flops, sdpa_bench.attention_bwd_bytes) if args.backward
+    members_of = train_members if args.train else backward_members if args.backward else forward_members
+    flops_of, bytes_of = ((train_flops, train_bytes) if args.train else
+                          (sdpa_bench.attention_bwd_flops, sdpa_bench.attention_bwd_bytes) if args.backward
                           else (sdpa_bench.attention_flops, sdpa_bench.attention_bytes))
+    ours = [TRAIN_SERIES] if args.train else [series_of(info, args.deterministic) for info in infos.values()]
     torch.manual_seed(0)
     rows, summary = [], []
     for dtype_name in args.dtype:
@@ -342,16 +434,15 @@ def run(torch, fs, lib, infos: dict, args: argparse.Namespace) -> tuple[list[dic
                             print(f"head_to_head: warning: {series} takes {host:.0f} us of host time per call, "
                                   f"more than the {cover_us:.0f} us the GPU sleep covers: its time includes some")
                     print(f"head_to_head: {cell} round {r}: " + ", ".join(line), flush=True)
-                for info in infos.values():
-                    mine = series_of(info, args.deterministic)
-                    ours = tflops[mine]
+                for mine in ours:
                     for key in args.backend:
-                        peer = peer_series(key, args.backward)
-                        ratios = [a / p for a, p in zip(ours, tflops[peer])]
+                        peer = (sdpa_bench.BACKENDS[key][0] + TRAIN_SUFFIX if args.train
+                                else peer_series(key, args.backward))
+                        ratios = [a / p for a, p in zip(tflops[mine], tflops[peer])]
                         summary.append(f"{mine + '/' + cell:52s} / {peer:11s} "
                                        f"min {min(ratios):.3f}  median {statistics.median(ratios):.3f}  "
                                        f"max {max(ratios):.3f}  ({len(ratios)} rounds; "
-                                       f"{statistics.median(ours):.1f} vs "
+                                       f"{statistics.median(tflops[mine]):.1f} vs "
                                        f"{statistics.median(tflops[peer]):.1f} TFLOPS)")
             del q, k, v
             torch.cuda.empty_cache()
@@ -377,7 +468,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"head_to_head: note: {name} cannot run on {torch.cuda.get_device_name(device)} "
                   f"({fs.status_name(lib, code)}); skipped")
             del infos[name]
-    if not infos:
+    if not infos and not args.train:
         print("head_to_head: skipped — no --kernel runs on this GPU")
         return 0
     context = sdpa_bench.make_context(torch, args)

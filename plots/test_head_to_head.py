@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """CPU tests of plots/head_to_head.py: bad flags, unknown kernels, an entry of the other pass (a backward
-entry without --backward, a forward one with it) and what a kernel does not take are refused before any
-GPU is looked for, backward entries are named as their stages' benchmarks name them, and without
+entry without --backward, a forward one with it), what a kernel does not take and --train beside --kernel
+or --backward are refused before any GPU is looked for, a training step counts both passes' FLOPs, backward entries are named as their stages' benchmarks name them, and without
 PyTorch's CUDA it says so and writes nothing.
 
     python3 plots/test_head_to_head.py build/<preset>/common/libflashstages.so
@@ -49,7 +49,10 @@ class HeadToHeadTest(unittest.TestCase):
                      ["--kernel", "fs_flash_fwd_tma_v8", "--shape", "2,16,8192,128", "--heat", "-1"],
                      ["--kernel", "fs_flash_fwd_tma_v8", "--shape", "2,16,8192,128", "--dtype", "fp32"],
                      ["--kernel", "fs_flash_fwd_tma_v8", "--shape", "2,16,8192,128", "--backend", "math"],
-                     ["--kernel", "fs_flash_bwd_tma_v9", "--shape", "2,16,8192,128", "--deterministic"]):
+                     ["--kernel", "fs_flash_bwd_tma_v9", "--shape", "2,16,8192,128", "--deterministic"],
+                     ["--train", "--kernel", "fs_flash_fwd_tma_v8", "--shape", "2,16,8192,128"],
+                     ["--train", "--backward", "--shape", "2,16,8192,128"],
+                     ["--train", "--shape", "2,16,8192,128", "--deterministic"]):
             with self.subTest(argv=argv):
                 code, text = self.run_main(argv)
                 self.assertEqual(code, 2, text)
@@ -90,6 +93,13 @@ class HeadToHeadTest(unittest.TestCase):
                          ["sdpa_cudnn_bwd", "sdpa_flash_bwd"])  # sdpa_bench.py --backward
         self.assertEqual([head_to_head.peer_series(key) for key in args.backend], ["sdpa_cudnn", "sdpa_flash"])
 
+    def test_a_training_step_counts_both_passes(self):
+        # The forward's FLOPs and the backward's, 2.5 × them: 3.5 × the forward's, causal halved alike.
+        for causal in (False, True):
+            fwd = head_to_head.sdpa_bench.attention_flops(2, 16, 8192, 8192, 128, causal)
+            self.assertAlmostEqual(head_to_head.train_flops(2, 16, 8192, 8192, 128, causal) / fwd, 3.5)
+        self.assertEqual(head_to_head.TRAIN_SERIES, "flash_attention_train")
+
     def test_a_missing_library_is_named(self):
         saved = os.environ.get("FLASHSTAGES_LIBRARY")
         os.environ["FLASHSTAGES_LIBRARY"] = str(HERE / "no_such_library.so")
@@ -105,7 +115,8 @@ class HeadToHeadTest(unittest.TestCase):
     @unittest.skipIf(cuda_available(), "PyTorch with CUDA is here: the skip path is not taken")
     def test_without_cuda_it_says_so_and_writes_nothing(self):
         out = HERE / "never_written.json"
-        for argv in (["--kernel", "fs_flash_fwd_tma_v8"], ["--backward", "--kernel", "fs_flash_bwd_tma_v9"]):
+        for argv in (["--kernel", "fs_flash_fwd_tma_v8"], ["--backward", "--kernel", "fs_flash_bwd_tma_v9"],
+                     ["--train"]):
             with self.subTest(argv=argv):
                 code, text = self.run_main([*argv, "--shape", "2,16,8192,128", "--out", str(out)])
                 self.assertEqual(code, 0)

@@ -44,8 +44,9 @@ from merge_bench import benchmark_of, merge  # noqa: E402  (the same folding the
 
 # The headline shapes: attention at N = 8192 (D = 64, 128 and stage 07's D = 256), GEMM at 4096³.
 HEADLINE_ATTENTION = "/N:8192/"
-# The backward's headline: its versions (not their deterministic series) and stage 05's v10 at N = 8192.
-HEADLINE_BACKWARD = "/v[0-9]+/[a-z0-9]+/D:[0-9]+/N:8192/"
+# The backward's headline: its versions (not their deterministic series) and stage 05's v10 at N = 8192,
+# on the grid and at grouped K/V.
+HEADLINE_BACKWARD = "/v[0-9]+/[a-z0-9]+/D:[0-9]+/(N:8192|B:[0-9]+/H:[0-9]+/KVH:[0-9]+/Nq:8192/Nk:8192)/"
 
 
 @dataclass
@@ -151,21 +152,22 @@ PARTS: list[Part] = [
     # N = 8192 with its peers, the rest of the grid with its peers and the grouped shapes, and the
     # deterministic series as evidence beside same-run anchors. Estimates from that count.
     Part("stage07_attention_bwd_headline",
-         "stage 07 attention backward at N = 8192 (D = 64, 128), stage 05's v10; SDPA flash and cuDNN there", 220,
+         "stage 07 attention backward at N = 8192 (D = 64, 128; grouped K/V too), stage 05's v10; SDPA flash and "
+         "cuDNN there", 300,
          [Bench("stage07_attention_bwd_bench", "stage07_attention_bwd.json", HEADLINE_BACKWARD),
-          sdpa("sdpa_bwd_headline.json", "--backward", "--seq", "8192", "--backend", "flash", "cudnn", "--no-gqa",
+          sdpa("sdpa_bwd_headline.json", "--backward", "--seq", "8192", "--backend", "flash", "cudnn",
                fold_into="stage07_attention_bwd.json")],
          ("stage07_attention_bwd.json",)),
     Part("stage07_attention_bwd_grid",
-         "stage 07 attention backward on the rest of its grid; SDPA flash and cuDNN there and at grouped K/V", 240,
-         [Bench("stage07_attention_bwd_bench", "stage07_attention_bwd.json", "-(_deterministic/|/N:8192/)"),
+         "stage 07 attention backward on the rest of its grid, grouped K/V at N = 2048; SDPA flash and cuDNN there",
+         280, [Bench("stage07_attention_bwd_bench", "stage07_attention_bwd.json", "-(_deterministic/|/N:8192/|/Nq:8192/)"),
           sdpa("sdpa_bwd_grid.json", "--backward", "--seq", "512", "1024", "2048", "4096", "--backend", "flash",
                "cudnn", fold_into="stage07_attention_bwd.json")],
          ("stage07_attention_bwd.json",)),
     Part("stage07_attention_bwd_deterministic",
          "evidence: every backward version's deterministic dQ beside v9's and v10's atomics", 280,
          [Bench("stage07_attention_bwd_bench", "stage07_attention_bwd_deterministic.json",
-                "_deterministic/|^stage07/attention_bwd/v(9|10)/")],
+                "_deterministic/|^stage07/attention_bwd/v(9|10)/[a-z0-9]+/D:[0-9]+/N:")],
          ("stage07_attention_bwd_deterministic.json",)),
     Part("tests", "every GPU test (FLASHSTAGES_REQUIRE_GPU=1 ctest -L gpu)", 480, [Check("test")],
          log="tests_reference_run.txt"),

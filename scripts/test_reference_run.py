@@ -142,8 +142,8 @@ def main() -> int:
             check(f"{part.name}: SDPA's flash and cuDNN backward in the same run, folded into the rung's file",
                   len(peers) == 1 and peers[0].fold_into == "stage07_attention_bwd.json"
                   and {"--backward", "flash", "cudnn"} <= set(peers[0].args))
-        check("the grouped shapes' peers come with the grid", "--no-gqa" not in
-              [a for s in grid.steps if isinstance(s, rr.Script) for a in s.args])
+        check("SDPA's grouped shapes come with both parts (N = 8192 and 2048)", "--no-gqa" not in
+              [a for p in (head, grid) for s in p.steps if isinstance(s, rr.Script) for a in s.args])
         check("the rung's files are written by the rung's bench, not the forward's",
               rr.binary_of("stage07_attention_bwd.json") == "stage07_attention_bwd_bench"
               and rr.binary_of("stage07_attention_bwd_deterministic.json") == "stage07_attention_bwd_bench"
@@ -151,10 +151,14 @@ def main() -> int:
         owners = {n: rr.steps_selecting("stage07_attention_bwd_bench", n) for n in (
             "stage07/attention_bwd/v10/fp16/D:128/N:8192/causal:0", "stage05/v10/bf16/D:64/N:8192/causal:1",
             "stage07/attention_bwd/v3/bf16/D:64/N:2048/causal:1",
-            "stage07/attention_bwd/v3_deterministic/fp16/D:128/N:8192/causal:0")}
-        check("each benchmark has one main part",
+            "stage07/attention_bwd/v3_deterministic/fp16/D:128/N:8192/causal:0",
+            "stage07/attention_bwd/v10/fp16/D:128/B:2/H:16/KVH:4/Nq:8192/Nk:8192/causal:1",
+            "stage05/v10/fp16/D:64/B:8/H:32/KVH:1/Nq:2048/Nk:2048/causal:0")}
+        check("each benchmark has one main part, the grouped ones with their N's part",
               [len([o for o in v if not o.startswith("stage07_attention_bwd_deterministic")]) for v in owners.values()]
-              == [1, 1, 1, 0])
+              == [1, 1, 1, 0, 1, 1]
+              and owners["stage07/attention_bwd/v10/fp16/D:128/B:2/H:16/KVH:4/Nq:8192/Nk:8192/causal:1"][0]
+              .startswith("stage07_attention_bwd_headline"))
     with tempfile.TemporaryDirectory() as tmp:
         # A fake run of the part, then merge and check-plan as a results folder will see them.
         work, into = Path(tmp, "work"), Path(tmp, "results")
