@@ -37,7 +37,6 @@
 //   matrix_descriptor_advance   the same descriptor, its start address moved on (a helper: one integer add)
 //   wgmma_fence_operand         no instruction: keeps the compiler from moving accumulator reads across a wait
 //                               (and keeps wgmma_m64nNk16_rs's A registers live until it)
-//   wgmma_discard_operand       no instruction: an accumulator's old values are dead (the next product overwrites it)
 //   stmatrix_x4                 stmatrix.sync.aligned.m8n8.x4.shared.b16      four 8×8 16-bit matrices, registers → shared
 //   stmatrix_x4_trans           stmatrix….x4.trans.shared.b16                 the same, each matrix stored transposed
 //   bar_sync                    bar.sync id, n                                __syncthreads for n threads of the block
@@ -356,17 +355,6 @@ template <int R>
 __device__ __forceinline__ void wgmma_fence_operand(int32_t (&d)[R]) {
 #pragma unroll
   for (int i = 0; i < R; ++i) asm volatile("" : "+r"(d[i])::"memory");
-}
-
-// An accumulator about to be overwritten (the product's first wgmma with scale-d = 0): wgmma's asm takes
-// it as input and output ("+f"), so without this the compiler keeps whatever the registers last held
-// alive up to that wgmma. This empty asm gives them new, undefined values: the old ones die at their last
-// ordinary read. No instruction is emitted. (Attention backward v10: Sᵀ's accumulator lives across the
-// loop's turn and is reused while P's values, computed in it, are long dead.)
-template <int R>
-__device__ __forceinline__ void wgmma_discard_operand(float (&d)[R]) {
-#pragma unroll
-  for (int i = 0; i < R; ++i) asm volatile("" : "=f"(d[i]));
 }
 
 // The same for the A fragments of wgmma_m64nNk16_rs, which must stay unchanged until the wgmma that

@@ -374,9 +374,6 @@ __global__ void __launch_bounds__(Config<D>::kThreads, 1)
     // The next step's Sᵀ: it runs while this consumer meets the other and computes dQ_i. Issued after the
     // wait for dV and dK, when pa and dsa are dead (before it, at D = 64 they and Sᵀ's 64 accumulators
     // would not fit beside dK and dV: ptxas spills).
-    // P's values, computed in rS, are dead on both paths (rS is overwritten, or the walk ends): without
-    // this the compiler keeps them live through the step for the path that does not issue.
-    sm90::wgmma_discard_operand(acc_s);
     if (t + 1 < steps) issue_s(t + 1);
 
     // dQ_i += dS · K_j over all 128 keys (both dS tiles): at D = 128 consumer c takes D's panel c, at
