@@ -154,14 +154,56 @@ def series_of(info, deterministic: bool = False) -> str:
     return f"{info.stage.decode()}/{info.version.decode()}" + ("_deterministic" if deterministic else "")
 
 
-def peer_series(key: str, backward: bool = False) -> str:
-    """An SDPA backend's series, as sdpa_bench.py names it: sdpa_cudnn, or sdpa_cudnn_bwd for its backward."""
-    return sdpa_bench.BACKENDS[key][0] + (sdpa_bench.BACKWARD_SUFFIX if backward else "")
+TRAIN_SERIES = "flash_attention_train"  # --train: flashstages.flash_attention, both passes
+TRAIN_SUFFIX = "_train"  # --train: an SDPA backend's series, sdpa_cudnn_train
+
+
+def peer_series(key: str, backward: bool = False, train: bool = False) -> str:
+    """An SDPA backend's series, as sdpa_bench.py names it: sdpa_cudnn, or sdpa_cudnn_bwd for its backward;
+    sdpa_cudnn_train for a training step (--train)."""
+    suffix = TRAIN_SUFFIX if train else sdpa_bench.BACKWARD_SUFFIX if backward else ""
+    return sdpa_bench.BACKENDS[key][0] + suffix
 
 
 def rel_l2(torch, out, ref) -> float:
     diff = (out.double() - ref.double()).norm()
     return float(diff / ref.double().norm().clamp_min(1e-30))
+
+
+def require_close(torch, who: str, where: str, named) -> None:
+    """SystemExit naming `who` and the first of `named` ((name, tensor, SDPA's tensor), ...) farther from
+    SDPA's than CHECK_TOLERANCE in relative L2 distance: that member is not timed."""
+    for what, got, want in named:
+        err = rel_l2(torch, got, want)
+        if not err <= CHECK_TOLERANCE:
+            raise SystemExit(f"head_to_head: error: {who} {where}: {what} rel L2 {err:.2e} to SDPA's "
+                             f"(tolerance {CHECK_TOLERANCE:.0e}); not timed")
+
+
+def sdpa_backends(args: argparse.Namespace):
+    """Each --backend's key and the context that chooses it, entered around the timing rather than inside
+    each call."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    for key in args.backend:
+        backend = getattr(SDPBackend, sdpa_bench.BACKENDS[key][1])
+
+        def chosen(backend=backend):
+            return sdpa_kernel([backend])
+
+        yield key, chosen
+
+
+def grad_leaves(q, k, v):
+    """Fresh leaves of q, k, v that require grad, and a call that sets their grads to None (run before each
+    timed call, untimed, so that every call writes fresh gradients as the kernels do)."""
+    leaves = [t.detach().requires_grad_(True) for t in (q, k, v)]
+
+    def clear():
+        for t in leaves:
+            t.grad = None
+
+    return leaves, clear
 
 
 def heat(torch, members, seconds: float) -> None:
@@ -199,19 +241,14 @@ def forward_members(torch, fs, lib, infos: dict, args: argparse.Namespace, q, k,
     """(series, call, what to enter around its timing, what to run before each call) of each --backend's
     SDPA and each kernel, on q, k, v; every kernel's O is checked against the first backend's first."""
     import torch.nn.functional as F
-    from torch.nn.attention import SDPBackend, sdpa_kernel
 
     stream = torch.cuda.current_stream().cuda_stream
     members = []
     ref = None
-    for key in args.backend:
-        backend = getattr(SDPBackend, sdpa_bench.BACKENDS[key][1])
+    for key, chosen in sdpa_backends(args):
 
         def sdpa_call():
             return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
-
-        def chosen(backend=backend):  # entered around the timing, not inside each call
-            return sdpa_kernel([backend])
 
         with chosen():
             out = sdpa_call()  # a refusal raises here: the comparison has no peer then
@@ -227,10 +264,7 @@ def forward_members(torch, fs, lib, infos: dict, args: argparse.Namespace, q, k,
 
         o.fill_(float("nan"))  # poisoned: every element must be written
         fs_call()
-        err = rel_l2(torch, o, ref)
-        if not err <= CHECK_TOLERANCE:
-            raise SystemExit(f"head_to_head: error: {name} {where}: rel L2 {err:.2e} to SDPA's output "
-                             f"(tolerance {CHECK_TOLERANCE:.0e}); not timed")
+        require_close(torch, name, where, [("O", o, ref)])
         members.append((series_of(info), fs_call, contextlib.nullcontext, None))
     return members
 
@@ -260,20 +294,6 @@ def reference_forward(torch, q, k, v, causal: bool):
     return o, lse
 
 
-def sdpa_backends(args: argparse.Namespace, q, k, v):
-    """Each --backend's key, fresh leaves of q, k, v that require grad, and the context that chooses the
-    backend, entered around the timing rather than inside each call."""
-    from torch.nn.attention import SDPBackend, sdpa_kernel
-
-    for key in args.backend:
-        backend = getattr(SDPBackend, sdpa_bench.BACKENDS[key][1])
-
-        def chosen(backend=backend):
-            return sdpa_kernel([backend])
-
-        yield key, [t.detach().requires_grad_(True) for t in (q, k, v)], chosen
-
-
 def backward_members(torch, fs, lib, infos: dict, args: argparse.Namespace, q, k, v, causal: bool,
                      where: str) -> list[tuple]:
     """(series, call, what to enter around its timing, what to run before each call) of each --backend's
@@ -287,12 +307,8 @@ def backward_members(torch, fs, lib, infos: dict, args: argparse.Namespace, q, k
     d_o = torch.randn_like(q)
     members = []
     ref = None
-    for key, leaves, chosen in sdpa_backends(args, q, k, v):
-
-        def clear(leaves=leaves):
-            for t in leaves:
-                t.grad = None
-
+    for key, chosen in sdpa_backends(args):
+        leaves, clear = grad_leaves(q, k, v)
         with chosen():
             out = F.scaled_dot_product_attention(*leaves, is_causal=causal)  # a refusal raises here
             out.backward(d_o, retain_graph=True)  # or here: the comparison has no peer then
@@ -318,17 +334,9 @@ def backward_members(torch, fs, lib, infos: dict, args: argparse.Namespace, q, k
         for grad in grads:
             grad.fill_(float("nan"))  # poisoned: every element must be written
         fs_call()
-        for grad_name, grad, want in zip(("dQ", "dK", "dV"), grads, ref):
-            err = rel_l2(torch, grad, want)
-            if not err <= CHECK_TOLERANCE:
-                raise SystemExit(f"head_to_head: error: {name} {where}: {grad_name} rel L2 {err:.2e} to SDPA's "
-                                 f"(tolerance {CHECK_TOLERANCE:.0e}); not timed")
+        require_close(torch, name, where, zip(("dQ", "dK", "dV"), grads, ref))
         members.append((series_of(info, args.deterministic), fs_call, contextlib.nullcontext, None))
     return members
-
-
-TRAIN_SERIES = "flash_attention_train"  # --train: flashstages.flash_attention, both passes
-TRAIN_SUFFIX = "_train"  # --train: an SDPA backend's series, sdpa_cudnn_train
 
 
 def train_flops(b: int, h: int, nq: int, nk: int, d: int, causal: bool) -> float:
@@ -353,38 +361,29 @@ def train_members(torch, fs, lib, infos: dict, args: argparse.Namespace, q, k, v
     d_o = torch.randn_like(q)
 
     def step_of(attend, leaves):
-        def clear():
-            for t in leaves:
-                t.grad = None
-
-        def step():
-            attend(*leaves).backward(d_o)
-
-        return step, clear
+        return lambda: attend(*leaves).backward(d_o)
 
     members = []
     ref = None
-    for key, leaves, chosen in sdpa_backends(args, q, k, v):
-        step, clear = step_of(lambda *t: F.scaled_dot_product_attention(*t, is_causal=causal), leaves)
+    for key, chosen in sdpa_backends(args):
+        leaves, clear = grad_leaves(q, k, v)
+        step = step_of(lambda *t: F.scaled_dot_product_attention(*t, is_causal=causal), leaves)
         with chosen():
             out = F.scaled_dot_product_attention(*leaves, is_causal=causal)  # a refusal raises here
             out.backward(d_o)  # or here: the comparison has no peer then
         if ref is None:
             ref = [out.detach()] + [t.grad for t in leaves]
         clear()
-        members.append((sdpa_bench.BACKENDS[key][0] + TRAIN_SUFFIX, step, chosen, clear))
-    leaves = [t.detach().requires_grad_(True) for t in (q, k, v)]
-    step, clear = step_of(lambda *t: fs.flash_attention(*t, causal=causal), leaves)
+        members.append((peer_series(key, train=True), step, chosen, clear))
+    leaves, clear = grad_leaves(q, k, v)
+    step = step_of(lambda *t: fs.flash_attention(*t, causal=causal), leaves)
     picks = [fs.pick(q, k, v, causal=causal), fs.pick(q, k, v, causal=causal, backward=True)]
     print(f"head_to_head: {where}: flash_attention runs {picks[0].name} ({picks[0].reason}) and, backward, "
           f"{picks[1].name} ({picks[1].reason})")
     out = fs.flash_attention(*leaves, causal=causal)
     out.backward(d_o)
-    for what, got, want in zip(("O", "dQ", "dK", "dV"), [out.detach()] + [t.grad for t in leaves], ref):
-        err = rel_l2(torch, got, want)
-        if not err <= CHECK_TOLERANCE:
-            raise SystemExit(f"head_to_head: error: flash_attention {where}: {what} rel L2 {err:.2e} to SDPA's "
-                             f"(tolerance {CHECK_TOLERANCE:.0e}); not timed")
+    require_close(torch, "flash_attention", where,
+                  zip(("O", "dQ", "dK", "dV"), [out.detach()] + [t.grad for t in leaves], ref))
     clear()
     members.append((TRAIN_SERIES, step, contextlib.nullcontext, clear))
     return members
@@ -436,8 +435,7 @@ def run(torch, fs, lib, infos: dict, args: argparse.Namespace) -> tuple[list[dic
                     print(f"head_to_head: {cell} round {r}: " + ", ".join(line), flush=True)
                 for mine in ours:
                     for key in args.backend:
-                        peer = (sdpa_bench.BACKENDS[key][0] + TRAIN_SUFFIX if args.train
-                                else peer_series(key, args.backward))
+                        peer = peer_series(key, args.backward, args.train)
                         ratios = [a / p for a, p in zip(tflops[mine], tflops[peer])]
                         summary.append(f"{mine + '/' + cell:52s} / {peer:11s} "
                                        f"min {min(ratios):.3f}  median {statistics.median(ratios):.3f}  "

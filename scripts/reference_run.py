@@ -22,7 +22,8 @@ mid-part loses that part alone, and the next sitting goes on where it stopped.
                                                                belongs to exactly one part (no GPU)
 
 The estimates are from the committed H100 run (rows × repetitions × 50 ms, plus the checks and the
-peers' scripts), or, for the backward rung, from the rows its first, stopped run timed; `list` shows a part's measured time once it has run. The build is the caller's:
+peers' scripts), or, for the backward rung, from the rows its first, stopped run timed; `list` shows a
+part's measured time once it has run. The build is the caller's:
 cmake --preset h100 && cmake --build --preset h100 --target $(python3 scripts/reference_run.py targets).
 """
 from __future__ import annotations
@@ -282,7 +283,7 @@ def cmd_list(args: argparse.Namespace) -> int:
         state = f"done in {rec['seconds']:.0f} s ({'ok' if rec['ok'] else 'FAILED'})" if rec else "not run"
         total += part.estimate_s
         print(f"{part.name:36s} ~{part.estimate_s:5d} s  {state:24s} {part.what}")
-    print(f"{'':28s} ~{total:5d} s in all")
+    print(f"{'':36s} ~{total:5d} s in all")
     return 0
 
 

@@ -12,7 +12,6 @@
 // 2 N × 2 D × 2 KVH × 2 masks = 16 grouped points per version and for stage 05's v10.
 #include <vector>
 
-#include "common/tools/attention_check.h"
 #include "common/tools/bench.h"
 
 void fs::bench::register_benchmarks(const DeviceInfo& dev) {
@@ -33,9 +32,8 @@ void fs::bench::register_benchmarks(const DeviceInfo& dev) {
     for (int64_t d : {64, 128})
       for (int64_t group : {int64_t(4), 2048 / d})
         for (bool causal : {false, true}) {
-          const AttentionParams g = grid_params(DType::FP16, d, n, causal);
-          AttentionParams p = attention_shape(g.batch, g.heads, n, n, d, DType::FP16, causal);
-          p.kv_heads = g.heads / group;
+          AttentionParams p = grid_params(DType::FP16, d, n, causal);
+          p.kv_heads = p.heads / group;
           grouped.push_back(p);
         }
   for (const char* stage : {"stage07/attention_bwd", "stage05/v10"})
