@@ -151,22 +151,24 @@ PARTS: list[Part] = [
     # The backward rung in three parts (its one part of 2026-12-03, v1 … v10 with their deterministic
     # series on 40 points, ran out of a 450 s budget at 687 of 808 benchmarks, ~0.6 s each): the headline
     # N = 8192 with its peers, the rest of the grid with its peers and the grouped shapes, and the
-    # deterministic series as evidence beside same-run anchors. Estimates from that count.
+    # deterministic series as evidence beside same-run anchors. Estimates from their first runs on the H200
+    # (2026-12-03): the headline 165 s, the grid 296 s; the deterministic part stopped at 462 of its 480
+    # benchmarks at a 300 s budget.
     Part("stage07_attention_bwd_headline",
          "stage 07 attention backward at N = 8192 (D = 64, 128; grouped K/V too), stage 05's v10; SDPA flash and "
-         "cuDNN there", 300,
+         "cuDNN there", 180,
          [Bench("stage07_attention_bwd_bench", "stage07_attention_bwd.json", HEADLINE_BACKWARD),
           sdpa("sdpa_bwd_headline.json", "--backward", "--seq", "8192", "--backend", "flash", "cudnn",
                fold_into="stage07_attention_bwd.json")],
          ("stage07_attention_bwd.json",)),
     Part("stage07_attention_bwd_grid",
          "stage 07 attention backward on the rest of its grid, grouped K/V at N = 2048; SDPA flash and cuDNN there",
-         280, [Bench("stage07_attention_bwd_bench", "stage07_attention_bwd.json", "-(_deterministic/|/N:8192/|/Nq:8192/)"),
+         310, [Bench("stage07_attention_bwd_bench", "stage07_attention_bwd.json", "-(_deterministic/|/N:8192/|/Nq:8192/)"),
           sdpa("sdpa_bwd_grid.json", "--backward", "--seq", "512", "1024", "2048", "4096", "--backend", "flash",
                "cudnn", fold_into="stage07_attention_bwd.json")],
          ("stage07_attention_bwd.json",)),
     Part("stage07_attention_bwd_deterministic",
-         "evidence: every backward version's deterministic dQ beside v9's and v10's atomics", 280,
+         "evidence: every backward version's deterministic dQ beside v9's and v10's atomics", 340,
          [Bench("stage07_attention_bwd_bench", "stage07_attention_bwd_deterministic.json",
                 "_deterministic/|^stage07/attention_bwd/v(9|10)/[a-z0-9]+/D:[0-9]+/N:")],
          ("stage07_attention_bwd_deterministic.json",)),

@@ -321,7 +321,7 @@ VERSION_DTYPES = ("fp16", "bf16", "fp32", "int8", "fp8_e4m3")
 # The rung each stage builds on: its fastest version at the headline shape heads the stage's ladder,
 # so that the first version's gain is over what the reader already has.
 PREVIOUS_RUNG = {"stage02": "stage01", "stage03": "stage02", "stage04": "stage03", "stage07/attention": "stage04",
-                 "stage07/gemm": "stage06"}
+                 "stage07/gemm": "stage06", "stage07/attention_bwd": "stage05"}
 
 
 def _fastest_version(results: Results, stage: str, dtype: str | None, beside: str) -> Run | None:
