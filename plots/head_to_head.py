@@ -20,11 +20,26 @@ rounds, and writes every round's row in Google Benchmark's JSON layout:
 Before timing, each kernel's output is compared with SDPA's (the first --backend) on the same inputs:
 relative L2 distance at most 1e-2 (fp16 and bf16 rounding; the stages' own tests check against fp64).
 Q, K, V [B, H, N, D] random normal (never zeros), O written by each member into its own tensor. The
-causal mask is the project's, bottom-right; with Nq = Nk as here that is PyTorch's is_causal. FLOPs =
-4·B·H·N²·D, halved for causal (common/lib/flops.h). The library is found as the Python package finds
-it (python/README.md: $FLASHSTAGES_LIBRARY, then the checkout's build tree). Without PyTorch or CUDA this
-prints a skip line and exits 0; so it does, after a note, when no --kernel can run on this GPU (stage 07's
-need Hopper).
+causal mask is the project's, bottom-right; with Nq = Nk, as --shape has it, that is PyTorch's is_causal
+(else causal_lower_right, as sdpa_bench.py passes it). FLOPs = 4·B·H·N²·D, halved for causal
+(common/lib/flops.h). The library is found as the Python package finds it (python/README.md:
+$FLASHSTAGES_LIBRARY, then the checkout's build tree). Without PyTorch or CUDA this prints a skip line
+and exits 0; so it does, after a note, when no --kernel can run on this GPU (stage 07's need Hopper).
+
+--shape-gqa B,H,KVH,Nq,Nk,D (repeatable, beside or instead of --shape; sdpa_bench.py's flag) times a
+shape whose K and V have KVH heads, a divisor of H (grouped-query attention; KVH = 1 multi-query), in the
+forward and in the --backward and --train modes below alike:
+
+    python3 plots/head_to_head.py --backward --kernel fs_flash_bwd_tma_v10 --shape-gqa 2,16,4,8192,8192,128
+
+Q [B, H, Nq, D], K, V [B, KVH, Nk, D]: the kernels get kv_heads = KVH (query head h reads K/V head
+h // (H / KVH)), SDPA the same tensors with enable_gqa=True (also the check's reference: dK and dV of KVH
+heads, each the sum over its group of query heads), never expanded outside the timing. Rows are named as
+the stages' benchmarks and sdpa_bench.py name grouped points, B, H, KVH, Nq and Nk in the name:
+stage07/attention_bwd/v10/fp16/D:128/B:2/H:16/KVH:4/Nq:8192/Nk:8192/causal:1/round:3 and
+sdpa_cudnn_bwd/fp16/D:128/B:2/H:16/KVH:4/... (KVH = H: the names of Nq != Nk, without KVH). FLOPs as
+without grouping (every query head does its products); bytes with K and V (dK, dV) of KVH heads, as
+sdpa_bench.py counts them. --causal 1 with Nq > Nk is refused (the first Nq - Nk rows would see no key).
 
 --backward times backward entries (stage 05's fs_flash_bwd_v*, stage 07's fs_flash_bwd_tma_v*) against
 SDPA's backward, in the same rounds:
@@ -90,8 +105,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                    help="time backward entries, e.g. fs_flash_bwd_tma_v9, against SDPA's backward (see above)")
     p.add_argument("--deterministic", action="store_true",
                    help="with --backward: the kernels' deterministic dQ (series *_deterministic)")
-    p.add_argument("--shape", type=sdpa_bench.parse_shape, action="append", required=True, metavar="B,H,N,D",
-                   help="a shape to time (repeatable), e.g. 2,16,8192,128")
+    p.add_argument("--shape", type=sdpa_bench.parse_shape, action="append", default=[], metavar="B,H,N,D",
+                   help="a shape to time (repeatable; it or --shape-gqa is required), e.g. 2,16,8192,128")
+    p.add_argument("--shape-gqa", type=sdpa_bench.parse_shape_gqa, action="append", default=[],
+                   metavar="B,H,KVH,Nq,Nk,D",
+                   help="a shape whose K and V have KVH heads, a divisor of H (repeatable; grouped-query "
+                        "attention, KVH = 1 multi-query), e.g. 2,16,4,8192,8192,128 (see above)")
     p.add_argument("--dtype", nargs="+", choices=sdpa_bench.DTYPE_NAMES, default=list(sdpa_bench.DTYPE_NAMES))
     p.add_argument("--causal", nargs="+", type=int, choices=(0, 1), default=[0, 1])
     p.add_argument("--backend", nargs="+", choices=list(sdpa_bench.BACKENDS), default=["cudnn"],
@@ -104,6 +123,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--no-l2-flush", action="store_true", help="do not overwrite L2 before each timed call")
     p.add_argument("--out", type=Path, default=None, help="JSON file to write (default: print only)")
     args = p.parse_args(argv)
+    if not args.shape and not args.shape_gqa:
+        p.error("the following arguments are required: --shape or --shape-gqa")
+    if 1 in args.causal and any(nq > nk for _, _, _, nq, nk, _ in args.shape_gqa):
+        p.error("--causal 1 with a --shape-gqa whose Nq > Nk: the mask is bottom-right aligned, so its first "
+                "Nq - Nk query rows would see no key")
     if args.rounds < 1 or args.warmup < 0 or args.runs < 1 or not args.heat >= 0:
         p.error("--rounds and --runs must be >= 1, --warmup and --heat >= 0")
     if args.deterministic and not args.backward:
@@ -117,10 +141,31 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     return args
 
 
+def shapes_of(args: argparse.Namespace) -> list[tuple[int, int, int, int, int, int]]:
+    """(B, H, KVH, Nq, Nk, D) of every shape to time, in order: each --shape (KVH = H, Nq = Nk = N), then
+    each --shape-gqa; none twice."""
+    return list(dict.fromkeys([*((b, h, h, n, n, d) for b, h, n, d in args.shape), *args.shape_gqa]))
+
+
+def cell_name(dtype: str, b: int, h: int, kvh: int, nq: int, nk: int, d: int, causal: bool) -> str:
+    """A cell's part of its rows' names, after the series: the point as the stages' benchmarks and
+    sdpa_bench.py name it (sdpa_bench.bench_name, common/tools/bench.cpp's point_name):
+    fp16/D:128/N:8192/causal:0 (+ /B:<b>/H:<h> off the default rule), fp16/D:128/B:1/H:16/Nq:512/Nk:16384/causal:1
+    for Nq != Nk, and fp16/D:128/B:2/H:16/KVH:4/Nq:8192/Nk:8192/causal:1 where K and V have fewer heads than Q."""
+    return sdpa_bench.bench_name("", dtype, b, h, nq, nk, d, causal, kvh)[1:]  # [1:]: the empty series' "/"
+
+
+def cell_where(dtype: str, b: int, h: int, kvh: int, nq: int, nk: int, d: int, causal: bool) -> str:
+    """A cell as the messages name it: fp16 B=2 H=16 N=8192 D=128 causal=0, or with KVH, Nq and Nk
+    (fp16 B=2 H=16 KVH=4 Nq=8192 Nk=8192 D=128 causal=1) where K/V have fewer heads or Nq != Nk."""
+    sizes = f"N={nq}" if (kvh, nq) == (h, nk) else f"KVH={kvh} Nq={nq} Nk={nk}"
+    return f"{dtype} B={b} H={h} {sizes} D={d} causal={int(causal)}"
+
+
 def check_kernels(fs, lib, names: list[str], shapes, dtypes, backward: bool = False) -> dict:
     """The KernelInfo of each name; SystemExit naming what is wrong when one is not an attention entry of
     this library (with backward, an attention backward entry), is one of the other pass, or does not take
-    a requested dtype or head dim."""
+    a requested dtype or head dim (the last size of each of `shapes`: (B, H, N, D) or (B, H, KVH, Nq, Nk, D))."""
     wanted, other = ((fs.PROBLEM_ATTENTION_BWD, fs.PROBLEM_ATTENTION) if backward
                      else (fs.PROBLEM_ATTENTION, fs.PROBLEM_ATTENTION_BWD))
     found = {k.name: k for k in fs.kernels(lib, problem=wanted)}
@@ -140,7 +185,7 @@ def check_kernels(fs, lib, names: list[str], shapes, dtypes, backward: bool = Fa
         for dtype in dtypes:
             if codes[dtype] not in info.dtypes:
                 raise SystemExit(f"head_to_head: error: {name} does not take {dtype}")
-        for _, _, _, d in shapes:
+        for *_, d in shapes:
             if not info.takes_head_dim(d):
                 raise SystemExit(f"head_to_head: error: {name} does not take head_dim {d}")
         infos[name] = info
@@ -194,6 +239,17 @@ def sdpa_backends(args: argparse.Namespace):
         yield key, chosen
 
 
+def sdpa_arguments(q, k, causal: bool) -> dict:
+    """SDPA's keyword arguments for the project's problem on q and k: its bottom-right causal mask
+    (sdpa_bench.causal_arguments: is_causal where Nq = Nk), and enable_gqa=True where K and V have fewer
+    heads than Q (query head h reads K/V head h // (H / KVH), as the library's kv_heads; the gradient of a
+    K/V head sums over its group), as sdpa_bench.py calls it."""
+    arguments = sdpa_bench.causal_arguments(causal, q.shape[-2], k.shape[-2])
+    if k.shape[-3] != q.shape[-3]:
+        arguments["enable_gqa"] = True
+    return arguments
+
+
 def grad_leaves(q, k, v):
     """Fresh leaves of q, k, v that require grad, and a call that sets their grads to None (run before each
     timed call, untimed, so that every call writes fresh gradients as the kernels do)."""
@@ -243,12 +299,13 @@ def forward_members(torch, fs, lib, infos: dict, args: argparse.Namespace, q, k,
     import torch.nn.functional as F
 
     stream = torch.cuda.current_stream().cuda_stream
+    mask = sdpa_arguments(q, k, causal)
     members = []
     ref = None
     for key, chosen in sdpa_backends(args):
 
         def sdpa_call():
-            return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+            return F.scaled_dot_product_attention(q, k, v, **mask)
 
         with chosen():
             out = sdpa_call()  # a refusal raises here: the comparison has no peer then
@@ -270,17 +327,20 @@ def forward_members(torch, fs, lib, infos: dict, args: argparse.Namespace, q, k,
 
 
 def reference_forward(torch, q, k, v, causal: bool):
-    """O and the LSE the backward entries read, from q, k, v ([B, H, N, D]) in fp32, SCORE_BLOCK_ELEMENTS
+    """O and the LSE the backward entries read, from q ([B, H, Nq, D]), k and v ([B, KVH, Nk, D], query head
+    h reading K/V head h // (H / KVH) as the library's kv_heads has it) in fp32, SCORE_BLOCK_ELEMENTS
     scores at a time. The LSE as the library defines it (common/lib/flashstages.h, fs_attention_params.lse;
     the forward entries write it so): per query row, the natural log of Σⱼ exp(scale · q·kⱼ) over the keys
     the row sees, scale = 1/sqrt(D) (params.scale = 0), [B, H, N] fp32, contiguous. O = Σⱼ exp(scale · q·kⱼ
     - LSE) vⱼ in q's dtype, contiguous, as dO is (the entries read dO with O's strides). Computed here, not
     taken from one of the backends, so that every kernel reads the same exact forward whatever --backend is."""
     b, h, nq, d = q.shape
-    nk = k.shape[2]
+    nk, group = k.shape[2], h // k.shape[1]
     o = torch.empty(q.shape, device=q.device, dtype=q.dtype)
     lse = torch.empty(b, h, nq, device=q.device, dtype=torch.float32)
-    k_t, v32 = k.float().transpose(-1, -2), v.float()
+    # Grouped K/V as H heads, each K/V head once per query head of its group (no copy more where KVH = H).
+    k32, v32 = (t.float() if group == 1 else t.float().repeat_interleave(group, dim=1) for t in (k, v))
+    k_t = k32.transpose(-1, -2)
     step = max(1, SCORE_BLOCK_ELEMENTS // (b * h * nk))
     for start in range(0, nq, step):
         stop = min(start + step, nq)
@@ -305,12 +365,13 @@ def backward_members(torch, fs, lib, infos: dict, args: argparse.Namespace, q, k
 
     stream = torch.cuda.current_stream().cuda_stream
     d_o = torch.randn_like(q)
+    mask = sdpa_arguments(q, k, causal)
     members = []
     ref = None
     for key, chosen in sdpa_backends(args):
         leaves, clear = grad_leaves(q, k, v)
         with chosen():
-            out = F.scaled_dot_product_attention(*leaves, is_causal=causal)  # a refusal raises here
+            out = F.scaled_dot_product_attention(*leaves, **mask)  # a refusal raises here
             out.backward(d_o, retain_graph=True)  # or here: the comparison has no peer then
 
         def sdpa_call(out=out):
@@ -322,7 +383,7 @@ def backward_members(torch, fs, lib, infos: dict, args: argparse.Namespace, q, k
         members.append((peer_series(key, backward=True), sdpa_call, chosen, clear))
     o, lse = reference_forward(torch, q, k, v, causal)
     for name, info in infos.items():
-        grads = [torch.empty_like(t) for t in (q, k, v)]
+        grads = [torch.empty_like(t) for t in (q, k, v)]  # dK, dV with K's and V's KVH heads
         # As flash_attention's backward fills them: the forward problem (sizes, scale, mask, strides, O and
         # the LSE), then dO and the gradients, delta null (the entry makes its own).
         params = fs.attention_bwd_params(fs.attention_params(q, k, v, o, lse, causal=causal), d_o, *grads,
@@ -344,10 +405,11 @@ def train_flops(b: int, h: int, nq: int, nk: int, d: int, causal: bool) -> float
     return sdpa_bench.attention_flops(b, h, nq, nk, d, causal) + sdpa_bench.attention_bwd_flops(b, h, nq, nk, d, causal)
 
 
-def train_bytes(b: int, h: int, nq: int, nk: int, d: int, element_size: int) -> float:
-    """Both passes' least traffic, as sdpa_bench.py counts each."""
-    return (sdpa_bench.attention_bytes(b, h, nq, nk, d, element_size)
-            + sdpa_bench.attention_bwd_bytes(b, h, nq, nk, d, element_size))
+def train_bytes(b: int, h: int, nq: int, nk: int, d: int, element_size: int, kv_heads: int | None = None) -> float:
+    """Both passes' least traffic, as sdpa_bench.py counts each (K, V and their gradients with kv_heads
+    heads; None: h)."""
+    return (sdpa_bench.attention_bytes(b, h, nq, nk, d, element_size, kv_heads)
+            + sdpa_bench.attention_bwd_bytes(b, h, nq, nk, d, element_size, kv_heads))
 
 
 def train_members(torch, fs, lib, infos: dict, args: argparse.Namespace, q, k, v, causal: bool,
@@ -359,6 +421,7 @@ def train_members(torch, fs, lib, infos: dict, args: argparse.Namespace, q, k, v
     import torch.nn.functional as F
 
     d_o = torch.randn_like(q)
+    mask = sdpa_arguments(q, k, causal)
 
     def step_of(attend, leaves):
         return lambda: attend(*leaves).backward(d_o)
@@ -367,9 +430,9 @@ def train_members(torch, fs, lib, infos: dict, args: argparse.Namespace, q, k, v
     ref = None
     for key, chosen in sdpa_backends(args):
         leaves, clear = grad_leaves(q, k, v)
-        step = step_of(lambda *t: F.scaled_dot_product_attention(*t, is_causal=causal), leaves)
+        step = step_of(lambda *t: F.scaled_dot_product_attention(*t, **mask), leaves)
         with chosen():
-            out = F.scaled_dot_product_attention(*leaves, is_causal=causal)  # a refusal raises here
+            out = F.scaled_dot_product_attention(*leaves, **mask)  # a refusal raises here
             out.backward(d_o)  # or here: the comparison has no peer then
         if ref is None:
             ref = [out.detach()] + [t.grad for t in leaves]
@@ -405,15 +468,16 @@ def run(torch, fs, lib, infos: dict, args: argparse.Namespace) -> tuple[list[dic
     rows, summary = [], []
     for dtype_name in args.dtype:
         dtype = dtypes[dtype_name]
-        for b, h, n, d in args.shape:
-            q, k, v = (torch.randn(b, h, n, d, device="cuda", dtype=dtype) for _ in range(3))
+        for b, h, kvh, nq, nk, d in shapes_of(args):
+            # Q [B, H, Nq, D], K, V [B, KVH, Nk, D], contiguous, random normal, as sdpa_bench.py makes them.
+            q = torch.randn(b, h, nq, d, device="cuda", dtype=dtype)
+            k, v = (torch.randn(b, kvh, nk, d, device="cuda", dtype=dtype) for _ in range(2))
             for causal in (bool(c) for c in args.causal):
-                flops = flops_of(b, h, n, n, d, causal)
+                flops = flops_of(b, h, nq, nk, d, causal)  # grouped K/V or not: every query head's products
+                nbytes = bytes_of(b, h, nq, nk, d, q.element_size(), kvh)  # K, V (dK, dV) with KVH heads
                 members = members_of(torch, fs, lib, infos, args, q, k, v, causal,
-                                     f"{dtype_name} B={b} H={h} N={n} D={d} causal={int(causal)}")
-                cell = f"{dtype_name}/D:{d}/N:{n}/causal:{int(causal)}"
-                if (b, h) != sdpa_bench.default_batch_heads(n, d):
-                    cell += f"/B:{b}/H:{h}"
+                                     cell_where(dtype_name, b, h, kvh, nq, nk, d, causal))
+                cell = cell_name(dtype_name, b, h, kvh, nq, nk, d, causal)
                 heat(torch, members, args.heat)
                 tflops = {series: [] for series, _, _, _ in members}
                 for r in range(1, args.rounds + 1):
@@ -424,7 +488,7 @@ def run(torch, fs, lib, infos: dict, args: argparse.Namespace) -> tuple[list[dic
                             t_us, cpu_us = sdpa_bench.time_call(torch, fn, args.warmup, args.runs, flush, before)
                             host = dispatch_us(torch, fn, before)
                         row = sdpa_bench.median_row(f"{series}/{cell}/round:{r}", args.runs, t_us, cpu_us, flops,
-                                                    bytes_of(b, h, n, n, d, q.element_size()))
+                                                    nbytes)
                         row["dispatch_us"] = host
                         rows.append(row)
                         tflops[series].append(row["TFLOPS"])
@@ -455,7 +519,7 @@ def main(argv: list[str] | None = None) -> int:
         lib = fs.library()
     except (FileNotFoundError, OSError) as err:
         raise SystemExit(f"head_to_head: error: {err}")
-    infos = check_kernels(fs, lib, args.kernel, args.shape, args.dtype, args.backward)
+    infos = check_kernels(fs, lib, args.kernel, shapes_of(args), args.dtype, args.backward)
     torch = sdpa_bench.import_cuda_torch(SKIP_LINE)
     if torch is None:
         return 0

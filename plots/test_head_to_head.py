@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """CPU tests of plots/head_to_head.py: bad flags, unknown kernels, an entry of the other pass (a backward
 entry without --backward, a forward one with it), what a kernel does not take and --train beside --kernel
-or --backward are refused before any GPU is looked for, a training step counts both passes' FLOPs, backward entries are named as their stages' benchmarks name them, and without
+or --backward are refused before any GPU is looked for, a training step counts both passes' FLOPs, backward
+entries are named as their stages' benchmarks name them, grouped K/V shapes (--shape-gqa) are parsed,
+refused where KVH does not divide H, named, counted and passed to SDPA as sdpa_bench.py does, and without
 PyTorch's CUDA it says so and writes nothing.
 
     python3 plots/test_head_to_head.py build/<preset>/common/libflashstages.so
@@ -14,6 +16,7 @@ import importlib.util
 import io
 import os
 import sys
+import types
 import unittest
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
@@ -52,7 +55,15 @@ class HeadToHeadTest(unittest.TestCase):
                      ["--kernel", "fs_flash_bwd_tma_v9", "--shape", "2,16,8192,128", "--deterministic"],
                      ["--train", "--kernel", "fs_flash_fwd_tma_v8", "--shape", "2,16,8192,128"],
                      ["--train", "--backward", "--shape", "2,16,8192,128"],
-                     ["--train", "--shape", "2,16,8192,128", "--deterministic"]):
+                     ["--train", "--shape", "2,16,8192,128", "--deterministic"],
+                     # grouped K/V: six positive sizes, KVH a divisor of H, no causal row that sees no key
+                     ["--kernel", "fs_flash_fwd_tma_v8", "--shape-gqa", "2,16,3,8192,8192,128"],
+                     ["--backward", "--kernel", "fs_flash_bwd_tma_v9", "--shape-gqa", "2,16,5,8192,8192,128"],
+                     ["--train", "--shape-gqa", "2,16,32,8192,8192,128"],
+                     ["--kernel", "fs_flash_fwd_tma_v8", "--shape-gqa", "2,16,0,8192,8192,128"],
+                     ["--kernel", "fs_flash_fwd_tma_v8", "--shape-gqa", "2,16,4,8192,128"],
+                     ["--kernel", "fs_flash_fwd_tma_v8", "--shape-gqa", "2,16,4,1024,512,128"],
+                     ["--kernel", "fs_flash_fwd_tma_v8", "--shape-gqa", "2,16,4,1024,512,128", "--causal", "1"]):
             with self.subTest(argv=argv):
                 code, text = self.run_main(argv)
                 self.assertEqual(code, 2, text)
@@ -100,6 +111,94 @@ class HeadToHeadTest(unittest.TestCase):
             self.assertAlmostEqual(head_to_head.train_flops(2, 16, 8192, 8192, 128, causal) / fwd, 3.5)
         self.assertEqual(head_to_head.TRAIN_SERIES, "flash_attention_train")
 
+    def test_grouped_shapes_are_parsed(self):
+        # --shape-gqa beside --shape or alone, in each mode; every shape as (B, H, KVH, Nq, Nk, D), --shape's
+        # with KVH = H and Nq = Nk, in order, none twice.
+        args = head_to_head.parse_args(["--kernel", "fs_flash_fwd_tma_v8", "--shape", "2,16,8192,128",
+                                        "--shape-gqa", "2,16,4,8192,8192,128", "--shape-gqa", "1,32,1,512,8192,64",
+                                        "--shape-gqa", "2,16,4,8192,8192,128"])
+        self.assertEqual(args.shape_gqa, [(2, 16, 4, 8192, 8192, 128), (1, 32, 1, 512, 8192, 64),
+                                          (2, 16, 4, 8192, 8192, 128)])
+        self.assertEqual(head_to_head.shapes_of(args), [(2, 16, 16, 8192, 8192, 128), (2, 16, 4, 8192, 8192, 128),
+                                                        (1, 32, 1, 512, 8192, 64)])
+        for mode in (["--kernel", "fs_flash_fwd_tma_v8"], ["--backward", "--kernel", "fs_flash_bwd_tma_v9"],
+                     ["--train"]):
+            with self.subTest(mode=mode):
+                args = head_to_head.parse_args([*mode, "--shape-gqa", "2,16,4,8192,8192,128"])
+                self.assertEqual(args.shape, [])
+                self.assertEqual(head_to_head.shapes_of(args), [(2, 16, 4, 8192, 8192, 128)])
+        # A KVH that does not divide H is refused by argparse (sdpa_bench.parse_shape_gqa), naming both.
+        code, text = self.run_main(["--backward", "--kernel", "fs_flash_bwd_tma_v9",
+                                    "--shape-gqa", "2,16,3,8192,8192,128"])
+        self.assertEqual(code, 2, text)
+        self.assertIn("KVH = 3 must divide H = 16", text)
+        # Nq > Nk is the project's problem without the mask (the mask would leave rows with no key).
+        args = head_to_head.parse_args(["--kernel", "fs_flash_fwd_tma_v8", "--shape-gqa", "2,16,4,1024,512,128",
+                                        "--causal", "0"])
+        self.assertEqual(head_to_head.shapes_of(args), [(2, 16, 4, 1024, 512, 128)])
+
+    def test_a_grouped_shape_the_kernel_does_not_take_is_named(self):
+        for argv, message in ((["--kernel", "fs_flash_fwd_tma_v8"], "does not take head_dim 96"),
+                              (["--backward", "--kernel", "fs_flash_bwd_tma_v9"], "does not take head_dim 96")):
+            with self.subTest(argv=argv):
+                code, _ = self.run_main([*argv, "--shape", "2,16,8192,128", "--shape-gqa", "2,16,4,8192,8192,96"])
+                self.assertIsInstance(code, str)
+                self.assertTrue(code.startswith("head_to_head: error: "), code)
+                self.assertIn(message, code)
+
+    def test_grouped_rows_are_named_as_the_stages_name_them(self):
+        import flashstages as fs
+        args = head_to_head.parse_args(["--backward", "--kernel", "fs_flash_bwd_tma_v9", "--shape", "2,16,8192,128",
+                                        "--shape", "1,16,8192,128", "--shape-gqa", "2,16,4,8192,8192,128",
+                                        "--shape-gqa", "4,32,1,512,8192,64", "--dtype", "fp16", "--causal", "1"])
+        infos = head_to_head.check_kernels(fs, fs.library(), args.kernel, head_to_head.shapes_of(args), args.dtype,
+                                           args.backward)
+        (info,) = infos.values()
+        cells = [head_to_head.cell_name("fp16", *shape, True) for shape in head_to_head.shapes_of(args)]
+        self.assertEqual(cells, ["fp16/D:128/N:8192/causal:1",  # as before: the default rule's B and H
+                                 "fp16/D:128/N:8192/causal:1/B:1/H:16",
+                                 "fp16/D:128/B:2/H:16/KVH:4/Nq:8192/Nk:8192/causal:1",
+                                 "fp16/D:64/B:4/H:32/KVH:1/Nq:512/Nk:8192/causal:1"])
+        # stages/07_tuned_tma/attention_bwd/bench.cu and sdpa_bench.py --backward --shape-gqa
+        self.assertEqual(f"{head_to_head.series_of(info)}/{cells[2]}",
+                         "stage07/attention_bwd/v9/fp16/D:128/B:2/H:16/KVH:4/Nq:8192/Nk:8192/causal:1")
+        peer = head_to_head.peer_series("cudnn", backward=True)
+        self.assertEqual(f"{peer}/{cells[2]}", "sdpa_cudnn_bwd/fp16/D:128/B:2/H:16/KVH:4/Nq:8192/Nk:8192/causal:1")
+        for (b, h, kvh, nq, nk, d), cell in zip(head_to_head.shapes_of(args), cells):
+            self.assertEqual(f"{peer}/{cell}",
+                             head_to_head.sdpa_bench.bench_name(peer, "fp16", b, h, nq, nk, d, True, kvh))
+        train_cell = head_to_head.cell_name("bf16", 2, 16, 4, 8192, 8192, 128, False)
+        self.assertEqual(f"{head_to_head.TRAIN_SERIES}/{train_cell}",
+                         "flash_attention_train/bf16/D:128/B:2/H:16/KVH:4/Nq:8192/Nk:8192/causal:0")
+        # KVH = H with Nq != Nk: the names of Nq != Nk, without KVH (as the stages')
+        self.assertEqual(head_to_head.cell_name("fp16", 1, 16, 16, 512, 16384, 128, False),
+                         "fp16/D:128/B:1/H:16/Nq:512/Nk:16384/causal:0")
+        self.assertEqual(head_to_head.cell_where("fp16", 2, 16, 4, 8192, 8192, 128, True),
+                         "fp16 B=2 H=16 KVH=4 Nq=8192 Nk=8192 D=128 causal=1")
+        self.assertEqual(head_to_head.cell_where("bf16", 2, 16, 16, 8192, 8192, 128, False),
+                         "bf16 B=2 H=16 N=8192 D=128 causal=0")
+
+    def test_grouped_kv_counts_its_bytes_not_its_flops(self):
+        # FLOPs take no KVH (every query head does its products); bytes read and write K, V (dK, dV) with KVH heads.
+        bench = head_to_head.sdpa_bench
+        b, h, kvh, n, d = 2, 16, 4, 8192, 128
+        q_bytes = b * h * n * d * 2
+        kv_bytes = b * kvh * n * d * 2
+        self.assertEqual(bench.attention_bytes(b, h, n, n, d, 2, kvh), 2 * q_bytes + 2 * kv_bytes)  # Q, O; K, V
+        self.assertEqual(head_to_head.train_bytes(b, h, n, n, d, 2, kvh),
+                         3 * bench.attention_bytes(b, h, n, n, d, 2, kvh))  # the forward's, and twice it
+        self.assertEqual(head_to_head.train_bytes(b, h, n, n, d, 2), head_to_head.train_bytes(b, h, n, n, d, 2, h))
+        self.assertLess(head_to_head.train_bytes(b, h, n, n, d, 2, kvh), head_to_head.train_bytes(b, h, n, n, d, 2))
+
+    def test_sdpa_is_called_as_sdpa_bench_calls_it(self):
+        # enable_gqa=True where K, V have fewer heads than Q, is_causal where Nq = Nk (no PyTorch needed).
+        q = types.SimpleNamespace(shape=(2, 16, 8192, 128))
+        grouped, full = (types.SimpleNamespace(shape=(2, kvh, 8192, 128)) for kvh in (4, 16))
+        self.assertEqual(head_to_head.sdpa_arguments(q, grouped, False), {"enable_gqa": True})
+        self.assertEqual(head_to_head.sdpa_arguments(q, grouped, True), {"is_causal": True, "enable_gqa": True})
+        self.assertEqual(head_to_head.sdpa_arguments(q, full, True), {"is_causal": True})
+        self.assertEqual(head_to_head.sdpa_arguments(q, full, False), {})
+
     def test_a_missing_library_is_named(self):
         saved = os.environ.get("FLASHSTAGES_LIBRARY")
         os.environ["FLASHSTAGES_LIBRARY"] = str(HERE / "no_such_library.so")
@@ -116,7 +215,8 @@ class HeadToHeadTest(unittest.TestCase):
     def test_without_cuda_it_says_so_and_writes_nothing(self):
         out = HERE / "never_written.json"
         for argv in (["--kernel", "fs_flash_fwd_tma_v8"], ["--backward", "--kernel", "fs_flash_bwd_tma_v9"],
-                     ["--train"]):
+                     ["--train"],
+                     ["--backward", "--kernel", "fs_flash_bwd_tma_v9", "--shape-gqa", "2,16,4,8192,8192,128"]):
             with self.subTest(argv=argv):
                 code, text = self.run_main([*argv, "--shape", "2,16,8192,128", "--out", str(out)])
                 self.assertEqual(code, 0)
