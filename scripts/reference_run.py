@@ -22,7 +22,7 @@ mid-part loses that part alone, and the next sitting goes on where it stopped.
                                                                belongs to exactly one part (no GPU)
 
 The estimates are from the committed H100 run (rows × repetitions × 50 ms, plus the checks and the
-peers' scripts), or, for the backward rung, from the rows its first, stopped run timed; `list` shows a
+peers' scripts), or, for the backward rung, from its parts' first runs on the H200; `list` shows a
 part's measured time once it has run. The build is the caller's:
 cmake --preset h100 && cmake --build --preset h100 --target $(python3 scripts/reference_run.py targets).
 """
