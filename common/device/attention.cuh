@@ -180,17 +180,19 @@ struct KeyBlock {
 // kVarlen false: a dense batch, every field from the sizes alone. The kernels are built both ways
 // because the variable-length fields, live in registers across the whole key loop, pushed the tuned
 // kernels into spilling (v9 at D = 64: 28 bytes where the dense build has none; ptxas -v, sm_90).
+// x: the block's place in that order, blockIdx.x unless a kernel dispatches its key blocks in another
+// order (stage 07's backward v11: last key first within a head).
 template <bool kVarlen, class A>
-__device__ __forceinline__ KeyBlock key_block_of(const A& a, int Bc) {
+__device__ __forceinline__ KeyBlock key_block_of(const A& a, int Bc, int64_t x) {
   KeyBlock kb;
   if constexpr (!kVarlen) {
-    const int64_t kv_tiles = (a.seq_k + Bc - 1) / Bc, bkv = blockIdx.x / kv_tiles;  // bkv: b·KVH + kvh
+    const int64_t kv_tiles = (a.seq_k + Bc - 1) / Bc, bkv = x / kv_tiles;  // bkv: b·KVH + kvh
     kb.k_row0 = bkv * a.seq_k;
     kb.q_head0 = bkv * a.group;  // b·H + kvh·G
     kb.q_shift = 0;
     kb.nq = a.seq_q;
     kb.nk = kb.nk_rows = a.seq_k;
-    kb.k0 = blockIdx.x % kv_tiles * Bc;
+    kb.k0 = x % kv_tiles * Bc;
     kb.offset = a.seq_k - a.seq_q;
     const int64_t kv_heads = a.heads / a.group, b = bkv / kv_heads, kvh = bkv % kv_heads;
     kb.k_at = b * a.k_strides.batch + kvh * a.k_strides.head;
@@ -198,7 +200,7 @@ __device__ __forceinline__ KeyBlock key_block_of(const A& a, int Bc) {
     kb.q_at = b * a.q_strides.batch + kvh * a.group * a.q_strides.head;
     kb.o_at = b * a.o_strides.batch + kvh * a.group * a.o_strides.head;
   } else {
-    const int64_t kv_tiles = (a.max_seq_k + Bc - 1) / Bc, x = blockIdx.x;
+    const int64_t kv_tiles = (a.max_seq_k + Bc - 1) / Bc;
     const int64_t bkv = x / kv_tiles, kv_heads = a.heads / a.group;
     const int64_t b = bkv / kv_heads, h = bkv % kv_heads * a.group;  // h: the group's first query head
     const Sequence s = sequence_of(a, bkv * a.group, b, h, 0, a.max_seq_k);
@@ -213,6 +215,11 @@ __device__ __forceinline__ KeyBlock key_block_of(const A& a, int Bc) {
     kb.k_at = s.k_at, kb.v_at = s.v_at, kb.q_at = s.q_at, kb.o_at = s.o_at;
   }
   return kb;
+}
+// The key block of block blockIdx.x.
+template <bool kVarlen, class A>
+__device__ __forceinline__ KeyBlock key_block_of(const A& a, int Bc) {
+  return key_block_of<kVarlen>(a, Bc, int64_t(blockIdx.x));
 }
 
 // How many key blocks of Bc the tile's rows see: all of them, or under the causal mask up to the

@@ -11,7 +11,9 @@
 
 #include <cuda_runtime.h>
 
+#include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "common/device/bwd_args.cuh"
 #include "common/device/sm90.cuh"
@@ -28,10 +30,14 @@ namespace fs::flash_bwd_tma {
 // turns, kv_tiles, n_block: the deterministic mode's counters, the key blocks per head and this block's
 // place among them (null turns: the atomic mode). kWholeTiles: the tile goes whole to dq_accum's tile
 // (b·H + h)·ceil(max Nq / Br) + m, b the block's batch entry, h the step's head (nq unused).
-template <int D, int kBr, bool kSplitsKeys, bool kWholeTiles = false, int kTiles = 2, class T, class StepOf>
+// turn_of(step): the turn at which this block adds step's tile, where the order is not the key blocks'
+// own (v11 under the causal mask: last key first); by default n_block.
+template <int D, int kBr, bool kSplitsKeys, bool kWholeTiles = false, int kTiles = 2, class T, class StepOf,
+          class TurnOf = std::nullptr_t>
 __device__ __forceinline__ void write_dq(const bwd::Args<T>& a, int64_t steps, StepOf step_of, int64_t nq,
                                          const unsigned char* sdQ, int tile_bytes, uint64_t* dq_full,
-                                         uint64_t* dq_empty, int32_t* turns, int64_t kv_tiles, int64_t n_block) {
+                                         uint64_t* dq_empty, int32_t* turns, int64_t kv_tiles, int64_t n_block,
+                                         TurnOf turn_of = nullptr) {
   for (int64_t t = 0; t < steps; ++t) {
     const int b = int(t % kTiles);
     const auto s = step_of(t);
@@ -47,7 +53,10 @@ __device__ __forceinline__ void write_dq(const bwd::Args<T>& a, int64_t steps, S
     int32_t* turn = turns ? turns + slot_tile : nullptr;
     sm90::mbarrier_wait_parity(&dq_full[b], uint32_t(t / kTiles) & 1);  // every consumer warp's share is in
     if (turn) {
-      wait_turn(turn, int32_t(n_block));
+      if constexpr (std::is_same_v<TurnOf, std::nullptr_t>)
+        wait_turn(turn, int32_t(n_block));
+      else
+        wait_turn(turn, int32_t(turn_of(s)));
       sm90::fence_proxy_async_global();  // the bulk adds below come after the previous block's
     }
     if constexpr (kSplitsKeys) {

@@ -29,11 +29,12 @@ __device__ __forceinline__ float half_to_float(uint16_t bits) {
 // (the m64nD accumulator layout: rdK[n][2·e2 + {0, 1}] are columns 8n + 2·t4 + {0, 1} of row key_l + 8·e2),
 // rounded to T, two columns per store; the key rows the block owns up to nk_rows (a padded entry's rows
 // past nk get zeros). The block's rows are worked out again rather than kept in registers through the
-// walk (for a packed batch, two loads of cu_seqlens).
+// walk (for a packed batch, two loads of cu_seqlens). block: the block's place in the key blocks' order
+// (attn::key_block_of), blockIdx.x unless the kernel dispatches them in another order (v11).
 template <class T, int D>
 __device__ __forceinline__ void write_dk_dv(const bwd::Args<T>& a, int Bc, int key_l, int t4, const float (&rdK)[D / 8][4],
-                                            const float (&rdV)[D / 8][4]) {
-  const attn::KeyBlock kbe = attn::key_block_of</*kVarlen=*/true>(a, Bc);
+                                            const float (&rdV)[D / 8][4], int64_t block = -1) {
+  const attn::KeyBlock kbe = attn::key_block_of</*kVarlen=*/true>(a, Bc, block < 0 ? int64_t(blockIdx.x) : block);
 #pragma unroll
   for (int e2 = 0; e2 < 2; ++e2) {
     const int64_t j = kbe.k0 + key_l + 8 * e2;

@@ -2,8 +2,9 @@
 // backward at odd sizes (N = 1, 17, 1000, tails in both tile directions, Nq ≠ Nk both ways, causal
 // aligned bottom-right): dQ, dK, dV and delta, outputs poisoned first, each at most 2× the error of the
 // naive backward (stage 05's v0) in the same precision, with delta asked for and not, and in
-// deterministic mode twice (dQ bitwise the same); grouped K/V heads (GQA, MQA: dK and dV the sums over
-// each group); custom and negative scales; logits up to about 1e4; padded and packed batches (entries
+// deterministic mode twice (dQ bitwise the same; under the causal mask also with more key blocks than
+// run at once); grouped K/V heads (GQA, MQA: dK and dV the sums over each group); custom and negative
+// scales; logits up to about 1e4; padded and packed batches (entries
 // with no query or no key, the padding NaN, grouped K/V) and lengths that break the rules; strided
 // layouts ([B, N, H, D], packed QKV and dQKV slices); every error code the backward can return, with
 // nothing written; what the Hopper versions do not take (D = 32, 256; fp32) named before any launch;
@@ -13,6 +14,8 @@
 #include <functional>
 #include <utility>
 #include <vector>
+
+#include <cuda_runtime.h>
 
 #include "common/lib/device.h"
 #include "common/tools/attention_tests.h"
@@ -137,6 +140,24 @@ FS_GPU_TEST_CASE("stage07 attention_bwd every version gives finite gradients for
       for (float scale : {900.0f, -900.0f})
         for (bool causal : {false, true})
           testing::check_bwd_extreme_logits(*k, attention_shape(1, 2, 100, 300, 64, t, causal, scale), 79100);
+  }
+}
+
+// Deterministic dQ under the causal mask when a head has more key blocks than the GPU runs at once (one
+// block per SM): 100 query rows see every one of Nk = 128·(SMs + 3) + 50 keys, so every key block adds
+// into the same query tiles in turn. v1 … v10 wait for the blocks of earlier keys, v11 for those of later
+// keys, which it dispatches first (turns.cuh): a wrong order would hang here rather than fail.
+FS_GPU_TEST_CASE("stage07 attention_bwd deterministic and causal with more key blocks than run at once") {
+  FS_SKIP_WITHOUT_GPU();
+  int sms = 0;
+  REQUIRE(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0) == cudaSuccess);
+  const int64_t nk = 128 * int64_t(sms + 3) + 50;
+  for (const KernelDesc* k : kAll) {
+    if (!testing::runs_here(*k)) continue;
+    uint64_t seed = 280000;
+    for (DType t : kDtypes)
+      for (int64_t d : head_dims(*k))
+        testing::check_bwd_against_reference(*k, attention_shape(1, 1, 100, nk, d, t, /*causal=*/true), ++seed, naive());
   }
 }
 

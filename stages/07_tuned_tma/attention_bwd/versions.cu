@@ -16,6 +16,7 @@ KernelList stage07_attention_bwd_kernels() {
       &kFlashBwdTmaV8,
       &kFlashBwdTmaV9,
       &kFlashBwdTmaV10,
+      &kFlashBwdTmaV11,
   };
   return kernel_list(versions);
 }

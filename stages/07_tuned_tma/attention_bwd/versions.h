@@ -13,6 +13,7 @@
 //   v8  v7 with 128 query rows a step at D = 64, dQ split between the consumers by rows
 //   v9  v8 with a lean elementwise pass: the rows loaded once under Sᵀ, one-instruction exp2, edge-only masks
 //   v10 v9 with the next step's Sᵀ issued before this step's barrier and dQ
+//   v11 v10 with deterministic dQ under the causal mask in the shortest-first order: last key first
 //
 // Every version takes dense, padded (seq_lens) and packed (cu_seqlens) batches, grouped K/V heads
 // (dK, dV summed over each group), any layout with D contiguous and 16-byte strides, and the
@@ -34,5 +35,6 @@ extern const KernelDesc kFlashBwdTmaV7;
 extern const KernelDesc kFlashBwdTmaV8;
 extern const KernelDesc kFlashBwdTmaV9;
 extern const KernelDesc kFlashBwdTmaV10;
+extern const KernelDesc kFlashBwdTmaV11;
 
 }  // namespace fs
