@@ -44,7 +44,8 @@ const KernelDesc* naive() { return find_kernels("stage05/v0").at(0); }
 FS_CPU_TEST_CASE("stage07 attention_bwd: the registry lists its versions apart from the forward's") {
   const std::vector<const KernelDesc*> in_order = {&kFlashBwdTmaV1, &kFlashBwdTmaV2, &kFlashBwdTmaV3, &kFlashBwdTmaV4,
                                                     &kFlashBwdTmaV5, &kFlashBwdTmaV6, &kFlashBwdTmaV7,
-                                                    &kFlashBwdTmaV8, &kFlashBwdTmaV9, &kFlashBwdTmaV10};
+                                                    &kFlashBwdTmaV8, &kFlashBwdTmaV9, &kFlashBwdTmaV10,
+                                                    &kFlashBwdTmaV11};
   CHECK(kAll == in_order);
   for (const KernelDesc* k : kAll) {
     INFO(k->qualified());
