@@ -6,7 +6,8 @@
 // run at once); grouped K/V heads (GQA, MQA: dK and dV the sums over each group); custom and negative
 // scales; logits up to about 1e4; padded and packed batches (entries
 // with no query or no key, the padding NaN, grouped K/V) and lengths that break the rules; strided
-// layouts ([B, N, H, D], packed QKV and dQKV slices); every error code the backward can return, with
+// layouts ([B, N, H, D], packed QKV and dQKV slices); tensors of more than 2^31 elements (the last head
+// checked lies past element 2^31); every error code the backward can return, with
 // nothing written; what the Hopper versions do not take (D = 32, 256; fp32) named before any launch;
 // FS_ERR_UNSUPPORTED_DEVICE off sm_90. The versions and the naive baseline come from the library's
 // registry.
@@ -159,6 +160,33 @@ FS_GPU_TEST_CASE("stage07 attention_bwd deterministic and causal with more key b
     for (DType t : kDtypes)
       for (int64_t d : head_dims(*k))
         testing::check_bwd_against_reference(*k, attention_shape(1, 1, 100, nk, d, t, /*causal=*/true), ++seed, naive());
+  }
+}
+
+FS_GPU_TEST_CASE("stage07 attention_bwd every version: Q, K, V, O, dO and the gradients of more than 2^31 elements") {
+  FS_SKIP_WITHOUT_GPU();
+  if (testing::sanitizer_sizes()) {
+    // 4.3 GB per tensor: minutes under a sanitizer, and the 64-bit offsets it exercises are the same
+    // arithmetic the small cases run through.
+    testing::record_skip();
+    MESSAGE("SKIPPED under the sanitizer: tensors of 2^31 elements");
+    return;
+  }
+  // B·H = 16400 heads of 1024 × 128, causal: 2,149,580,800 elements per tensor, 2^31 + 2,097,152, and
+  // about 43 GB on the GPU with dQ's fp32 workspace. The fp64 reference covers the first and the last
+  // head, which starts past element 2^31 of every tensor (TMA reaches it through the maps' head and batch
+  // coordinates; dK, dV, LSE, delta and dQ's workspace are addressed with 64-bit offsets). No naive
+  // baseline here: its N × N scores for every head would take 69 GB.
+  const AttentionParams shape = attention_shape(2, 8200, 1024, 1024, 128, DType::FP16, true);
+  AttentionBwdFixture problem(shape, 7995, /*max_heads=*/2);
+  for (const KernelDesc* k : kAll) {
+    if (!testing::runs_here(*k)) continue;
+    INFO(k->qualified());
+    const AttentionBwdCheck c = problem.run(*k);
+    REQUIRE_MESSAGE(c.status == Status::Success, std::string(status_name(c.status)));
+    MESSAGE(k->qualified(), "  dQ: ", c.dq.str(), "  dK: ", c.dk.str(), "  dV: ", c.dv.str());
+    CHECK(c.heads_checked == 2);
+    CHECK(c.passed(backward_tolerance(DType::FP16)));
   }
 }
 
