@@ -117,6 +117,7 @@ def ceiling_peak_key(run: Run) -> str | None:
 # ---------------------------------------------------------------------------------------------
 
 STAGE_SERIES = re.compile(r"(stage\d+)(?:/(.+))?$")
+PLAIN_VERSION = re.compile(r"(^|/)v\d+$")
 GROUPS = ("attention", "gemm")
 
 
@@ -144,8 +145,8 @@ class Headline:
 
     group: str  # "attention" or "gemm"
     run: Run
-    stage: str  # "stage04", or a peer's series ("cublas")
-    version: str  # "v5"; "" for a peer
+    stage: str  # "stage04"; a backward rung of a stage's own, "stage07/attention_bwd"; or a peer's series ("cublas")
+    version: str  # "v5", "attention/v8"; "" for a peer
     peer: bool
 
     @property
@@ -153,10 +154,15 @@ class Headline:
         return self.run.name.dtype
 
     @property
+    def stage_name(self) -> str:
+        """The stage, without its rung: "stage07" for "stage07/attention_bwd"."""
+        return self.stage.split("/")[0]
+
+    @property
     def label(self) -> str:
         if self.peer:
             return self.stage
-        text = f"{self.stage} {self.version}".strip()
+        text = f"{self.stage_name} {self.version}".strip()
         note = STAGE_NOTES.get(self.stage)
         return f"{text} ({note})" if note else text
 
@@ -175,8 +181,11 @@ def headline_entries(results: Results) -> list[Headline]:
         if group is None or r.tflops is None or r.name.dtype not in HEADLINE_DTYPES:
             continue
         stage = STAGE_SERIES.match(r.name.series)
-        if stage:
-            key = (group, r.name.dtype, stage.group(1))
+        if stage and PLAIN_VERSION.search(r.name.series):  # vN itself, not a variant (v10_deterministic)
+            # A backward rung within a forward stage (stage07/attention_bwd) is a stage of its own here:
+            # its fastest version stands beside the forward's, not behind it.
+            rung = r.name.series.rsplit("/", 1)[0]
+            key = (group, r.name.dtype, rung if "/" in rung and STAGE_NOTES.get(rung) == "backward" else stage.group(1))
             if key not in best or r.tflops > best[key].tflops:
                 best[key] = r
         elif r.name.series in HEADLINE_PEERS:

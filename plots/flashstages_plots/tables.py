@@ -294,7 +294,7 @@ def ladder_tables(results: Results, prefix: tuple[str, ...] | None) -> tuple[lis
     rows = []
     for e in entries:
         peak, _ = peak_of(results, e.dtype, e.run.source)
-        stage = f"{e.stage} ({STAGE_NOTES[e.stage]})" if e.stage in STAGE_NOTES else e.stage
+        stage = f"{e.stage_name} ({STAGE_NOTES[e.stage]})" if e.stage in STAGE_NOTES else e.stage_name
         cells = [f"{e.stage} (peer)" if e.peer else stage, e.version or "—", e.dtype,
                  ("attention " if e.group == "attention" else "GEMM ") + headline_shape_text(e.group),
                  f"`{e.run.source}`", format_number(e.run.tflops), format_percent(percent(e.run.tflops, peak))]

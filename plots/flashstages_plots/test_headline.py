@@ -65,6 +65,28 @@ class HeadlineEntriesTest(unittest.TestCase):
         self.assertEqual((stage04.run.source, stage04.run.tflops), ("stage04.json", 360.0))
 
 
+    def test_a_backward_rung_stands_beside_its_stage_forward(self):
+        # stage07/attention_bwd is a stage of its own in the ladder: its fastest plain version (not a
+        # variant such as v10_deterministic) beside the forward's, and the backward peers from its run.
+        cell = "fp16/D:128/N:8192/causal:0"
+        rows = {"stage07_attention.json": {f"stage07/attention/v8/{cell}": 610.0},
+                "stage07_attention_bwd.json": {f"stage07/attention_bwd/v10/{cell}": 480.0,
+                                               f"stage07/attention_bwd/v9/{cell}": 455.0,
+                                               f"stage07/attention_bwd/v10_deterministic/{cell}": 490.0,
+                                               f"sdpa_cudnn_bwd/{cell}": 515.0},
+                "stage05.json": {f"stage05/v10/{cell}": 300.0, f"sdpa_cudnn_bwd/{cell}": 505.0}}
+        with tempfile.TemporaryDirectory() as tmp:
+            for file_name, content in rows.items():
+                (Path(tmp) / file_name).write_text(json.dumps({"context": {}, "benchmarks": [
+                    {"name": n, "real_time": 1.0, "time_unit": "ms", "TFLOPS": t} for n, t in content.items()]}))
+            with contextlib.redirect_stderr(io.StringIO()):
+                entries = headline_entries(load_results(Path(tmp)))
+        self.assertEqual([(e.label, e.run.tflops) for e in entries], [
+            ("stage05 v10 (backward)", 300.0), ("stage07 attention/v8", 610.0),
+            ("stage07 attention_bwd/v10 (backward)", 480.0), ("sdpa_cudnn_bwd", 515.0)])
+        self.assertEqual(entries[-1].run.source, "stage07_attention_bwd.json")
+
+
 class RoofTest(unittest.TestCase):
     def test_bound_is_the_lower_roof(self):
         compute = Roof("fp32 FFMA peak", 66.9, "`peak_fp32_tflops`", False, "fp32")
