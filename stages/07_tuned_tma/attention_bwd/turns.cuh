@@ -10,7 +10,9 @@
 // n − 2 … of the same (batch entry, K/V head), which have lower blockIdx.x. Blocks are dispatched in
 // increasing blockIdx.x, so every block waited for is resident or finished when its successor spins,
 // and block 0 never waits. Each block walks its query tiles in the same order (query head, then tile),
-// so no two blocks wait on each other.
+// so no two blocks wait on each other. v11 under the causal mask turns both round: a tile's adds run
+// from the last key block that sees it down to block 0, and a head's key blocks are dispatched last key
+// first, so the blocks waited for still have the lower blockIdx.x.
 #pragma once
 
 #include <cstdint>
