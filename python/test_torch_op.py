@@ -442,21 +442,26 @@ class Compile(unittest.TestCase):
         self.assertIn("head_dim 256: the backward, fs_flash_bwd_v10", str(caught.exception))
 
 
-def main():
-    """`test_torch_op.py [LIBRARY]`: without PyTorch and a GPU exit 77 (CTest's "skipped"), or fail when
-    FLASHSTAGES_REQUIRE_GPU=1."""
+def run_gpu_cases(cases, what):
+    """`<test>.py [LIBRARY]`: the test cases `cases` (TestCase classes, or a function returning them, called
+    once the GPU is known); without PyTorch and a GPU exit 77 (CTest's "skipped", printing that `what` needs
+    them), or fail when FLASHSTAGES_REQUIRE_GPU=1."""
     args = sys.argv[1:]
     if args and not args[0].startswith("-"):
         os.environ["FLASHSTAGES_LIBRARY"] = args.pop(0)
     if not has_gpu():
         if os.environ.get("FLASHSTAGES_REQUIRE_GPU", "0") not in ("", "0"):
             sys.exit("FLASHSTAGES_REQUIRE_GPU=1 but PyTorch sees no CUDA GPU (or this Python has no PyTorch)")
-        print("SKIPPED: flash_attention's operator tests need PyTorch with a CUDA GPU")
+        print(f"SKIPPED: {what} need PyTorch with a CUDA GPU")
         sys.exit(77)
-    cases = [OpCheck, Accuracy, DefaultPick, Compile]
+    cases = cases() if callable(cases) else cases
     suite = unittest.TestSuite(unittest.defaultTestLoader.loadTestsFromTestCase(c) for c in cases)
     result = unittest.TextTestRunner(verbosity=2).run(suite)
     sys.exit(0 if result.wasSuccessful() else 1)
+
+
+def main():
+    run_gpu_cases([OpCheck, Accuracy, DefaultPick, Compile], "flash_attention's operator tests")
 
 
 if __name__ == "__main__":

@@ -26,7 +26,9 @@ queries, so the blocks' gradients add up to the whole backward.
 
 This module holds the plan (zigzag_chunks, ring_plan, rank_work), the merge, and a reference of the
 whole ring in fp64, simulated in one process over W ranks (ring_attention_forward,
-ring_attention_backward), which the tests hold against plain attention (python/test_context_parallel.py). Shapes: q [B, H, N, D], k and v [B, KVH, N, D] with
+ring_attention_backward), which the tests hold against plain attention (python/test_context_parallel.py);
+and the same ring run on one GPU with the library's kernels, rank after rank (ring_attention_one_gpu,
+ring_attention_one_gpu_backward: PyTorch, imported at their first call; python/test_context_parallel_gpu.py). Shapes: q [B, H, N, D], k and v [B, KVH, N, D] with
 KVH a divisor of H (grouped-query attention: query head h reads K/V head h // (H / KVH)), lse [B, H, N].
 """
 from __future__ import annotations
@@ -37,7 +39,8 @@ from dataclasses import dataclass
 import numpy as np
 
 __all__ = ["Call", "zigzag_chunks", "shard_chunks", "shard_rows", "pair_kind", "ring_plan", "rank_work", "merge",
-           "attention_block", "attention_block_backward", "ring_attention_forward", "ring_attention_backward"]
+           "attention_block", "attention_block_backward", "ring_attention_forward", "ring_attention_backward",
+           "ring_attention_one_gpu", "ring_attention_one_gpu_backward"]
 
 
 def zigzag_chunks(seq_len: int, world: int) -> list[tuple[int, int]]:
@@ -229,3 +232,83 @@ def ring_attention_backward(q, k, v, o, lse, do, world: int, causal: bool = Fals
     dk = sum(t[0] for t in travelling.values())  # each shard's rows were written by its own accumulator alone
     dv = sum(t[1] for t in travelling.values())
     return dq, dk, dv
+
+
+# ---------------------------------------------------------------------------------------------------
+# The ring on one GPU with the library's kernels (PyTorch, imported at the first call)
+# ---------------------------------------------------------------------------------------------------
+
+def _merge_torch(o, lse, o_part, lse_part):
+    """merge() on PyTorch tensors: o float32, o_part in the kernels' dtype, LSE float32."""
+    from . import _torch
+    torch = _torch()
+    lse_new = torch.logaddexp(lse, lse_part)
+    shift = torch.where(torch.isfinite(lse_new), lse_new, torch.zeros_like(lse_new))
+    return (torch.exp(lse - shift)[..., None] * o + torch.exp(lse_part - shift)[..., None] * o_part.float(),
+            lse_new)
+
+
+def _check_torch(q, k, v, world):
+    from . import _torch
+    torch = _torch()  # without PyTorch: ModuleNotFoundError saying what to install
+    if not all(isinstance(t, torch.Tensor) for t in (q, k, v)):
+        raise TypeError("q, k and v must be PyTorch tensors")
+    if q.dim() != 4 or k.dim() != 4 or k.shape != v.shape:
+        raise ValueError(f"q must be [B, H, N, D] and k, v [B, KVH, N, D] alike; got {tuple(q.shape)}, "
+                         f"{tuple(k.shape)}, {tuple(v.shape)}")
+    if q.shape[2] != k.shape[2]:
+        raise ValueError(f"the ring splits one sequence: q has {q.shape[2]} rows, k {k.shape[2]}")
+    if not isinstance(world, int) or world < 1:
+        raise ValueError(f"world must be a positive int, not {world!r}")
+
+
+def _calls_one_gpu(n, world, causal):
+    """Every (query rows, key rows, causal) call of the ring, rank by rank and step by step, the
+    empty chunks of a sequence shorter than 2·world left out."""
+    chunks = zigzag_chunks(n, world)
+    for rank in range(world):
+        for _, calls in ring_plan(rank, world, causal):
+            for c in calls:
+                qr, kr = slice(*chunks[c.q_chunk]), slice(*chunks[c.k_chunk])
+                if qr.stop > qr.start and kr.stop > kr.start:
+                    yield qr, kr, c.causal
+
+
+def ring_attention_one_gpu(q, k, v, world: int, causal: bool = False, scale: float | None = None):
+    """The ring of `world` ranks run on one GPU, rank after rank: each chunk pair through the library's
+    fastest forward (flashstages.torch_ops(), as flash_attention picks it), the partials merged into a
+    float32 running O and LSE, as each rank of a real ring keeps them. What a real ring adds is only the
+    transfers. q [B, H, N, D], k and v [B, KVH, N, D] on one CUDA device. Returns (O in q's dtype,
+    LSE float32 [B, H, N])."""
+    from . import _torch, torch_ops
+    _check_torch(q, k, v, world)
+    torch, ops = _torch(), torch_ops()
+    o = torch.zeros(q.shape, dtype=torch.float32, device=q.device)
+    lse = torch.full(q.shape[:3], float("-inf"), dtype=torch.float32, device=q.device)
+    for qr, kr, diagonal in _calls_one_gpu(q.shape[2], world, causal):
+        o_part, lse_part = ops.flash_attention_forward(q[:, :, qr].contiguous(), k[:, :, kr].contiguous(),
+                                                       v[:, :, kr].contiguous(), diagonal, scale, False, None, None)
+        o[:, :, qr], lse[:, :, qr] = _merge_torch(o[:, :, qr], lse[:, :, qr], o_part, lse_part)
+    return o.to(q.dtype), lse
+
+
+def ring_attention_one_gpu_backward(q, k, v, out, lse, d_out, world: int, causal: bool = False,
+                                    scale: float | None = None):
+    """The ring's backward on one GPU: each chunk pair through the library's fastest backward, with the
+    rows' final O and LSE (so that its delta is the final rowsum(dO ∘ O)), dQ, dK and dV summed in
+    float32 as the ring would sum them (dK and dV travelling with their shard). Returns (dQ, dK, dV) in
+    q's dtype."""
+    from . import _torch, torch_ops
+    _check_torch(q, k, v, world)
+    torch, ops = _torch(), torch_ops()
+    dq = torch.zeros(q.shape, dtype=torch.float32, device=q.device)
+    dk = torch.zeros(k.shape, dtype=torch.float32, device=k.device)
+    dv = torch.zeros(v.shape, dtype=torch.float32, device=v.device)
+    for qr, kr, diagonal in _calls_one_gpu(q.shape[2], world, causal):
+        dq_p, dk_p, dv_p = ops.flash_attention_backward(
+            d_out[:, :, qr].contiguous(), q[:, :, qr].contiguous(), k[:, :, kr].contiguous(), v[:, :, kr].contiguous(),
+            out[:, :, qr].contiguous(), lse[:, :, qr].contiguous(), diagonal, scale, False, None)
+        dq[:, :, qr] += dq_p.float()
+        dk[:, :, kr] += dk_p.float()
+        dv[:, :, kr] += dv_p.float()
+    return dq.to(q.dtype), dk.to(k.dtype), dv.to(v.dtype)
