@@ -163,7 +163,7 @@ FS_GPU_TEST_CASE("stage07 attention_bwd deterministic and causal with more key b
   }
 }
 
-FS_GPU_TEST_CASE("stage07 attention_bwd every version: Q, K, V, O, dO and the gradients of more than 2^31 elements") {
+FS_GPU_TEST_CASE("stage07 attention_bwd every version: Q K V O dO and the gradients of more than 2^31 elements") {
   FS_SKIP_WITHOUT_GPU();
   if (testing::sanitizer_sizes()) {
     // 4.3 GB per tensor: minutes under a sanitizer, and the 64-bit offsets it exercises are the same
