@@ -36,7 +36,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-import numpy as np
+try:
+    import numpy as np
+except ModuleNotFoundError:  # the plan and the reference are numpy code; the rest of flashstages is not
+    raise ModuleNotFoundError("flashstages.context_parallel needs numpy: python3 -m pip install numpy "
+                              "(scripts/setup.sh brings it with matplotlib)", name="numpy") from None
 
 __all__ = ["Call", "zigzag_chunks", "shard_chunks", "shard_rows", "pair_kind", "ring_plan", "rank_work", "merge",
            "attention_block", "attention_block_backward", "ring_attention_forward", "ring_attention_backward",
