@@ -534,9 +534,14 @@ void check_gradients(const AttentionBwdCheck& c, DType t) {
 
 void check_bwd_against_reference(const KernelDesc& kernel, const AttentionParams& shape, uint64_t seed,
                                  const KernelDesc* naive) {
-  INFO(name(kernel), " ", describe(shape), " seed=", seed);
-  const DType t = dtype_of(shape);
+  INFO("seed=", seed);
   AttentionBwdFixture problem(shape, seed);
+  check_bwd_against_reference(kernel, problem, naive);
+}
+
+void check_bwd_against_reference(const KernelDesc& kernel, AttentionBwdFixture& problem, const KernelDesc* naive) {
+  INFO(name(kernel), " ", describe(problem.shape()));
+  const DType t = dtype_of(problem.shape());
   const AttentionBwdCheck c = problem.run(kernel);
   REQUIRE_MESSAGE(c.status == Status::Success, std::string(status_name(c.status)));
   check_gradients(c, t);

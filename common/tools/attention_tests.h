@@ -135,6 +135,9 @@ void check_bad_layouts(const KernelDesc& kernel);
 // before each launch.
 void check_bwd_against_reference(const KernelDesc& kernel, const AttentionParams& shape, uint64_t seed,
                                  const KernelDesc* naive = nullptr);
+// The same checks on a problem made once: a stage that checks all its versions on the same shapes builds
+// one fixture per shape (its fp64 reference, the slow part on the host) and calls this for each version.
+void check_bwd_against_reference(const KernelDesc& kernel, AttentionBwdFixture& problem, const KernelDesc* naive = nullptr);
 
 // Logits far outside the usual range (|scale·S| up to about 1e4, the scale ±`magnitude`): every
 // gradient and delta finite.

@@ -96,29 +96,44 @@ FS_CPU_TEST_CASE("stage07 attention_bwd runs on sm_90 alone: FS_ERR_UNSUPPORTED_
   }
 }
 
+// The two largest cases build one problem per shape, its fp64 reference (the slow part, on the host)
+// once, and check every version on it.
+namespace {
+std::vector<const KernelDesc*> versions_here() {
+  std::vector<const KernelDesc*> here;
+  for (const KernelDesc* k : kAll)
+    if (testing::runs_here(*k)) here.push_back(k);
+  return here;
+}
+}  // namespace
+
 FS_GPU_TEST_CASE("stage07 attention_bwd every version matches fp64 at odd sizes in fp16 and bf16 at D 64 and 128") {
   FS_SKIP_WITHOUT_GPU();
-  for (const KernelDesc* k : kAll) {
-    if (!testing::runs_here(*k)) continue;
-    uint64_t seed = 70000 + 10000 * uint64_t(k->info.version[1] - '0');
-    for (DType t : kDtypes)
-      for (int64_t d : head_dims(*k))
-        for (const auto& shape : testing::odd_shapes(t, {d}))
-          testing::check_bwd_against_reference(*k, shape, ++seed, naive());
-  }
+  const std::vector<const KernelDesc*> here = versions_here();
+  if (here.empty()) return;
+  uint64_t seed = 70000;
+  for (DType t : kDtypes)
+    for (const auto& shape : testing::odd_shapes(t, head_dims(*here.front()))) {
+      INFO("seed=", ++seed);
+      AttentionBwdFixture problem(shape, seed);
+      for (const KernelDesc* k : here) testing::check_bwd_against_reference(*k, problem, naive());
+    }
 }
 
 FS_GPU_TEST_CASE("stage07 attention_bwd every version matches fp64 with grouped K/V heads (GQA and MQA)") {
   FS_SKIP_WITHOUT_GPU();
-  for (const KernelDesc* k : kAll) {
-    if (!testing::runs_here(*k)) continue;
-    uint64_t seed = 170000 + 10000 * uint64_t(k->info.version[1] - '0');
-    for (DType t : kDtypes) {
-      std::vector<AttentionParams> shapes = testing::gqa_shapes(t, head_dims(*k));
-      AttentionParams more_queries = attention_shape(2, 4, 100, 17, 64, t);
-      more_queries.kv_heads = 1;
-      shapes.push_back(more_queries);
-      for (const auto& shape : shapes) testing::check_bwd_against_reference(*k, shape, ++seed, naive());
+  const std::vector<const KernelDesc*> here = versions_here();
+  if (here.empty()) return;
+  uint64_t seed = 170000;
+  for (DType t : kDtypes) {
+    std::vector<AttentionParams> shapes = testing::gqa_shapes(t, head_dims(*here.front()));
+    AttentionParams more_queries = attention_shape(2, 4, 100, 17, 64, t);
+    more_queries.kv_heads = 1;
+    shapes.push_back(more_queries);
+    for (const auto& shape : shapes) {
+      INFO("seed=", ++seed);
+      AttentionBwdFixture problem(shape, seed);
+      for (const KernelDesc* k : here) testing::check_bwd_against_reference(*k, problem, naive());
     }
   }
 }
