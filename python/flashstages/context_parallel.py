@@ -118,15 +118,20 @@ def rank_work(seq_len: int, rank: int, world: int, causal: bool) -> int:
 
 
 def merge(o, lse, o_part, lse_part):
-    """The output over two sets of keys from each set's output and log-sum-exp (numpy arrays): o, o_part
-    [..., N, D], lse, lse_part [..., N]; a row that has seen no key has LSE −inf (its O is ignored). Exact:
-    see the module's docstring. Returns (o, lse), o in o's dtype (keep it fp32 or wider when the parts
-    come in 16 bits: the running sum is where rounding would accumulate)."""
-    lse_new = np.logaddexp(lse, lse_part)
-    shift = np.where(np.isfinite(lse_new), lse_new, 0.0)  # both −inf: the row has still seen no key
-    w, w_part = np.exp(lse - shift), np.exp(lse_part - shift)  # exp(−inf − shift) = 0
-    out = w[..., None] * o + w_part[..., None] * o_part.astype(o.dtype)
-    return out.astype(o.dtype), lse_new
+    """The output over two sets of keys from each set's output and log-sum-exp: o, o_part [..., N, D],
+    lse, lse_part [..., N], numpy arrays or PyTorch tensors alike; a row that has seen no key has LSE −inf
+    (its O is ignored). Exact: see the module's docstring. Returns (o, lse), o in o's dtype (keep it fp32
+    or wider when the parts come in 16 bits: the running sum is where rounding would accumulate)."""
+    if isinstance(o, np.ndarray):
+        xp = np
+    else:
+        from . import _torch
+        xp = _torch()
+    lse_new = xp.logaddexp(lse, lse_part)
+    shift = xp.where(xp.isfinite(lse_new), lse_new, 0.0)  # both −inf: the row has still seen no key
+    w, w_part = xp.exp(lse - shift), xp.exp(lse_part - shift)  # exp(−inf − shift) = 0
+    out = w[..., None] * o + w_part[..., None] * xp.asarray(o_part, dtype=o.dtype)
+    return xp.asarray(out, dtype=o.dtype), lse_new
 
 
 def _group(q: np.ndarray, k: np.ndarray) -> int:
@@ -177,13 +182,26 @@ def attention_block_backward(q, k, v, do, lse, delta, scale: float, causal: bool
 
 
 def _check(q, k, v, world):
+    """The shapes the ring takes (numpy arrays or PyTorch tensors alike), each refusal named."""
     _group(q, k)
     if k.shape != v.shape:
-        raise ValueError(f"k {k.shape} and v {v.shape} must have the same shape")
+        raise ValueError(f"k {tuple(k.shape)} and v {tuple(v.shape)} must have the same shape")
     if q.shape[2] != k.shape[2]:
         raise ValueError(f"the ring splits one sequence: q has {q.shape[2]} rows, k {k.shape[2]}")
     if not isinstance(world, int) or world < 1:
         raise ValueError(f"world must be a positive int, not {world!r}")
+
+
+def _ring_calls(seq_len: int, world: int, causal: bool):
+    """Every call of the ring as (query rows, key rows, causal), rank after rank and step after step as
+    ring_plan lists them; the empty chunks of a sequence shorter than 2·world left out."""
+    chunks = zigzag_chunks(seq_len, world)
+    for rank in range(world):
+        for _, calls in ring_plan(rank, world, causal):  # in a real ring, the shard arrives from the left
+            for c in calls:
+                qr, kr = slice(*chunks[c.q_chunk]), slice(*chunks[c.k_chunk])
+                if qr.stop > qr.start and kr.stop > kr.start:
+                    yield qr, kr, c.causal
 
 
 def ring_attention_forward(q, k, v, world: int, causal: bool = False, scale: float | None = None,
@@ -193,48 +211,33 @@ def ring_attention_forward(q, k, v, world: int, causal: bool = False, scale: flo
     shards passed round. partial_dtype (e.g. np.float16) rounds each call's O as a 16-bit kernel returns
     it, to show what that costs. Returns (O, LSE) in the sequence's order, as plain attention gives them."""
     _check(q, k, v, world)
-    n, scale = q.shape[2], 1.0 / math.sqrt(q.shape[3]) if scale is None else scale
-    chunks = zigzag_chunks(n, world)
-    rows = lambda c: slice(*chunks[c])  # noqa: E731
+    scale = 1.0 / math.sqrt(q.shape[3]) if scale is None else scale
     o = np.zeros(q.shape, dtype=np.float64)
     lse = np.full(q.shape[:3], -np.inf)
-    for rank in range(world):
-        for _, calls in ring_plan(rank, world, causal):  # in a real ring, the shard arrives from the left
-            for c in calls:
-                o_part, lse_part = attention_block(q[:, :, rows(c.q_chunk)], k[:, :, rows(c.k_chunk)],
-                                                   v[:, :, rows(c.k_chunk)], scale, c.causal)
-                if partial_dtype is not None:
-                    o_part = o_part.astype(partial_dtype)
-                r = rows(c.q_chunk)
-                o[:, :, r], lse[:, :, r] = merge(o[:, :, r], lse[:, :, r], o_part, lse_part)
+    for qr, kr, diagonal in _ring_calls(q.shape[2], world, causal):
+        o_part, lse_part = attention_block(q[:, :, qr], k[:, :, kr], v[:, :, kr], scale, diagonal)
+        if partial_dtype is not None:
+            o_part = o_part.astype(partial_dtype)
+        o[:, :, qr], lse[:, :, qr] = merge(o[:, :, qr], lse[:, :, qr], o_part, lse_part)
     return o, lse
 
 
 def ring_attention_backward(q, k, v, o, lse, do, world: int, causal: bool = False, scale: float | None = None):
     """The ring's backward simulated over `world` ranks: delta = rowsum(dO ∘ O) per rank for its own rows;
-    at each step a rank adds its queries' share into its dQ and into the dK, dV accumulators that travel
-    with the K/V shard in hand (one more hop after the last step brings them home). Returns (dQ, dK, dV)
-    in the sequence's order."""
+    each call adds its queries' share into their dQ and its keys' share into the dK, dV of the K/V shard in
+    hand (in a real ring those travel with the shard and go one more hop home after the last step; the
+    rows of each shard's dK and dV are added by its calls alone, so here they are summed in place).
+    Returns (dQ, dK, dV) in the sequence's order."""
     _check(q, k, v, world)
-    n, scale = q.shape[2], 1.0 / math.sqrt(q.shape[3]) if scale is None else scale
-    chunks = zigzag_chunks(n, world)
-    rows = lambda c: slice(*chunks[c])  # noqa: E731
+    scale = 1.0 / math.sqrt(q.shape[3]) if scale is None else scale
     delta = np.einsum("bhid,bhid->bhi", np.asarray(do, np.float64), np.asarray(o, np.float64))
-    dq = np.zeros(q.shape, dtype=np.float64)
-    travelling = {src: (np.zeros(k.shape), np.zeros(v.shape)) for src in range(world)}  # shard's dK, dV
-    for s in range(world):
-        for rank in range(world):
-            source, calls = ring_plan(rank, world, causal)[s]
-            dk_acc, dv_acc = travelling[source]
-            for c in calls:
-                qr, kr = rows(c.q_chunk), rows(c.k_chunk)
-                dq_p, dk_p, dv_p = attention_block_backward(q[:, :, qr], k[:, :, kr], v[:, :, kr], do[:, :, qr],
-                                                            lse[:, :, qr], delta[:, :, qr], scale, c.causal)
-                dq[:, :, qr] += dq_p
-                dk_acc[:, :, kr] += dk_p
-                dv_acc[:, :, kr] += dv_p
-    dk = sum(t[0] for t in travelling.values())  # each shard's rows were written by its own accumulator alone
-    dv = sum(t[1] for t in travelling.values())
+    dq, dk, dv = np.zeros(q.shape), np.zeros(k.shape), np.zeros(v.shape)
+    for qr, kr, diagonal in _ring_calls(q.shape[2], world, causal):
+        dq_p, dk_p, dv_p = attention_block_backward(q[:, :, qr], k[:, :, kr], v[:, :, kr], do[:, :, qr],
+                                                    lse[:, :, qr], delta[:, :, qr], scale, diagonal)
+        dq[:, :, qr] += dq_p
+        dk[:, :, kr] += dk_p
+        dv[:, :, kr] += dv_p
     return dq, dk, dv
 
 
@@ -242,40 +245,12 @@ def ring_attention_backward(q, k, v, o, lse, do, world: int, causal: bool = Fals
 # The ring on one GPU with the library's kernels (PyTorch, imported at the first call)
 # ---------------------------------------------------------------------------------------------------
 
-def _merge_torch(o, lse, o_part, lse_part):
-    """merge() on PyTorch tensors: o float32, o_part in the kernels' dtype, LSE float32."""
-    from . import _torch
-    torch = _torch()
-    lse_new = torch.logaddexp(lse, lse_part)
-    shift = torch.where(torch.isfinite(lse_new), lse_new, torch.zeros_like(lse_new))
-    return (torch.exp(lse - shift)[..., None] * o + torch.exp(lse_part - shift)[..., None] * o_part.float(),
-            lse_new)
-
-
 def _check_torch(q, k, v, world):
     from . import _torch
     torch = _torch()  # without PyTorch: ModuleNotFoundError saying what to install
     if not all(isinstance(t, torch.Tensor) for t in (q, k, v)):
         raise TypeError("q, k and v must be PyTorch tensors")
-    if q.dim() != 4 or k.dim() != 4 or k.shape != v.shape:
-        raise ValueError(f"q must be [B, H, N, D] and k, v [B, KVH, N, D] alike; got {tuple(q.shape)}, "
-                         f"{tuple(k.shape)}, {tuple(v.shape)}")
-    if q.shape[2] != k.shape[2]:
-        raise ValueError(f"the ring splits one sequence: q has {q.shape[2]} rows, k {k.shape[2]}")
-    if not isinstance(world, int) or world < 1:
-        raise ValueError(f"world must be a positive int, not {world!r}")
-
-
-def _calls_one_gpu(n, world, causal):
-    """Every (query rows, key rows, causal) call of the ring, rank by rank and step by step, the
-    empty chunks of a sequence shorter than 2·world left out."""
-    chunks = zigzag_chunks(n, world)
-    for rank in range(world):
-        for _, calls in ring_plan(rank, world, causal):
-            for c in calls:
-                qr, kr = slice(*chunks[c.q_chunk]), slice(*chunks[c.k_chunk])
-                if qr.stop > qr.start and kr.stop > kr.start:
-                    yield qr, kr, c.causal
+    _check(q, k, v, world)
 
 
 def ring_attention_one_gpu(q, k, v, world: int, causal: bool = False, scale: float | None = None):
@@ -289,10 +264,10 @@ def ring_attention_one_gpu(q, k, v, world: int, causal: bool = False, scale: flo
     torch, ops = _torch(), torch_ops()
     o = torch.zeros(q.shape, dtype=torch.float32, device=q.device)
     lse = torch.full(q.shape[:3], float("-inf"), dtype=torch.float32, device=q.device)
-    for qr, kr, diagonal in _calls_one_gpu(q.shape[2], world, causal):
+    for qr, kr, diagonal in _ring_calls(q.shape[2], world, causal):
         o_part, lse_part = ops.flash_attention_forward(q[:, :, qr].contiguous(), k[:, :, kr].contiguous(),
                                                        v[:, :, kr].contiguous(), diagonal, scale, False, None, None)
-        o[:, :, qr], lse[:, :, qr] = _merge_torch(o[:, :, qr], lse[:, :, qr], o_part, lse_part)
+        o[:, :, qr], lse[:, :, qr] = merge(o[:, :, qr], lse[:, :, qr], o_part, lse_part)
     return o.to(q.dtype), lse
 
 
@@ -308,7 +283,7 @@ def ring_attention_one_gpu_backward(q, k, v, out, lse, d_out, world: int, causal
     dq = torch.zeros(q.shape, dtype=torch.float32, device=q.device)
     dk = torch.zeros(k.shape, dtype=torch.float32, device=k.device)
     dv = torch.zeros(v.shape, dtype=torch.float32, device=v.device)
-    for qr, kr, diagonal in _calls_one_gpu(q.shape[2], world, causal):
+    for qr, kr, diagonal in _ring_calls(q.shape[2], world, causal):
         dq_p, dk_p, dv_p = ops.flash_attention_backward(
             d_out[:, :, qr].contiguous(), q[:, :, qr].contiguous(), k[:, :, kr].contiguous(), v[:, :, kr].contiguous(),
             out[:, :, qr].contiguous(), lse[:, :, qr].contiguous(), diagonal, scale, False, None)
