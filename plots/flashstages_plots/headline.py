@@ -185,7 +185,7 @@ def headline_entries(results: Results) -> list[Headline]:
             # A backward rung within a forward stage (stage07/attention_bwd) is a stage of its own here:
             # its fastest version stands beside the forward's, not behind it.
             rung = r.name.series.rsplit("/", 1)[0]
-            key = (group, r.name.dtype, rung if "/" in rung and STAGE_NOTES.get(rung) == "backward" else stage.group(1))
+            key = (group, r.name.dtype, rung if STAGE_NOTES.get(rung) == "backward" else stage.group(1))
             if key not in best or r.tflops > best[key].tflops:
                 best[key] = r
         elif r.name.series in HEADLINE_PEERS:
