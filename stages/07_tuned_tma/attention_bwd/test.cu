@@ -16,8 +16,6 @@
 #include <utility>
 #include <vector>
 
-#include <cuda_runtime.h>
-
 #include "common/lib/device.h"
 #include "common/tools/attention_tests.h"
 #include "common/tools/check.h"
@@ -39,6 +37,15 @@ const std::vector<DType> kDtypes = {DType::FP16, DType::BF16};
 
 // The naive backward every version is held to (2× its error).
 const KernelDesc* naive() { return find_kernels("stage05/v0").at(0); }
+
+// The versions this GPU runs (FLASHSTAGES_ONLY may leave some out). The cases over many shapes build one
+// problem per shape, its fp64 reference (the slow part, on the host) once, and check each of them on it.
+std::vector<const KernelDesc*> versions_here() {
+  std::vector<const KernelDesc*> here;
+  for (const KernelDesc* k : kAll)
+    if (testing::runs_here(*k)) here.push_back(k);
+  return here;
+}
 
 }  // namespace
 
@@ -95,17 +102,6 @@ FS_CPU_TEST_CASE("stage07 attention_bwd runs on sm_90 alone: FS_ERR_UNSUPPORTED_
     CHECK(device_supports(k->info, testing::made_up_gpu(90, k->info.smem_bytes / 1024 - 1)) == Status::UnsupportedDevice);
   }
 }
-
-// The two largest cases build one problem per shape, its fp64 reference (the slow part, on the host)
-// once, and check every version on it.
-namespace {
-std::vector<const KernelDesc*> versions_here() {
-  std::vector<const KernelDesc*> here;
-  for (const KernelDesc* k : kAll)
-    if (testing::runs_here(*k)) here.push_back(k);
-  return here;
-}
-}  // namespace
 
 FS_GPU_TEST_CASE("stage07 attention_bwd every version matches fp64 at odd sizes in fp16 and bf16 at D 64 and 128") {
   FS_SKIP_WITHOUT_GPU();
@@ -166,16 +162,18 @@ FS_GPU_TEST_CASE("stage07 attention_bwd every version gives finite gradients for
 // keys, which it dispatches first (turns.cuh): a wrong order would hang here rather than fail.
 FS_GPU_TEST_CASE("stage07 attention_bwd deterministic and causal with more key blocks than run at once") {
   FS_SKIP_WITHOUT_GPU();
-  int sms = 0;
-  REQUIRE(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0) == cudaSuccess);
-  const int64_t nk = 128 * int64_t(sms + 3) + 50;
-  for (const KernelDesc* k : kAll) {
-    if (!testing::runs_here(*k)) continue;
-    uint64_t seed = 280000;
-    for (DType t : kDtypes)
-      for (int64_t d : head_dims(*k))
-        testing::check_bwd_against_reference(*k, attention_shape(1, 1, 100, nk, d, t, /*causal=*/true), ++seed, naive());
-  }
+  const std::vector<const KernelDesc*> here = versions_here();
+  if (here.empty()) return;
+  DeviceProps dev;
+  REQUIRE(current_device(&dev) == Status::Success);
+  const int64_t nk = 128 * int64_t(dev.sms + 3) + 50;
+  uint64_t seed = 280000;
+  for (DType t : kDtypes)
+    for (int64_t d : head_dims(*here.front())) {
+      INFO("seed=", ++seed);
+      AttentionBwdFixture problem(attention_shape(1, 1, 100, nk, d, t, /*causal=*/true), seed);
+      for (const KernelDesc* k : here) testing::check_bwd_against_reference(*k, problem, naive());
+    }
 }
 
 FS_GPU_TEST_CASE("stage07 attention_bwd every version: Q K V O dO and the gradients of more than 2^31 elements") {
@@ -194,8 +192,7 @@ FS_GPU_TEST_CASE("stage07 attention_bwd every version: Q K V O dO and the gradie
   // baseline here: its N × N scores for every head would take 69 GB.
   const AttentionParams shape = attention_shape(2, 8200, 1024, 1024, 128, DType::FP16, true);
   AttentionBwdFixture problem(shape, 7995, /*max_heads=*/2);
-  for (const KernelDesc* k : kAll) {
-    if (!testing::runs_here(*k)) continue;
+  for (const KernelDesc* k : versions_here()) {
     INFO(k->qualified());
     const AttentionBwdCheck c = problem.run(*k);
     REQUIRE_MESSAGE(c.status == Status::Success, std::string(status_name(c.status)));
