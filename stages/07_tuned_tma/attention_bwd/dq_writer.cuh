@@ -31,19 +31,21 @@ namespace fs::flash_bwd_tma {
 // place among them (null turns: the atomic mode). kWholeTiles: the tile goes whole to dq_accum's tile
 // (b·H + h)·ceil(max Nq / Br) + m, b the block's batch entry, h the step's head (nq unused).
 // turn_of(step): the turn at which this block adds step's tile, where the order is not the key blocks'
-// own (v11 under the causal mask: last key first); by default n_block.
+// own (v11 under the causal mask: last key first); by default n_block. block: the block's place in the
+// key blocks' order, which names its batch entry (blockIdx.x unless the kernel numbers its blocks
+// otherwise: v12).
 template <int D, int kBr, bool kSplitsKeys, bool kWholeTiles = false, int kTiles = 2, class T, class StepOf,
           class TurnOf = std::nullptr_t>
 __device__ __forceinline__ void write_dq(const bwd::Args<T>& a, int64_t steps, StepOf step_of, int64_t nq,
                                          const unsigned char* sdQ, int tile_bytes, uint64_t* dq_full,
                                          uint64_t* dq_empty, int32_t* turns, int64_t kv_tiles, int64_t n_block,
-                                         TurnOf turn_of = nullptr) {
+                                         TurnOf turn_of = nullptr, int64_t block = -1) {
   for (int64_t t = 0; t < steps; ++t) {
     const int b = int(t % kTiles);
     const auto s = step_of(t);
     const int64_t i0 = s.m * kBr;
     // The step's (b·H + h, m) among B·H·ceil(max Nq / Br) tiles: its turn, and from v6 on its dQ tile.
-    const int64_t bb = blockIdx.x / kv_tiles / (a.heads / a.group);
+    const int64_t bb = (block < 0 ? int64_t(blockIdx.x) : block) / kv_tiles / (a.heads / a.group);
     const int64_t slot_tile = (bb * a.heads + s.bh % a.heads) * ((a.max_seq_q + kBr - 1) / kBr) + s.m;
     const int row_lim = kWholeTiles ? kBr : int(min(nq - i0, int64_t(kBr)));
     const uint32_t bytes = uint32_t(row_lim) * D * 4;  // the real rows (or all): a multiple of 16 bytes

@@ -3,7 +3,9 @@
 // dO, K and V, and the one launch: delta (common/device/bwd_preprocess.cuh), the version's K/V kernel
 // adding dQ / scale into a zeroed fp32 workspace (in deterministic mode in turns, with a zeroed turn
 // counter per query tile), then dQ = scale · workspace, rounded (dq_convert_kernel): stage 05's
-// workspace conventions. Each version's descriptor and C entry are its vN.cu.
+// workspace conventions; from v12 on, where the grid would be small, s blocks per key block, each
+// walking G / s of the group's query heads (group_split.cuh). Each version's descriptor and C entry are
+// its vN.cu.
 #pragma once
 
 #include <cuda.h>
@@ -19,12 +21,14 @@
 #include "common/device/bwd_preprocess.cuh"
 #include "common/lib/attention.h"
 #include "common/lib/cuda_check.h"
+#include "common/lib/device.h"
 #include "common/lib/dispatch.h"
 #include "common/lib/flops.h"
 #include "common/lib/kernel.h"
 #include "common/lib/tensor_map.h"
 #include "common/lib/workspace.h"
 #include "stages/07_tuned_tma/attention_bwd/dq_tile.cuh"
+#include "stages/07_tuned_tma/attention_bwd/group_split.cuh"
 
 namespace fs::flash_bwd_tma {
 
@@ -102,6 +106,34 @@ struct DqTileOrder : std::false_type {};
 template <class C>
 struct DqTileOrder<C, std::void_t<decltype(C::kDqTileOrder)>> : std::bool_constant<C::kDqTileOrder> {};
 
+// Whether a version's Config splits a group's query heads over blocks (kSplitsGroups, absent before v12:
+// false).
+template <class C, class = void>
+struct SplitsGroups : std::false_type {};
+template <class C>
+struct SplitsGroups<C, std::void_t<decltype(C::kSplitsGroups)>> : std::bool_constant<C::kSplitsGroups> {};
+
+// A split block's slab of partial dK and dV sums, 2·Bc·D floats (0 for a version that does not split).
+template <class C>
+constexpr std::size_t slab_bytes_per_block() {
+  if constexpr (SplitsGroups<C>::value)
+    return std::size_t(kSlabFloat4s<C::kD, C::kConsumers * 128>) * sizeof(float4);
+  else
+    return 0;
+}
+
+// The split the launch makes for a problem of `key_blocks` unsplit blocks on the current GPU
+// (group_split.cuh's rule; 1 where the version does not split, or no GPU answers).
+template <class C>
+int splits_for(const AttentionParams& p, int64_t key_blocks) {
+  if constexpr (!SplitsGroups<C>::value) {
+    return 1;
+  } else {
+    DeviceProps dev;
+    return current_device(&dev) == Status::Success ? group_splits(p, key_blocks, dev.sms) : 1;
+  }
+}
+
 // The padded rows as TMA sees them (v4 on): B·H rows of 2·ld floats, boxes of one row's 2·Br floats
 // (a tile's Br pairs, 512 bytes at Br = 64), unswizzled: the consumers read them with plain loads.
 inline TensorMap2d rows_map(const float2* rows, int64_t ld, int64_t planes, int box_pairs) {
@@ -117,10 +149,11 @@ inline TensorMap2d rows_map(const float2* rows, int64_t ld, int64_t planes, int 
   return m;
 }
 
-// The launch of a version whose kernel takes (tmQ, tmK, tmV, tmdO, Args<T>, turns), or from v4 on
-// (tmQ, tmK, tmV, tmdO, tmRows, Args<T>, turns), for tile configuration C (kBr, kBc, kThreads,
-// kSmemBytes): maps, delta, workspaces, the kernel on B·KVH·ceil(max Nk / Bc) blocks, the conversion of
-// dQ. Sizes TMA or the grid cannot take return their code before anything is written.
+// The launch of a version whose kernel takes (tmQ, tmK, tmV, tmdO, Args<T>, turns), from v4 on
+// (tmQ, tmK, tmV, tmdO, tmRows, Args<T>, turns), from v12 on with a GroupSplit last, for tile
+// configuration C (kBr, kBc, kThreads, kSmemBytes): maps, delta, workspaces, the kernel on
+// B·KVH·ceil(max Nk / Bc) blocks (times the split from v12 on), the conversion of dQ. Sizes TMA or the
+// grid cannot take return their code before anything is written.
 template <class C, class T, class Kernel>
 Status launch_kv_stationary(Kernel kernel, const AttentionBwdProblem& pr, cudaStream_t stream) {
   const AttentionParams& p = pr.fwd.p;
@@ -129,7 +162,9 @@ Status launch_kv_stationary(Kernel kernel, const AttentionBwdProblem& pr, cudaSt
   FS_RETURN_IF_ERROR(encode_tensor_map(map_of(pr, Tensor::K, C::kBc), &tk));
   FS_RETURN_IF_ERROR(encode_tensor_map(map_of(pr, Tensor::V, C::kBc), &tv));
   FS_RETURN_IF_ERROR(encode_tensor_map(map_of(pr, Tensor::O, C::kBr), &tdo));
-  const int64_t blocks = p.batch * kv_head_count(p) * ((pr.fwd.max_seq_k + C::kBc - 1) / C::kBc);
+  const int64_t key_blocks = p.batch * kv_head_count(p) * ((pr.fwd.max_seq_k + C::kBc - 1) / C::kBc);
+  const int splits = splits_for<C>(p, key_blocks);
+  const int64_t blocks = key_blocks * splits;
   if (blocks > INT_MAX) return Status::InvalidSize;  // gridDim.x
   const int64_t q_tiles = (pr.fwd.max_seq_q + C::kBr - 1) / C::kBr;
   // dq_accum: dQ / scale in fp32, B·H·Nq·D floats (packed: H·total·D), or from v6 on B·H·q_tiles tiles of
@@ -139,22 +174,36 @@ Status launch_kv_stationary(Kernel kernel, const AttentionBwdProblem& pr, cudaSt
   const std::size_t dq_bytes = kTiles ? std::size_t(p.batch * p.heads * q_tiles) * C::kBr * C::kD * sizeof(float)
                                       : std::size_t(q_elems(p)) * sizeof(float);
   const std::size_t turn_bytes = pr.p.deterministic ? std::size_t(p.batch * p.heads * q_tiles) * sizeof(int32_t) : 0;
+  // v12 on, split: an arrival count per key block (zeroed with the rest), and past the rows, at a
+  // 256-byte boundary, each block's slab of partial sums (group_split.cuh; every block writes its own).
+  const std::size_t arrival_bytes = splits > 1 ? std::size_t(key_blocks) * sizeof(int32_t) : 0;
+  const std::size_t zeroed_bytes = dq_bytes + turn_bytes + arrival_bytes;
   // v4 on: the padded rows, B·H·ld (LSE · log2 e, delta) pairs, after the rest at a 256-byte boundary.
   constexpr bool kRows = PaddedRows<C>::value;
   const int64_t rows_ld = q_tiles * C::kBr, rows_total = p.batch * p.heads * rows_ld;
-  const std::size_t rows_at = (dq_bytes + turn_bytes + 255) / 256 * 256;
+  const std::size_t rows_at = (zeroed_bytes + 255) / 256 * 256;
   const std::size_t rows_bytes = kRows ? std::size_t(rows_total) * sizeof(float2) : 0;
+  const std::size_t slabs_at = (rows_at + rows_bytes + 255) / 256 * 256;
+  const std::size_t slab_bytes =
+      splits > 1 ? std::size_t(blocks) * slab_bytes_per_block<C>() : 0;
   // The rows' map is encoded once its workspace exists; the extents it would refuse are refused here,
   // before delta or anything else is written (any 16-byte-aligned base checks the same).
   if (kRows && rows_total > 0)
     FS_RETURN_IF_ERROR(check_tensor_map(rows_map(nullptr, rows_ld, p.batch * p.heads, C::kBr)));
   return bwd::with_delta(pr, stream, [&](float* delta) {
     FS_RETURN_IF_ERROR(bwd::launch_delta<T>(pr, delta, stream));
-    return with_workspace(kRows ? rows_at + rows_bytes : dq_bytes + turn_bytes, stream, [&](void* workspace) {
+    const std::size_t bytes = slab_bytes ? slabs_at + slab_bytes : kRows ? rows_at + rows_bytes : zeroed_bytes;
+    return with_workspace(bytes, stream, [&](void* workspace) {
       bwd::Args<T> a = bwd::make_args<T>(pr, delta);
       a.dq_accum = static_cast<float*>(workspace);
       int32_t* turns = turn_bytes ? reinterpret_cast<int32_t*>(static_cast<char*>(workspace) + dq_bytes) : nullptr;
-      FS_RETURN_IF_CUDA_ERROR(cudaMemsetAsync(workspace, 0, dq_bytes + turn_bytes, stream));
+      GroupSplit split;
+      if (splits > 1) {
+        split.splits = splits;
+        split.arrivals = reinterpret_cast<int32_t*>(static_cast<char*>(workspace) + dq_bytes + turn_bytes);
+        split.partials = reinterpret_cast<float*>(static_cast<char*>(workspace) + slabs_at);
+      }
+      FS_RETURN_IF_CUDA_ERROR(cudaMemsetAsync(workspace, 0, zeroed_bytes, stream));
       // (if constexpr: the versions before v4 neither launch nor instantiate the kernel.)
       CUtensorMap trows{};
       if constexpr (kRows) {
@@ -172,7 +221,9 @@ Status launch_kv_stationary(Kernel kernel, const AttentionBwdProblem& pr, cudaSt
       // (A grid of no blocks is a launch error: a batch whose entries have no keys, or no query rows, has
       // nothing to compute or convert.)
       if (blocks > 0) {
-        if constexpr (kRows)
+        if constexpr (SplitsGroups<C>::value)
+          kernel<<<unsigned(blocks), C::kThreads, C::kSmemBytes, stream>>>(tq, tk, tv, tdo, trows, a, turns, split);
+        else if constexpr (kRows)
           kernel<<<unsigned(blocks), C::kThreads, C::kSmemBytes, stream>>>(tq, tk, tv, tdo, trows, a, turns);
         else
           kernel<<<unsigned(blocks), C::kThreads, C::kSmemBytes, stream>>>(tq, tk, tv, tdo, a, turns);
@@ -250,6 +301,17 @@ std::size_t tiles_extra_bytes(const AttentionParams& p) {
 template <int kBr>
 std::size_t tiles_deterministic_extra_bytes(const AttentionParams& p) {
   return tiles_extra_bytes<kBr>(p) + turns_bytes<kBr>(p);
+}
+// From v12 on, where the grid is split on this GPU: an arrival count per key block and each block's slab
+// of partial dK and dV sums, 2·Bc·D floats (C: the version's Config for p's head_dim).
+template <class C>
+std::size_t split_extra_bytes(const AttentionParams& p) {
+  const int64_t keys = p.cu_seqlens_k ? (p.max_seq_k > 0 ? p.max_seq_k : p.seq_k) : p.seq_k;  // as query_tiles
+  const int64_t key_blocks = p.batch * kv_head_count(p) * ((keys + C::kBc - 1) / C::kBc);
+  const int splits = splits_for<C>(p, key_blocks);
+  if (splits <= 1) return 0;
+  return 512 + std::size_t(key_blocks) * sizeof(int32_t) +
+         std::size_t(key_blocks) * splits * slab_bytes_per_block<C>();
 }
 
 }  // namespace fs::flash_bwd_tma

@@ -42,13 +42,15 @@ struct Stages {
 // zeroing) over the block's `steps` steps; step_of(t): the step's query head bh, tile m and first row
 // q_base, as the kernel numbers them. kRows: bring each step's Br rows of the padded (LSE · log2 e,
 // delta) pairs (tmRows, launch.cuh) with the tiles, one box of Br · 8 bytes on full[st]; tmRows is
-// null without them.
+// null without them. block: the block's place in the key blocks' order (attn::key_block_of), which
+// names its batch entry; blockIdx.x unless the kernel numbers its blocks otherwise (v12: s blocks per
+// key block).
 template <class C, bool kRows, class T, class StepOf>
 __device__ __forceinline__ void load_steps(const Stages& sm, const CUtensorMap* tmQ, const CUtensorMap* tmK,
                                            const CUtensorMap* tmV, const CUtensorMap* tmdO,
                                            const CUtensorMap* tmRows, const bwd::Args<T>& a,
                                            const attn::KeyBlock& kb, int64_t steps, StepOf step_of,
-                                           int64_t kv_tiles) {
+                                           int64_t kv_tiles, int64_t block = -1) {
   constexpr int D = C::kD, kBr = C::kBr, kBc = C::kBc, kStages = C::kStages;
   const int lane = threadIdx.x % 32;
   const flash_tma::PlaneRow kv = flash_tma::kv_plane_row(a, kb);
@@ -93,7 +95,7 @@ __device__ __forceinline__ void load_steps(const Stages& sm, const CUtensorMap* 
         // head; floats 2·i0 .. 2·i0 + 2·Br − 1 of row b·H + h (below 2^31: launch.cuh checks the map).
         // A tensor copy, not the plain cp.async.bulk: racecheck pairs that one's writes with the issuing
         // lane and, not following the bytes the barrier counts, reports every read of the rows.
-        const int64_t b = blockIdx.x / kv_tiles / (a.heads / a.group);
+        const int64_t b = (block < 0 ? int64_t(blockIdx.x) : block) / kv_tiles / (a.heads / a.group);
         sm90::tma_load_2d(sm.rows + st * kBr, tmRows, int32_t(2 * i0), int32_t(b * a.heads + s.bh % a.heads), bar);
       }
     }

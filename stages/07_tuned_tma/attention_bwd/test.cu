@@ -21,6 +21,7 @@
 #include "common/tools/check.h"
 #include "common/tools/gpu_test.h"
 #include "stages/07_tuned_tma/attention_bwd/dq_tile.cuh"
+#include "stages/07_tuned_tma/attention_bwd/group_split.cuh"
 #include "stages/07_tuned_tma/attention_bwd/versions.h"
 
 using namespace fs;
@@ -53,7 +54,7 @@ FS_CPU_TEST_CASE("stage07 attention_bwd: the registry lists its versions apart f
   const std::vector<const KernelDesc*> in_order = {&kFlashBwdTmaV1, &kFlashBwdTmaV2, &kFlashBwdTmaV3, &kFlashBwdTmaV4,
                                                     &kFlashBwdTmaV5, &kFlashBwdTmaV6, &kFlashBwdTmaV7,
                                                     &kFlashBwdTmaV8, &kFlashBwdTmaV9, &kFlashBwdTmaV10,
-                                                    &kFlashBwdTmaV11};
+                                                    &kFlashBwdTmaV11, &kFlashBwdTmaV12};
   CHECK(kAll == in_order);
   for (const KernelDesc* k : kAll) {
     INFO(k->qualified());
@@ -87,6 +88,30 @@ FS_CPU_TEST_CASE("stage07 attention_bwd: the dQ tile order reads back every valu
     CHECK(all_match);
     CHECK(std::all_of(seen.begin(), seen.end(), [](int k) { return k == 1; }));
   }
+}
+
+// v12's split (group_split.cuh) on a GPU of 132 SMs: s divides the group, grows the causal grid to four
+// blocks per SM, leaves a grid that fills a wave alone without the mask, and never passes twice its target.
+FS_CPU_TEST_CASE("stage07 attention_bwd: v12 splits a group where its grid is small and no further") {
+  auto split = [](int64_t b, int64_t h, int64_t kv_heads, int64_t n, bool causal, int sms = 132) {
+    AttentionParams p = attention_shape(b, h, n, n, 128, DType::FP16, causal);
+    p.kv_heads = kv_heads;
+    const int64_t key_blocks = b * kv_heads * ((n + 127) / 128);
+    const int s = flash_bwd_tma::group_splits(p, key_blocks, sms);
+    CHECK(s >= 1);
+    CHECK(h / kv_heads % s == 0);
+    CHECK((s == 1 || key_blocks * s <= 2 * int64_t(sms) * (causal ? 4 : 1)));
+    return s;
+  };
+  CHECK(split(2, 16, 16, 8192, true) == 1);   // no group
+  CHECK(split(2, 16, 1, 8192, true) == 8);    // MQA under the mask: 128 blocks → 1024, four a SM at 528
+  CHECK(split(8, 16, 1, 2048, true) == 8);
+  CHECK(split(8, 16, 4, 2048, true) == 2);    // GQA: 512 blocks → 1024
+  CHECK(split(2, 32, 8, 8192, true) == 1);    // 1024 blocks: already past the target
+  CHECK(split(2, 16, 1, 8192, false) == 1);   // without the mask 128 blocks fill a wave but for 4 SMs
+  CHECK(split(1, 16, 1, 1000, false) == 16);  // 8 blocks: 16 times as many, one per SM at most
+  CHECK(split(1, 127, 1, 67456, true) == 1);  // G prime, 527 blocks: 127 times that passes twice the target
+  CHECK(split(2, 16, 1, 8192, true, /*sms=*/0) == 1);
 }
 
 FS_CPU_TEST_CASE("stage07 attention_bwd runs on sm_90 alone: FS_ERR_UNSUPPORTED_DEVICE on every other GPU") {

@@ -17,6 +17,7 @@ KernelList stage07_attention_bwd_kernels() {
       &kFlashBwdTmaV9,
       &kFlashBwdTmaV10,
       &kFlashBwdTmaV11,
+      &kFlashBwdTmaV12,
   };
   return kernel_list(versions);
 }

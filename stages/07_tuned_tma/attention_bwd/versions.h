@@ -14,6 +14,7 @@
 //   v9  v8 with a lean elementwise pass: the rows loaded once under Sᵀ, one-instruction exp2, edge-only masks
 //   v10 v9 with the next step's Sᵀ issued before this step's barrier and dQ
 //   v11 v10 with deterministic dQ under the causal mask in the shortest-first order: last key first
+//   v12 v11 with a group's query heads split over s blocks per key block where the grid is small (MQA, GQA)
 //
 // Every version takes dense, padded (seq_lens) and packed (cu_seqlens) batches, grouped K/V heads
 // (dK, dV summed over each group), any layout with D contiguous and 16-byte strides, and the
@@ -36,5 +37,6 @@ extern const KernelDesc kFlashBwdTmaV8;
 extern const KernelDesc kFlashBwdTmaV9;
 extern const KernelDesc kFlashBwdTmaV10;
 extern const KernelDesc kFlashBwdTmaV11;
+extern const KernelDesc kFlashBwdTmaV12;
 
 }  // namespace fs
