@@ -60,21 +60,34 @@ static std::string name(const KernelDesc& k) { return k.qualified(); }
 
 void check_against_reference(const KernelDesc& kernel, const AttentionParams& shape, uint64_t seed,
                              const KernelDesc* naive) {
-  INFO(name(kernel), " ", describe(shape), " seed=", seed);
+  check_each_against_reference({&kernel}, shape, seed, naive);
+}
+
+void check_each_against_reference(const std::vector<const KernelDesc*>& kernels, const AttentionParams& shape,
+                                  uint64_t seed, const KernelDesc* naive) {
+  if (kernels.empty()) return;
+  INFO(describe(shape), " seed=", seed);
   AttentionFixture problem(shape, seed);
-  const AttentionCheck c = problem.run(kernel);
-  REQUIRE_MESSAGE(c.status == Status::Success, std::string(status_name(c.status)));
-  INFO("O: ", c.o.str(), "  LSE: ", c.lse.str());
-  CHECK(c.o.nonfinite == 0);
-  CHECK(c.lse.nonfinite == 0);
-  CHECK(within(c.o, attention_tolerance(dtype_of(shape))));
-  CHECK(within(c.lse, lse_tolerance(dtype_of(shape))));
-  if (naive && dtype_of(shape) != DType::FP32) {
-    const AttentionCheck n = problem.run(*naive);
+  const bool against_naive = naive && dtype_of(shape) != DType::FP32;
+  AttentionCheck n;
+  if (against_naive) {
+    n = problem.run(*naive);
     REQUIRE(n.status == Status::Success);
-    INFO("naive O: ", n.o.str(), "  naive LSE: ", n.lse.str());
-    CHECK(within_naive_budget(c.o, n.o));
-    CHECK(within_naive_budget(c.lse, n.lse));
+  }
+  for (const KernelDesc* kernel : kernels) {
+    INFO(name(*kernel));
+    const AttentionCheck c = problem.run(*kernel);
+    REQUIRE_MESSAGE(c.status == Status::Success, std::string(status_name(c.status)));
+    INFO("O: ", c.o.str(), "  LSE: ", c.lse.str());
+    CHECK(c.o.nonfinite == 0);
+    CHECK(c.lse.nonfinite == 0);
+    CHECK(within(c.o, attention_tolerance(dtype_of(shape))));
+    CHECK(within(c.lse, lse_tolerance(dtype_of(shape))));
+    if (against_naive) {
+      INFO("naive O: ", n.o.str(), "  naive LSE: ", n.lse.str());
+      CHECK(within_naive_budget(c.o, n.o));
+      CHECK(within_naive_budget(c.lse, n.lse));
+    }
   }
 }
 

@@ -28,6 +28,11 @@ std::vector<AttentionParams> gqa_shapes(DType dtype, const std::vector<int64_t>&
 // fp16/bf16 with `naive` given, the error is also at most 2× the naive stage's on the same inputs.
 void check_against_reference(const KernelDesc& kernel, const AttentionParams& shape, uint64_t seed,
                              const KernelDesc* naive = nullptr);
+// The same checks for each of `kernels` on one problem of `shape` (its fp64 reference, the slow part on
+// the host, and the naive stage's run made once): a stage that checks all its versions on the same shapes
+// calls this per shape with the versions that take it.
+void check_each_against_reference(const std::vector<const KernelDesc*>& kernels, const AttentionParams& shape,
+                                  uint64_t seed, const KernelDesc* naive = nullptr);
 
 // Null pointers, non-positive sizes, sizes that overflow or exceed the GPU's memory, kv_heads that is
 // negative, larger than heads or not a divisor of it, a non-finite scale, a descale that is no scale or

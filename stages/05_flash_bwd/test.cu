@@ -52,18 +52,53 @@ std::vector<const KernelDesc*> versions() {
 // The naive backward every fp16/bf16 version is held to (2× its error); none for v0 itself.
 const KernelDesc* naive_for(const KernelDesc& k) { return &k == &kFlashBwdV0 ? nullptr : &kFlashBwdV0; }
 
+// The versions this GPU runs (FLASHSTAGES_ONLY may leave some out).
+std::vector<const KernelDesc*> versions_here() {
+  std::vector<const KernelDesc*> here;
+  for (const KernelDesc* k : versions())
+    if (testing::runs_here(*k)) here.push_back(k);
+  return here;
+}
+
+// Every head_dim one of `here` is tested at, in increasing order.
+std::vector<int64_t> all_head_dims(const std::vector<const KernelDesc*>& here) {
+  std::vector<int64_t> out;
+  for (const KernelDesc* k : here)
+    for (int64_t d : head_dims(*k))
+      if (std::find(out.begin(), out.end(), d) == out.end()) out.push_back(d);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// One problem of `shape` (its fp64 reference, the slow part on the host, built once), and every version
+// of `here` that takes its dtype and for which `at_dim(version)` holds checked on it.
+template <class AtDim>
+void check_versions_on(const std::vector<const KernelDesc*>& here, const AttentionParams& shape, uint64_t seed,
+                       AtDim at_dim) {
+  std::vector<const KernelDesc*> takers;
+  for (const KernelDesc* k : here) {
+    const std::vector<DType> ts = dtypes(*k);
+    if (std::find(ts.begin(), ts.end(), dtype_of(shape)) != ts.end() && at_dim(*k)) takers.push_back(k);
+  }
+  if (takers.empty()) return;
+  INFO("seed=", seed);
+  AttentionBwdFixture problem(shape, seed);
+  for (const KernelDesc* k : takers) testing::check_bwd_against_reference(*k, problem, naive_for(*k));
+}
+
 }  // namespace
 
 FS_GPU_TEST_CASE("stage05 every version matches fp64 at odd sizes in every dtype and head_dim it takes") {
   FS_SKIP_WITHOUT_GPU();
-  for (const KernelDesc* k : versions()) {
-    if (!testing::runs_here(*k)) continue;
-    uint64_t seed = 50000 + 10000 * uint64_t(k->info.version[1] - '0');
-    for (DType t : dtypes(*k))
-      for (int64_t d : head_dims(*k))
-        for (const auto& shape : testing::odd_shapes(t, {d}))
-          testing::check_bwd_against_reference(*k, shape, ++seed, naive_for(*k));
-  }
+  const std::vector<const KernelDesc*> here = versions_here();
+  uint64_t seed = 50000;
+  for (DType t : {DType::FP32, DType::FP16, DType::BF16})
+    for (int64_t d : all_head_dims(here))
+      for (const auto& shape : testing::odd_shapes(t, {d}))
+        check_versions_on(here, shape, ++seed, [&](const KernelDesc& k) {
+          const std::vector<int64_t> dims = head_dims(k);
+          return std::find(dims.begin(), dims.end(), d) != dims.end();
+        });
 }
 
 FS_GPU_TEST_CASE("stage05 every version matches fp64 with grouped K/V heads (GQA and MQA) in every dtype") {
@@ -72,19 +107,17 @@ FS_GPU_TEST_CASE("stage05 every version matches fp64 with grouped K/V heads (GQA
   // against long Nk, causal and not), and one with more queries than keys. Each checked K/V head's dK
   // and dV against the fp64 sum over its group, every query head's dQ and delta against its own; the
   // 2× rule against v0 and the deterministic path as for the dense shapes. The smallest and the largest
-  // head_dim of each version.
-  for (const KernelDesc* k : versions()) {
-    if (!testing::runs_here(*k)) continue;
-    uint64_t seed = 150000 + 10000 * uint64_t(k->info.version[1] - '0');
-    const std::vector<int64_t> dims = head_dims(*k);
-    for (DType t : dtypes(*k)) {
-      std::vector<AttentionParams> shapes = testing::gqa_shapes(t, {dims.front(), dims.back()});
-      AttentionParams more_queries = attention_shape(2, 4, 100, 17, dims.front(), t);
+  // head_dim of each version, every version on one problem per shape.
+  const std::vector<const KernelDesc*> here = versions_here();
+  uint64_t seed = 150000;
+  for (DType t : {DType::FP32, DType::FP16, DType::BF16})
+    for (int64_t d : all_head_dims(here)) {
+      auto at_an_end = [&](const KernelDesc& k) { return head_dims(k).front() == d || head_dims(k).back() == d; };
+      for (const auto& shape : testing::gqa_shapes(t, {d})) check_versions_on(here, shape, ++seed, at_an_end);
+      AttentionParams more_queries = attention_shape(2, 4, 100, 17, d, t);
       more_queries.kv_heads = 1;
-      shapes.push_back(more_queries);
-      for (const auto& shape : shapes) testing::check_bwd_against_reference(*k, shape, ++seed, naive_for(*k));
+      check_versions_on(here, more_queries, ++seed, [&](const KernelDesc& k) { return head_dims(k).front() == d; });
     }
-  }
 }
 
 FS_GPU_TEST_CASE("stage05 every version honours a custom scale — negative too") {
