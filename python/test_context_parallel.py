@@ -6,7 +6,8 @@
 The zigzag chunks cover the sequence and balance the causal work; the LSE merge is exact; the ring,
 simulated over W ranks in one process, gives plain attention's O, LSE, dQ, dK and dV at lengths that do
 not divide evenly, with and without the causal mask, with grouped K/V heads; 16-bit partial outputs
-cost what 16-bit rounding costs, no more; bad inputs are refused by name.
+cost what 16-bit rounding costs, no more; bad inputs are refused by name; the ring benchmark
+(python/bench_ring_attention.py) answers --help and refuses bad flags before it imports PyTorch.
 """
 import sys
 import unittest
@@ -176,6 +177,25 @@ class Ring(unittest.TestCase):
             with self.assertRaises(ValueError) as caught:
                 call()
             self.assertIn(words, str(caught.exception))
+
+
+class BenchFlags(unittest.TestCase):
+    """python/bench_ring_attention.py answers --help and refuses bad flags before it imports PyTorch."""
+
+    def test_help_and_bad_flags(self):
+        import contextlib
+        import io
+        import bench_ring_attention as bench
+        with contextlib.redirect_stdout(io.StringIO()) as out, self.assertRaises(SystemExit) as done:
+            bench.parse(["--help"])
+        self.assertEqual(done.exception.code, 0)
+        self.assertIn("--seq", out.getvalue())
+        for bad in (["--heads", "16", "--kv-heads", "3"], ["--seq", "0"], ["--dim", "96"], ["--rounds", "x"]):
+            with contextlib.redirect_stderr(io.StringIO()), self.assertRaises(SystemExit) as done:
+                bench.parse(bad)
+            self.assertEqual(done.exception.code, 2, bad)
+        self.assertEqual(bench.parse(["--heads", "8"]).kv_heads, 8)  # K/V heads default to the query heads
+        self.assertNotIn("torch", sys.modules)
 
 
 if __name__ == "__main__":

@@ -189,14 +189,19 @@ class _Ring:
         return wait
 
 
-def _forward(ring, q, k, v, scale):
+def _forward(ring, q, k, v, scale, shards=None):
+    """The forward's ring; shards: every rank's [K; V] shard already in place (the benchmark's "compute"
+    series, python/bench_ring_attention.py: the same calls without a transfer)."""
     torch, ops = _torch(), torch_ops()
     o = torch.zeros(q.shape, dtype=torch.float32, device=q.device)
     lse = torch.full(q.shape[:3], float("-inf"), dtype=torch.float32, device=q.device)
     kv = torch.stack([k, v])  # one transfer a step: [2, B, KVH, n, D]
     for step in range(ring.world):
+        if shards is not None:
+            kv = shards[ring.plan[step][0]]
         # The shard of step + 1, rank (r − step − 1)'s, on its way while this step's calls run.
-        arriving = ring.pass_on(kv, (ring.rank - step - 1) % ring.world) if step + 1 < ring.world else None
+        arriving = ring.pass_on(kv, (ring.rank - step - 1) % ring.world) if step + 1 < ring.world and shards is None \
+            else None
         for qr, kr, diagonal in ring.calls(step):
             o_part, lse_part = ops.flash_attention_forward(q[:, :, qr].contiguous(), kv[0][:, :, kr].contiguous(),
                                                            kv[1][:, :, kr].contiguous(), diagonal, scale, False, None, None)
