@@ -58,6 +58,17 @@ def _float_bits(x: float) -> int:
     return struct.unpack("<q", struct.pack("<d", float(x)))[0]
 
 
+def _shown(field, value):
+    """A gathered field as a person reads it."""
+    if field == "scale":
+        return "None" if value == -1 else repr(struct.unpack("<d", struct.pack("<q", value))[0])
+    if field == "dtype":
+        return _DTYPES[value] if 0 <= value < len(_DTYPES) else "?"
+    if field == "causal":
+        return str(bool(value))
+    return str(value)
+
+
 def _local_check(q, k, v, seq_len, scale, rank, world, timeout):
     """(code, message) of this rank's inputs: (0, "") when they are fine."""
     torch = _torch()
@@ -99,7 +110,8 @@ def _agree(q, k, v, seq_len, causal, scale, group, timeout):
     device = torch.device("cuda", torch.cuda.current_device()) if dist.get_backend(group) == "nccl" else "cpu"
     mine = torch.tensor(row, dtype=torch.int64, device=device)
     rows = [torch.empty_like(mine) for _ in range(world)]
-    _wait(dist.all_gather(rows, mine, group=group, async_op=True), timeout, "comparing the ranks' inputs")
+    wait_for = timeout if code != 7 else DEFAULT_TIMEOUT  # a bad timeout of its own: the rank still takes part
+    _wait(dist.all_gather(rows, mine, group=group, async_op=True), wait_for, "comparing the ranks' inputs")
     rows = torch.stack(rows).cpu().tolist()
     if code:
         raise (TypeError if code == 1 else ValueError)(f"ring_attention: rank {rank}: {message}")
@@ -109,7 +121,7 @@ def _agree(q, k, v, seq_len, causal, scale, group, timeout):
     for i, field in enumerate(_FIELDS, start=1):
         values = {r[i] for r in rows}
         if len(values) > 1:
-            seen = ", ".join(f"rank {j}: {r[i]}" for j, r in enumerate(rows))
+            seen = ", ".join(f"rank {j}: {_shown(field, r[i])}" for j, r in enumerate(rows))
             raise ValueError(f"ring_attention: the ranks disagree on {field} ({seen})")
 
 

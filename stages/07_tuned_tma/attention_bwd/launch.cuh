@@ -184,8 +184,7 @@ Status launch_kv_stationary(Kernel kernel, const AttentionBwdProblem& pr, cudaSt
   const std::size_t rows_at = (zeroed_bytes + 255) / 256 * 256;
   const std::size_t rows_bytes = kRows ? std::size_t(rows_total) * sizeof(float2) : 0;
   const std::size_t slabs_at = (rows_at + rows_bytes + 255) / 256 * 256;
-  const std::size_t slab_bytes =
-      splits > 1 ? std::size_t(blocks) * slab_bytes_per_block<C>() : 0;
+  const std::size_t slab_bytes = splits > 1 ? std::size_t(blocks) * slab_bytes_per_block<C>() : 0;
   // The rows' map is encoded once its workspace exists; the extents it would refuse are refused here,
   // before delta or anything else is written (any 16-byte-aligned base checks the same).
   if (kRows && rows_total > 0)
