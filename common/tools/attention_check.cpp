@@ -570,5 +570,7 @@ bool AttentionBwdFixture::untouched_after(const KernelDesc& kernel, const Attent
 }
 
 std::vector<unsigned char> AttentionBwdFixture::dq_bytes() const { return impl_->dq.download(); }
+std::vector<unsigned char> AttentionBwdFixture::dk_bytes() const { return impl_->dk.download(); }
+std::vector<unsigned char> AttentionBwdFixture::dv_bytes() const { return impl_->dv.download(); }
 
 }  // namespace fs

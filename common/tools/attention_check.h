@@ -152,8 +152,10 @@ class AttentionBwdFixture {
   // Poisons the outputs, calls the launcher with `bad` params, waits, and reports whether dQ, dK, dV and
   // delta still hold the poison.
   bool untouched_after(const KernelDesc& kernel, const AttentionBwdParams& bad, Status* returned);
-  // dQ's bytes as the last launch left them (after the caller has synchronized).
+  // dQ's, dK's and dV's bytes as the last launch left them (after the caller has synchronized).
   std::vector<unsigned char> dq_bytes() const;
+  std::vector<unsigned char> dk_bytes() const;
+  std::vector<unsigned char> dv_bytes() const;
 
  private:
   struct Impl;

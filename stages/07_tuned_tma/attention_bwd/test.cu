@@ -3,14 +3,14 @@
 // aligned bottom-right): dQ, dK, dV and delta, outputs poisoned first, each at most 2× the error of the
 // naive backward (stage 05's v0) in the same precision, with delta asked for and not, and in
 // deterministic mode twice (dQ bitwise the same; under the causal mask also with more key blocks than
-// run at once); grouped K/V heads (GQA, MQA: dK and dV the sums over each group); custom and negative
-// scales; logits up to about 1e4; padded and packed batches (entries
-// with no query or no key, the padding NaN, grouped K/V) and lengths that break the rules; strided
-// layouts ([B, N, H, D], packed QKV and dQKV slices); tensors of more than 2^31 elements (the last head
-// checked lies past element 2^31); every error code the backward can return, with
-// nothing written; what the Hopper versions do not take (D = 32, 256; fp32) named before any launch;
-// FS_ERR_UNSUPPORTED_DEVICE off sm_90. The versions and the naive baseline come from the library's
-// registry.
+// run at once); grouped K/V heads (GQA, MQA: dK and dV the sums over each group; v12's split grids, dK
+// and dV bitwise the same on every run); custom and negative scales; logits up to about 1e4; padded
+// and packed batches (entries with no query or no key, the padding NaN, grouped K/V) and lengths that
+// break the rules; strided layouts ([B, N, H, D], packed QKV and dQKV slices); tensors of more than
+// 2^31 elements (the last head checked lies past element 2^31); every error code the backward can
+// return, with nothing written; what the Hopper versions do not take (D = 32, 256; fp32) named before
+// any launch; FS_ERR_UNSUPPORTED_DEVICE off sm_90. The versions and the naive baseline come from the
+// library's registry.
 #include <algorithm>
 #include <functional>
 #include <utility>
@@ -199,6 +199,36 @@ FS_GPU_TEST_CASE("stage07 attention_bwd deterministic and causal with more key b
       AttentionBwdFixture problem(attention_shape(1, 1, 100, nk, d, t, /*causal=*/true), seed);
       for (const KernelDesc* k : here) testing::check_bwd_against_reference(*k, problem, naive());
     }
+}
+
+// v12 splits a small grouped grid (group_split.cuh): the partial dK, dV sums of a key block's s blocks are
+// added by whichever finishes last, in split order, so dK and dV are the same bits on every run, atomic
+// dQ or not. MQA and GQA shapes whose grids split on any GPU of 16 SMs or more, causal and not.
+FS_GPU_TEST_CASE("stage07 attention_bwd v12 split grids: right and dK dV the same bits on every run") {
+  FS_SKIP_WITHOUT_GPU();
+  if (!testing::runs_here(kFlashBwdTmaV12)) return;
+  DeviceProps dev;
+  REQUIRE(current_device(&dev) == Status::Success);
+  uint64_t seed = 290000;
+  for (DType t : kDtypes)
+    for (int64_t d : head_dims(kFlashBwdTmaV12))
+      for (bool causal : {false, true}) {
+        AttentionParams shape = attention_shape(1, 8, 700, 700, d, t, causal);
+        shape.kv_heads = 1;  // 6 key blocks of one K/V head: split 8 ways under the mask and without it
+        const int64_t key_blocks = (shape.seq_k + 127) / 128;
+        INFO("seed=", ++seed, " splits=", flash_bwd_tma::group_splits(shape, key_blocks, dev.sms));
+        CHECK(flash_bwd_tma::group_splits(shape, key_blocks, dev.sms) > 1);
+        AttentionBwdFixture problem(shape, seed);
+        testing::check_bwd_against_reference(kFlashBwdTmaV12, problem, naive());
+        const AttentionBwdCheck first = problem.run(kFlashBwdTmaV12);
+        REQUIRE(first.status == Status::Success);
+        const std::vector<unsigned char> dk = problem.dk_bytes(), dv = problem.dv_bytes();
+        for (int run = 0; run < 3; ++run) {
+          REQUIRE(problem.run(kFlashBwdTmaV12).status == Status::Success);
+          CHECK(problem.dk_bytes() == dk);
+          CHECK(problem.dv_bytes() == dv);
+        }
+      }
 }
 
 FS_GPU_TEST_CASE("stage07 attention_bwd every version: Q K V O dO and the gradients of more than 2^31 elements") {
