@@ -45,7 +45,10 @@ skipped with a note). SDPA's jagged path does more than the attention kernel on 
 PyTorch 2.11, it took 1.2–2.5× the kernel's time alone; not profiled further), so --packed also times
 the kernel it ends in on its own: series flash_varlen,
 torch.ops.aten._flash_attention_forward (FlashAttention-2's variable-length kernel) on the same
-[total, H, D] values with int32 offsets and the longest entry as max_q, max_k.
+[total, H, D] values with int32 offsets and the longest entry as max_q, max_k. With --backward the
+packed batches time the backward alone (the stage 07 attention backward's packed benchmarks): series
+sdpa_flash_bwd, sdpa_cudnn_bwd on jagged tensors whose values require grad, and flash_varlen_bwd,
+aten's _flash_attention_backward after one forward; FLOPs and bytes as the dense backward counts them.
 
 --backward times the backward pass alone, as stage 05's benchmarks do (stages/05_flash_bwd/bench.cu):
 series sdpa_flash_bwd, sdpa_cudnn_bwd, sdpa_efficient_bwd, named like the backward stages' rows
@@ -579,6 +582,63 @@ def measure_packed_point(torch, sdpa, backend, lens: list[int], h: int, d: int, 
         return time_call(torch, call, args.warmup, args.runs, flush)
 
 
+def measure_packed_backward_point(torch, sdpa, backend, lens: list[int], h: int, d: int, dtype, causal: bool,
+                                  args, flush) -> tuple[float, float]:
+    """Time one backend's backward alone on one packed batch, as measure_backward_point times a dense
+    one: Q, K, V jagged nested tensors whose values require grad, the forward once outside the timing,
+    then out.backward(dO, retain_graph=True) per call with the grads cleared before each."""
+    from torch.nn.attention import sdpa_kernel
+
+    offsets = torch.tensor([0, *itertools.accumulate(lens)], device="cuda", dtype=torch.int64)
+    values = [torch.randn(offsets[-1].item(), h, d, device="cuda", dtype=dtype, requires_grad=True) for _ in range(3)]
+
+    def jagged(x):
+        try:
+            nt = torch.nested.nested_tensor_from_jagged(x, offsets, min_seqlen=min(lens), max_seqlen=max(lens))
+        except TypeError:
+            nt = torch.nested.nested_tensor_from_jagged(x, offsets)
+        return nt.transpose(1, 2)
+
+    q, k, v = (jagged(x) for x in values)
+    mask = {"is_causal": True} if causal else {}
+    with sdpa_kernel([backend]):
+        out = sdpa(q, k, v, **mask)
+        d_o = torch.randn_like(out)
+
+        def call():
+            out.backward(d_o, retain_graph=True)
+
+        call()
+        if not all(bool(torch.isfinite(x.grad).all()) for x in values):
+            raise RuntimeError("a gradient has NaN or Inf")
+
+        def clear():
+            for x in values:
+                x.grad = None
+
+        return time_call(torch, call, args.warmup, args.runs, flush, before=clear)
+
+
+def measure_flash_varlen_backward_point(torch, lens: list[int], h: int, d: int, dtype, causal: bool, args,
+                                        flush) -> tuple[float, float]:
+    """Time FlashAttention-2's variable-length backward alone (aten's _flash_attention_backward, after one
+    _flash_attention_forward for O and LSE); raises if this PyTorch lacks the ops or their signature."""
+    offsets = torch.tensor([0, *itertools.accumulate(lens)], device="cuda", dtype=torch.int32)
+    q, k, v, d_o = (torch.randn(sum(lens), h, d, device="cuda", dtype=dtype) for _ in range(4))
+    fwd = torch.ops.aten._flash_attention_forward(q, k, v, offsets, offsets, max(lens), max(lens), 0.0, causal, False)
+    out, lse, seed, offset = fwd[0], fwd[1], fwd[2], fwd[3]
+
+    def call():
+        return torch.ops.aten._flash_attention_backward(d_o, q, k, v, out, lse, offsets, offsets, max(lens),
+                                                        max(lens), 0.0, causal, seed, offset)
+
+    grads = call()
+    if not all(bool(torch.isfinite(g).all()) for g in grads[:3]):
+        raise RuntimeError("a gradient has NaN or Inf")
+    del grads
+    return time_call(torch, call, args.warmup, args.runs, flush)
+
+
 def measure_flash_varlen_point(torch, lens: list[int], h: int, d: int, dtype, causal: bool, args,
                                flush) -> tuple[float, float]:
     """Time FlashAttention-2's variable-length kernel alone (the aten op SDPA's flash backend calls
@@ -609,24 +669,27 @@ def packed_rows(torch, args: argparse.Namespace, flush) -> list[dict]:
         for entries, lo, hi, d in args.packed:
             h = max(1, DEFAULT_MODEL_DIM // d)
             lens = packed_lengths(entries, lo, hi)
+            suffix = BACKWARD_SUFFIX if args.backward else ""
             for causal in (bool(c) for c in args.causal):
                 for key in [*args.backend, "flash_varlen"]:
                     if key == "flash_varlen":
-                        name = packed_name(FLASH_VARLEN_SERIES, dtype_name, entries, lo, hi, d, h, causal)
+                        name = packed_name(FLASH_VARLEN_SERIES + suffix, dtype_name, entries, lo, hi, d, h, causal)
+                        varlen = measure_flash_varlen_backward_point if args.backward else measure_flash_varlen_point
 
                         def measure():
-                            return measure_flash_varlen_point(torch, lens, h, d, dtype, causal, args, flush)
+                            return varlen(torch, lens, h, d, dtype, causal, args, flush)
                     else:
                         series, member = BACKENDS[key]
-                        name = packed_name(series, dtype_name, entries, lo, hi, d, h, causal)
+                        name = packed_name(series + suffix, dtype_name, entries, lo, hi, d, h, causal)
                         backend = getattr(SDPBackend, member, None)
                         if backend is None:
                             print(f"sdpa_bench: note: {name}: this PyTorch has no SDPBackend.{member}; skipped")
                             continue
+                        packed = measure_packed_backward_point if args.backward else measure_packed_point
 
                         def measure():
-                            return measure_packed_point(torch, F.scaled_dot_product_attention, backend, lens, h, d,
-                                                        dtype, causal, args, flush)
+                            return packed(torch, F.scaled_dot_product_attention, backend, lens, h, d, dtype, causal,
+                                          args, flush)
                     try:
                         t_us, cpu_us = measure()
                     except (RuntimeError, ValueError, NotImplementedError, ImportError, TypeError, AttributeError) as err:
@@ -634,8 +697,10 @@ def packed_rows(torch, args: argparse.Namespace, flush) -> list[dict]:
                               "skipped")
                         torch.cuda.empty_cache()
                         continue
-                    flops = sum(attention_flops(1, h, n, n, d, causal) for n in lens)
-                    nbytes = attention_bytes(1, h, sum(lens), sum(lens), d, element_size)
+                    count, traffic = ((attention_bwd_flops, attention_bwd_bytes) if args.backward
+                                      else (attention_flops, attention_bytes))
+                    flops = sum(count(1, h, n, n, d, causal) for n in lens)
+                    nbytes = traffic(1, h, sum(lens), sum(lens), d, element_size)
                     rows.append(median_row(name, args.runs, t_us, cpu_us, flops, nbytes))
                     print(f"sdpa_bench: {name:64s} {t_us:10.1f} us {rows[-1]['TFLOPS']:7.1f} TFLOPS")
                     torch.cuda.empty_cache()

@@ -161,10 +161,15 @@ PARTS: list[Part] = [
           sdpa("sdpa_bwd_headline.json", "--backward", "--seq", "8192", "--backend", "flash", "cudnn",
                fold_into="stage07_attention_bwd.json")],
          ("stage07_attention_bwd.json",)),
+    # The grid part: 296 s on the H200 (2026-12-03) before the packed batches (8 per version, about 0.6 s
+    # each, and their SDPA peers) were added: estimated 420 s since.
     Part("stage07_attention_bwd_grid",
-         "stage 07 attention backward on the rest of its grid, grouped K/V at N = 2048; SDPA flash and cuDNN there",
-         310, [Bench("stage07_attention_bwd_bench", "stage07_attention_bwd.json", "-(_deterministic/|/N:8192/|/Nq:8192/)"),
+         "stage 07 attention backward on the rest of its grid, grouped K/V at N = 2048, packed batches; SDPA "
+         "flash and cuDNN there",
+         420, [Bench("stage07_attention_bwd_bench", "stage07_attention_bwd.json", "-(_deterministic/|/N:8192/|/Nq:8192/)"),
           sdpa("sdpa_bwd_grid.json", "--backward", "--seq", "512", "1024", "2048", "4096", "--backend", "flash",
+               "cudnn", fold_into="stage07_attention_bwd.json"),
+          sdpa("sdpa_bwd_packed.json", "--packed-defaults", "--backward", "--dtype", "fp16", "--backend", "flash",
                "cudnn", fold_into="stage07_attention_bwd.json")],
          ("stage07_attention_bwd.json",)),
     Part("stage07_attention_bwd_deterministic",

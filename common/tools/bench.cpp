@@ -276,6 +276,8 @@ namespace {
 
 // The forward of one packed batch on random inputs (Q, K, V uniform in [-1, 1]), max_seq_q computed by
 // check_varlen once, outside the timing.
+// A packed batch (cu_seqlens) forward, or for a backward kernel its backward as time_backward calls it (O,
+// dO random, LSE the stand-in): FLOPs entry by entry, bytes over the packed tensors.
 void time_packed(benchmark::State& state, const DeviceInfo& dev, const KernelDesc& k, const PackedBatch& batch) {
   const std::vector<int32_t> lens = packed_lengths(batch);
   std::vector<int32_t> cu{0};
@@ -298,11 +300,33 @@ void time_packed(benchmark::State& state, const DeviceInfo& dev, const KernelDes
   p.cu_seqlens_q = cu_q.get();
   p.cu_seqlens_k = cu_k.get();
   FS_CHECK_STATUS(check_varlen(&p, nullptr));
-  if (const Status st = launch(k, p, nullptr); st != Status::Success) {
+  if (!k.is_attention_bwd()) {
+    if (const Status st = launch(k, p, nullptr); st != Status::Success) {
+      state.SkipWithError(status_name(st));
+      return;
+    }
+    timed_loop(state, dev, flops, attention_fwd_min_bytes(one), [&] { launch(k, p, nullptr); });
+    return;
+  }
+  DeviceBuffer<unsigned char> d_o(q_elems(one) * e), dq(q_elems(one) * e), dk(kv_elems(one) * e), dv(kv_elems(one) * e);
+  FS_CHECK_STATUS(fill_random_device(o.get(), q_elems(one), batch.dtype, 4));
+  FS_CHECK_STATUS(fill_random_device(d_o.get(), q_elems(one), batch.dtype, 5));
+  const float lse_value = float(standin_lse(one));
+  FS_CHECK_STATUS(fill_random_device(lse.get(), lse_elems(one), DType::FP32, 6, lse_value, lse_value));
+  AttentionBwdParams bp{};
+  bp.fwd = p;
+  bp.d_o = d_o.get();
+  bp.dq = dq.get();
+  bp.dk = dk.get();
+  bp.dv = dv.get();
+  if (const Status st = launch(k, bp, nullptr); st != Status::Success) {
     state.SkipWithError(status_name(st));
     return;
   }
-  timed_loop(state, dev, flops, attention_fwd_min_bytes(one), [&] { launch(k, p, nullptr); });
+  double bwd_flops = 0.0;
+  for (int32_t n : lens) bwd_flops += attention_bwd_flops(attention_shape(1, batch.heads, n, n, batch.d, batch.dtype, batch.causal));
+  timed_loop(state, dev, bwd_flops, attention_bwd_min_bytes(one), [&] { launch(k, bp, nullptr); });
+  state.counters["extra_bytes"] = double(k.bwd_extra_bytes(p, false));
 }
 
 }  // namespace

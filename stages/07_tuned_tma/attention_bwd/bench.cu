@@ -8,8 +8,11 @@
 //   stage07/attention_bwd/v1/fp16/D:128/N:8192/causal:0
 //   stage07/attention_bwd/v1_deterministic/bf16/D:64/N:2048/causal:1
 //   stage07/attention_bwd/v10/fp16/D:128/B:2/H:16/KVH:4/Nq:8192/Nk:8192/causal:1
-// 5 N × 2 D × 2 masks × 2 dtypes = 40 points per series, 80 per version, + 8 for stage 05's v10; and
-// 2 N × 2 D × 2 KVH × 2 masks = 16 grouped points per version and for stage 05's v10.
+// 5 N × 2 D × 2 masks × 2 dtypes = 40 points per series, 80 per version, + 8 for stage 05's v10;
+// 2 N × 2 D × 2 KVH × 2 masks = 16 grouped points per version and for stage 05's v10; and 8 packed
+// batches per version and for stage 05's v10 (plots/sdpa_bench.py --packed-defaults --backward times
+// SDPA's on the same lengths):
+//   stage07/attention_bwd/v10/fp16/D:128/H:16/packed:16x512-8192/causal:0
 #include <vector>
 
 #include "common/tools/bench.h"
@@ -38,4 +41,15 @@ void fs::bench::register_benchmarks(const DeviceInfo& dev) {
         }
   for (const char* stage : {"stage07/attention_bwd", "stage05/v10"})
     for (const KernelDesc* k : find_kernels(stage)) register_attention_shapes(dev, *k, grouped);
+
+  // Packed batches (cu_seqlens), fp16, the forward rung's: 2 entries of 8192 rows (the headline's work,
+  // packed: what the layout itself costs) and 16 entries of 512 to 8192; every version and stage 05's v10.
+  std::vector<PackedBatch> packed;
+  for (int64_t d : {64, 128})
+    for (bool causal : {false, true}) {
+      packed.push_back({DType::FP16, d, 2048 / d, 2, 8192, 8192, causal});
+      packed.push_back({DType::FP16, d, 2048 / d, 16, 512, 8192, causal});
+    }
+  for (const char* stage : {"stage07/attention_bwd", "stage05/v10"})
+    for (const KernelDesc* k : find_kernels(stage)) register_attention_packed(dev, *k, packed);
 }
