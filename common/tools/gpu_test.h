@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "common/lib/device.h"
 #include "common/lib/kernel.h"
@@ -36,6 +37,13 @@ bool only_selects(const char* only, const std::string& qualified);
 // Whether the current GPU can run `kernel` and FLASHSTAGES_ONLY selects it; if not, the case reports
 // it skipped, with the reason.
 bool runs_here(const KernelDesc& kernel);
+// Of `kernels`, those runs_here takes (each one it leaves out reported skipped), in their order: the
+// cases over many shapes build one problem per shape and check each of these on it.
+std::vector<const KernelDesc*> runnable_here(const std::vector<const KernelDesc*>& kernels);
+// Of `kernels`, those that take head_dim d: in their list, or up to their bound where they list none.
+std::vector<const KernelDesc*> taking_head_dim(const std::vector<const KernelDesc*>& kernels, int64_t d);
+// Every head_dim in one of the kernels' lists, in increasing order.
+std::vector<int64_t> listed_head_dims(const std::vector<const KernelDesc*>& kernels);
 
 // FLASHSTAGES_SANITIZER=1 (set by scripts/gpu_check.sh around compute-sanitizer): the tests pick
 // their smaller sizes, which still cover every code path (several tiles, tails in every direction)

@@ -2,9 +2,9 @@
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <algorithm>
 #include <cstring>
 #include <optional>
 #include <string>
@@ -75,6 +75,33 @@ bool runs_here(const KernelDesc& kernel) {
   record_skip();
   MESSAGE("SKIPPED " << kernel.qualified() << ": " << why);
   return false;
+}
+
+std::vector<const KernelDesc*> runnable_here(const std::vector<const KernelDesc*>& kernels) {
+  std::vector<const KernelDesc*> here;
+  for (const KernelDesc* k : kernels)
+    if (runs_here(*k)) here.push_back(k);
+  return here;
+}
+
+std::vector<const KernelDesc*> taking_head_dim(const std::vector<const KernelDesc*>& kernels, int64_t d) {
+  std::vector<const KernelDesc*> out;
+  for (const KernelDesc* k : kernels) {
+    const fs_kernel_info& info = k->info;
+    const bool listed = std::find(info.head_dims, info.head_dims + info.num_head_dims, d) !=
+                        info.head_dims + info.num_head_dims;
+    if (listed || (info.num_head_dims == 0 && d >= 1 && d <= info.max_head_dim)) out.push_back(k);
+  }
+  return out;
+}
+
+std::vector<int64_t> listed_head_dims(const std::vector<const KernelDesc*>& kernels) {
+  std::vector<int64_t> out;
+  for (const KernelDesc* k : kernels)
+    out.insert(out.end(), k->info.head_dims, k->info.head_dims + k->info.num_head_dims);
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
 }
 
 // Counts the test cases that started. CTest runs each case by name (--test-case=NAME); a name that

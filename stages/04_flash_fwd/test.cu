@@ -34,31 +34,6 @@ void check_odd_shapes(const KernelDesc& kernel, int64_t d, uint64_t seed) {
       testing::check_against_reference(kernel, shape, ++seed, &naive());
 }
 
-// The versions this GPU runs (FLASHSTAGES_ONLY may leave some out), and of them those that take head_dim d.
-std::vector<const KernelDesc*> versions_here() {
-  std::vector<const KernelDesc*> here;
-  for (const KernelDesc* k : find_kernels("stage04"))
-    if (testing::runs_here(*k)) here.push_back(k);
-  return here;
-}
-std::vector<const KernelDesc*> taking(const std::vector<const KernelDesc*>& here, int64_t d) {
-  std::vector<const KernelDesc*> out;
-  for (const KernelDesc* k : here) {
-    const std::vector<int64_t> dims = head_dims(*k);
-    if (std::find(dims.begin(), dims.end(), d) != dims.end()) out.push_back(k);
-  }
-  return out;
-}
-// Every head_dim one of `here` takes, in increasing order.
-std::vector<int64_t> all_head_dims(const std::vector<const KernelDesc*>& here) {
-  std::vector<int64_t> out;
-  for (const KernelDesc* k : here)
-    for (int64_t d : head_dims(*k))
-      if (std::find(out.begin(), out.end(), d) == out.end()) out.push_back(d);
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
 // v5's candidate shapes as kernels of their own, so that each one is checked whatever the tuner picks.
 template <int I>
 Status run_candidate(const AttentionProblem& pr, cudaStream_t stream) {
@@ -81,12 +56,12 @@ KernelDesc forced_plan_kernel(AttentionRun run) { return kernel_with_run(kFlashF
 FS_GPU_TEST_CASE("stage04 every version matches fp64 at odd sizes in every head_dim it takes") {
   FS_SKIP_WITHOUT_GPU();
   // One problem per shape (its fp64 reference built once), every version that takes its head_dim on it.
-  const std::vector<const KernelDesc*> here = versions_here();
-  for (int64_t d : all_head_dims(here)) {
+  const std::vector<const KernelDesc*> here = testing::runnable_here(find_kernels("stage04"));
+  for (int64_t d : testing::listed_head_dims(here)) {
     uint64_t seed = 4000 + 100 * d;
     for (DType t : {DType::FP16, DType::BF16})
       for (const auto& shape : testing::odd_shapes(t, {d}))
-        testing::check_each_against_reference(taking(here, d), shape, ++seed, &naive());
+        testing::check_each_against_reference(testing::taking_head_dim(here, d), shape, ++seed, &naive());
   }
 }
 
@@ -97,11 +72,11 @@ FS_GPU_TEST_CASE("stage04 every version: grouped-query and multi-query K/V — a
   // over this binary already takes minutes.
   const std::vector<DType> dtypes =
       testing::sanitizer_sizes() ? std::vector<DType>{DType::FP16} : std::vector<DType>{DType::FP16, DType::BF16};
-  const std::vector<const KernelDesc*> here = versions_here();
-  for (int64_t d : all_head_dims(here))  // one problem per shape, every version that takes d on it
+  const std::vector<const KernelDesc*> here = testing::runnable_here(find_kernels("stage04"));
+  for (int64_t d : testing::listed_head_dims(here))  // one problem per shape, every version that takes d on it
     for (DType t : dtypes)
       for (const auto& shape : testing::gqa_shapes(t, {d}))
-        testing::check_each_against_reference(taking(here, d), shape, ++seed, &naive());
+        testing::check_each_against_reference(testing::taking_head_dim(here, d), shape, ++seed, &naive());
   // Padded and packed batches with 4 query heads over 2 K/V heads, and over 1.
   for (const KernelDesc* k : here) {
     testing::check_varlen_grouped(*k, 64, seed);

@@ -52,15 +52,8 @@ std::vector<const KernelDesc*> versions() {
 // The naive backward every fp16/bf16 version is held to (2× its error); none for v0 itself.
 const KernelDesc* naive_for(const KernelDesc& k) { return &k == &kFlashBwdV0 ? nullptr : &kFlashBwdV0; }
 
-// The versions this GPU runs (FLASHSTAGES_ONLY may leave some out).
-std::vector<const KernelDesc*> versions_here() {
-  std::vector<const KernelDesc*> here;
-  for (const KernelDesc* k : versions())
-    if (testing::runs_here(*k)) here.push_back(k);
-  return here;
-}
-
-// Every head_dim one of `here` is tested at, in increasing order.
+// Every head_dim one of `here` is tested at (head_dims: an odd one too where a version takes any), in
+// increasing order.
 std::vector<int64_t> all_head_dims(const std::vector<const KernelDesc*>& here) {
   std::vector<int64_t> out;
   for (const KernelDesc* k : here)
@@ -90,7 +83,7 @@ void check_versions_on(const std::vector<const KernelDesc*>& here, const Attenti
 
 FS_GPU_TEST_CASE("stage05 every version matches fp64 at odd sizes in every dtype and head_dim it takes") {
   FS_SKIP_WITHOUT_GPU();
-  const std::vector<const KernelDesc*> here = versions_here();
+  const std::vector<const KernelDesc*> here = testing::runnable_here(versions());
   uint64_t seed = 50000;
   for (DType t : {DType::FP32, DType::FP16, DType::BF16})
     for (int64_t d : all_head_dims(here))
@@ -108,7 +101,7 @@ FS_GPU_TEST_CASE("stage05 every version matches fp64 with grouped K/V heads (GQA
   // and dV against the fp64 sum over its group, every query head's dQ and delta against its own; the
   // 2× rule against v0 and the deterministic path as for the dense shapes. The smallest and the largest
   // head_dim of each version, every version on one problem per shape.
-  const std::vector<const KernelDesc*> here = versions_here();
+  const std::vector<const KernelDesc*> here = testing::runnable_here(versions());
   uint64_t seed = 150000;
   for (DType t : {DType::FP32, DType::FP16, DType::BF16})
     for (int64_t d : all_head_dims(here)) {

@@ -17,7 +17,6 @@
 // library's registry.
 #include <cuda_runtime.h>
 
-#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <vector>
@@ -49,24 +48,6 @@ const KernelDesc& naive() { return *find_kernels("stage01/v1").at(0); }
 
 std::vector<int64_t> head_dims(const KernelDesc& k) {
   return std::vector<int64_t>(k.info.head_dims, k.info.head_dims + k.info.num_head_dims);
-}
-
-// The 16-bit versions this GPU runs (FLASHSTAGES_ONLY may leave some out), and of them those that take
-// head_dim d: the cases over many shapes build one problem per shape (its fp64 reference, the slow part,
-// once) and check each of them on it.
-std::vector<const KernelDesc*> half_here() {
-  std::vector<const KernelDesc*> here;
-  for (const KernelDesc* k : kHalf)
-    if (testing::runs_here(*k)) here.push_back(k);
-  return here;
-}
-std::vector<const KernelDesc*> taking(const std::vector<const KernelDesc*>& here, int64_t d) {
-  std::vector<const KernelDesc*> out;
-  for (const KernelDesc* k : here) {
-    const std::vector<int64_t> dims = head_dims(*k);
-    if (std::find(dims.begin(), dims.end(), d) != dims.end()) out.push_back(k);
-  }
-  return out;
 }
 
 // v5 with a forced split count, as a kernel of its own: the split path on shapes where the heuristic
@@ -252,12 +233,12 @@ FS_CPU_TEST_CASE("stage07 attention through the C interface: named codes before 
 
 FS_GPU_TEST_CASE("stage07 attention every version matches fp64 at odd sizes in every head_dim it takes") {
   FS_SKIP_WITHOUT_GPU();
-  const std::vector<const KernelDesc*> here = half_here();
+  const std::vector<const KernelDesc*> here = testing::runnable_here(kHalf);
   uint64_t seed = 7000;
-  for (int64_t d : {64, 128, 256})
+  for (int64_t d : testing::listed_head_dims(here))
     for (DType t : {DType::FP16, DType::BF16})
       for (const auto& shape : testing::odd_shapes(t, {d}))
-        testing::check_each_against_reference(taking(here, d), shape, ++seed, &naive());
+        testing::check_each_against_reference(testing::taking_head_dim(here, d), shape, ++seed, &naive());
 }
 
 FS_GPU_TEST_CASE("stage07 attention every version: grouped-query and multi-query K/V — and decoding (Nq = 1)") {
@@ -265,12 +246,12 @@ FS_GPU_TEST_CASE("stage07 attention every version: grouped-query and multi-query
   // Under the sanitizer fp16 alone: the address arithmetic does not depend on the type.
   const std::vector<DType> dtypes =
       testing::sanitizer_sizes() ? std::vector<DType>{DType::FP16} : std::vector<DType>{DType::FP16, DType::BF16};
-  const std::vector<const KernelDesc*> here = half_here();
+  const std::vector<const KernelDesc*> here = testing::runnable_here(kHalf);
   uint64_t seed = 7500;
-  for (int64_t d : {64, 128, 256})
+  for (int64_t d : testing::listed_head_dims(here))
     for (DType t : dtypes)
       for (const auto& shape : testing::gqa_shapes(t, {d}))
-        testing::check_each_against_reference(taking(here, d), shape, ++seed, &naive());
+        testing::check_each_against_reference(testing::taking_head_dim(here, d), shape, ++seed, &naive());
 }
 
 FS_GPU_TEST_CASE("stage07 attention every version honours a custom scale over many key blocks") {

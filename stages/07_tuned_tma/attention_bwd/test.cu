@@ -39,15 +39,6 @@ const std::vector<DType> kDtypes = {DType::FP16, DType::BF16};
 // The naive backward every version is held to (2× its error).
 const KernelDesc* naive() { return find_kernels("stage05/v0").at(0); }
 
-// The versions this GPU runs (FLASHSTAGES_ONLY may leave some out). The cases over many shapes build one
-// problem per shape, its fp64 reference (the slow part, on the host) once, and check each of them on it.
-std::vector<const KernelDesc*> versions_here() {
-  std::vector<const KernelDesc*> here;
-  for (const KernelDesc* k : kAll)
-    if (testing::runs_here(*k)) here.push_back(k);
-  return here;
-}
-
 }  // namespace
 
 FS_CPU_TEST_CASE("stage07 attention_bwd: the registry lists its versions apart from the forward's") {
@@ -130,7 +121,7 @@ FS_CPU_TEST_CASE("stage07 attention_bwd runs on sm_90 alone: FS_ERR_UNSUPPORTED_
 
 FS_GPU_TEST_CASE("stage07 attention_bwd every version matches fp64 at odd sizes in fp16 and bf16 at D 64 and 128") {
   FS_SKIP_WITHOUT_GPU();
-  const std::vector<const KernelDesc*> here = versions_here();
+  const std::vector<const KernelDesc*> here = testing::runnable_here(kAll);
   if (here.empty()) return;
   uint64_t seed = 70000;
   for (DType t : kDtypes)
@@ -143,7 +134,7 @@ FS_GPU_TEST_CASE("stage07 attention_bwd every version matches fp64 at odd sizes 
 
 FS_GPU_TEST_CASE("stage07 attention_bwd every version matches fp64 with grouped K/V heads (GQA and MQA)") {
   FS_SKIP_WITHOUT_GPU();
-  const std::vector<const KernelDesc*> here = versions_here();
+  const std::vector<const KernelDesc*> here = testing::runnable_here(kAll);
   if (here.empty()) return;
   uint64_t seed = 170000;
   for (DType t : kDtypes) {
@@ -187,7 +178,7 @@ FS_GPU_TEST_CASE("stage07 attention_bwd every version gives finite gradients for
 // keys, which it dispatches first (turns.cuh): a wrong order would hang here rather than fail.
 FS_GPU_TEST_CASE("stage07 attention_bwd deterministic and causal with more key blocks than run at once") {
   FS_SKIP_WITHOUT_GPU();
-  const std::vector<const KernelDesc*> here = versions_here();
+  const std::vector<const KernelDesc*> here = testing::runnable_here(kAll);
   if (here.empty()) return;
   DeviceProps dev;
   REQUIRE(current_device(&dev) == Status::Success);
@@ -247,7 +238,7 @@ FS_GPU_TEST_CASE("stage07 attention_bwd every version: Q K V O dO and the gradie
   // baseline here: its N × N scores for every head would take 69 GB.
   const AttentionParams shape = attention_shape(2, 8200, 1024, 1024, 128, DType::FP16, true);
   AttentionBwdFixture problem(shape, 7995, /*max_heads=*/2);
-  for (const KernelDesc* k : versions_here()) {
+  for (const KernelDesc* k : testing::runnable_here(kAll)) {
     INFO(k->qualified());
     const AttentionBwdCheck c = problem.run(*k);
     REQUIRE_MESSAGE(c.status == Status::Success, std::string(status_name(c.status)));
