@@ -140,8 +140,10 @@ def main() -> int:
         for part in (head, grid):
             peers = [s for s in part.steps if isinstance(s, rr.Script)]
             check(f"{part.name}: SDPA's flash and cuDNN backward in the same run, folded into the rung's file",
-                  len(peers) == 1 and peers[0].fold_into == "stage07_attention_bwd.json"
-                  and {"--backward", "flash", "cudnn"} <= set(peers[0].args))
+                  len(peers) >= 1 and all(s.fold_into == "stage07_attention_bwd.json"
+                                          and {"--backward", "flash", "cudnn"} <= set(s.args) for s in peers))
+        check("the grid part times SDPA's backward on the rung's packed batches too",
+              any("--packed-defaults" in s.args for s in grid.steps if isinstance(s, rr.Script)))
         check("SDPA's grouped shapes come with both parts (N = 8192 and 2048)", "--no-gqa" not in
               [a for p in (head, grid) for s in p.steps if isinstance(s, rr.Script) for a in s.args])
         check("the rung's files are written by the rung's bench, not the forward's",
@@ -153,10 +155,13 @@ def main() -> int:
             "stage07/attention_bwd/v3/bf16/D:64/N:2048/causal:1",
             "stage07/attention_bwd/v3_deterministic/fp16/D:128/N:8192/causal:0",
             "stage07/attention_bwd/v10/fp16/D:128/B:2/H:16/KVH:4/Nq:8192/Nk:8192/causal:1",
-            "stage05/v10/fp16/D:64/B:8/H:32/KVH:1/Nq:2048/Nk:2048/causal:0")}
-        check("each benchmark has one main part, the grouped ones with their N's part",
+            "stage05/v10/fp16/D:64/B:8/H:32/KVH:1/Nq:2048/Nk:2048/causal:0",
+            "stage07/attention_bwd/v10/fp16/D:128/H:16/packed:2x8192/causal:1")}
+        check("each benchmark has one main part, the grouped ones with their N's part, the packed ones the grid",
               [len([o for o in v if not o.startswith("stage07_attention_bwd_deterministic")]) for v in owners.values()]
-              == [1, 1, 1, 0, 1, 1]
+              == [1, 1, 1, 0, 1, 1, 1]
+              and owners["stage07/attention_bwd/v10/fp16/D:128/H:16/packed:2x8192/causal:1"][0]
+              .startswith("stage07_attention_bwd_grid")
               and owners["stage07/attention_bwd/v10/fp16/D:128/B:2/H:16/KVH:4/Nq:8192/Nk:8192/causal:1"][0]
               .startswith("stage07_attention_bwd_headline"))
     with tempfile.TemporaryDirectory() as tmp:
