@@ -114,30 +114,44 @@ void time_forward(benchmark::State& state, const DeviceInfo& dev, const KernelDe
       [&](const AttentionParams& p) { state.counters["extra_bytes"] = double(k.extra_bytes(p)); });
 }
 
-// The backward of `shape`, as a training step calls it (no delta asked for): Q, K, V, O, dO uniform in
-// [-1, 1] and LSE = standin_lse(), so that P <= 1 as after a real forward (the time does not depend
-// on the values).
+// A backward's tensors for `shape` as a training step has them: Q, K, V, O, dO uniform in [-1, 1] and
+// LSE = standin_lse(), so that P <= 1 as after a real forward (the time does not depend on the values),
+// and room for dQ, dK, dV. params(): the backward on them, no delta asked for.
+struct BackwardTensors {
+  explicit BackwardTensors(const AttentionParams& shape)
+      : shape(shape), q(q_bytes(shape)), k(kv_bytes(shape)), v(kv_bytes(shape)), o(q_bytes(shape)),
+        d_o(q_bytes(shape)), dq(q_bytes(shape)), dk(kv_bytes(shape)), dv(kv_bytes(shape)), lse(lse_elems(shape)) {
+    const DType t = dtype_of(shape);
+    FS_CHECK_STATUS(fill_random_device(q.get(), q_elems(shape), t, 1));
+    FS_CHECK_STATUS(fill_random_device(k.get(), kv_elems(shape), t, 2));
+    FS_CHECK_STATUS(fill_random_device(v.get(), kv_elems(shape), t, 3));
+    FS_CHECK_STATUS(fill_random_device(o.get(), q_elems(shape), t, 4));
+    FS_CHECK_STATUS(fill_random_device(d_o.get(), q_elems(shape), t, 5));
+    const float lse_value = float(standin_lse(shape));
+    FS_CHECK_STATUS(fill_random_device(lse.get(), lse_elems(shape), DType::FP32, 6, lse_value, lse_value));
+  }
+  AttentionBwdParams params() const {
+    AttentionBwdParams p{};
+    p.fwd = attention_on(shape, q.get(), k.get(), v.get(), o.get(), lse.get());
+    p.d_o = d_o.get();
+    p.dq = dq.get();
+    p.dk = dk.get();
+    p.dv = dv.get();
+    return p;
+  }
+  static std::size_t q_bytes(const AttentionParams& s) { return q_elems(s) * dtype_size(dtype_of(s)); }
+  static std::size_t kv_bytes(const AttentionParams& s) { return kv_elems(s) * dtype_size(dtype_of(s)); }
+
+  AttentionParams shape;
+  DeviceBuffer<unsigned char> q, k, v, o, d_o, dq, dk, dv;
+  DeviceBuffer<float> lse;
+};
+
+// The backward of `shape`, as a training step calls it (BackwardTensors).
 void time_backward(benchmark::State& state, const DeviceInfo& dev, const KernelDesc& k, const AttentionParams& shape,
                    bool deterministic) {
-  const DType t = dtype_of(shape);
-  const std::size_t e = dtype_size(t);
-  DeviceBuffer<unsigned char> q(q_elems(shape) * e), kb(kv_elems(shape) * e), v(kv_elems(shape) * e),
-      o(q_elems(shape) * e), d_o(q_elems(shape) * e), dq(q_elems(shape) * e), dk(kv_elems(shape) * e),
-      dv(kv_elems(shape) * e);
-  DeviceBuffer<float> lse(lse_elems(shape));
-  FS_CHECK_STATUS(fill_random_device(q.get(), q_elems(shape), t, 1));
-  FS_CHECK_STATUS(fill_random_device(kb.get(), kv_elems(shape), t, 2));
-  FS_CHECK_STATUS(fill_random_device(v.get(), kv_elems(shape), t, 3));
-  FS_CHECK_STATUS(fill_random_device(o.get(), q_elems(shape), t, 4));
-  FS_CHECK_STATUS(fill_random_device(d_o.get(), q_elems(shape), t, 5));
-  const float lse_value = float(standin_lse(shape));
-  FS_CHECK_STATUS(fill_random_device(lse.get(), lse_elems(shape), DType::FP32, 6, lse_value, lse_value));
-  AttentionBwdParams p{};
-  p.fwd = attention_on(shape, q.get(), kb.get(), v.get(), o.get(), lse.get());
-  p.d_o = d_o.get();
-  p.dq = dq.get();
-  p.dk = dk.get();
-  p.dv = dv.get();
+  const BackwardTensors tensors(shape);
+  AttentionBwdParams p = tensors.params();
   p.deterministic = deterministic;
   if (const Status st = launch(k, p, nullptr); st != Status::Success) {
     state.SkipWithError(status_name(st));
@@ -274,59 +288,53 @@ std::vector<int32_t> packed_lengths(const PackedBatch& batch) {
 
 namespace {
 
-// The forward of one packed batch on random inputs (Q, K, V uniform in [-1, 1]), max_seq_q computed by
-// check_varlen once, outside the timing.
-// A packed batch (cu_seqlens) forward, or for a backward kernel its backward as time_backward calls it (O,
-// dO random, LSE the stand-in): FLOPs entry by entry, bytes over the packed tensors.
+// One packed batch (cu_seqlens): its forward on random inputs (Q, K, V uniform in [-1, 1]), or for a
+// backward kernel its backward as time_backward calls it; max_seq_q computed by check_varlen once,
+// outside the timing. FLOPs entry by entry, bytes over the packed tensors.
 void time_packed(benchmark::State& state, const DeviceInfo& dev, const KernelDesc& k, const PackedBatch& batch) {
+  const bool backward = k.is_attention_bwd();
   const std::vector<int32_t> lens = packed_lengths(batch);
   std::vector<int32_t> cu{0};
   double flops = 0.0;
   for (int32_t n : lens) {
     cu.push_back(cu.back() + n);
-    flops += attention_fwd_flops(1, batch.heads, n, n, batch.d, batch.causal);
+    const AttentionParams entry = attention_shape(1, batch.heads, n, n, batch.d, batch.dtype, batch.causal);
+    flops += backward ? attention_bwd_flops(entry) : attention_fwd_flops(entry);
   }
   // The packed tensors are [H, total, D]: a dense problem of one entry of `total` rows has their sizes.
-  AttentionParams one = attention_shape(1, batch.heads, cu.back(), cu.back(), batch.d, batch.dtype, batch.causal);
-  const std::size_t e = dtype_size(batch.dtype);
-  DeviceBuffer<unsigned char> q(q_elems(one) * e), kb(kv_elems(one) * e), v(kv_elems(one) * e), o(q_elems(one) * e);
-  DeviceBuffer<float> lse(lse_elems(one));
+  const AttentionParams one = attention_shape(1, batch.heads, cu.back(), cu.back(), batch.d, batch.dtype, batch.causal);
   DeviceBuffer<int32_t> cu_q(cu), cu_k(cu);
-  FS_CHECK_STATUS(fill_random_device(q.get(), q_elems(one), batch.dtype, 1));
-  FS_CHECK_STATUS(fill_random_device(kb.get(), kv_elems(one), batch.dtype, 2));
-  FS_CHECK_STATUS(fill_random_device(v.get(), kv_elems(one), batch.dtype, 3));
-  AttentionParams p = attention_on(one, q.get(), kb.get(), v.get(), o.get(), lse.get());
-  p.batch = batch.entries;
-  p.cu_seqlens_q = cu_q.get();
-  p.cu_seqlens_k = cu_k.get();
-  FS_CHECK_STATUS(check_varlen(&p, nullptr));
-  if (!k.is_attention_bwd()) {
+  auto pack = [&](AttentionParams& p) {  // the dense problem's tensors, read as the batch's entries
+    p.batch = batch.entries;
+    p.cu_seqlens_q = cu_q.get();
+    p.cu_seqlens_k = cu_k.get();
+    FS_CHECK_STATUS(check_varlen(&p, nullptr));
+  };
+  if (backward) {
+    const BackwardTensors tensors(one);
+    AttentionBwdParams p = tensors.params();
+    pack(p.fwd);
     if (const Status st = launch(k, p, nullptr); st != Status::Success) {
       state.SkipWithError(status_name(st));
       return;
     }
-    timed_loop(state, dev, flops, attention_fwd_min_bytes(one), [&] { launch(k, p, nullptr); });
+    timed_loop(state, dev, flops, attention_bwd_min_bytes(one), [&] { launch(k, p, nullptr); });
+    state.counters["extra_bytes"] = double(k.bwd_extra_bytes(p.fwd, false));
     return;
   }
-  DeviceBuffer<unsigned char> d_o(q_elems(one) * e), dq(q_elems(one) * e), dk(kv_elems(one) * e), dv(kv_elems(one) * e);
-  FS_CHECK_STATUS(fill_random_device(o.get(), q_elems(one), batch.dtype, 4));
-  FS_CHECK_STATUS(fill_random_device(d_o.get(), q_elems(one), batch.dtype, 5));
-  const float lse_value = float(standin_lse(one));
-  FS_CHECK_STATUS(fill_random_device(lse.get(), lse_elems(one), DType::FP32, 6, lse_value, lse_value));
-  AttentionBwdParams bp{};
-  bp.fwd = p;
-  bp.d_o = d_o.get();
-  bp.dq = dq.get();
-  bp.dk = dk.get();
-  bp.dv = dv.get();
-  if (const Status st = launch(k, bp, nullptr); st != Status::Success) {
+  const std::size_t e = dtype_size(batch.dtype);
+  DeviceBuffer<unsigned char> q(q_elems(one) * e), kb(kv_elems(one) * e), v(kv_elems(one) * e), o(q_elems(one) * e);
+  DeviceBuffer<float> lse(lse_elems(one));
+  FS_CHECK_STATUS(fill_random_device(q.get(), q_elems(one), batch.dtype, 1));
+  FS_CHECK_STATUS(fill_random_device(kb.get(), kv_elems(one), batch.dtype, 2));
+  FS_CHECK_STATUS(fill_random_device(v.get(), kv_elems(one), batch.dtype, 3));
+  AttentionParams p = attention_on(one, q.get(), kb.get(), v.get(), o.get(), lse.get());
+  pack(p);
+  if (const Status st = launch(k, p, nullptr); st != Status::Success) {
     state.SkipWithError(status_name(st));
     return;
   }
-  double bwd_flops = 0.0;
-  for (int32_t n : lens) bwd_flops += attention_bwd_flops(attention_shape(1, batch.heads, n, n, batch.d, batch.dtype, batch.causal));
-  timed_loop(state, dev, bwd_flops, attention_bwd_min_bytes(one), [&] { launch(k, bp, nullptr); });
-  state.counters["extra_bytes"] = double(k.bwd_extra_bytes(p, false));
+  timed_loop(state, dev, flops, attention_fwd_min_bytes(one), [&] { launch(k, p, nullptr); });
 }
 
 }  // namespace
