@@ -117,7 +117,8 @@ def run_points(a, rank, world):
     q, k, v = (R.zigzag_shard(t, rank, world) for t in (q_full, k_full, v_full))
     d_o = torch.randn_like(q)
     ring = R._Ring(None, a.seq, a.causal, R.DEFAULT_TIMEOUT)
-    shards = [R.zigzag_shard(torch.stack([k_full, v_full]), r, world, dim=3) for r in range(world)]
+    kv_full = torch.stack([k_full, v_full])
+    shards = [R.zigzag_shard(kv_full, r, world, dim=3) for r in range(world)]
 
     def ring_call():
         if a.backward:

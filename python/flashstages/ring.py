@@ -54,6 +54,12 @@ _FIELDS = ["seq_len", "batch", "heads", "kv_heads", "head_dim", "dtype", "causal
 _DTYPES = ("float16", "bfloat16")
 
 
+def _shard_len(chunks, owner, world):
+    """The rows of rank `owner`'s shard: its two chunks of `chunks` (zigzag_chunks), which differ in length
+    from rank to rank where 2W does not divide the sequence."""
+    return sum(chunks[c][1] - chunks[c][0] for c in shard_chunks(owner, world))
+
+
 def _float_bits(x: float) -> int:
     return struct.unpack("<q", struct.pack("<d", float(x)))[0]
 
@@ -88,8 +94,7 @@ def _local_check(q, k, v, seq_len, scale, rank, world, timeout):
                    f"{tuple(k.shape)}, {tuple(v.shape)}")
     if not all(t.is_contiguous() for t in (q, k, v)):
         return 5, "q, k and v must be contiguous (zigzag_shard gives contiguous shards)"
-    chunks = zigzag_chunks(seq_len, world)
-    rows = sum(chunks[c][1] - chunks[c][0] for c in shard_chunks(rank, world))
+    rows = _shard_len(zigzag_chunks(seq_len, world), rank, world)
     if q.shape[2] != rows:
         return 6, (f"rank {rank} of {world} holds {rows} rows of a sequence of {seq_len} (chunks {shard_chunks(rank, world)} "
                    f"of 2·{world}); its q has {q.shape[2]}")
@@ -144,21 +149,15 @@ class _Ring:
         torch, dist = _torch(), _torch().distributed
         self.torch, self.dist, self.group, self.timeout = torch, dist, group, timeout
         self.rank, self.world = dist.get_rank(group), dist.get_world_size(group)
-        self.seq_len, self.causal = seq_len, causal
         self.staged = dist.get_backend(group) != "nccl"  # gloo: CPU tensors only
         to_global = (lambda r: r) if group is None else (lambda r: dist.get_global_rank(group, r))
         self.next, self.prev = to_global((self.rank + 1) % self.world), to_global((self.rank - 1) % self.world)
         self.chunks = zigzag_chunks(seq_len, self.world)
         self.plan = ring_plan(self.rank, self.world, causal)
 
-    def shard_len(self, owner):
-        """The rows of rank `owner`'s shard: its two chunks, which differ in length from rank to rank where
-        2W does not divide the sequence."""
-        return sum(self.chunks[c][1] - self.chunks[c][0] for c in shard_chunks(owner, self.world))
-
     def rows(self, owner, chunk):
         """The rows of `chunk` within the shard of rank `owner` (its early chunk first)."""
-        early, late = shard_chunks(owner, self.world)
+        early = shard_chunks(owner, self.world)[0]
         a, b = self.chunks[chunk]
         start = 0 if chunk == early else self.chunks[early][1] - self.chunks[early][0]
         return slice(start, start + b - a)
@@ -181,7 +180,7 @@ class _Ring:
             return lambda: send
         dist = self.dist
         shape = list(send.shape)
-        shape[-2] = self.shard_len(owner)
+        shape[-2] = _shard_len(self.chunks, owner, self.world)
         out = self.torch.empty(shape, dtype=send.dtype, device=send.device)
         if self.staged:  # gloo: host tensors, one send and one receive (it takes no batch of them)
             s, r = send.cpu(), self.torch.empty_like(out, device="cpu")
