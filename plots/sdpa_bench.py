@@ -552,23 +552,29 @@ def measure_backward_point(torch, sdpa, backend, q, k, v, causal: bool, args, fl
         return time_call(torch, call, args.warmup, args.runs, flush, before=clear)
 
 
-def measure_packed_point(torch, sdpa, backend, lens: list[int], h: int, d: int, dtype, causal: bool, args,
-                         flush) -> tuple[float, float]:
-    """Time one backend on one packed batch: Q, K, V as jagged nested tensors (random normal values
-    [total, H, D], the offsets of `lens`), seen as [B, H, j, D]; raises if the backend refuses them."""
-    from torch.nn.attention import sdpa_kernel
-
+def jagged_values(torch, lens: list[int], h: int, d: int, dtype, requires_grad: bool = False):
+    """Q, K, V of a packed batch: three [total, H, D] random normal values (requiring grad when asked), and
+    each as a jagged nested tensor of the offsets of `lens` seen as [B, H, j, D]."""
     offsets = torch.tensor([0, *itertools.accumulate(lens)], device="cuda", dtype=torch.int64)
+    values = [torch.randn(sum(lens), h, d, device="cuda", dtype=dtype, requires_grad=requires_grad) for _ in range(3)]
 
-    def jagged():
-        values = torch.randn(offsets[-1].item(), h, d, device="cuda", dtype=dtype)
+    def jagged(x):
         try:  # the lengths' extremes given, so that no call reduces the offsets and waits for the result
-            nt = torch.nested.nested_tensor_from_jagged(values, offsets, min_seqlen=min(lens), max_seqlen=max(lens))
+            nt = torch.nested.nested_tensor_from_jagged(x, offsets, min_seqlen=min(lens), max_seqlen=max(lens))
         except TypeError:  # a PyTorch before 2.5 takes no min_seqlen / max_seqlen
-            nt = torch.nested.nested_tensor_from_jagged(values, offsets)
+            nt = torch.nested.nested_tensor_from_jagged(x, offsets)
         return nt.transpose(1, 2)
 
-    q, k, v = jagged(), jagged(), jagged()
+    return values, [jagged(x) for x in values]
+
+
+def measure_packed_point(torch, sdpa, backend, lens: list[int], h: int, d: int, dtype, causal: bool, args,
+                         flush) -> tuple[float, float]:
+    """Time one backend on one packed batch: Q, K, V as jagged nested tensors (jagged_values); raises if
+    the backend refuses them."""
+    from torch.nn.attention import sdpa_kernel
+
+    q, k, v = jagged_values(torch, lens, h, d, dtype)[1]
     mask = {"is_causal": True} if causal else {}
 
     def call():
@@ -589,17 +595,7 @@ def measure_packed_backward_point(torch, sdpa, backend, lens: list[int], h: int,
     then out.backward(dO, retain_graph=True) per call with the grads cleared before each."""
     from torch.nn.attention import sdpa_kernel
 
-    offsets = torch.tensor([0, *itertools.accumulate(lens)], device="cuda", dtype=torch.int64)
-    values = [torch.randn(offsets[-1].item(), h, d, device="cuda", dtype=dtype, requires_grad=True) for _ in range(3)]
-
-    def jagged(x):
-        try:
-            nt = torch.nested.nested_tensor_from_jagged(x, offsets, min_seqlen=min(lens), max_seqlen=max(lens))
-        except TypeError:
-            nt = torch.nested.nested_tensor_from_jagged(x, offsets)
-        return nt.transpose(1, 2)
-
-    q, k, v = (jagged(x) for x in values)
+    values, (q, k, v) = jagged_values(torch, lens, h, d, dtype, requires_grad=True)
     mask = {"is_causal": True} if causal else {}
     with sdpa_kernel([backend]):
         out = sdpa(q, k, v, **mask)
