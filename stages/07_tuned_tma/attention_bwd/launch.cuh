@@ -113,6 +113,13 @@ struct SplitsGroups : std::false_type {};
 template <class C>
 struct SplitsGroups<C, std::void_t<decltype(C::kSplitsGroups)>> : std::bool_constant<C::kSplitsGroups> {};
 
+// The unsplit grid: a block per (batch entry, K/V head, key block of Bc keys), max_seq_k's key blocks
+// for every entry.
+template <class C>
+int64_t key_block_count(const AttentionProblem& fwd) {
+  return fwd.p.batch * kv_head_count(fwd.p) * ((fwd.max_seq_k + C::kBc - 1) / C::kBc);
+}
+
 // A split block's slab of partial dK and dV sums, 2·Bc·D floats (0 for a version that does not split).
 template <class C>
 constexpr std::size_t slab_bytes_per_block() {
@@ -162,7 +169,7 @@ Status launch_kv_stationary(Kernel kernel, const AttentionBwdProblem& pr, cudaSt
   FS_RETURN_IF_ERROR(encode_tensor_map(map_of(pr, Tensor::K, C::kBc), &tk));
   FS_RETURN_IF_ERROR(encode_tensor_map(map_of(pr, Tensor::V, C::kBc), &tv));
   FS_RETURN_IF_ERROR(encode_tensor_map(map_of(pr, Tensor::O, C::kBr), &tdo));
-  const int64_t key_blocks = p.batch * kv_head_count(p) * ((pr.fwd.max_seq_k + C::kBc - 1) / C::kBc);
+  const int64_t key_blocks = key_block_count<C>(pr.fwd);
   const int splits = splits_for<C>(p, key_blocks);
   const int64_t blocks = key_blocks * splits;
   if (blocks > INT_MAX) return Status::InvalidSize;  // gridDim.x
@@ -305,8 +312,7 @@ std::size_t tiles_deterministic_extra_bytes(const AttentionParams& p) {
 // of partial dK and dV sums, 2·Bc·D floats (C: the version's Config for p's head_dim).
 template <class C>
 std::size_t split_extra_bytes(const AttentionParams& p) {
-  const int64_t keys = p.cu_seqlens_k ? (p.max_seq_k > 0 ? p.max_seq_k : p.seq_k) : p.seq_k;  // as query_tiles
-  const int64_t key_blocks = p.batch * kv_head_count(p) * ((keys + C::kBc - 1) / C::kBc);
+  const int64_t key_blocks = key_block_count<C>(prepare(p));
   const int splits = splits_for<C>(p, key_blocks);
   if (splits <= 1) return 0;
   return 512 + std::size_t(key_blocks) * sizeof(int32_t) +

@@ -206,9 +206,9 @@ FS_GPU_TEST_CASE("stage07 attention_bwd v12 split grids: right and dK dV the sam
       for (bool causal : {false, true}) {
         AttentionParams shape = attention_shape(1, 8, 700, 700, d, t, causal);
         shape.kv_heads = 1;  // 6 key blocks of one K/V head: split 8 ways under the mask and without it
-        const int64_t key_blocks = (shape.seq_k + 127) / 128;
-        INFO("seed=", ++seed, " splits=", flash_bwd_tma::group_splits(shape, key_blocks, dev.sms));
-        CHECK(flash_bwd_tma::group_splits(shape, key_blocks, dev.sms) > 1);
+        const int splits = flash_bwd_tma::group_splits(shape, (shape.seq_k + 127) / 128, dev.sms);
+        INFO("seed=", ++seed, " splits=", splits);
+        CHECK(splits > 1);
         AttentionBwdFixture problem(shape, seed);
         testing::check_bwd_against_reference(kFlashBwdTmaV12, problem, naive());
         const AttentionBwdCheck first = problem.run(kFlashBwdTmaV12);
