@@ -5,7 +5,7 @@ machine without one the message is still about the flag); valid flags without a 
 
     python3 common/test_cli.py build/.../stage01_naive build/.../stage03_online_softmax \
         build/.../stage04_flash_fwd build/.../stage06_gemm build/.../stage05_flash_bwd build/.../stage07_gemm \
-        build/.../stage07_attention build/.../stage06_cublaslt_algos
+        build/.../stage07_attention build/.../stage06_cublaslt_algos build/.../stage07_attention_bwd
 """
 import os
 import re
@@ -83,6 +83,7 @@ class CommandLine(unittest.TestCase):
                 ("stage04", attention, header["Attention"] | header["Both"]),
                 ("stage07a", attention, header["Attention"] | header["Both"]),
                 ("stage05", attention | readme["backward"], header["Attention"] | header["Backward"] | header["Both"]),
+                ("stage07b", attention | readme["backward"], header["Attention"] | header["Backward"] | header["Both"]),
                 ("stage06", gemm, header["GEMM"] | header["Both"]),
                 ("stage07", gemm, header["GEMM"] | header["Both"])):
             with self.subTest(exe=exe):
@@ -167,6 +168,17 @@ class CommandLine(unittest.TestCase):
         self.refused("stage07a", ["--dtype", "fp32"], "--dtype")
         self.refused("stage07a", ["--seq", "0"], "--seq")
 
+    def test_stage07_attention_bwd_refuses_before_any_gpu(self):
+        # The backward rung: its own versions' head_dims (64, 128), its flags' rules, before any GPU.
+        for args, names in ((["--seq", "0"], "--seq"), (["--version", "v99"], "--version"), (["--bogus"], "--bogus"),
+                            (["--causal=2"], "--causal"), (["--deterministic=2"], "--deterministic"),
+                            (["--dim", "256"], "--dim"), (["--dtype", "fp32"], "--dtype"),
+                            (["--heads", "4", "--kv-heads", "3"], "must divide --heads"),
+                            (["--causal", "--seq", "20", "--seq-k", "10"], "--causal")):
+            self.refused("stage07b", args, names)
+        code, out = run("stage07b", "--seq", "17", "--dim", "64", "--deterministic", "--version", "v12", "--repeats", "1")
+        self.assertTrue(reached_the_gpu_check(code, out), out)
+
     def test_the_stage_own_versions_decide_what_is_taken(self):
         # Stage 03's baselines would take D = 96, its own kernel does not; stage 04 takes no fp32.
         self.refused("stage03", ["--dim", "96"], "--dim")
@@ -220,11 +232,13 @@ class CommandLine(unittest.TestCase):
         self.assertEqual(required.returncode, 1, required.stdout + required.stderr)
 
     def test_backward_stage_lists_its_own_flag(self):
-        code, out = run("stage05", "--help")
-        self.assertEqual(code, 0, out)
-        for flag in ("--seq", "--dim", "--causal", "--deterministic", "--version", "--check-heads"):
-            self.assertIn(flag, out)
-        self.assertIn("stage05/v0", out)
+        for exe, baseline in (("stage05", "stage05/v0"), ("stage07b", "stage05/v10")):
+            with self.subTest(exe=exe):
+                code, out = run(exe, "--help")
+                self.assertEqual(code, 0, out)
+                for flag in ("--seq", "--dim", "--causal", "--deterministic", "--version", "--check-heads"):
+                    self.assertIn(flag, out)
+                self.assertIn(baseline, out)
         code, out = run("stage04", "--help")
         self.assertNotIn("--deterministic", out)  # a forward stage has nothing to make deterministic
 
@@ -258,11 +272,12 @@ class CommandLine(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    names = ("stage01", "stage03", "stage04", "stage06", "stage05", "stage07", "stage07a", "stage06algos", "bench")
-    if len(sys.argv) < 9:
-        sys.exit("usage: test_cli.py stage01 stage03 stage04 stage06 stage05 stage07 stage07a stage06algos "
+    names = ("stage01", "stage03", "stage04", "stage06", "stage05", "stage07", "stage07a", "stage06algos", "stage07b",
+             "bench")
+    if len(sys.argv) < 10:
+        sys.exit("usage: test_cli.py stage01 stage03 stage04 stage06 stage05 stage07 stage07a stage06algos stage07b "
                  "[stage01_bench] (paths to the executables; stage07a: stage07_attention, stage06algos: "
-                 "stage06_cublaslt_algos)")
+                 "stage06_cublaslt_algos, stage07b: stage07_attention_bwd)")
     given = [a for a in sys.argv[1:] if not a.startswith("-")]
     EXES.update(zip(names, given))
     del sys.argv[1:1 + len(given)]
