@@ -8,6 +8,7 @@
     python3 plots/sdpa_bench.py --out results/h100-sxm/sdpa_bwd.json --backward
     python3 plots/sdpa_bench.py --out results/h100-sxm/sdpa_bwd.json --backward --seq 8192 --no-gqa
     python3 plots/sdpa_bench.py --out results/h100-sxm/sdpa_packed.json --packed-defaults --dtype fp16 --backend flash
+    python3 plots/sdpa_bench.py --out results/h100-sxm/sdpa_shapes.json --no-grid --backend flash cudnn
 
 Backends: FLASH_ATTENTION → sdpa_flash, CUDNN_ATTENTION → sdpa_cudnn, EFFICIENT_ATTENTION →
 sdpa_efficient, each forced alone with torch.nn.attention.sdpa_kernel. Shapes follow the project's
@@ -20,7 +21,9 @@ enable_gqa=True: query head h reads K/V head h // (H / KVH), as the stage's kv_h
 Each point: 10 warm-up calls and 0.2 s of calls back to back (the sustained clock, as
 common/lib/timer.h warms up the C++ tools), then 30 timed calls (CUDA events around each one, L2
 flushed and the host's dispatch covered by a short GPU sleep before each), and the median is written. The JSON has Google Benchmark's layout, one "median" aggregate
-row per point, so plots/plot_results.py reads it like the stages' own files:
+row per point, so plots/plot_results.py reads it like the stages' own files (--no-grid skips the
+square grid and times the other shapes alone; --dim picks the grid's head_dims, as the reference run
+splits stage 07's grid by head_dim):
 
     sdpa_flash/fp16/D:128/N:8192/causal:1    (+ /B:<b>/H:<h> for a --shape off the default rule)
     sdpa_flash/fp16/D:128/B:1/H:16/Nq:512/Nk:16384/causal:1    (Nq ≠ Nk: the stage's names)
@@ -307,6 +310,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                    help="an extra shape to time (repeatable), e.g. 2,16,8192,128")
     p.add_argument("--shape-qk", type=parse_shape_qk, action="append", default=[], metavar="B,H,Nq,Nk,D",
                    help="an extra shape with Nq != Nk (repeatable), e.g. 1,16,512,16384,128")
+    p.add_argument("--no-grid", action="store_true",
+                   help="skip the square grid (--seq): only the short-query, grouped and --shape* shapes")
     p.add_argument("--no-qk", action="store_true", help="skip the default short-query shapes")
     p.add_argument("--shape-gqa", type=parse_shape_gqa, action="append", default=[], metavar="B,H,KVH,Nq,Nk,D",
                    help="an extra shape with K/V heads KVH < H (repeatable), e.g. 1,32,8,1,16384,128")
@@ -326,9 +331,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 
 def backward_defaults(args: argparse.Namespace) -> None:
-    """The default --seq (the backward stages' grid with --backward); --backward also drops the
-    short-query shapes (its grouped shapes are its own: backward_gqa_shapes)."""
-    if args.seq is None:
+    """The default --seq (the backward stages' grid with --backward; none with --no-grid); --backward
+    also drops the short-query shapes (its grouped shapes are its own: backward_gqa_shapes)."""
+    if args.no_grid:
+        args.seq = []
+    elif args.seq is None:
         args.seq = list(BACKWARD_SEQS if args.backward else DEFAULT_SEQS)
     if args.backward:
         args.no_qk = True
@@ -761,8 +768,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.warmup < 0 or args.runs < 1:
         print("sdpa_bench: error: --warmup must be >= 0 and --runs >= 1", file=sys.stderr)
         return 2
-    if args.packed and args.backward:
-        print("sdpa_bench: error: --packed times the forward only; leave out --backward", file=sys.stderr)
+    if args.no_grid and args.seq is not None:
+        print("sdpa_bench: error: --no-grid skips the grid that --seq sets; give one of them", file=sys.stderr)
         return 2
     backward_defaults(args)
     torch = import_cuda_torch(SKIP_LINE)

@@ -7,6 +7,8 @@ puts SDPA beside them), its FLOP and byte counts, the shapes it plans.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import sys
 import unittest
 from pathlib import Path
@@ -109,6 +111,22 @@ class SdpaBenchShapesTest(unittest.TestCase):
         self.sb.backward_defaults(args)
         self.assertEqual(args.seq, list(self.sb.DEFAULT_SEQS))
         self.assertFalse(args.no_qk or args.no_gqa)
+
+    def test_no_grid_keeps_the_other_shapes(self):
+        # --no-grid: no square point, the short-query and grouped shapes as without it.
+        args = self.sb.parse_args(["--out", "x.json", "--no-grid"])
+        self.sb.backward_defaults(args)
+        self.assertEqual(args.seq, [])
+        points = self.sb.planned_points(args)
+        self.assertTrue(points)
+        self.assertTrue(all(nq != nk or kvh != h for b, h, kvh, nq, nk, d in points))
+        full = self.sb.parse_args(["--out", "x.json"])
+        self.sb.backward_defaults(full)
+        self.assertEqual(points, [p for p in self.sb.planned_points(full) if p[3] != p[4] or p[1] != p[2]])
+        # With --seq it is a contradiction, refused before PyTorch is looked for.
+        with contextlib.redirect_stderr(io.StringIO()) as err:
+            self.assertEqual(self.sb.main(["--out", "x.json", "--no-grid", "--seq", "512"]), 2)
+        self.assertIn("--no-grid", err.getvalue())
 
     def test_backward_grouped_shapes(self):
         # Grouped K/V on the grid's rule (B·N = 16384, H = 2048 / D) at N = 2048 and 8192: KVH = H / 4, then 1.

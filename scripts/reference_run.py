@@ -45,6 +45,10 @@ from merge_bench import benchmark_of, merge  # noqa: E402  (the same folding the
 
 # The headline shapes: attention at N = 8192 (D = 64, 128 and stage 07's D = 256), GEMM at 4096³.
 HEADLINE_ATTENTION = "/N:8192/"
+# Stage 07 attention's grid off the headline (N = 8192), split by head_dim over parts; and its shapes off
+# the grid, named with B and H (underfilled) or H and packed lengths (packed batches).
+GRID_SEQS = "512|1024|2048|4096|16384"
+SHAPE_ATTENTION = "/(B|H):[0-9]+/"
 # The backward's headline: its versions (not their deterministic series) and stage 05's v10 at N = 8192,
 # on the grid and at grouped K/V.
 HEADLINE_BACKWARD = "/v[0-9]+/[a-z0-9]+/D:[0-9]+/(N:8192|B:[0-9]+/H:[0-9]+/KVH:[0-9]+/Nq:8192/Nk:8192)/"
@@ -141,11 +145,21 @@ PARTS: list[Part] = [
           sdpa("sdpa_headline.json", "--seq", "8192", "--dim", "64", "128", "256", "--backend", "flash", "cudnn",
                "--no-qk", "--no-gqa", fold_into="stage07_attention.json")],
          ("stage07_attention.json",)),
-    Part("stage07_attention_grid",
-         "stage 07 attention on the rest of the grid, packed batches and underfilled shapes; SDPA there", 480,
-         [Bench("stage07_attention_bench", "stage07_attention.json", "-" + HEADLINE_ATTENTION),
-          sdpa("sdpa_grid.json", "--seq", "512", "1024", "2048", "4096", "16384", "--backend", "flash", "cudnn",
-               fold_into="stage07_attention.json"),
+    # The rest of the grid, one part per head_dim, each with SDPA's flash and cuDNN on its own points in
+    # the same part (its one part of 2026-12-02, D = 64 and 128 with the shapes below, took 445 s on the
+    # H200; D = 256 on the whole grid and v11 made it too long for one 10-minute command). Estimates
+    # from that part's time per benchmark, ~0.5 s, and sdpa_bench.py's ~1 s per point and backend.
+    *[Part(f"stage07_attention_grid_d{d}",
+           f"stage 07 attention at D = {d} on the rest of the grid; SDPA flash and cuDNN there", estimate,
+           [Bench("stage07_attention_bench", "stage07_attention.json", f"/D:{d}/N:({GRID_SEQS})/"),
+            sdpa(f"sdpa_grid_d{d}.json", "--seq", *GRID_SEQS.split("|"), "--dim", str(d), "--backend", "flash",
+                 "cudnn", "--no-qk", "--no-gqa", fold_into="stage07_attention.json")],
+           ("stage07_attention.json",))
+      for d, estimate in ((64, 200), (128, 240), (256, 220))],
+    Part("stage07_attention_shapes",
+         "stage 07 attention on packed batches and underfilled shapes; SDPA there", 300,
+         [Bench("stage07_attention_bench", "stage07_attention.json", SHAPE_ATTENTION),
+          sdpa("sdpa_shapes.json", "--no-grid", "--backend", "flash", "cudnn", fold_into="stage07_attention.json"),
           sdpa("sdpa_packed.json", "--packed-defaults", "--dtype", "fp16", "--backend", "flash")],
          ("stage07_attention.json", "sdpa_packed.json")),
     # The backward rung in three parts (its one part of 2026-12-03, v1 … v10 with their deterministic
