@@ -115,6 +115,36 @@ class VersionsTableTest(unittest.TestCase):
             render_block("versions", load(LADDER_FIXTURE))
 
 
+class VersusTest(unittest.TestCase):
+    @staticmethod
+    def results():
+        def rows(rates):
+            return [{"name": name, "real_time": 1.0, "time_unit": "ms", "TFLOPS": tflops} for name, tflops in rates.items()]
+        own = rows({"stage07/attention/v1/fp16/D:64/N:512/causal:0": 300.0,
+                    "stage07/attention/v2/fp16/D:64/N:512/causal:0": 330.0,
+                    "stage07/attention/v2_variant/fp16/D:64/N:512/causal:0": 900.0,  # not a version
+                    "stage07/attention/v1/fp16/D:64/N:1024/causal:0": 420.0,
+                    "stage07/attention/v1/fp16/D:128/N:512/causal:1": 200.0,  # no peer in this run
+                    "stage07/attention/v1/fp16/D:128/B:1/H:16/Nq:512/Nk:16384/causal:0": 500.0,  # off the grid
+                    "sdpa_cudnn/fp16/D:64/N:512/causal:0": 400.0,
+                    "sdpa_cudnn/fp16/D:64/N:1024/causal:0": 400.0})
+        other = rows({"sdpa_cudnn/fp16/D:128/N:512/causal:1": 100.0})  # another run's peer: not taken
+        return Results(contexts={"stage07_attention.json": {}, "sdpa.json": {}},
+                       runs=select_runs(own, "stage07_attention.json") + select_runs(other, "sdpa.json"))
+
+    def test_the_fastest_version_over_the_same_runs_peer(self):
+        text = render_block("versus:stage07/attention", self.results())
+        self.assertIn("| fp16, D = 64, non-causal | **0.82** (v2) | 1.05 (v1) |", text)
+        self.assertIn("lowest 0.82, at fp16, D = 64, non-causal, N = 512", text)
+        self.assertNotIn("D = 128", text.split("\n", 2)[2].split("lowest")[1])  # no peer there in the same run
+        self.assertNotIn("2.25", text)  # the variant is not a version
+
+    def test_one_stage_and_a_peer_of_its_pass(self):
+        with self.assertRaises(ResultsError):
+            render_block("versus", self.results())
+        self.assertIn("No matching results", render_block("versus:stage07/attention_bwd", self.results()))
+
+
 class TechniquesTest(unittest.TestCase):
     def test_every_version_of_every_stage_has_its_idea(self):
         import re
