@@ -1,4 +1,4 @@
-// Stage 07 attention, role header: the warp-specialized block of v2 to v10 — its warpgroups and their
+// Stage 07 attention, role header: the warp-specialized block of v2 to v11 — its warpgroups and their
 // registers, its tile configuration, its shared memory and the mbarriers through which the producer
 // (producer.cuh) and the consumers (mainloop.cuh) meet.
 //
@@ -33,8 +33,8 @@ __device__ __forceinline__ int warpgroup() { return __shfl_sync(0xffffffffu, int
 // with three. So the .inc never waits for registers the block does not have.
 constexpr int kProducerRegs = 24;
 constexpr int launch_regs(int threads) { return 65536 / threads / 8 * 8; }
-constexpr int consumer_regs(int consumers) {
-  return ((1 + consumers) * kWarpgroup * launch_regs((1 + consumers) * kWarpgroup) - kWarpgroup * kProducerRegs) /
+constexpr int consumer_regs(int consumers, int producer_regs = kProducerRegs) {
+  return ((1 + consumers) * kWarpgroup * launch_regs((1 + consumers) * kWarpgroup) - kWarpgroup * producer_regs) /
          (consumers * kWarpgroup) / 8 * 8;
 }
 static_assert(consumer_regs(2) == 240 && consumer_regs(3) == 160, "the splits the comments above state");

@@ -58,6 +58,17 @@ struct Products {
 
 namespace ws {
 
+// What a consumer of a persistent block (kRunOn: v11) knows beyond its tile: the stages' uses before
+// this tile's first block (the earlier tiles'), and the phase of q_full that brings this tile's Q (one
+// per tile). Empty otherwise, so that the other versions' consumers are what they were.
+template <bool kRunOn>
+struct RunOn {};
+template <>
+struct RunOn<true> {
+  int64_t use0 = 0;
+  uint32_t q_parity = 0;
+};
+
 // One consumer warpgroup's state and steps, so that a version can put its own work between them (v4's
 // turns) or replace one (v6's mask and Q, v10's releases):
 //   first()      block 0: S_0, its softmax (O is still 0)
@@ -70,8 +81,11 @@ namespace ws {
 // every call, and every array is indexed by compile-time constants. With kSlice (split-KV: v5, v6, v8,
 // v10) the blocks are the tile's key blocks [first, end), a slice: j counts from the slice's first block
 // for the stages, and the mask takes first + j; without it they are all of the tile's, from 0.
-template <class T, class C, bool kSlice = false>
-struct Consumer {
+// With kRunOn (v11's persistent blocks, which run tile after tile) the caller sets use0 and q_parity:
+// the stages and Q's barrier run on from one tile to the next, so block j of this tile is the stages'
+// use use0 + j (use(j)), and this tile's Q is q_full's phase of parity q_parity. Without it both are 0.
+template <class T, class C, bool kSlice = false, bool kRunOn = false>
+struct Consumer : RunOn<kRunOn> {
   using Mma = Products<T>;
   static constexpr int D = C::kD;
   static constexpr int kBc = C::kBc, kNT = kBc / 8, kDT = D / 8;  // 8-column tiles of S and of O
@@ -106,7 +120,12 @@ struct Consumer {
 
   __device__ __forceinline__ float (&acc_s())[kBc / 2] { return reinterpret_cast<float(&)[kBc / 2]>(rS); }
   __device__ __forceinline__ float (&acc_o())[D / 2] { return reinterpret_cast<float(&)[D / 2]>(rO); }
-  __device__ __forceinline__ uint32_t k_addr(int64_t j) const { return sm90::smem_address(sm.k_tile(j)); }
+  // Block j's use of the stages: what its stage, its phases and its release are counted by.
+  __device__ __forceinline__ int64_t use(int64_t j) const {
+    if constexpr (kRunOn) return this->use0 + j;
+    return j;
+  }
+  __device__ __forceinline__ uint32_t k_addr(int64_t j) const { return sm90::smem_address(sm.k_tile(use(j))); }
 
   // S_j = Q_c·K_jᵀ, issued and committed as one group (the first product overwrites rS: scale-d = 0).
   __device__ __forceinline__ void issue_s(int64_t j) {
@@ -136,8 +155,10 @@ struct Consumer {
   }
 
   __device__ __forceinline__ void first() {
-    sm90::mbarrier_wait_parity(sm.q_full, 0);  // sQ has landed (used once: phase 0)
-    sm90::mbarrier_wait_parity(&sm.full_k[Smem<C>::stage_of(0)], Smem<C>::parity_of(0));
+    uint32_t q_parity = 0;  // sQ has landed: its one phase, or (kRunOn) this tile's
+    if constexpr (kRunOn) q_parity = this->q_parity;
+    sm90::mbarrier_wait_parity(sm.q_full, q_parity);
+    sm90::mbarrier_wait_parity(&sm.full_k[Smem<C>::stage_of(use(0))], Smem<C>::parity_of(use(0)));
     sm90::wgmma_fence();  // first wgmma of the warpgroup
     issue_s(0);
     sm90::wgmma_wait_group<0>();
@@ -149,8 +170,9 @@ struct Consumer {
     // Both waits before either product is issued: a wait is a loop each thread leaves on its own, and
     // a wgmma issued after one while another wgmma is in flight makes ptxas serialize them (it
     // inserts a warpgroup arrive on the divergent path: info C7520). V_{j-1} landed long ago anyway.
-    sm90::mbarrier_wait_parity(&sm.full_k[Smem<C>::stage_of(j)], Smem<C>::parity_of(j));          // K_j
-    sm90::mbarrier_wait_parity(&sm.full_v[Smem<C>::stage_of(j - 1)], Smem<C>::parity_of(j - 1));  // V_{j-1}
+    sm90::mbarrier_wait_parity(&sm.full_k[Smem<C>::stage_of(use(j))], Smem<C>::parity_of(use(j)));  // K_j
+    sm90::mbarrier_wait_parity(&sm.full_v[Smem<C>::stage_of(use(j - 1))],
+                               Smem<C>::parity_of(use(j - 1)));  // V_{j-1}
     // pa, and O's last rescale, were written by ordinary instructions; rS was read by them.
     sm90::wgmma_fence();
     issue_s(j);
@@ -163,16 +185,18 @@ struct Consumer {
     sm90::wgmma_wait_group<0>();  // P_{j-1}·V_{j-1} is done: O may change, pa and stage j − 1 are free
     fence_pv_operands();
     if (moved) attn::rescale_o(rO, alpha);
-    sm.release(j - 1);
+    sm.release(use(j - 1));
   }
   __device__ __forceinline__ void last() {
     prepare();  // P_last
-    sm90::mbarrier_wait_parity(&sm.full_v[Smem<C>::stage_of(n_mine - 1)], Smem<C>::parity_of(n_mine - 1));
+    int64_t u = n_mine - 1;  // the last block's use of the stages
+    if constexpr (kRunOn) u += this->use0;
+    sm90::mbarrier_wait_parity(&sm.full_v[Smem<C>::stage_of(u)], Smem<C>::parity_of(u));
     sm90::wgmma_fence();
     issue_pv(n_mine - 1);
     sm90::wgmma_wait_group<0>();
     fence_pv_operands();
-    sm.release(n_mine - 1);
+    sm.release(use(n_mine - 1));
   }
   __device__ __forceinline__ void store() const { attn::write_o_lse(a, s, row0, rO, m, l); }
 };
@@ -190,7 +214,7 @@ __device__ __forceinline__ void run_rounds(W& w, const S& sm, int64_t n_blocks) 
     w.finish(j);
   }
   if (w.n_mine > 0) w.last();
-  for (int64_t j = w.n_mine; j < n_blocks; ++j) sm.release_skipped(j);
+  for (int64_t j = w.n_mine; j < n_blocks; ++j) sm.release_skipped(w.use(j));
 }
 
 }  // namespace ws

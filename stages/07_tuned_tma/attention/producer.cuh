@@ -1,8 +1,8 @@
 // Stage 07 attention, role header: the producer warpgroup of the warp-specialized block (block.cuh) —
 // its whole work: Q once, then K_j and V_j block after block, up to kStages blocks ahead of the
 // consumers, and the zeros of what a tile brings past its sequence's end. v2 to v9 run it as it is, but
-// v6 (whose consumers fill sQ: it brings a producer of K and V alone) and v10 (K_j and V_j refilled on
-// releases of their own).
+// v6 (whose consumers fill sQ: it brings a producer of K and V alone), v10 (K_j and V_j refilled on
+// releases of their own) and v11 (tile after tile: its own loop, produce_tiles).
 #pragma once
 
 #include <cuda.h>
@@ -18,12 +18,13 @@
 namespace fs::flash_tma::ws {
 
 // The producer warp's part for a tile that holds rows past its sequence's end (first_foreign_row): wait
-// for it to land on `landed`, zero those rows, and hand it to the consumers with the one arrival that
-// completes `publish` (q_full or full_v[st], which then waits for no bytes).
+// for it to land on `landed` (its phase of parity `parity`: 0, as `landed` is used once per block, but
+// in v11, whose blocks run several tiles), zero those rows, and hand it to the consumers with the one
+// arrival that completes `publish` (q_full or full_v[st], which then waits for no bytes).
 template <int D, int ElemBytes>
 __device__ __forceinline__ void zero_and_publish(unsigned char* tile, int rows, int from, uint64_t* landed,
-                                                 uint64_t* publish) {
-  sm90::mbarrier_wait_parity(landed, 0);
+                                                 uint64_t* publish, uint32_t parity = 0) {
+  sm90::mbarrier_wait_parity(landed, parity);
   zero_rows<D, ElemBytes>(tile, rows, from, threadIdx.x % 32, 32);
   __syncwarp();  // every lane's zeros, and its fence, before the arrival that publishes them
   if (threadIdx.x % 32 == 0) sm90::mbarrier_arrive(publish);

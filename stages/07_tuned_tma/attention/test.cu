@@ -5,7 +5,9 @@
 // sequences at D = 64 (the 192-key blocks v2 to v5 take there); v5 with forced split counts (2, 7, 16:
 // uneven and empty slices) over odd sizes, decoding, long keys and variable lengths; v6's packed
 // groups of 7, 8 and 32 query heads, and v6 with forced split counts (1, 2, 7) on grouped K/V; v8 with
-// its last 1, 3 or all tiles forced over 2, 7 or 16 blocks, the same shapes as v5's; padded (seq_lens, the padding NaN)
+// its last 1, 3 or all tiles forced over 2, 7 or 16 blocks, the same shapes as v5's; v11 on 1, 3 or 7
+// persistent blocks (each block walks many tiles: the stages', Q's and the zeroed rows' barriers run
+// through phase after phase), the same shapes again; padded (seq_lens, the padding NaN)
 // and packed (cu_seqlens) batches against a per-entry reference, at every head_dim, with grouped K/V
 // and with 192-key blocks, and entries that break the rules left unwritten; tensors of more than 2^31
 // elements (the last head checked lies past element 2^31); v9 on fp8 inputs with per-tensor scales at
@@ -34,7 +36,7 @@ namespace {
 
 const std::vector<const KernelDesc*> kAll = find_kernels("stage07/attention");
 
-// The versions that take fp16 and bf16 (v1 to v8, v10): every case below that draws 16-bit inputs runs them;
+// The versions that take fp16 and bf16 (v1 to v8, v10, v11): every case below that draws 16-bit inputs runs them;
 // v9, fp8 alone, has cases of its own.
 std::vector<const KernelDesc*> sixteen_bit_versions() {
   std::vector<const KernelDesc*> out;
@@ -68,6 +70,12 @@ Status run_v8_forced_split(const AttentionProblem& pr, cudaStream_t stream) {
   return launch_flash_tma_v8_split(pr.p, kTail, kSplits, stream);
 }
 KernelDesc v8_forced_split_kernel(AttentionRun run) { return kernel_with_run(kFlashTmaV8, run); }
+// v11 on kBlocks persistent blocks, whatever the GPU's SM count: few blocks over many tiles.
+template <int kBlocks>
+Status run_v11_forced_blocks(const AttentionProblem& pr, cudaStream_t stream) {
+  return launch_flash_tma_v11_blocks(pr.p, kBlocks, stream);
+}
+KernelDesc v11_forced_blocks_kernel(AttentionRun run) { return kernel_with_run(kFlashTmaV11, run); }
 
 // Groups v6 packs beyond gqa_shapes' (G = 2, 4, 6): G = 7 (H = 28 over 4 K/V heads), 8 and 32 — more
 // packed rows than one 128-row tile, tile boundaries inside one query's heads, several queries'
@@ -117,7 +125,7 @@ void check_forced_splits(const KernelDesc& kernel, uint64_t seed) {
 }  // namespace
 
 FS_CPU_TEST_CASE("stage07 attention lists its versions in order with what they take") {
-  REQUIRE(kAll.size() == 10);
+  REQUIRE(kAll.size() == 11);
   CHECK(kAll[0]->qualified() == "stage07/attention/v1");
   CHECK(kAll[1]->qualified() == "stage07/attention/v2");
   CHECK(kAll[2]->qualified() == "stage07/attention/v3");
@@ -128,7 +136,8 @@ FS_CPU_TEST_CASE("stage07 attention lists its versions in order with what they t
   CHECK(kAll[7]->qualified() == "stage07/attention/v8");
   CHECK(kAll[8]->qualified() == "stage07/attention/v9");
   CHECK(kAll[9]->qualified() == "stage07/attention/v10");
-  REQUIRE(kHalf.size() == 9);
+  CHECK(kAll[10]->qualified() == "stage07/attention/v11");
+  REQUIRE(kHalf.size() == 10);
   for (const KernelDesc* k : kAll) {
     INFO(k->qualified());
     CHECK(k->is_attention());
@@ -168,7 +177,8 @@ FS_CPU_TEST_CASE("stage07 attention through the C interface: named codes before 
   using Launcher = int (*)(const fs_attention_params*, void*);
   const Launcher launchers[] = {fs_flash_fwd_tma_v1, fs_flash_fwd_tma_v2, fs_flash_fwd_tma_v3,
                                 fs_flash_fwd_tma_v4, fs_flash_fwd_tma_v5, fs_flash_fwd_tma_v6,
-                                fs_flash_fwd_tma_v7, fs_flash_fwd_tma_v8, fs_flash_fwd_tma_v10};
+                                fs_flash_fwd_tma_v7, fs_flash_fwd_tma_v8, fs_flash_fwd_tma_v10,
+                                fs_flash_fwd_tma_v11};
   fs_attention_params p{};
   p.batch = p.heads = p.seq_q = p.seq_k = 1;
   p.head_dim = 64;
@@ -332,6 +342,16 @@ FS_GPU_TEST_CASE("stage07 attention v8 with its last tiles forced over 2 7 and 1
   check_forced_splits(v8_forced_split_kernel(run_v8_forced_split<1000000, 16>), 8770);
 }
 
+// v11 on one block (every tile through one block, in the counter's order), 3 and 7 (blocks that draw
+// different numbers of tiles, causal tiles of different lengths); the odd sizes, padded and packed
+// batches among the shapes put rows past a sequence's end in tile after tile of one block.
+FS_GPU_TEST_CASE("stage07 attention v11 on 1 3 and 7 persistent blocks matches fp64: each block walks many tiles") {
+  FS_SKIP_WITHOUT_GPU();
+  check_forced_splits(v11_forced_blocks_kernel(run_v11_forced_blocks<1>), 8780);
+  check_forced_splits(v11_forced_blocks_kernel(run_v11_forced_blocks<3>), 8790);
+  check_forced_splits(v11_forced_blocks_kernel(run_v11_forced_blocks<7>), 8800);
+}
+
 FS_GPU_TEST_CASE("stage07 attention v6 packs groups of 7 8 and 32 query heads into its tiles") {
   FS_SKIP_WITHOUT_GPU();
   const KernelDesc& v6 = kFlashTmaV6;
@@ -474,7 +494,7 @@ FS_GPU_TEST_CASE("stage07 attention every version rejects bad inputs and writes 
   testing::check_layout_refusals(v9, fp8);
 }
 
-FS_GPU_TEST_CASE("stage07 attention v5 v6 and v8 refuse a split they cannot launch and write nothing") {
+FS_GPU_TEST_CASE("stage07 attention v5 v6 v8 and v11 refuse a split or grid they cannot launch and write nothing") {
   FS_SKIP_WITHOUT_GPU();
   AttentionFixture problem(attention_shape(2, 2, 17, 40, 64, DType::FP16), 1, /*max_heads=*/-1);
   // No split at all, a negative count, more than gridDim.y takes.
@@ -495,6 +515,12 @@ FS_GPU_TEST_CASE("stage07 attention v5 v6 and v8 refuse a split they cannot laun
   for (AttentionRun run : {run_v8_forced_split<1, 0>, run_v8_forced_split<1, -3>, run_v8_forced_split<-1, 2>}) {
     Status returned = Status::Success;
     CHECK(problem.untouched_after(v8_forced_split_kernel(run), problem.params(), &returned));
+    CHECK(returned == Status::InvalidSize);
+  }
+  // No persistent block, a negative count.
+  for (AttentionRun run : {run_v11_forced_blocks<0>, run_v11_forced_blocks<-3>}) {
+    Status returned = Status::Success;
+    CHECK(problem.untouched_after(v11_forced_blocks_kernel(run), problem.params(), &returned));
     CHECK(returned == Status::InvalidSize);
   }
 }

@@ -16,6 +16,7 @@ KernelList stage07_attention_kernels() {
       &kFlashTmaV8,
       &kFlashTmaV9,
       &kFlashTmaV10,
+      &kFlashTmaV11,
   };
   return kernel_list(versions);
 }

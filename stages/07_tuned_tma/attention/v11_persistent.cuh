@@ -1,0 +1,223 @@
+// flashstages · stage 07 attention · v11 — persistent blocks: one block per SM, drawing query tiles from
+// a counter until none is left, so that one tile's end overlaps the next tile's start (fp16, bf16;
+// D = 64, 128, 256).
+//
+// What changes from v3 (one block per query tile, which loads Q, streams its key blocks, stores O and
+// leaves; the next block on that SM starts from nothing): the grid is one block per SM, and each runs
+// tile after tile, the first its blockIdx.x, every next one drawn one tile ahead from a counter in
+// global memory (atomicAdd). The producer loads the next tile's Q as soon as both consumers have
+// finished their last S = Q·K_jᵀ (a new barrier, q_empty), and its first key blocks as stages free up,
+// while the consumers still run their last P·V and store O. The stages' uses and every barrier's phase
+// run on from tile to tile (ws::Consumer's kRunOn).
+// Why it is faster: where tiles are short (N = 512: 4 key blocks at D = 128) a tile's prologue (Q and
+// K_0 in flight) and epilogue (O to memory) are a large share of its time, and one block fills an SM's
+// shared memory, so nothing else runs under them; here the next tile's loads do. A counter, not a static
+// stride: a block that drew short causal tiles draws more (longest first: locate's reverse order).
+// What it costs: an atomic per tile and a 4-byte counter zeroed on the stream before each launch; Q has
+// one buffer, refilled only once the current tile's products no longer read it.
+//
+// Run: build/h100/stages/07_tuned_tma/attention/stage07_attention --dtype fp16 --seq 512 --dim 128 --batch 32 --heads 16 --version v11
+#pragma once
+
+#include <cuda.h>
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "common/device/attention.cuh"
+#include "common/device/online_softmax.cuh"
+#include "common/device/sm90.cuh"
+#include "stages/07_tuned_tma/attention/block.cuh"
+#include "stages/07_tuned_tma/attention/mainloop.cuh"
+#include "stages/07_tuned_tma/attention/producer.cuh"
+#include "stages/07_tuned_tma/attention/tiles.cuh"
+
+namespace fs::flash_tma::v11 {
+
+using namespace fs::attn;
+using ws::Consumer;
+using ws::kWarpgroup;
+
+// v2's tile configuration (Base: ws::Config<D, Bc>) with room for what a persistent block adds after
+// its barriers (q_empty and the tile slot, 8 bytes each), and another register split: the producer
+// decodes a tile and carries the loop from tile to tile, which in 24 registers spilled (ptxas: 60 to 80
+// bytes); it keeps 40, and each consumer takes 232 instead of 240, with no spill on either side.
+template <class Base>
+struct Config : Base {
+  static constexpr std::size_t kSmemBytes = Base::kSmemBytes + 2 * sizeof(uint64_t);
+  static constexpr int kProducerRegs = 40;
+  static constexpr int kConsumerRegs = ws::consumer_regs(Base::kConsumers, kProducerRegs);
+  static_assert(kSmemBytes <= 227 * 1024, "what one block may have on an H100");
+  static_assert(kConsumerRegs == 232, "the split the comment above states");
+};
+template <int D>
+using DefaultConfig = Config<ws::Config<D>>;
+
+// v2's shared memory (sQ, the stages, their barriers) and, after them:
+//   q_empty   every consumer warp is done with sQ for this tile (its last S product has completed) and
+//             has read the tile slot: one arrival per consumer warp; the producer may refill both
+//   tile      the query tile the block runs now (locate's index), or −1 once the counter is spent:
+//             written by the producer before the arrival that completes q_full, read by the consumers
+//             after their wait on it
+// q_full, q_empty, q_landed and v_landed go through one phase per tile (q_landed and v_landed only for
+// the tiles that hold rows past their sequence's end), so each side keeps their parities.
+template <class C>
+struct Smem : ws::Smem<C> {
+  using Base = ws::Smem<C>;
+  uint64_t* q_empty;
+  int32_t* tile;
+
+  __device__ explicit Smem(unsigned char* raw) : Base(raw) {
+    q_empty = Base::v_landed + 1;
+    tile = reinterpret_cast<int32_t*>(q_empty + 1);
+  }
+  // Thread 0, before the block's one __syncthreads (Base's init ends with the fence that covers both).
+  __device__ __forceinline__ void init_barriers() const {
+    sm90::mbarrier_init(q_empty, C::kConsumerWarps);
+    Base::init_barriers();
+  }
+};
+
+// The stages' uses counted modulo 2·kStages, the period of a use's stage and parity (block.cuh): what
+// the producer and the consumers carry from tile to tile, in 32 bits however many tiles a block runs.
+template <class C>
+__device__ __forceinline__ uint32_t next_use(uint32_t use, int64_t n_blocks) {
+  return uint32_t((use + uint64_t(n_blocks)) % (2 * C::kStages));
+}
+
+// The producer warpgroup's whole work: give its registers back, then tile after tile (the first is
+// blockIdx.x, each next one drawn from *counter while this one loads), as ws::produce does for one:
+// Q once the consumers have freed sQ, then K_j and V_j up to kStages blocks ahead, over every tile in
+// one sequence of the stages' uses. Warp 0 alone: lane 0 issues, the warp zeroes rows past a sequence's
+// end and carries the tile index. With no tile left it publishes −1 and leaves; the loads in flight
+// complete on their barriers, and the consumers wait for each before they leave.
+// It runs in the registers setmaxnreg leaves it (Config::kProducerRegs), so what it carries is small:
+// the tile in 32 bits, the uses modulo 2·kStages, one parity bit per barrier it waits on. A barrier's
+// first wait is for the parity before its first phase, which a fresh barrier counts as complete: the
+// first kStages waits on `empty` and the first on `q_empty` pass at once, with no test for "first".
+template <class C, class T>
+__device__ __forceinline__ void produce_tiles(const Smem<C>& sm, const CUtensorMap* tmQ, const CUtensorMap* tmK,
+                                              const CUtensorMap* tmV, const Args<T>& a, unsigned int* counter,
+                                              int tiles) {
+  constexpr int D = C::kD, E = C::kElemBytes;
+  sm90::setmaxnreg_dec<C::kProducerRegs>();
+  if (threadIdx.x >= 32) return;
+  const bool issuer = threadIdx.x == 0;
+  int tile = int(blockIdx.x);
+  uint32_t use = 0;                                // the stages' uses so far, modulo 2·kStages
+  uint32_t q_phase = 0, landed_q = 0, landed_v = 0;  // parities: q_empty's next, q_landed's, v_landed's
+  for (;;) {
+    // The next tile, drawn now: the atomic's round trip to L2 runs under this tile's loads. Each block
+    // draws until it gets a tile past the last, so the counter stays below `tiles`.
+    uint32_t next = 0;
+    if (issuer && tile < tiles) next = gridDim.x + atomicAdd(counter, 1u);
+    next = __shfl_sync(0xffffffffu, next, 0);
+    // sQ and the slot are free once every consumer warp has finished the previous tile's S products.
+    sm90::mbarrier_wait_parity(sm.q_empty, q_phase ^ 1);
+    q_phase ^= 1;
+    if (tile >= tiles) {
+      if (issuer) {
+        *sm.tile = -1;
+        sm90::mbarrier_arrive(sm.q_full);  // the phase completes on this arrival alone: no bytes
+      }
+      return;
+    }
+    const Sequence s = locate(a, C::kBr, /*reverse_tiles=*/a.causal, tile);
+    const int n_blocks = int(key_blocks(s, C::kBr, C::kBc, a.causal));  // < Nk / 64 < 2^31
+    const PlaneRow q = q_plane_row(a, s), kv = kv_plane_row(a, s);
+    const int last = n_blocks - 1;
+    const int q_from = n_blocks > 0 ? first_foreign_row(s.q0, C::kBr, s.nq, q.row, a.seq_q) : C::kBr;
+    const int v_from =
+        n_blocks > 0 ? first_foreign_row(int64_t(last) * C::kBc, C::kBc, s.nk, kv.row, a.seq_k) : C::kBc;
+    if (issuer) {
+      *sm.tile = tile;  // before the arrival on q_full (or, zeroed, the warp's) that publishes it
+      if (n_blocks == 0) {
+        sm90::mbarrier_arrive(sm.q_full);  // nothing to read: the tile's index alone, its rows get zeros
+      } else {
+        uint64_t* q_bar = q_from < C::kBr ? sm.q_landed : sm.q_full;
+        sm90::mbarrier_arrive_expect_tx(q_bar, C::kQBytes);
+        load_tile<D, E>(sm.sQ, tmQ, C::kBr, q.row + s.q0, q.plane, q_bar);
+      }
+    }
+    if (q_from < C::kBr) {
+      ws::zero_and_publish<D, E>(sm.sQ, C::kBr, q_from, sm.q_landed, sm.q_full, landed_q);
+      landed_q ^= 1;
+    }
+    if (issuer)
+      for (int j = 0; j < n_blocks; ++j) {
+        // Use u of the stages needs use u − kStages released by every consumer warp (the phase of the
+        // opposite parity): that may be a block of the previous tile, whose consumers are still on it.
+        // The wait's acquire orders their tensor cores' reads before the TMA writes below.
+        const uint32_t u = use + uint32_t(j);
+        const int st = ws::Smem<C>::stage_of(u);
+        sm90::mbarrier_wait_parity(&sm.empty[st], ws::Smem<C>::parity_of(u) ^ 1);
+        // K_j, then V_j (on v_landed when its rows past the sequence's end are to be zeroed).
+        unsigned char* sK = sm.k_tile(u);
+        uint64_t* v_bar = j == last && v_from < C::kBc ? sm.v_landed : &sm.full_v[st];
+        const int64_t row = kv.row + int64_t(j) * C::kBc;
+        sm90::mbarrier_arrive_expect_tx(&sm.full_k[st], C::kKVBytes);
+        load_tile<D, E>(sK, tmK, C::kBc, row, kv.plane, &sm.full_k[st]);
+        sm90::mbarrier_arrive_expect_tx(v_bar, C::kKVBytes);
+        load_tile<D, E>(sK + C::kKVBytes, tmV, C::kBc, row, kv.plane, v_bar);
+      }
+    if (v_from < C::kBc) {
+      const uint32_t u = use + uint32_t(last);
+      ws::zero_and_publish<D, E>(sm.k_tile(u) + C::kKVBytes, C::kBc, v_from, sm.v_landed,
+                                 &sm.full_v[ws::Smem<C>::stage_of(u)], landed_v);
+      landed_v ^= 1;
+    }
+    use = next_use<C>(use, n_blocks);
+    tile = next < uint32_t(tiles) ? int(next) : tiles;  // past the last: `tiles` (next may not fit an int)
+  }
+}
+
+// grid: at most one persistent block per SM (and per tile) of three warpgroups, over `tiles` =
+// B·H·ceil(Nq / Br) query tiles (attn::locate, Br = 128). tmQ: Q as [B][H][Nq][D] with boxes of 64
+// columns × 128 rows; tmK, tmV: K and V as [B][KVH][Nk][D], boxes of 64 × Bc (launch.cuh). counter: 0
+// at the launch; the tiles after the grid's first gridDim.x are handed out by it.
+template <class T, class C>
+__global__ void __launch_bounds__(C::kThreads, 1)
+    flash_tma_v11_kernel(const __grid_constant__ CUtensorMap tmQ, const __grid_constant__ CUtensorMap tmK,
+                         const __grid_constant__ CUtensorMap tmV, const Args<T> a, unsigned int* counter,
+                         int tiles) {
+  extern __shared__ unsigned char smem_raw[];
+  const Smem<C> sm(smem_raw);
+  const int wg = ws::warpgroup();
+
+  if (threadIdx.x == 0) sm.init_barriers();
+  __syncthreads();  // the barriers are initialized; from here on the warpgroups meet only through them
+  if (wg == 0) {
+    produce_tiles(sm, &tmQ, &tmK, &tmV, a, counter, tiles);
+    return;
+  }
+
+  sm90::setmaxnreg_inc<C::kConsumerRegs>();
+  uint32_t use = 0;  // the stages' uses of the earlier tiles modulo 2·kStages, as the producer counts them
+  for (uint32_t q_parity = 0;; q_parity ^= 1) {
+    sm90::mbarrier_wait_parity(sm.q_full, q_parity);  // the tile's index, and (if it has key blocks) its Q
+    const int tile = *static_cast<volatile int32_t*>(sm.tile);
+    if (tile < 0) break;
+    const Sequence s = locate(a, C::kBr, /*reverse_tiles=*/a.causal, tile);
+    const int64_t n_blocks = key_blocks(s, C::kBr, C::kBc, a.causal);
+    Consumer<T, C, /*kSlice=*/false, /*kRunOn=*/true> w(a, s, sm, wg - 1);
+    w.use0 = use;
+    w.q_parity = q_parity;
+    // v3's rounds (ws::run_rounds), with sQ handed back between the last S and the last P·V.
+    if (w.n_mine > 0) w.first();
+    for (int64_t j = 1; j < w.n_mine; ++j) {
+      w.prepare();  // P_{j-1}
+      w.issue(j);
+      w.finish(j);
+    }
+    // Every S product of this warp has completed (first() or finish() waited for it), and the slot was
+    // read above: lane 0 releases sQ for the next tile's Q, which lands under the last P·V and the store.
+    if (threadIdx.x % 32 == 0) sm90::mbarrier_arrive(sm.q_empty);
+    if (w.n_mine > 0) w.last();
+    for (int64_t j = w.n_mine; j < n_blocks; ++j) sm.release_skipped(w.use(j));
+    w.store();
+    use = next_use<C>(use, n_blocks);
+  }
+}
+
+}  // namespace fs::flash_tma::v11
