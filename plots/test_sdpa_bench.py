@@ -186,5 +186,45 @@ class SdpaBenchShapesTest(unittest.TestCase):
         self.assertEqual(self.sb.planned_shapes([512], [64], [], [], ()), [(32, 32, 512, 512, 64)])
 
 
+class CudnnFp8BenchTest(unittest.TestCase):
+    """plots/cudnn_fp8_bench.py (cuDNN's fp8 attention, v9's peer), without PyTorch: its rows are named
+    as v9's, its flags are checked, and without a GPU it skips."""
+
+    @classmethod
+    def setUpClass(cls):
+        import cudnn_fp8_bench
+        cls.fb = cudnn_fp8_bench
+
+    def test_rows_take_v9s_names(self):
+        b, h = self.fb.sb.default_batch_heads(8192, 128)
+        name = self.fb.sb.bench_name(self.fb.SERIES, self.fb.DTYPE, b, h, 8192, 8192, 128, False)
+        self.assertEqual(name, "sdpa_cudnn/fp8_e4m3/D:128/N:8192/causal:0")
+        v9 = parse_name("stage07/attention/v9/fp8_e4m3/D:128/N:8192/causal:0")
+        peer = parse_name(name)
+        self.assertEqual((peer.dtype, peer.params), (v9.dtype, v9.params))
+
+    def test_flags(self):
+        args = self.fb.parse_args(["--out", "x.json"])
+        self.assertEqual((args.dim, args.seq, args.causal, args.o_dtype),
+                         ([128], list(self.fb.sb.DEFAULT_SEQS), [0, 1], "bf16"))
+        for bad in (["--dim", "64"], ["--o-dtype", "fp16"], ["--seq", "0"], ["--runs", "0"]):
+            with self.subTest(bad=bad), contextlib.redirect_stderr(io.StringIO()):
+                with self.assertRaises(SystemExit) as stop:
+                    self.fb.parse_args(["--out", "x.json", *bad])
+                self.assertEqual(stop.exception.code, 2)
+
+    def test_skips_without_a_gpu(self):
+        try:
+            import torch
+            if torch.cuda.is_available():
+                self.skipTest("a GPU is here: the script would time it")
+        except ImportError:
+            pass
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            self.assertEqual(self.fb.main(["--out", "x.json"]), 0)
+        self.assertIn("skipped", out.getvalue())
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -73,6 +73,9 @@ class Script:
     args: list[str]
     out: str
     fold_into: str = ""  # also folded into this file of the part (a stage's peers in its own file)
+    # A peer that needs a package beyond PyTorch (cuDNN's fp8 attention: the cuDNN frontend): where it
+    # skips or fails, the part records that and goes on, and its versions have no such peer this run.
+    optional: bool = False
 
     def command(self, build: Path, work: Path) -> list[str]:
         return [sys.executable, str(ROOT / "plots" / self.args[0]), *self.args[1:], "--out", str(work / self.out)]
@@ -111,6 +114,12 @@ def sdpa(out: str, *args: str, fold_into: str = "") -> Script:
     return Script(["sdpa_bench.py", *args], out, fold_into)
 
 
+def cudnn_fp8(out: str, *args: str) -> Script:
+    """cuDNN's fp8 attention forward, v9's peer, in stage07_attention.json: optional, for it needs the
+    cuDNN frontend's Python package (plots/cudnn_fp8_bench.py)."""
+    return Script(["cudnn_fp8_bench.py", *args], out, "stage07_attention.json", optional=True)
+
+
 PARTS: list[Part] = [
     # Estimates: the parts' times on the H200 where measured (2026-12-02: naive 281 s, stage 01's
     # quadratic memory traffic 234 s of it; ceilings 7 s; 2026-12-03: stage04_tuner 296 s), else the
@@ -140,22 +149,26 @@ PARTS: list[Part] = [
     Part("stage07_gemm", "stage 07 gemm v1-v12 with cuBLAS and cuBLASLt", 220,
          [Bench("stage07_gemm_bench", "stage07_gemm.json")], ("stage07_gemm.json",)),
     Part("stage07_attention_headline",
-         "stage 07 attention at N = 8192 (D = 64, 128, 256), stage 04's v5; SDPA flash and cuDNN there", 200,
+         "stage 07 attention at N = 8192 (D = 64, 128, 256), stage 04's v5; SDPA flash and cuDNN there, cuDNN's "
+         "fp8 beside v9 where the cuDNN frontend is installed", 220,
          [Bench("stage07_attention_bench", "stage07_attention.json", HEADLINE_ATTENTION),
           sdpa("sdpa_headline.json", "--seq", "8192", "--dim", "64", "128", "256", "--backend", "flash", "cudnn",
-               "--no-qk", "--no-gqa", fold_into="stage07_attention.json")],
+               "--no-qk", "--no-gqa", fold_into="stage07_attention.json"),
+          cudnn_fp8("cudnn_fp8_headline.json", "--seq", "8192")],
          ("stage07_attention.json",)),
     # The rest of the grid, one part per head_dim, each with SDPA's flash and cuDNN on its own points in
     # the same part (its one part of 2026-12-02, D = 64 and 128 with the shapes below, took 445 s on the
     # H200; D = 256 on the whole grid and v11 made it too long for one 10-minute command). Estimates
     # from that part's time per benchmark, ~0.5 s, and sdpa_bench.py's ~1 s per point and backend.
     *[Part(f"stage07_attention_grid_d{d}",
-           f"stage 07 attention at D = {d} on the rest of the grid; SDPA flash and cuDNN there", estimate,
+           f"stage 07 attention at D = {d} on the rest of the grid; SDPA flash and cuDNN there"
+           + (", cuDNN's fp8 beside v9" if d == 128 else ""), estimate,
            [Bench("stage07_attention_bench", "stage07_attention.json", f"/D:{d}/N:({GRID_SEQS})/"),
             sdpa(f"sdpa_grid_d{d}.json", "--seq", *GRID_SEQS.split("|"), "--dim", str(d), "--backend", "flash",
-                 "cudnn", "--no-qk", "--no-gqa", fold_into="stage07_attention.json")],
+                 "cudnn", "--no-qk", "--no-gqa", fold_into="stage07_attention.json"),
+            *([cudnn_fp8("cudnn_fp8_grid.json", "--seq", *GRID_SEQS.split("|"))] if d == 128 else [])],
            ("stage07_attention.json",))
-      for d, estimate in ((64, 200), (128, 240), (256, 220))],
+      for d, estimate in ((64, 200), (128, 280), (256, 220))],
     Part("stage07_attention_shapes",
          "stage 07 attention on packed batches and underfilled shapes; SDPA there", 300,
          [Bench("stage07_attention_bench", "stage07_attention.json", SHAPE_ATTENTION),
@@ -278,16 +291,21 @@ def run_part(part: Part, build: Path, work: Path, timeout: float | None) -> bool
                 return False
             finally:
                 log.close()
-            if rc == 0 and isinstance(step, Script) and step.fold_into:
+            optional = isinstance(step, Script) and step.optional
+            if isinstance(step, Script) and step.fold_into and (rc == 0 or optional):
                 if (folder / step.out).is_file():
                     fold(folder / step.fold_into, folder / step.out)
+                elif optional:
+                    print(f"[{part.name}] step {i} wrote no {step.out}: an optional peer, left out of this run "
+                          f"(step{i}.log says why)", flush=True)
                 else:  # a peer script that skips (no PyTorch) exits 0: the reference run needs its rows
                     print(f"[{part.name}] step {i} wrote no {step.out}: the part has no peers, it fails", flush=True)
                     rc = 1
-            record["steps"].append({"command": " ".join(cmd), "rc": rc, "seconds": round(time.monotonic() - t0, 1)})
+            record["steps"].append({"command": " ".join(cmd), "rc": rc, "seconds": round(time.monotonic() - t0, 1),
+                                    **({"optional": True} if optional else {})})
             print(f"[{part.name}] step {i}: rc={rc} in {time.monotonic() - t0:.0f} s", flush=True)
     record["seconds"] = round(time.monotonic() - start, 1)
-    record["ok"] = all(step["rc"] == 0 for step in record["steps"])
+    record["ok"] = all(step["rc"] == 0 for step in record["steps"] if not step.get("optional"))
     (folder / "part.json").write_text(json.dumps(record, indent=1))
     return record["ok"]
 

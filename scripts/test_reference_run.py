@@ -126,6 +126,33 @@ def main() -> int:
         record = json.loads((work / "peerless" / "part.json").read_text())
         check("the part without its peer is recorded as failed", record["ok"] is False)
 
+        print("== an optional peer (one that needs a package beyond PyTorch) that skips leaves its part whole")
+        failing = Path(tmp, "failing_peer.py")
+        failing.write_text("import sys\nprint('no frontend: skipped')\nsys.exit(1)\n")
+        rr.PARTS[:] = [rr.Part("optional", "a stage, an optional peer that skips and one that fails", 1,
+                               [rr.Bench("stage09_bench", "stage09.json", "/N:512/$"),
+                                rr.Script([str(skipping)], "fp8.json", fold_into="stage09.json", optional=True),
+                                rr.Script([str(failing)], "fp8b.json", fold_into="stage09.json", optional=True)],
+                               ("stage09.json",))]
+        rr.BY_NAME.clear()
+        rr.BY_NAME.update({p.name: p for p in rr.PARTS})
+        rr.main(base + ["next", "--budget", "30"])
+        record = json.loads((work / "optional" / "part.json").read_text())
+        check("the part is whole", record["ok"] is True)
+        check("the failed optional step keeps its code in the record",
+              [s["rc"] for s in record["steps"]] == [0, 0, 1] and record["steps"][2].get("optional") is True)
+
+    print("== the real plan: stage 07 attention's grid by head_dim, cuDNN's fp8 beside v9 where it can be had")
+    importlib.reload(rr)
+    d128, headline = rr.BY_NAME.get("stage07_attention_grid_d128"), rr.BY_NAME.get("stage07_attention_headline")
+    check("one grid part per head_dim, and one for the shapes off the grid",
+          all(f"stage07_attention_grid_d{d}" in rr.BY_NAME for d in (64, 128, 256))
+          and "stage07_attention_shapes" in rr.BY_NAME)
+    for part in (d128, headline):
+        fp8 = [s for s in part.steps if isinstance(s, rr.Script) and s.args[0] == "cudnn_fp8_bench.py"] if part else []
+        check(f"{part.name if part else '?'}: the fp8 peer is optional and folded into the rung's file",
+              len(fp8) == 1 and fp8[0].optional and fp8[0].fold_into == "stage07_attention.json")
+
     print("== the real plan: stage 07's attention backward in three parts, its peers folded into its own file")
     importlib.reload(rr)
     head, grid = rr.BY_NAME.get("stage07_attention_bwd_headline"), rr.BY_NAME.get("stage07_attention_bwd_grid")
