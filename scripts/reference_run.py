@@ -365,6 +365,9 @@ def cmd_merge(args: argparse.Namespace) -> int:
     record_file = args.into / "logs" / "reference_run_parts.txt"
     earlier = {line.split()[0]: line for line in (record_file.read_text().splitlines() if record_file.is_file()
                                                    else []) if line.strip() and not line.startswith("#")}
+    for name in sorted(set(earlier) - set(BY_NAME)):  # a part the plan no longer has (split or renamed)
+        print(f"reference_run: warning: part {name} of an earlier merge is not in the plan; its line goes, and "
+              "rows only it measured stay without a record until the parts that replace it run", file=sys.stderr)
     for part in PARTS:  # a file such a part shares with a part merged now starts from its rows here
         if not done(args.work, part) and part.name in earlier:
             for name in part.keeps:
