@@ -59,14 +59,17 @@ struct Products {
 namespace ws {
 
 // What a consumer of a persistent block (kRunOn: v11) knows beyond its tile: the stages' uses before
-// this tile's first block (the earlier tiles'), and the phase of q_full that brings this tile's Q (one
-// per tile). Empty otherwise, so that the other versions' consumers are what they were.
+// this tile's first block (the earlier tiles'), the phase of q_full that brings this tile's Q (one per
+// tile), and the barrier on which it hands sQ back once its last S has completed, so that the next
+// tile's Q loads under this tile's last softmax, P·V and store. Empty otherwise, so that the other
+// versions' consumers are what they were.
 template <bool kRunOn>
 struct RunOn {};
 template <>
 struct RunOn<true> {
   int64_t use0 = 0;
   uint32_t q_parity = 0;
+  uint64_t* q_empty = nullptr;
 };
 
 // One consumer warpgroup's state and steps, so that a version can put its own work between them (v4's
@@ -163,6 +166,8 @@ struct Consumer : RunOn<kRunOn> {
     issue_s(0);
     sm90::wgmma_wait_group<0>();
     sm90::wgmma_fence_operand(acc_s());
+    if constexpr (kRunOn)
+      if (n_mine == 1) release_q();  // S_0 was this tile's last S
     softmax(0);  // O is still 0: nothing to rescale
   }
   __device__ __forceinline__ void prepare() { Mma::to_a(pa, rS[0]); }
@@ -181,6 +186,8 @@ struct Consumer : RunOn<kRunOn> {
   __device__ __forceinline__ void finish(int64_t j) {
     sm90::wgmma_wait_group<1>();  // S_j is done; P_{j-1}·V_{j-1} may still run
     sm90::wgmma_fence_operand(acc_s());
+    if constexpr (kRunOn)
+      if (j == n_mine - 1) release_q();  // S_j was this tile's last S
     softmax(j);                   // under P_{j-1}·V_{j-1}
     sm90::wgmma_wait_group<0>();  // P_{j-1}·V_{j-1} is done: O may change, pa and stage j − 1 are free
     fence_pv_operands();
@@ -199,6 +206,12 @@ struct Consumer : RunOn<kRunOn> {
     sm.release(use(n_mine - 1));
   }
   __device__ __forceinline__ void store() const { attn::write_o_lse(a, s, row0, rO, m, l); }
+  // kRunOn: this warp is done with sQ (every S product that reads it has completed): lane 0 arrives on
+  // q_empty, one of the consumer warps' arrivals that let the producer load the next tile's Q there.
+  __device__ __forceinline__ void release_q() const {
+    if constexpr (kRunOn)
+      if (threadIdx.x % 32 == 0) sm90::mbarrier_arrive(this->q_empty);
+  }
 };
 
 // A consumer's rounds over the n_blocks key blocks its tile loads (a slice's, for split tiles): its own

@@ -145,6 +145,10 @@ def run(stages: int, tiles: list, seed: int, broken: str = "") -> None:
                 holds("sQ"), holds("K", 0)
                 yield
                 holds("sQ"), holds("K", 0)
+                if mine == 1 and broken != "early_q_release":
+                    q_empty.arrive()  # release_q: S_0 was the tile's last S
+            elif broken != "early_q_release":
+                q_empty.arrive()  # no key block of its own: sQ back at once
             for j in range(1, mine):  # issue(j), finish(j): S_j and P_{j-1}·V_{j-1}
                 u = use + j
                 yield from wait(full_k[u % S], (u // S) & 1)
@@ -152,9 +156,9 @@ def run(stages: int, tiles: list, seed: int, broken: str = "") -> None:
                 holds("sQ"), holds("K", j), holds("V", j - 1)
                 yield
                 holds("sQ"), holds("K", j), holds("V", j - 1)
+                if j == mine - 1 and broken != "early_q_release":
+                    q_empty.arrive()  # release_q: S_j was the tile's last S (before the softmax)
                 empty[(u - 1) % S].arrive()
-            if broken != "early_q_release":
-                q_empty.arrive()  # every S of this warp has completed
             if mine > 0:  # last(): P_last·V_last
                 u = use + mine - 1
                 yield from wait(full_v[u % S], (u // S) & 1)

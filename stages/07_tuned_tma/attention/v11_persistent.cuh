@@ -7,8 +7,8 @@
 // tile after tile, the first its blockIdx.x, every next one drawn one tile ahead from a counter in
 // global memory (atomicAdd). The producer loads the next tile's Q as soon as both consumers have
 // finished their last S = Q·K_jᵀ (a new barrier, q_empty), and its first key blocks as stages free up,
-// while the consumers still run their last P·V and store O. The stages' uses and every barrier's phase
-// run on from tile to tile (ws::Consumer's kRunOn).
+// while the consumers still run their last softmax and P·V and store O. The stages' uses and every
+// barrier's phase run on from tile to tile (ws::Consumer's kRunOn).
 // Why it is faster: where tiles are short (N = 512: 4 key blocks at D = 128) a tile's prologue (Q and
 // K_0 in flight) and epilogue (O to memory) are a large share of its time, and one block fills an SM's
 // shared memory, so nothing else runs under them; here the next tile's loads do. A counter, not a static
@@ -203,16 +203,19 @@ __global__ void __launch_bounds__(C::kThreads, 1)
     Consumer<T, C, /*kSlice=*/false, /*kRunOn=*/true> w(a, s, sm, wg - 1);
     w.use0 = use;
     w.q_parity = q_parity;
-    // v3's rounds (ws::run_rounds), with sQ handed back between the last S and the last P·V.
-    if (w.n_mine > 0) w.first();
+    w.q_empty = sm.q_empty;
+    // v3's rounds (ws::run_rounds). The warp hands sQ back (release_q) as soon as its last S has
+    // completed, inside first() or finish() (the slot was read above), so the next tile's Q lands under
+    // this tile's last softmax, P·V and store; a warp whose rows need no key block hands it back now.
+    if (w.n_mine > 0)
+      w.first();
+    else
+      w.release_q();
     for (int64_t j = 1; j < w.n_mine; ++j) {
       w.prepare();  // P_{j-1}
       w.issue(j);
       w.finish(j);
     }
-    // Every S product of this warp has completed (first() or finish() waited for it), and the slot was
-    // read above: lane 0 releases sQ for the next tile's Q, which lands under the last P·V and the store.
-    if (threadIdx.x % 32 == 0) sm90::mbarrier_arrive(sm.q_empty);
     if (w.n_mine > 0) w.last();
     for (int64_t j = w.n_mine; j < n_blocks; ++j) sm.release_skipped(w.use(j));
     w.store();
