@@ -8,8 +8,8 @@ PyTorch's scaled_dot_product_attention has no fp8 path, so this script builds cu
 itself with the cuDNN frontend's Python package (`pip install nvidia-cudnn-frontend`, 1.12 or newer; a
 machine without a network takes it as a wheel) on the cuDNN library PyTorch's wheels bring. Q, K, V are e4m3 [B, H, N, D]
 with per-tensor dequantization scales, as v9 takes them (fs_attention_params' q_descale, k_descale,
-v_descale), the causal mask bottom-right as the project's, O in bf16 as v9 writes it (--o-dtype fp8_e4m3:
-cuDNN's own fp8 O, with its scale; the row says which in its label). The points are stage 07's fp8
+v_descale), the causal mask bottom-right as the project's, O in bf16 as v9 writes it where cuDNN builds
+that graph, else in cuDNN's own fp8 (--o-dtype chooses; each row's label says which O it wrote). The points are stage 07's fp8
 grid: D = 128 (v9's one head_dim), N = 512 … 16384 with B·N = 16384 and H = 2048 / D, both masks.
 
 Each point is timed as plots/sdpa_bench.py times SDPA's (its time_call: 10 warm-up calls, 0.2 s of
@@ -40,7 +40,7 @@ import sdpa_bench as sb  # noqa: E402  (the timing, names, counts and JSON of th
 SERIES = "sdpa_cudnn"
 DTYPE = "fp8_e4m3"
 HEAD_DIMS = (128,)  # v9's
-O_DTYPES = ("bf16", "fp8_e4m3")
+O_DTYPES = ("auto", "bf16", "fp8_e4m3")
 # P = softmax(S) lies in [0, 1]: cuDNN stores it in e4m3 after multiplying by scale_s, and e4m3's
 # largest finite value is 448, so P·448 uses the whole range; descale_s undoes it.
 P_SCALE = 448.0
@@ -56,8 +56,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--seq", nargs="+", type=int, default=list(sb.DEFAULT_SEQS), metavar="N")
     p.add_argument("--dim", nargs="+", type=int, default=list(HEAD_DIMS), metavar="D", choices=HEAD_DIMS)
     p.add_argument("--causal", nargs="+", type=int, choices=(0, 1), default=[0, 1])
-    p.add_argument("--o-dtype", choices=O_DTYPES, default="bf16",
-                   help="O's element type: bf16 as v9 writes it (default), or cuDNN's fp8 O")
+    p.add_argument("--o-dtype", choices=O_DTYPES, default="auto",
+                   help="O's element type: bf16 as v9 writes it, cuDNN's fp8 O, or auto (default): bf16 where "
+                        "cuDNN builds that graph, else fp8")
     p.add_argument("--warmup", type=int, default=10, help="untimed calls before timing (default 10)")
     p.add_argument("--runs", type=int, default=30, help="timed calls; the median is kept (default 30)")
     p.add_argument("--no-l2-flush", action="store_true", help="do not overwrite L2 before each timed call")
@@ -130,13 +131,25 @@ def build_graph(cudnn, handle, b: int, h: int, n: int, d: int, causal: bool, o_d
     return g, t
 
 
-def measure(torch, cudnn, handle, b: int, h: int, n: int, d: int, causal: bool, args, flush) -> tuple[float, float, float]:
-    """(device µs, host µs, relative L2 error of O) of one point."""
+def build_any(cudnn, handle, b: int, h: int, n: int, d: int, causal: bool, o_dtype: str):
+    """build_graph for --o-dtype; with auto, bf16 O where cuDNN builds that graph, else fp8 O. Returns
+    (graph, tensors, the O dtype taken)."""
+    if o_dtype != "auto":
+        return (*build_graph(cudnn, handle, b, h, n, d, causal, o_dtype), o_dtype)
+    try:
+        return (*build_graph(cudnn, handle, b, h, n, d, causal, "bf16"), "bf16")
+    except Exception:  # noqa: BLE001  (cuDNN refuses a graph with its own exception types)
+        return (*build_graph(cudnn, handle, b, h, n, d, causal, "fp8_e4m3"), "fp8_e4m3")
+
+
+def measure(torch, cudnn, handle, b: int, h: int, n: int, d: int, causal: bool, args,
+            flush) -> tuple[float, float, float, str]:
+    """(device µs, host µs, relative L2 error of O, O's dtype) of one point."""
     fp8 = torch.float8_e4m3fn
     x = [torch.randn(b, h, n, d, device="cuda") for _ in range(3)]
     q, k, v = (t.to(fp8) for t in x)  # |x| < 448: no scaling needed, descales are 1
-    g, t = build_graph(cudnn, handle, b, h, n, d, causal, args.o_dtype)
-    o = torch.empty(b, h, n, d, device="cuda", dtype=torch.bfloat16 if args.o_dtype == "bf16" else fp8)
+    g, t, o_dtype = build_any(cudnn, handle, b, h, n, d, causal, args.o_dtype)
+    o = torch.empty(b, h, n, d, device="cuda", dtype=torch.bfloat16 if o_dtype == "bf16" else fp8)
     scalar = lambda value: torch.full((1, 1, 1, 1), value, device="cuda", dtype=torch.float32)  # noqa: E731
     pack = {t["q"]: q, t["k"]: k, t["v"]: v, t["o"]: o, t["descale_q"]: scalar(1.0), t["descale_k"]: scalar(1.0),
             t["descale_v"]: scalar(1.0), t["descale_s"]: scalar(1.0 / P_SCALE), t["scale_s"]: scalar(P_SCALE),
@@ -153,7 +166,7 @@ def measure(torch, cudnn, handle, b: int, h: int, n: int, d: int, causal: bool, 
     err = (torch.linalg.vector_norm(o.float() - ref) / torch.linalg.vector_norm(ref)).item()
     del ref, x
     device_us, host_us = sb.time_call(torch, call, args.warmup, args.runs, flush)
-    return device_us, host_us, err
+    return device_us, host_us, err, o_dtype
 
 
 def reference_o(torch, q, k, v, causal: bool, n: int):
@@ -182,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
     handle = cudnn.create_handle()
     context = sb.make_context(torch, args)
     context.update({"executable": "plots/cudnn_fp8_bench.py", "cudnn_frontend": str(cudnn.__version__),
-                    "cudnn_backend": str(cudnn.backend_version()), "o_dtype": args.o_dtype})
+                    "cudnn_backend": str(cudnn.backend_version()), "o_dtype_asked": args.o_dtype})
     flush = None if args.no_l2_flush else sb.l2_flush_buffer(torch)
     rows, failures = [], 0
     for d in args.dim:
@@ -191,7 +204,8 @@ def main(argv: list[str] | None = None) -> int:
             for causal in (bool(c) for c in args.causal):
                 name = sb.bench_name(SERIES, DTYPE, b, h, n, n, d, causal)
                 try:
-                    device_us, host_us, err = measure(torch, cudnn, handle, b, h, n, d, causal, args, flush)
+                    device_us, host_us, err, o_dtype = measure(torch, cudnn, handle, b, h, n, d, causal, args,
+                                                               flush)
                 except Exception as e:  # noqa: BLE001  (cuDNN refuses a graph with its own exception types)
                     print(f"{name}: not run — {sb.failure_reason(e)}")
                     failures += 1
@@ -202,9 +216,9 @@ def main(argv: list[str] | None = None) -> int:
                     continue
                 row = sb.median_row(name, args.runs, device_us, host_us, sb.attention_flops(b, h, n, n, d, causal),
                                     sb.attention_bytes(b, h, n, n, d, 1))
-                row["label"] = f"O {args.o_dtype}, rel_l2 {err:.3g}"
+                row["label"] = f"O {o_dtype}, rel_l2 {err:.3g}"
                 rows.append(row)
-                print(f"{name}: {row['TFLOPS']:.1f} TFLOPS, {device_us:.1f} us, O rel_l2 {err:.3g}")
+                print(f"{name}: {row['TFLOPS']:.1f} TFLOPS, {device_us:.1f} us, O {o_dtype}, rel_l2 {err:.3g}")
                 torch.cuda.empty_cache()
     cudnn.destroy_handle(handle)
     if not rows:

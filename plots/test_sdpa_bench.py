@@ -206,7 +206,7 @@ class CudnnFp8BenchTest(unittest.TestCase):
     def test_flags(self):
         args = self.fb.parse_args(["--out", "x.json"])
         self.assertEqual((args.dim, args.seq, args.causal, args.o_dtype),
-                         ([128], list(self.fb.sb.DEFAULT_SEQS), [0, 1], "bf16"))
+                         ([128], list(self.fb.sb.DEFAULT_SEQS), [0, 1], "auto"))
         for bad in (["--dim", "64"], ["--o-dtype", "fp16"], ["--seq", "0"], ["--runs", "0"]):
             with self.subTest(bad=bad), contextlib.redirect_stderr(io.StringIO()):
                 with self.assertRaises(SystemExit) as stop:
