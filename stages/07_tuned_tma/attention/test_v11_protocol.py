@@ -3,27 +3,26 @@
 
     python3 stages/07_tuned_tma/attention/test_v11_protocol.py [--trials 1000] [--seed 1]
 
-A persistent block runs tile after tile, so every barrier goes through phase after phase and the
-producer refills sQ, the stages and the tile slot while the consumers may still be on the previous
-tile. The GPU tests show the kernel right where they run; this model shows the protocol right over
-schedules a GPU seldom produces. One block: the producer (warp 0: its lane 0's loads and its warp's
-zeroing, in program order) and 2 consumers × 4 warps, each warp a process of its own, as each warp
-waits and arrives on its own. An mbarrier is modelled as the hardware keeps it: a phase completes when
-its arrivals reach the count and its transaction bytes reach zero, and a wait for parity p returns once
-the current phase's parity is not p (so a fresh barrier's first wait for parity 1 returns at once,
-which the producer's first waits on `empty` and `q_empty` rely on). Each TMA load lands at a random
+A persistent block runs tile after tile, so every barrier goes through phase after phase and the producer
+refills sQ, the stages and the tile slot while the consumers may still be on the previous tile. The GPU
+tests show the kernel right where they run; this model shows the protocol right over schedules a GPU
+seldom produces. One block: the producer (warp 0: its lane 0's loads and its warp's zeroing, in program
+order) and 3 consumers × 4 warps (v7's tiles at D = 64 and 128; 2 at D = 256), each warp a process of its
+own, as each warp waits and arrives on its own. An mbarrier is modelled as the hardware keeps it: a phase
+completes when its arrivals reach the count and its transaction bytes reach zero, and a wait for parity p
+returns once the current phase's parity is not p (so a fresh barrier's first wait for parity 1 returns at
+once, which the producer's first waits on `empty` and `q_empty` rely on). Each TMA load lands at a random
 later step, writing its tile's identity into the buffer it fills.
 
-A trial draws 1 to 7 tiles, each with its key blocks (0 for an empty sequence), the blocks each
-consumer reads (one reads them all; the other, a causal first half or a half past the sequence's end,
-the first ones), and whether Q's tile or the last V tile has rows to zero. The checks: the schedule
-never deadlocks; every consumer warp reads the tile index the producer published, in order, and −1
-only after the last tile; whenever a consumer's product reads sQ, K_j or V_j (when it issues and when
-it completes), the buffer holds that tile's Q or that block, so no load overwrote what a product still
-read; no load is in flight when the block ends. --broken NAME runs a protocol with one rule taken out
-(the model must then fail): no_q_empty_wait (Q refilled without waiting for the consumers),
-early_q_release (sQ handed back before the last S), empty_parity (the first waits on `empty` for the
-wrong parity).
+A trial draws 1 to 7 tiles, each with its key blocks (0 for an empty sequence), the blocks each consumer
+reads (one reads them all; the others, causal rows before the last or rows past the sequence's end, the
+first ones), and whether Q's tile or the last V tile has rows to zero. The checks: the schedule never
+deadlocks; every consumer warp reads the tile index the producer published, in order, and −1 only after
+the last tile; whenever a consumer's product reads sQ, K_j or V_j (when it issues and when it completes),
+the buffer holds that tile's Q or that block, so no load overwrote what a product still read; no load is
+in flight when the block ends. --broken NAME runs a protocol with one rule taken out (the model must then
+fail): no_q_empty_wait (Q refilled without waiting for the consumers), early_q_release (sQ handed back
+before the last S), empty_parity (the first waits on `empty` for the wrong parity).
 """
 
 from __future__ import annotations
@@ -32,7 +31,6 @@ import argparse
 import random
 import sys
 
-WARPS = (0, 0, 0, 0, 1, 1, 1, 1)  # the consumer each of the 8 consumer warps belongs to
 BROKEN = ("no_q_empty_wait", "early_q_release", "empty_parity")
 
 
@@ -67,10 +65,11 @@ def wait(bar: Barrier, parity: int):
 
 
 def run(stages: int, tiles: list, seed: int, broken: str = "") -> None:
-    """One block over `tiles` [(key blocks, (blocks of consumer 0, of consumer 1), zero Q, zero V)],
-    one random schedule; raises AssertionError on a violated check."""
+    """One block over `tiles` [(key blocks, (blocks of each consumer), zero Q, zero V)], one random
+    schedule; raises AssertionError on a violated check."""
     rnd = random.Random(seed)
     S = stages
+    WARPS = [c for c in range(len(tiles[0][1])) for _ in range(4)]  # the consumer of each consumer warp
     q_full, q_empty, q_landed, v_landed = Barrier(1), Barrier(len(WARPS)), Barrier(1), Barrier(1)
     full_k = [Barrier(1) for _ in range(S)]
     full_v = [Barrier(1) for _ in range(S)]
@@ -193,21 +192,23 @@ def run(stages: int, tiles: list, seed: int, broken: str = "") -> None:
     assert not in_flight, f"loads in flight when the block ends: {in_flight}"
 
 
-def draw_tiles(rnd: random.Random) -> list:
+def draw_tiles(rnd: random.Random, consumers: int) -> list:
     tiles = []
     for _ in range(rnd.randint(1, 7)):
         n = rnd.choice([0, 1, 2, 3, 4, 5, 7])
-        other = rnd.randint(0, n)
-        tiles.append((n, (n, other) if rnd.random() < 0.5 else (other, n), rnd.random() < 0.3, rnd.random() < 0.3))
+        mine = [rnd.randint(0, n) for _ in range(consumers)]
+        mine[rnd.randrange(consumers)] = n  # the half (third) that needs them all
+        tiles.append((n, tuple(mine), rnd.random() < 0.3, rnd.random() < 0.3))
     return tiles
 
 
 def trials(count: int, seed: int, broken: str = "") -> list[str]:
-    """The failures of `count` random trials (kStages 2, 3, 4: D = 256, 128, 64)."""
+    """The failures of `count` random trials (kStages 2, 3, 4 with 2, 3, 3 consumers: D = 256, 128, 64)."""
     rnd = random.Random(seed)
     failures = []
     for trial in range(count):
-        stages, tiles = rnd.choice([2, 3, 4]), draw_tiles(rnd)
+        stages = rnd.choice([2, 3, 4])
+        tiles = draw_tiles(rnd, 2 if stages == 2 else 3)
         try:
             run(stages, tiles, seed * 1_000_003 + trial, broken)
         except AssertionError as err:

@@ -13,13 +13,13 @@ namespace flash_tma {
 
 namespace {
 
-// v11 with `blocks` persistent blocks (at most one per tile) on v3's tile configuration for the problem
-// (with_ws_config), widened by v11's barrier and slot. The counter is a stream-ordered 4-byte workspace,
+// v11 with `blocks` persistent blocks (at most one per tile) on its tile configuration for the problem's
+// head_dim (v7's, widened by v11's barrier and slot). The counter is a stream-ordered 4-byte workspace,
 // zeroed before the kernel and freed after it on the same stream.
 Status run_v11_blocks(const AttentionProblem& pr, int64_t blocks, cudaStream_t stream) {
-  return with_ws_config(pr, [&](auto t, auto c) {
+  return with_dtype_and_dim(pr, [&](auto t, auto d) {
     using T = typename decltype(t)::type;
-    using C = v11::Config<typename decltype(c)::type>;
+    using C = v11::Config<decltype(d)::value>;
     CUtensorMap tq, tk, tv;
     FS_RETURN_IF_ERROR(encode_maps<C>(pr, &tq, &tk, &tv));
     const attn::Args<T> a = attn::make_args<T>(pr, C::kBr);
@@ -34,7 +34,7 @@ Status run_v11_blocks(const AttentionProblem& pr, int64_t blocks, cudaStream_t s
   });
 }
 
-// One block per SM: the block's shared memory (193 to 225 KiB) leaves room for no second one.
+// One block per SM: the block's shared memory (153 to 193 KiB) leaves room for no second one.
 Status run_v11(const AttentionProblem& pr, cudaStream_t stream) {
   DeviceProps dev;
   FS_RETURN_IF_ERROR(current_device(&dev));
@@ -50,8 +50,8 @@ std::size_t v11_extra_bytes(const AttentionParams& p) { return lse_extra_bytes(p
 
 const KernelDesc kFlashTmaV11 = flash_tma::descriptor(
     {"fs_flash_fwd_tma_v11", "stage07/attention", "v11",
-     "v3 on persistent blocks, one per SM, drawing tiles from a counter: the next tile's loads under this one's end"},
-    flash_tma::max_smem_bytes<flash_tma::v11::DefaultConfig>(), flash_tma::run_v11, flash_tma::v11_extra_bytes);
+     "v7 on persistent blocks, one per SM, drawing tiles from a counter: the next tile's loads under this one's end"},
+    flash_tma::max_smem_bytes<flash_tma::v11::Config>(), flash_tma::run_v11, flash_tma::v11_extra_bytes);
 
 Status launch_flash_tma_v11_blocks(const AttentionParams& p, int64_t blocks, cudaStream_t stream) {
   return flash_tma::launch_forced(kFlashTmaV11, p, blocks < 1, [&](const AttentionProblem& pr) {

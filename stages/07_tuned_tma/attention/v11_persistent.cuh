@@ -1,22 +1,22 @@
-// flashstages · stage 07 attention · v11 — persistent blocks: one block per SM, drawing query tiles from
-// a counter until none is left, so that one tile's end overlaps the next tile's start (fp16, bf16;
+// flashstages · stage 07 attention · v11 — persistent blocks: v7's tiles, one block per SM drawing them
+// from a counter until none is left, so that one tile's end overlaps the next tile's start (fp16, bf16;
 // D = 64, 128, 256).
 //
-// What changes from v3 (one block per query tile, which loads Q, streams its key blocks, stores O and
+// What changes from v7 (one block per query tile, which loads Q, streams its key blocks, stores O and
 // leaves; the next block on that SM starts from nothing): the grid is one block per SM, and each runs
 // tile after tile, the first its blockIdx.x, every next one drawn one tile ahead from a counter in
-// global memory (atomicAdd). The producer loads the next tile's Q as soon as both consumers have
-// finished their last S = Q·K_jᵀ (a new barrier, q_empty), and its first key blocks as stages free up,
+// global memory (atomicAdd). The producer loads the next tile's Q as soon as every consumer has
+// finished its last S = Q·K_jᵀ (a new barrier, q_empty), and its first key blocks as stages free up,
 // while the consumers still run their last softmax and P·V and store O. The stages' uses and every
 // barrier's phase run on from tile to tile (ws::Consumer's kRunOn).
-// Why it is faster: where tiles are short (N = 512: 4 key blocks at D = 128) a tile's prologue (Q and
+// Why it is faster: where tiles are short (N = 512: 4 key blocks at D = 64) a tile's prologue (Q and
 // K_0 in flight) and epilogue (O to memory) are a large share of its time, and one block fills an SM's
 // shared memory, so nothing else runs under them; here the next tile's loads do. A counter, not a static
 // stride: a block that drew short causal tiles draws more (longest first: locate's reverse order).
 // What it costs: an atomic per tile and a 4-byte counter zeroed on the stream before each launch; Q has
 // one buffer, refilled only once the current tile's products no longer read it.
 //
-// Run: build/h100/stages/07_tuned_tma/attention/stage07_attention --dtype fp16 --seq 512 --dim 128 --batch 32 --heads 16 --version v11
+// Run: build/h100/stages/07_tuned_tma/attention/stage07_attention --dtype fp16 --seq 512 --dim 64 --batch 32 --heads 32 --version v11
 #pragma once
 
 #include <cuda.h>
@@ -39,22 +39,26 @@ using namespace fs::attn;
 using ws::Consumer;
 using ws::kWarpgroup;
 
-// v2's tile configuration (Base: ws::Config<D, Bc>) with room for what a persistent block adds after
-// its barriers (q_empty and the tile slot, 8 bytes each), and another register split: the producer
-// decodes a tile and carries the loop from tile to tile, which in 24 registers spilled (ptxas: 60 to 80
-// bytes); it keeps 40, and each consumer takes 232 instead of 240, with no spill on either side.
-template <class Base>
-struct Config : Base {
+// v7's tiles (three consumers at D = 64 and 128, over 128 and 80 keys; v3's two at D = 256), with room
+// for what a persistent block adds after its barriers (q_empty and the tile slot, 8 bytes each), and
+// another register split: the producer now decodes a tile and carries the loop from tile to tile, which
+// in v7's 24 registers spilled 80 to 140 bytes (ptxas). It keeps 32, and the consumers keep v7's 160
+// each (three) or take 232 (two, at D = 256): ptxas spills nothing in the consumers, and 24 (D = 128)
+// or 48 (D = 64) bytes in the producer, once per tile, where no product waits on them. Giving the
+// producer 40 would leave three consumers 152, and ptxas then serializes their wgmma (C7512).
+template <int D>
+using Tile = ws::Config<D, D == 64 ? 128 : D == 128 ? 80 : ws::default_bc(D), D <= 128 ? 3 : 2>;
+template <int D>
+struct Config : Tile<D> {
+  using Base = Tile<D>;
   static constexpr std::size_t kSmemBytes = Base::kSmemBytes + 2 * sizeof(uint64_t);
-  static constexpr int kProducerRegs = 40;
+  static constexpr int kProducerRegs = 32;
   static constexpr int kConsumerRegs = ws::consumer_regs(Base::kConsumers, kProducerRegs);
   static_assert(kSmemBytes <= 227 * 1024, "what one block may have on an H100");
-  static_assert(kConsumerRegs == 232, "the split the comment above states");
+  static_assert(kConsumerRegs == (Base::kConsumers == 3 ? 160 : 232), "the splits the comment above states");
 };
-template <int D>
-using DefaultConfig = Config<ws::Config<D>>;
 
-// v2's shared memory (sQ, the stages, their barriers) and, after them:
+// v7's shared memory (sQ, the stages, their barriers: ws::Smem) and, after them:
 //   q_empty   every consumer warp is done with sQ for this tile (its last S product has completed) and
 //             has read the tile slot: one arrival per consumer warp; the producer may refill both
 //   tile      the query tile the block runs now (locate's index), or −1 once the counter is spent:
@@ -78,6 +82,33 @@ struct Smem : ws::Smem<C> {
     Base::init_barriers();
   }
 };
+
+// Tile x (locate's order: tiles of one (b, h) together, causal ones longest first) in 32 bits, and the
+// planes and rows of its Q, K and V as the tensor maps name them: what locate and q_plane_row /
+// kv_plane_row give, without their 64-bit divisions, which the producer cannot afford in its registers.
+// A tile index is below 2^31 (the launch checks), and so are B·H, q_tiles and a plane: the sequence of
+// (b, h) is plane b·H + h of Q (packed: plane h, from its entry's first row) and plane b·KVH + h / G of
+// K and V. An entry that breaks the length rules has no key block, so its planes are never loaded.
+// The rows in a plane in 32 bits, as a TMA coordinate is (encode_tensor_map refuses longer planes).
+struct TileRows {
+  Sequence s;
+  Plane q_plane, kv_plane;
+  int32_t q_row, kv_row;  // the sequence's first row in its plane
+};
+template <class T>
+__device__ __forceinline__ TileRows tile_rows(const Args<T>& a, int Br, int x) {
+  const uint32_t q_tiles = uint32_t(a.q_tiles), bh = uint32_t(x) / q_tiles, in_bh = uint32_t(x) % q_tiles;
+  const uint32_t b = bh / uint32_t(a.heads), h = bh % uint32_t(a.heads), kvh = h / uint32_t(a.group);
+  const uint32_t tile = a.causal ? q_tiles - 1 - in_bh : in_bh;  // locate's reverse_tiles
+  TileRows t;
+  t.s = sequence_of(a, bh, b, h, int64_t(tile) * Br);
+  const bool packed = a.cu_seqlens_q != nullptr;
+  t.q_plane = {int32_t(h), packed ? 0 : int32_t(b)};
+  t.kv_plane = {int32_t(kvh), packed ? 0 : int32_t(b)};
+  t.q_row = packed ? int32_t(t.s.q_row0 - int64_t(h) * a.seq_q) : 0;
+  t.kv_row = packed ? int32_t(t.s.k_row0 - int64_t(kvh) * a.seq_k) : 0;
+  return t;
+}
 
 // The stages' uses counted modulo 2·kStages, the period of a use's stage and parity (block.cuh): what
 // the producer and the consumers carry from tile to tile, in 32 bits however many tiles a block runs.
@@ -105,8 +136,9 @@ __device__ __forceinline__ void produce_tiles(const Smem<C>& sm, const CUtensorM
   if (threadIdx.x >= 32) return;
   const bool issuer = threadIdx.x == 0;
   int tile = int(blockIdx.x);
-  uint32_t use = 0;                                // the stages' uses so far, modulo 2·kStages
-  uint32_t q_phase = 0, landed_q = 0, landed_v = 0;  // parities: q_empty's next, q_landed's, v_landed's
+  uint32_t use = 0;     // the stages' uses so far, modulo 2·kStages
+  uint32_t phases = 0;  // parities, one bit each: q_empty's next wait (kQEmpty), q_landed's, v_landed's
+  constexpr uint32_t kQEmpty = 1, kQLanded = 2, kVLanded = 4;
   for (;;) {
     // The next tile, drawn now: the atomic's round trip to L2 runs under this tile's loads. Each block
     // draws until it gets a tile past the last, so the counter stays below `tiles`.
@@ -114,8 +146,8 @@ __device__ __forceinline__ void produce_tiles(const Smem<C>& sm, const CUtensorM
     if (issuer && tile < tiles) next = gridDim.x + atomicAdd(counter, 1u);
     next = __shfl_sync(0xffffffffu, next, 0);
     // sQ and the slot are free once every consumer warp has finished the previous tile's S products.
-    sm90::mbarrier_wait_parity(sm.q_empty, q_phase ^ 1);
-    q_phase ^= 1;
+    sm90::mbarrier_wait_parity(sm.q_empty, (phases & kQEmpty) ^ 1);
+    phases ^= kQEmpty;
     if (tile >= tiles) {
       if (issuer) {
         *sm.tile = -1;
@@ -123,13 +155,13 @@ __device__ __forceinline__ void produce_tiles(const Smem<C>& sm, const CUtensorM
       }
       return;
     }
-    const Sequence s = locate(a, C::kBr, /*reverse_tiles=*/a.causal, tile);
+    const TileRows t = tile_rows(a, C::kBr, tile);
+    const Sequence& s = t.s;
     const int n_blocks = int(key_blocks(s, C::kBr, C::kBc, a.causal));  // < Nk / 64 < 2^31
-    const PlaneRow q = q_plane_row(a, s), kv = kv_plane_row(a, s);
     const int last = n_blocks - 1;
-    const int q_from = n_blocks > 0 ? first_foreign_row(s.q0, C::kBr, s.nq, q.row, a.seq_q) : C::kBr;
+    const int q_from = n_blocks > 0 ? first_foreign_row(s.q0, C::kBr, s.nq, t.q_row, a.seq_q) : C::kBr;
     const int v_from =
-        n_blocks > 0 ? first_foreign_row(int64_t(last) * C::kBc, C::kBc, s.nk, kv.row, a.seq_k) : C::kBc;
+        n_blocks > 0 ? first_foreign_row(int64_t(last) * C::kBc, C::kBc, s.nk, t.kv_row, a.seq_k) : C::kBc;
     if (issuer) {
       *sm.tile = tile;  // before the arrival on q_full (or, zeroed, the warp's) that publishes it
       if (n_blocks == 0) {
@@ -137,12 +169,12 @@ __device__ __forceinline__ void produce_tiles(const Smem<C>& sm, const CUtensorM
       } else {
         uint64_t* q_bar = q_from < C::kBr ? sm.q_landed : sm.q_full;
         sm90::mbarrier_arrive_expect_tx(q_bar, C::kQBytes);
-        load_tile<D, E>(sm.sQ, tmQ, C::kBr, q.row + s.q0, q.plane, q_bar);
+        load_tile<D, E>(sm.sQ, tmQ, C::kBr, t.q_row + s.q0, t.q_plane, q_bar);
       }
     }
     if (q_from < C::kBr) {
-      ws::zero_and_publish<D, E>(sm.sQ, C::kBr, q_from, sm.q_landed, sm.q_full, landed_q);
-      landed_q ^= 1;
+      ws::zero_and_publish<D, E>(sm.sQ, C::kBr, q_from, sm.q_landed, sm.q_full, (phases & kQLanded) != 0);
+      phases ^= kQLanded;
     }
     if (issuer)
       for (int j = 0; j < n_blocks; ++j) {
@@ -155,26 +187,26 @@ __device__ __forceinline__ void produce_tiles(const Smem<C>& sm, const CUtensorM
         // K_j, then V_j (on v_landed when its rows past the sequence's end are to be zeroed).
         unsigned char* sK = sm.k_tile(u);
         uint64_t* v_bar = j == last && v_from < C::kBc ? sm.v_landed : &sm.full_v[st];
-        const int64_t row = kv.row + int64_t(j) * C::kBc;
+        const int32_t row = t.kv_row + j * C::kBc;  // below the plane's rows: an int32 coordinate
         sm90::mbarrier_arrive_expect_tx(&sm.full_k[st], C::kKVBytes);
-        load_tile<D, E>(sK, tmK, C::kBc, row, kv.plane, &sm.full_k[st]);
+        load_tile<D, E>(sK, tmK, C::kBc, row, t.kv_plane, &sm.full_k[st]);
         sm90::mbarrier_arrive_expect_tx(v_bar, C::kKVBytes);
-        load_tile<D, E>(sK + C::kKVBytes, tmV, C::kBc, row, kv.plane, v_bar);
+        load_tile<D, E>(sK + C::kKVBytes, tmV, C::kBc, row, t.kv_plane, v_bar);
       }
     if (v_from < C::kBc) {
       const uint32_t u = use + uint32_t(last);
       ws::zero_and_publish<D, E>(sm.k_tile(u) + C::kKVBytes, C::kBc, v_from, sm.v_landed,
-                                 &sm.full_v[ws::Smem<C>::stage_of(u)], landed_v);
-      landed_v ^= 1;
+                                 &sm.full_v[ws::Smem<C>::stage_of(u)], (phases & kVLanded) != 0);
+      phases ^= kVLanded;
     }
     use = next_use<C>(use, n_blocks);
     tile = next < uint32_t(tiles) ? int(next) : tiles;  // past the last: `tiles` (next may not fit an int)
   }
 }
 
-// grid: at most one persistent block per SM (and per tile) of three warpgroups, over `tiles` =
-// B·H·ceil(Nq / Br) query tiles (attn::locate, Br = 128). tmQ: Q as [B][H][Nq][D] with boxes of 64
-// columns × 128 rows; tmK, tmV: K and V as [B][KVH][Nk][D], boxes of 64 × Bc (launch.cuh). counter: 0
+// grid: at most one persistent block per SM (and per tile) of 1 + C::kConsumers warpgroups, over `tiles`
+// = B·H·ceil(Nq / Br) query tiles (attn::locate, Br = 192 or 128). tmQ: Q as [B][H][Nq][D] with boxes of
+// 64 columns × Br rows; tmK, tmV: K and V as [B][KVH][Nk][D], boxes of 64 × Bc (launch.cuh). counter: 0
 // at the launch; the tiles after the grid's first gridDim.x are handed out by it.
 template <class T, class C>
 __global__ void __launch_bounds__(C::kThreads, 1)
@@ -204,7 +236,7 @@ __global__ void __launch_bounds__(C::kThreads, 1)
     w.use0 = use;
     w.q_parity = q_parity;
     w.q_empty = sm.q_empty;
-    // v3's rounds (ws::run_rounds). The warp hands sQ back (release_q) as soon as its last S has
+    // v7's rounds (v3's: ws::run_rounds). The warp hands sQ back (release_q) as soon as its last S has
     // completed, inside first() or finish() (the slot was read above), so the next tile's Q lands under
     // this tile's last softmax, P·V and store; a warp whose rows need no key block hands it back now.
     if (w.n_mine > 0)
