@@ -59,15 +59,16 @@ struct Products {
 namespace ws {
 
 // What a consumer of a persistent block (kRunOn: v11) knows beyond its tile: the stages' uses before
-// this tile's first block (the earlier tiles'), the phase of q_full that brings this tile's Q (one per
-// tile), and the barrier on which it hands sQ back once its last S has completed, so that the next
-// tile's Q loads under this tile's last softmax, P·V and store. Empty otherwise, so that the other
-// versions' consumers are what they were.
+// this tile's first block (the earlier tiles'), the barrier that brings this tile's Q (of the Q buffer
+// the tile has: the caller points q_addr at it) and the phase of it that does, and the barrier on which
+// it hands that buffer back once its last S has completed, so that a later tile's Q can load there.
+// Empty otherwise, so that the other versions' consumers are what they were.
 template <bool kRunOn>
 struct RunOn {};
 template <>
 struct RunOn<true> {
   int64_t use0 = 0;
+  uint64_t* q_full = nullptr;
   uint32_t q_parity = 0;
   uint64_t* q_empty = nullptr;
 };
@@ -158,9 +159,10 @@ struct Consumer : RunOn<kRunOn> {
   }
 
   __device__ __forceinline__ void first() {
-    uint32_t q_parity = 0;  // sQ has landed: its one phase, or (kRunOn) this tile's
-    if constexpr (kRunOn) q_parity = this->q_parity;
-    sm90::mbarrier_wait_parity(sm.q_full, q_parity);
+    uint64_t* q_full = sm.q_full;  // sQ has landed: its one phase, or (kRunOn) this tile's buffer's
+    uint32_t q_parity = 0;
+    if constexpr (kRunOn) q_full = this->q_full, q_parity = this->q_parity;
+    sm90::mbarrier_wait_parity(q_full, q_parity);
     sm90::mbarrier_wait_parity(&sm.full_k[Smem<C>::stage_of(use(0))], Smem<C>::parity_of(use(0)));
     sm90::wgmma_fence();  // first wgmma of the warpgroup
     issue_s(0);
@@ -206,8 +208,9 @@ struct Consumer : RunOn<kRunOn> {
     sm.release(use(n_mine - 1));
   }
   __device__ __forceinline__ void store() const { attn::write_o_lse(a, s, row0, rO, m, l); }
-  // kRunOn: this warp is done with sQ (every S product that reads it has completed): lane 0 arrives on
-  // q_empty, one of the consumer warps' arrivals that let the producer load the next tile's Q there.
+  // kRunOn: this warp is done with its tile's Q buffer (every S product that reads it has completed):
+  // lane 0 arrives on that buffer's q_empty, one of the consumer warps' arrivals that let the producer
+  // load a later tile's Q there.
   __device__ __forceinline__ void release_q() const {
     if constexpr (kRunOn)
       if (threadIdx.x % 32 == 0) sm90::mbarrier_arrive(this->q_empty);

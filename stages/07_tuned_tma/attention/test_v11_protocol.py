@@ -8,7 +8,8 @@ refills sQ, the stages and the tile slot while the consumers may still be on the
 tests show the kernel right where they run; this model shows the protocol right over schedules a GPU
 seldom produces. One block: the producer (warp 0: its lane 0's loads and its warp's zeroing, in program
 order) and 3 consumers × 4 warps (v7's tiles at D = 64 and 128; 2 at D = 256), each warp a process of its
-own, as each warp waits and arrives on its own. An mbarrier is modelled as the hardware keeps it: a phase
+own, as each warp waits and arrives on its own, and 2 Q buffers (1 at D = 256, and in a quarter of the
+other trials), tile t in buffer t % buffers. An mbarrier is modelled as the hardware keeps it: a phase
 completes when its arrivals reach the count and its transaction bytes reach zero, and a wait for parity p
 returns once the current phase's parity is not p (so a fresh barrier's first wait for parity 1 returns at
 once, which the producer's first waits on `empty` and `q_empty` rely on). Each TMA load lands at a random
@@ -64,17 +65,19 @@ def wait(bar: Barrier, parity: int):
         yield
 
 
-def run(stages: int, tiles: list, seed: int, broken: str = "") -> None:
-    """One block over `tiles` [(key blocks, (blocks of each consumer), zero Q, zero V)], one random
-    schedule; raises AssertionError on a violated check."""
+def run(stages: int, q_buffers: int, tiles: list, seed: int, broken: str = "") -> None:
+    """One block over `tiles` [(key blocks, (blocks of each consumer), zero Q, zero V)], its tile t in Q
+    buffer t % q_buffers, one random schedule; raises AssertionError on a violated check."""
     rnd = random.Random(seed)
-    S = stages
+    S, QB = stages, q_buffers
     WARPS = [c for c in range(len(tiles[0][1])) for _ in range(4)]  # the consumer of each consumer warp
-    q_full, q_empty, q_landed, v_landed = Barrier(1), Barrier(len(WARPS)), Barrier(1), Barrier(1)
+    q_full = [Barrier(1) for _ in range(QB)]
+    q_empty = [Barrier(len(WARPS)) for _ in range(QB)]
+    q_landed, v_landed = Barrier(1), Barrier(1)
     full_k = [Barrier(1) for _ in range(S)]
     full_v = [Barrier(1) for _ in range(S)]
     empty = [Barrier(len(WARPS)) for _ in range(S)]
-    smem = {"sQ": None, "slot": None, "K": [None] * S, "V": [None] * S}
+    smem = {"sQ": [None] * QB, "slot": [None] * QB, "K": [None] * S, "V": [None] * S}
     in_flight = []  # (barrier, buffer, stage, value): TMA loads not yet landed
 
     def load(bar, buffer, stage, value):
@@ -82,26 +85,26 @@ def run(stages: int, tiles: list, seed: int, broken: str = "") -> None:
         in_flight.append((bar, buffer, stage, value))
 
     def producer():  # produce_tiles
-        t, use, q_phase, landed_q, landed_v = 0, 0, 0, 0, 0
+        t, use, landed_q, landed_v = 0, 0, 0, 0
         while True:
+            b, phase = t % QB, t // QB & 1
             if broken != "no_q_empty_wait":
-                yield from wait(q_empty, q_phase ^ 1)
-            q_phase ^= 1
+                yield from wait(q_empty[b], phase ^ 1)
             if t == len(tiles):
-                smem["slot"] = -1
-                q_full.arrive()
+                smem["slot"][b] = -1
+                q_full[b].arrive()
                 return
             n, _, zero_q, zero_v = tiles[t]
-            smem["slot"] = t
+            smem["slot"][b] = t
             if n == 0:
-                q_full.arrive()
+                q_full[b].arrive()
             else:
-                load(q_landed if zero_q else q_full, "sQ", None, t)
+                load(q_landed if zero_q else q_full[b], "sQ", b, t)
             yield
             if n and zero_q:  # the warp zeroes Q's rows past the end, then publishes
                 yield from wait(q_landed, landed_q)
                 landed_q ^= 1
-                q_full.arrive()
+                q_full[b].arrive()
             for j in range(n):
                 u = use + j
                 parity = (u // S) & 1
@@ -117,11 +120,12 @@ def run(stages: int, tiles: list, seed: int, broken: str = "") -> None:
             t += 1
 
     def consumer(c):  # the kernel's consumer loop over ws::Consumer<…, kRunOn>
-        use, q_parity, expect = 0, 0, 0
+        use, k, expect = 0, 0, 0  # k: the block's tiles so far (its k-th takes Q buffer k % QB)
         while True:
-            yield from wait(q_full, q_parity)
-            t = smem["slot"]
-            q_parity ^= 1
+            b = k % QB
+            yield from wait(q_full[b], k // QB & 1)
+            t = smem["slot"][b]
+            k += 1
             if t == -1:
                 assert expect == len(tiles), f"the end published after {expect} of {len(tiles)} tiles"
                 return
@@ -130,11 +134,11 @@ def run(stages: int, tiles: list, seed: int, broken: str = "") -> None:
             n, mine, _, _ = tiles[t]
             mine = mine[c]
             if broken == "early_q_release":
-                q_empty.arrive()
+                q_empty[b].arrive()
 
             def holds(buffer, j=None):
                 if buffer == "sQ":
-                    assert smem["sQ"] == t, f"sQ holds tile {smem['sQ']} under tile {t}'s S"
+                    assert smem["sQ"][b] == t, f"Q buffer {b} holds tile {smem['sQ'][b]} under tile {t}'s S"
                 else:
                     got = smem[buffer][(use + j) % S]
                     assert got == (t, j), f"{buffer} of tile {t} block {j}: the stage holds {got}"
@@ -145,9 +149,9 @@ def run(stages: int, tiles: list, seed: int, broken: str = "") -> None:
                 yield
                 holds("sQ"), holds("K", 0)
                 if mine == 1 and broken != "early_q_release":
-                    q_empty.arrive()  # release_q: S_0 was the tile's last S
+                    q_empty[b].arrive()  # release_q: S_0 was the tile's last S
             elif broken != "early_q_release":
-                q_empty.arrive()  # no key block of its own: sQ back at once
+                q_empty[b].arrive()  # no key block of its own: the buffer back at once
             for j in range(1, mine):  # issue(j), finish(j): S_j and P_{j-1}·V_{j-1}
                 u = use + j
                 yield from wait(full_k[u % S], (u // S) & 1)
@@ -156,7 +160,7 @@ def run(stages: int, tiles: list, seed: int, broken: str = "") -> None:
                 yield
                 holds("sQ"), holds("K", j), holds("V", j - 1)
                 if j == mine - 1 and broken != "early_q_release":
-                    q_empty.arrive()  # release_q: S_j was the tile's last S (before the softmax)
+                    q_empty[b].arrive()  # release_q: S_j was the tile's last S (before the softmax)
                 empty[(u - 1) % S].arrive()
             if mine > 0:  # last(): P_last·V_last
                 u = use + mine - 1
@@ -179,10 +183,7 @@ def run(stages: int, tiles: list, seed: int, broken: str = "") -> None:
         pick = rnd.choice(list(procs) + (["land"] * 3 if in_flight else []))
         if pick == "land":
             bar, buffer, stage, value = in_flight.pop(rnd.randrange(len(in_flight)))
-            if stage is None:
-                smem[buffer] = value
-            else:
-                smem[buffer][stage] = value
+            smem[buffer][stage] = value
             bar.land(1)
             continue
         try:
@@ -203,16 +204,18 @@ def draw_tiles(rnd: random.Random, consumers: int) -> list:
 
 
 def trials(count: int, seed: int, broken: str = "") -> list[str]:
-    """The failures of `count` random trials (kStages 2, 3, 4 with 2, 3, 3 consumers: D = 256, 128, 64)."""
+    """The failures of `count` random trials: kStages 2, 3, 4 with 2, 3, 3 consumers and 1, 2, 2 Q buffers
+    (D = 256, 128, 64), and each kStages with one Q buffer too."""
     rnd = random.Random(seed)
     failures = []
     for trial in range(count):
         stages = rnd.choice([2, 3, 4])
+        q_buffers = 1 if stages == 2 or rnd.random() < 0.25 else 2
         tiles = draw_tiles(rnd, 2 if stages == 2 else 3)
         try:
-            run(stages, tiles, seed * 1_000_003 + trial, broken)
+            run(stages, q_buffers, tiles, seed * 1_000_003 + trial, broken)
         except AssertionError as err:
-            failures.append(f"kStages {stages}, tiles {tiles}: {err}")
+            failures.append(f"kStages {stages}, {q_buffers} Q buffers, tiles {tiles}: {err}")
     return failures
 
 

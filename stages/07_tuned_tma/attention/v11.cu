@@ -34,7 +34,7 @@ Status run_v11_blocks(const AttentionProblem& pr, int64_t blocks, cudaStream_t s
   });
 }
 
-// One block per SM: the block's shared memory (153 to 193 KiB) leaves room for no second one.
+// One block per SM: the block's shared memory (177 to 217 KiB) leaves room for no second one.
 Status run_v11(const AttentionProblem& pr, cudaStream_t stream) {
   DeviceProps dev;
   FS_RETURN_IF_ERROR(current_device(&dev));

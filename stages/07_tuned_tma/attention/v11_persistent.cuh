@@ -5,16 +5,17 @@
 // What changes from v7 (one block per query tile, which loads Q, streams its key blocks, stores O and
 // leaves; the next block on that SM starts from nothing): the grid is one block per SM, and each runs
 // tile after tile, the first its blockIdx.x, every next one drawn one tile ahead from a counter in
-// global memory (atomicAdd). The producer loads the next tile's Q as soon as every consumer has
-// finished its last S = Q·K_jᵀ (a new barrier, q_empty), and its first key blocks as stages free up,
-// while the consumers still run their last softmax and P·V and store O. The stages' uses and every
-// barrier's phase run on from tile to tile (ws::Consumer's kRunOn).
+// global memory (atomicAdd). Q has two buffers where they fit (D = 64 and 128): the producer loads the
+// next tile's Q into the other one while this tile runs, and a buffer is refilled once every consumer
+// has finished its last S = Q·K_jᵀ there (a new barrier, q_empty, per buffer); the next tile's key
+// blocks load as stages free up. The stages' uses and every barrier's phase run on from tile to tile
+// (ws::Consumer's kRunOn).
 // Why it is faster: where tiles are short (N = 512: 4 key blocks at D = 64) a tile's prologue (Q and
 // K_0 in flight) and epilogue (O to memory) are a large share of its time, and one block fills an SM's
 // shared memory, so nothing else runs under them; here the next tile's loads do. A counter, not a static
 // stride: a block that drew short causal tiles draws more (longest first: locate's reverse order).
-// What it costs: an atomic per tile and a 4-byte counter zeroed on the stream before each launch; Q has
-// one buffer, refilled only once the current tile's products no longer read it.
+// What it costs: an atomic per tile, a 4-byte counter zeroed on the stream before each launch, a second
+// Q buffer's shared memory, and 8 more registers for the producer, which now decodes tiles.
 //
 // Run: build/h100/stages/07_tuned_tma/attention/stage07_attention --dtype fp16 --seq 512 --dim 64 --batch 32 --heads 32 --version v11
 #pragma once
@@ -39,48 +40,68 @@ using namespace fs::attn;
 using ws::Consumer;
 using ws::kWarpgroup;
 
-// v7's tiles (three consumers at D = 64 and 128, over 128 and 80 keys; v3's two at D = 256), with room
-// for what a persistent block adds after its barriers (q_empty and the tile slot, 8 bytes each), and
+// v7's tiles (three consumers at D = 64 and 128, over 128 and 80 keys; v3's two at D = 256) with what a
+// persistent block adds: a second Q buffer where it fits (D = 64 and 128: 177 and 217 KiB; not at
+// D = 256), so that the next tile's Q loads under the whole of this one; past the barriers, each Q
+// buffer's q_empty, the second's q_full and the tile slots (8 bytes each, the slots together). And
 // another register split: the producer now decodes a tile and carries the loop from tile to tile, which
 // in v7's 24 registers spilled 80 to 140 bytes (ptxas). It keeps 32, and the consumers keep v7's 160
-// each (three) or take 232 (two, at D = 256): ptxas spills nothing in the consumers, and 24 (D = 128)
-// or 48 (D = 64) bytes in the producer, once per tile, where no product waits on them. Giving the
-// producer 40 would leave three consumers 152, and ptxas then serializes their wgmma (C7512).
+// each (three) or take 232 (two, at D = 256): ptxas spills nothing in the consumers, and a few dozen
+// bytes in the producer, once per tile, where no product waits on them. Giving the producer 40 would
+// leave three consumers 152, and ptxas then serializes their wgmma (C7512).
 template <int D>
 using Tile = ws::Config<D, D == 64 ? 128 : D == 128 ? 80 : ws::default_bc(D), D <= 128 ? 3 : 2>;
 template <int D>
 struct Config : Tile<D> {
   using Base = Tile<D>;
-  static constexpr std::size_t kSmemBytes = Base::kSmemBytes + 2 * sizeof(uint64_t);
+  static constexpr std::size_t kExtraBarrierBytes = 4 * sizeof(uint64_t);
+  static constexpr int kQBuffers = Base::kSmemBytes + Base::kQBytes + kExtraBarrierBytes <= 227 * 1024 ? 2 : 1;
+  static constexpr std::size_t kSmemBytes =
+      Base::kSmemBytes + std::size_t(kQBuffers - 1) * Base::kQBytes + kExtraBarrierBytes;
   static constexpr int kProducerRegs = 32;
   static constexpr int kConsumerRegs = ws::consumer_regs(Base::kConsumers, kProducerRegs);
   static_assert(kSmemBytes <= 227 * 1024, "what one block may have on an H100");
   static_assert(kConsumerRegs == (Base::kConsumers == 3 ? 160 : 232), "the splits the comment above states");
+  static_assert(Base::kQBytes % 1024 == 0, "a second Q buffer keeps the 1024-byte swizzle alignment");
 };
 
-// v7's shared memory (sQ, the stages, their barriers: ws::Smem) and, after them:
-//   q_empty   every consumer warp is done with sQ for this tile (its last S product has completed) and
-//             has read the tile slot: one arrival per consumer warp; the producer may refill both
-//   tile      the query tile the block runs now (locate's index), or −1 once the counter is spent:
-//             written by the producer before the arrival that completes q_full, read by the consumers
-//             after their wait on it
-// q_full, q_empty, q_landed and v_landed go through one phase per tile (q_landed and v_landed only for
-// the tiles that hold rows past their sequence's end), so each side keeps their parities.
+// v7's shared memory (ws::Smem: sQ, the stages, their barriers), after a second Q buffer where there is
+// one (ws::Smem's layout shifted by it: both buffers start on a 1024-byte boundary), and, past the
+// barriers:
+//   q_empty[b]  every consumer warp is done with Q buffer b for its tile (its last S product has
+//               completed) and has read the tile's slot: one arrival per consumer warp; the producer may
+//               load a later tile's Q there
+//   q_full of buffer 1 (buffer 0's is ws::Smem's): its Q has landed, and its slot is written
+//   tile[b]     the query tile whose Q is in buffer b (locate's index), or −1 once the counter is spent:
+//               written by the producer before the arrival that completes that buffer's q_full, read by
+//               the consumers after their wait on it
+// Tile t of a block takes buffer t % kQBuffers. Each buffer's q_full and q_empty go through one phase per
+// tile that takes the buffer, q_landed and v_landed one per tile that zeroes rows past its sequence's end;
+// each side keeps their parities.
 template <class C>
 struct Smem : ws::Smem<C> {
   using Base = ws::Smem<C>;
-  uint64_t* q_empty;
-  int32_t* tile;
+  uint64_t* q_empty0;  // q_empty of buffer 0; buffer 1's follows it, then buffer 1's q_full
+  int32_t* tile;       // [2]
 
-  __device__ explicit Smem(unsigned char* raw) : Base(raw) {
-    q_empty = Base::v_landed + 1;
-    tile = reinterpret_cast<int32_t*>(q_empty + 1);
+  __device__ explicit Smem(unsigned char* raw) : Base(raw + (C::kQBuffers - 1) * C::kQBytes) {
+    q_empty0 = Base::v_landed + 1;
+    tile = reinterpret_cast<int32_t*>(q_empty0 + 3);
   }
-  // Thread 0, before the block's one __syncthreads (Base's init ends with the fence that covers both).
+  // Buffer b's Q, its q_full and its q_empty (by arithmetic: an array of pointers indexed at run time
+  // would live in local memory). Buffer 1 lies just before ws::Smem's sQ.
+  __device__ __forceinline__ unsigned char* q_buffer(int b) const { return Base::sQ - b * C::kQBytes; }
+  __device__ __forceinline__ uint64_t* q_full_of(int b) const { return b == 0 ? Base::q_full : q_empty0 + 2; }
+  __device__ __forceinline__ uint64_t* q_empty(int b) const { return q_empty0 + b; }
+  // Thread 0, before the block's one __syncthreads (Base's init ends with the fence that covers these).
   __device__ __forceinline__ void init_barriers() const {
-    sm90::mbarrier_init(q_empty, C::kConsumerWarps);
+    for (int b = 0; b < C::kQBuffers; ++b) sm90::mbarrier_init(q_empty(b), C::kConsumerWarps);
+    if (C::kQBuffers == 2) sm90::mbarrier_init(q_full_of(1), 1);
     Base::init_barriers();
   }
+  // Tile t of the block: its buffer, and the phase of that buffer's barriers it takes.
+  static __device__ __forceinline__ int buffer_of(uint32_t t) { return int(t % C::kQBuffers); }
+  static __device__ __forceinline__ uint32_t phase_of(uint32_t t) { return t / C::kQBuffers & 1; }
 };
 
 // Tile x (locate's order: tiles of one (b, h) together, causal ones longest first) in 32 bits, and the
@@ -124,9 +145,10 @@ __device__ __forceinline__ uint32_t next_use(uint32_t use, int64_t n_blocks) {
 // end and carries the tile index. With no tile left it publishes −1 and leaves; the loads in flight
 // complete on their barriers, and the consumers wait for each before they leave.
 // It runs in the registers setmaxnreg leaves it (Config::kProducerRegs), so what it carries is small:
-// the tile in 32 bits, the uses modulo 2·kStages, one parity bit per barrier it waits on. A barrier's
+// the tile in 32 bits, the uses modulo 2·kStages, in one register the parities of q_landed and v_landed
+// and the count of its tiles (which gives each tile's Q buffer and that buffer's phase). A barrier's
 // first wait is for the parity before its first phase, which a fresh barrier counts as complete: the
-// first kStages waits on `empty` and the first on `q_empty` pass at once, with no test for "first".
+// first kStages waits on `empty` and the first on each `q_empty` pass at once, with no test for "first".
 template <class C, class T>
 __device__ __forceinline__ void produce_tiles(const Smem<C>& sm, const CUtensorMap* tmQ, const CUtensorMap* tmK,
                                               const CUtensorMap* tmV, const Args<T>& a, unsigned int* counter,
@@ -137,21 +159,22 @@ __device__ __forceinline__ void produce_tiles(const Smem<C>& sm, const CUtensorM
   const bool issuer = threadIdx.x == 0;
   int tile = int(blockIdx.x);
   uint32_t use = 0;     // the stages' uses so far, modulo 2·kStages
-  uint32_t phases = 0;  // parities, one bit each: q_empty's next wait (kQEmpty), q_landed's, v_landed's
-  constexpr uint32_t kQEmpty = 1, kQLanded = 2, kVLanded = 4;
-  for (;;) {
+  uint32_t phases = 0;  // q_landed's parity (kQLanded), v_landed's (kVLanded), then the tiles so far
+  constexpr uint32_t kQLanded = 1, kVLanded = 2, kTile = 4;
+  for (;; phases += kTile) {
     // The next tile, drawn now: the atomic's round trip to L2 runs under this tile's loads. Each block
     // draws until it gets a tile past the last, so the counter stays below `tiles`.
     uint32_t next = 0;
     if (issuer && tile < tiles) next = gridDim.x + atomicAdd(counter, 1u);
     next = __shfl_sync(0xffffffffu, next, 0);
-    // sQ and the slot are free once every consumer warp has finished the previous tile's S products.
-    sm90::mbarrier_wait_parity(sm.q_empty, (phases & kQEmpty) ^ 1);
-    phases ^= kQEmpty;
+    // The tile's Q buffer and its slot are free once every consumer warp has finished the S products
+    // of the tile that had them before (kQBuffers tiles back).
+    const int b = Smem<C>::buffer_of(phases / kTile);
+    sm90::mbarrier_wait_parity(sm.q_empty(b), Smem<C>::phase_of(phases / kTile) ^ 1);
     if (tile >= tiles) {
       if (issuer) {
-        *sm.tile = -1;
-        sm90::mbarrier_arrive(sm.q_full);  // the phase completes on this arrival alone: no bytes
+        sm.tile[b] = -1;
+        sm90::mbarrier_arrive(sm.q_full_of(b));  // the phase completes on this arrival alone: no bytes
       }
       return;
     }
@@ -163,17 +186,18 @@ __device__ __forceinline__ void produce_tiles(const Smem<C>& sm, const CUtensorM
     const int v_from =
         n_blocks > 0 ? first_foreign_row(int64_t(last) * C::kBc, C::kBc, s.nk, t.kv_row, a.seq_k) : C::kBc;
     if (issuer) {
-      *sm.tile = tile;  // before the arrival on q_full (or, zeroed, the warp's) that publishes it
+      sm.tile[b] = tile;  // before the arrival on q_full (or, zeroed, the warp's) that publishes it
       if (n_blocks == 0) {
-        sm90::mbarrier_arrive(sm.q_full);  // nothing to read: the tile's index alone, its rows get zeros
+        sm90::mbarrier_arrive(sm.q_full_of(b));  // nothing to read: the index alone, its rows get zeros
       } else {
-        uint64_t* q_bar = q_from < C::kBr ? sm.q_landed : sm.q_full;
+        uint64_t* q_bar = q_from < C::kBr ? sm.q_landed : sm.q_full_of(b);
         sm90::mbarrier_arrive_expect_tx(q_bar, C::kQBytes);
-        load_tile<D, E>(sm.sQ, tmQ, C::kBr, t.q_row + s.q0, t.q_plane, q_bar);
+        load_tile<D, E>(sm.q_buffer(b), tmQ, C::kBr, t.q_row + s.q0, t.q_plane, q_bar);
       }
     }
     if (q_from < C::kBr) {
-      ws::zero_and_publish<D, E>(sm.sQ, C::kBr, q_from, sm.q_landed, sm.q_full, (phases & kQLanded) != 0);
+      ws::zero_and_publish<D, E>(sm.q_buffer(b), C::kBr, q_from, sm.q_landed, sm.q_full_of(b),
+                                 (phases & kQLanded) != 0);
       phases ^= kQLanded;
     }
     if (issuer)
@@ -226,19 +250,23 @@ __global__ void __launch_bounds__(C::kThreads, 1)
 
   sm90::setmaxnreg_inc<C::kConsumerRegs>();
   uint32_t use = 0;  // the stages' uses of the earlier tiles modulo 2·kStages, as the producer counts them
-  for (uint32_t q_parity = 0;; q_parity ^= 1) {
-    sm90::mbarrier_wait_parity(sm.q_full, q_parity);  // the tile's index, and (if it has key blocks) its Q
-    const int tile = *static_cast<volatile int32_t*>(sm.tile);
+  for (uint32_t n = 0;; ++n) {  // the block's n-th tile: Q buffer b, that buffer's phase q_parity
+    const int b = Smem<C>::buffer_of(n);
+    const uint32_t q_parity = Smem<C>::phase_of(n);
+    sm90::mbarrier_wait_parity(sm.q_full_of(b), q_parity);  // the tile's index and (if it has key blocks) Q
+    const int tile = *static_cast<volatile int32_t*>(&sm.tile[b]);
     if (tile < 0) break;
     const Sequence s = locate(a, C::kBr, /*reverse_tiles=*/a.causal, tile);
     const int64_t n_blocks = key_blocks(s, C::kBr, C::kBc, a.causal);
     Consumer<T, C, /*kSlice=*/false, /*kRunOn=*/true> w(a, s, sm, wg - 1);
     w.use0 = use;
     w.q_parity = q_parity;
-    w.q_empty = sm.q_empty;
-    // v7's rounds (v3's: ws::run_rounds). The warp hands sQ back (release_q) as soon as its last S has
-    // completed, inside first() or finish() (the slot was read above), so the next tile's Q lands under
-    // this tile's last softmax, P·V and store; a warp whose rows need no key block hands it back now.
+    w.q_full = sm.q_full_of(b);
+    w.q_empty = sm.q_empty(b);
+    w.q_addr = sm90::smem_address(sm.q_buffer(b));
+    // v7's rounds (v3's: ws::run_rounds). The warp hands its Q buffer back (release_q) as soon as its
+    // last S has completed, inside first() or finish() (the slot was read above), so that a later tile's
+    // Q can load there; a warp whose rows need no key block hands it back now.
     if (w.n_mine > 0)
       w.first();
     else
