@@ -81,12 +81,28 @@ def libcudnn_dir() -> str | None:
 
 
 def import_frontend():
-    """The cuDNN frontend's module, or None with the reason printed. The frontend opens cuDNN itself by
-    its unversioned name when it does not find it where cuDNN's cu12 wheels put it; PyTorch's cu13
-    wheel may keep it elsewhere. Then the script runs itself again once, with a folder holding that
-    name for PyTorch's library first on LD_LIBRARY_PATH."""
+    """The cuDNN frontend's module, or None with the reason printed. The frontend opens cuDNN itself: the
+    one file matching nvidia/cudnn/lib/libcudnn.so.<n> in site-packages (it asserts there is one), else by
+    the unversioned name. PyTorch's cu13 wheel may keep several such files (the soname's link and the
+    versioned library: then the import takes the shortest name, the soname) or keep them elsewhere (then
+    the script runs itself again once, with a folder holding the unversioned name for PyTorch's library
+    first on LD_LIBRARY_PATH)."""
     try:
-        import cudnn
+        try:
+            import cudnn
+        except AssertionError:  # several libcudnn.so.<n> where the frontend wants one
+            import glob
+            every = glob.glob
+
+            def soname_only(pattern, *args, **kwargs):
+                found = every(pattern, *args, **kwargs)
+                return sorted(found, key=len)[:1] if "libcudnn.so" in pattern else found
+
+            glob.glob = soname_only
+            try:
+                import cudnn
+            finally:
+                glob.glob = every
         return cudnn
     except ImportError as err:
         print(f"cudnn_fp8_bench: skipped — the cuDNN frontend's Python package is not installed ({err}); "
