@@ -85,9 +85,11 @@ struct RunOn<true> {
 // every call, and every array is indexed by compile-time constants. With kSlice (split-KV: v5, v6, v8,
 // v10) the blocks are the tile's key blocks [first, end), a slice: j counts from the slice's first block
 // for the stages, and the mask takes first + j; without it they are all of the tile's, from 0.
-// With kRunOn (v11's persistent blocks, which run tile after tile) the caller sets use0 and q_parity:
-// the stages and Q's barrier run on from one tile to the next, so block j of this tile is the stages'
-// use use0 + j (use(j)), and this tile's Q is q_full's phase of parity q_parity. Without it both are 0.
+// With kRunOn (v11's persistent blocks, which run tile after tile) the caller sets RunOn's members and
+// points q_addr at the tile's Q buffer: the stages and Q's barriers run on from one tile to the next, so
+// block j of this tile is the stages' use use0 + j (use(j)), this tile's Q is q_full's phase of parity
+// q_parity, and release_q hands the buffer back on q_empty after the tile's last S. Without it the uses
+// count from 0, Q is sQ on q_full's phase 0, and release_q does nothing.
 template <class T, class C, bool kSlice = false, bool kRunOn = false>
 struct Consumer : RunOn<kRunOn> {
   using Mma = Products<T>;
@@ -198,7 +200,7 @@ struct Consumer : RunOn<kRunOn> {
   }
   __device__ __forceinline__ void last() {
     prepare();  // P_last
-    int64_t u = n_mine - 1;  // the last block's use of the stages
+    int64_t u = n_mine - 1;  // use(n_mine − 1), written out: calling use() here reordered v3's PTX
     if constexpr (kRunOn) u += this->use0;
     sm90::mbarrier_wait_parity(&sm.full_v[Smem<C>::stage_of(u)], Smem<C>::parity_of(u));
     sm90::wgmma_fence();
@@ -223,7 +225,10 @@ struct Consumer : RunOn<kRunOn> {
 // of either).
 template <class W, class S>
 __device__ __forceinline__ void run_rounds(W& w, const S& sm, int64_t n_blocks) {
-  if (w.n_mine > 0) w.first();
+  if (w.n_mine > 0)
+    w.first();
+  else
+    w.release_q();  // kRunOn: rows that need no key block read no Q (a no-op otherwise)
   for (int64_t j = 1; j < w.n_mine; ++j) {
     w.prepare();  // P_{j-1}
     w.issue(j);

@@ -14,7 +14,7 @@ namespace flash_tma {
 namespace {
 
 // v11 with `blocks` persistent blocks (at most one per tile) on its tile configuration for the problem's
-// head_dim (v7's, widened by v11's barrier and slot). The counter is a stream-ordered 4-byte workspace,
+// head_dim (v7's, with v11's second Q buffer where it fits, its barriers and its slots). The counter is a stream-ordered 4-byte workspace,
 // zeroed before the kernel and freed after it on the same stream.
 Status run_v11_blocks(const AttentionProblem& pr, int64_t blocks, cudaStream_t stream) {
   return with_dtype_and_dim(pr, [&](auto t, auto d) {

@@ -107,6 +107,7 @@ struct Smem : ws::Smem<C> {
 // Tile x (locate's order: tiles of one (b, h) together, causal ones longest first) in 32 bits, and the
 // planes and rows of its Q, K and V as the tensor maps name them: what locate and q_plane_row /
 // kv_plane_row give, without their 64-bit divisions, which the producer cannot afford in its registers.
+// The consumers decode a tile with it too, so both sides count the same key blocks by construction.
 // A tile index is below 2^31 (the launch checks), and so are B·H, q_tiles and a plane: the sequence of
 // (b, h) is plane b·H + h of Q (packed: plane h, from its entry's first row) and plane b·KVH + h / G of
 // K and V. An entry that breaks the length rules has no key block, so its planes are never loaded.
@@ -256,7 +257,7 @@ __global__ void __launch_bounds__(C::kThreads, 1)
     sm90::mbarrier_wait_parity(sm.q_full_of(b), q_parity);  // the tile's index and (if it has key blocks) Q
     const int tile = *static_cast<volatile int32_t*>(&sm.tile[b]);
     if (tile < 0) break;
-    const Sequence s = locate(a, C::kBr, /*reverse_tiles=*/a.causal, tile);
+    const Sequence s = tile_rows(a, C::kBr, tile).s;  // the producer's decode: the same key blocks
     const int64_t n_blocks = key_blocks(s, C::kBr, C::kBc, a.causal);
     Consumer<T, C, /*kSlice=*/false, /*kRunOn=*/true> w(a, s, sm, wg - 1);
     w.use0 = use;
@@ -264,20 +265,10 @@ __global__ void __launch_bounds__(C::kThreads, 1)
     w.q_full = sm.q_full_of(b);
     w.q_empty = sm.q_empty(b);
     w.q_addr = sm90::smem_address(sm.q_buffer(b));
-    // v7's rounds (v3's: ws::run_rounds). The warp hands its Q buffer back (release_q) as soon as its
-    // last S has completed, inside first() or finish() (the slot was read above), so that a later tile's
-    // Q can load there; a warp whose rows need no key block hands it back now.
-    if (w.n_mine > 0)
-      w.first();
-    else
-      w.release_q();
-    for (int64_t j = 1; j < w.n_mine; ++j) {
-      w.prepare();  // P_{j-1}
-      w.issue(j);
-      w.finish(j);
-    }
-    if (w.n_mine > 0) w.last();
-    for (int64_t j = w.n_mine; j < n_blocks; ++j) sm.release_skipped(w.use(j));
+    // v7's rounds (v3's). The warp hands its Q buffer back (release_q) as soon as its last S has
+    // completed, inside first() or finish() (the slot was read above), so that a later tile's Q can load
+    // there; a warp whose rows need no key block hands it back at once.
+    ws::run_rounds(w, sm, n_blocks);
     w.store();
     use = next_use<C>(use, n_blocks);
   }
