@@ -17,6 +17,8 @@ KernelList stage07_attention_kernels() {
       &kFlashTmaV9,
       &kFlashTmaV10,
       &kFlashTmaV11,
+      &kFlashTmaV12,
+      &kFlashTmaV13,
   };
   return kernel_list(versions);
 }
