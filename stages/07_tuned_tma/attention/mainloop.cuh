@@ -214,10 +214,12 @@ struct Consumer : RunOn<kRunOn> {
   __device__ __forceinline__ void store() const { attn::write_o_lse(a, s, row0, rO, m, l); }
   // kRunOn: this warp is done with its tile's Q buffer (every S product that reads it has completed):
   // lane 0 arrives on that buffer's q_empty, one of the consumer warps' arrivals that let the producer
-  // load a later tile's Q there.
+  // load a later tile's Q and write its index there.
   __device__ __forceinline__ void release_q() const {
-    if constexpr (kRunOn)
+    if constexpr (kRunOn) {
+      __syncwarp();  // every lane's read of the buffer's tile index before lane 0's arrival frees it
       if (threadIdx.x % 32 == 0) sm90::mbarrier_arrive(this->q_empty);
+    }
   }
 };
 
