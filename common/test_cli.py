@@ -161,12 +161,9 @@ class CommandLine(unittest.TestCase):
         # D = 32 is stage 04's, not stage 07's (the 128-byte swizzle needs 64-element rows): refused by
         # the stage's own versions, before any GPU is looked for.
         self.refused("stage07a", ["--dim", "32"], "is not a head_dim any fp16 version takes (64, 128, 256)")
-        # v9, v12 and v13 take fp8 alone, at D = 128 alone: named by what they take, not by what the
-        # 16-bit versions do; one of them by its name.
+        # v9 takes fp8 alone, at D = 128 alone: named by what it takes, not by what the 16-bit versions do.
         self.refused("stage07a", ["--dtype", "fp8_e4m3", "--dim", "64"],
-                     "is not a head_dim any fp8_e4m3 version takes (128)")
-        self.refused("stage07a", ["--dtype", "fp8_e4m3", "--dim", "64", "--version", "v13"],
-                     "is not a head_dim stage07/attention/v13 takes (128)")
+                     "is not a head_dim stage07/attention/v9 takes (128)")
         self.refused("stage07a", ["--dtype", "fp16", "--version", "v9"], "is not taken by stage07/attention/v9")
         self.refused("stage07a", ["--dtype", "fp32"], "--dtype")
         self.refused("stage07a", ["--seq", "0"], "--seq")

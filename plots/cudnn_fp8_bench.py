@@ -1,6 +1,5 @@
 #!/usr/bin/env python3
-"""Time cuDNN's fp8 attention forward, the peer of stage 07's fp8 versions (v9, v12, v13), through the
-cuDNN frontend's Python graph API.
+"""Time cuDNN's fp8 attention forward, the peer of stage 07's v9, through the cuDNN frontend's Python graph API.
 
     python3 plots/cudnn_fp8_bench.py --out cudnn_fp8.json
     python3 plots/cudnn_fp8_bench.py --out cudnn_fp8.json --seq 8192 --causal 0 --o-dtype fp8_e4m3

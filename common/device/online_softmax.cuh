@@ -30,22 +30,6 @@ __device__ __forceinline__ float quad_sum(float x) {
   return x + __shfl_xor_sync(0xffffffffu, x, 2);
 }
 
-// 2^x for the x ≤ 0 of P's exponents, in FMA- and ALU-pipe instructions alone (no SFU): x = j + f with
-// j the integer nearest x, found by adding 1.5·2^23 (a float that large keeps no fraction bits, so the
-// sum's low mantissa bits are j) and f in [-1/2, 1/2]; 2^f by a cubic, minimax in relative error (Remez:
-// under 7.5e-5, where fp8's P keeps 3 mantissa bits); 2^j added to its exponent field. Below -125 it
-// returns 0 (the mask's -inf among them, so a row that saw no key keeps l = 0), where ex2.approx.ftz
-// still gives the smallest normal floats, which no sum of P notices and e4m3 rounds to 0; from -125 on the
-// exponent field stays normal.
-__device__ __forceinline__ float exp2_fma(float x) {
-  constexpr float kRound = 12582912.0f;  // 1.5 · 2^23
-  const float t = __fadd_rn(x, kRound);  // j in the low mantissa bits (_rn: never folded away)
-  const float f = __fsub_rn(x, __fsub_rn(t, kRound));
-  const float p = fmaf(fmaf(fmaf(0.0551716691f, f, 0.242611122f), f, 0.693260985f), f, 0.999928074f);
-  const float y = __int_as_float(__float_as_int(p) + (__float_as_int(t) << 23));
-  return x < -125.0f ? 0.0f : y;
-}
-
 // The online softmax for one key block (FlashAttention-2, Algorithm 1, lines 8–10), per row, with
 // c = |scale|·log2(e) so that every exponential is one exp2 (ex2_approx_ftz) of one fused multiply-add:
 //   m_new = max(m, c · rowmax(S′))     S′ = the raw scores in rS; m is kept in the scaled log2 domain
@@ -62,10 +46,7 @@ __device__ __forceinline__ float exp2_fma(float x) {
 // exp2 from computing -inf - -inf.
 // Returns whether any row of the warp has a new maximum (a warp vote, so the same in every lane):
 // otherwise every alpha is exactly 1 and O needs no rescaling.
-// kFmaEvery > 0 (stage 07 attention v13): the scores of every kFmaEvery-th 8-column tile take exp2_fma,
-// on the FMA pipe, instead of the SFU's ex2, where the SFU and not the issue of instructions bounds
-// the softmax (fp8). 0: every exponential on the SFU.
-template <int kMT, int kNT, int kFmaEvery = 0>
+template <int kMT, int kNT>
 __device__ __forceinline__ bool softmax_scores(float (&rS)[kMT][kNT][4], float (&m)[kMT][2], float (&l)[kMT][2],
                                                float (&alpha)[kMT][2], float c) {
   bool moved = false;  // has any of this thread's rows a new maximum?
@@ -86,14 +67,7 @@ __device__ __forceinline__ bool softmax_scores(float (&rS)[kMT][kNT][4], float (
       for (int nt = 0; nt < kNT; ++nt)
 #pragma unroll
         for (int e = 2 * h; e < 2 * h + 2; ++e) {
-          if constexpr (kFmaEvery > 0) {
-            if (nt % kFmaEvery == kFmaEvery - 1)
-              rS[mt][nt][e] = exp2_fma(fmaf(rS[mt][nt][e], c, -base));
-            else
-              rS[mt][nt][e] = sm80::ex2_approx_ftz(fmaf(rS[mt][nt][e], c, -base));
-          } else {
-            rS[mt][nt][e] = sm80::ex2_approx_ftz(fmaf(rS[mt][nt][e], c, -base));
-          }
+          rS[mt][nt][e] = sm80::ex2_approx_ftz(fmaf(rS[mt][nt][e], c, -base));
           row_sum += rS[mt][nt][e];
         }
       l[mt][h] = alpha[mt][h] * l[mt][h] + row_sum;

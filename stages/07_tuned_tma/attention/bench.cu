@@ -1,21 +1,21 @@
-// Stage 07 attention benchmarks: the project's attention grid (N = 512 … 16384, B·N = 16384, H = 2048 / D;
-// the headline shape B = 2, H = 16, N = 8192, D = 128 is the grid point
-// stage07/attention/<version>/fp16/D:128/N:8192/causal:<0|1>) at D = 64 and 128 for every version but v5
-// (split-KV, which is v4 wherever the grid fills the GPU: N = 8192 alone), and at D = 256 for the versions
-// that differ there; fp16 and bf16, causal and not. Stage 04's v5 (FlashAttention-2 on mma.sync, the speed to
-// beat from below) at N = 8192 in the same run (its whole grid is stage04.json's). SDPA's flash and cuDNN
-// backends are timed by plots/sdpa_bench.py, in the same reference-run part as each head_dim's grid
-// (scripts/reference_run.py folds them into stage07_attention.json); the plot script sets them beside these.
-// Then packed batches (cu_seqlens), fp16, at D = 64 and 128 with the grid's H, causal and not, for every
-// version and stage 04's v5: 2 entries of 8192 (the headline's work, packed: what the layout itself costs)
-// and 16 entries of 512 to 8192 (sequence ends inside tiles and key blocks everywhere). Then where one query
-// tile per (batch entry, head) leaves SMs idle (bench::underfilled_attention_shapes: short queries against
-// long keys, decoding, grouped K/V), every version and stage 04's v6 (split-KV); v6 (a K/V group's query
-// heads packed into one tile) only there, where some shapes have grouped K/V. D = 256 for v1-v4, v7, v8, v10
-// and v11 on the whole grid, stage 04's v5 at N = 8192: v10 only there, being v8 at D = 64 and 128. 7 × 48
-// (grid: v1-v4, v7, v8, v11) + 8 (v5) + 8 (stage 04) + 9 × 8 (packed) + 10 × 26 (underfilled)
-// + 8 × 24 + 4 (D = 256) = 880 benchmarks of 5 repetitions; then v9, v12 and v13 (fp8, D = 128 alone) on
-// the grid's 12 points at D = 128.
+// Stage 07 attention benchmarks: the project's attention grid (N = 512 … 16384, B·N = 16384,
+// H = 2048 / D; the headline shape B = 2, H = 16, N = 8192, D = 128 is the grid point
+// stage07/attention/<version>/fp16/D:128/N:8192/causal:<0|1>) at D = 64 and 128 for every version but
+// v5 (split-KV, which is v4 wherever the grid fills the GPU: N = 8192 alone), and at D = 256 for the
+// versions that differ there; fp16 and bf16, causal and not. Stage 04's v5 (FlashAttention-2 on
+// mma.sync, the speed to beat from below) at N = 8192 in the same run (its whole grid is stage04.json's).
+// SDPA's flash and cuDNN backends are timed by plots/sdpa_bench.py, in the same reference-run part as
+// each head_dim's grid (scripts/reference_run.py folds them into stage07_attention.json); the plot
+// script sets them beside these. Then packed batches (cu_seqlens), fp16, at D = 64 and 128 with the
+// grid's H, causal and not, for every version and stage 04's v5: 2 entries of 8192 (the headline's
+// work, packed: what the layout itself costs) and 16 entries of 512 to 8192 (sequence ends inside tiles
+// and key blocks everywhere). Then where one query tile per (batch entry, head) leaves SMs idle
+// (bench::underfilled_attention_shapes: short queries against long keys, decoding, grouped K/V), every
+// version and stage 04's v6 (split-KV); v6 (a K/V group's query heads packed into one tile) only there,
+// where some shapes have grouped K/V. D = 256 for v1-v4, v7, v8, v10 and v11 on the whole grid, stage
+// 04's v5 at N = 8192: v10 only there, being v8 at D = 64 and 128. 7 × 48 (grid: v1-v4, v7, v8, v11)
+// + 8 (v5) + 8 (stage 04) + 9 × 8 (packed) + 10 × 26 (underfilled) + 8 × 24 + 4 (D = 256) = 880
+// benchmarks of 5 repetitions; then v9 (fp8, D = 128 alone) on the grid's 12 points at D = 128.
 #include <string>
 #include <vector>
 
@@ -65,11 +65,10 @@ void fs::bench::register_benchmarks(const DeviceInfo& dev) {
     for (const KernelDesc* k : find_kernels(stage))
       if (std::string(k->info.version) != "v10") register_attention_shapes(dev, *k, underfilled);
 
-  // v9, v12 and v13 on fp8 (the registrations above take fp16 and bf16, so pass them over): the grid at
-  // D = 128, where the 16-bit versions' rows are their peers.
+  // v9 on fp8 (the registrations above take fp16 and bf16, so pass it over): the grid at D = 128, where
+  // the 16-bit versions' rows are its peers.
   AttentionGrid fp8;
   fp8.dtypes = {DType::FP8_E4M3};
   fp8.dims = {128};
-  for (const KernelDesc* k : find_kernels("stage07/attention"))
-    if (k->info.in_dtypes & dtype_bit(DType::FP8_E4M3)) register_attention(dev, *k, fp8);
+  for (const KernelDesc* k : find_kernels("stage07/attention/v9")) register_attention(dev, *k, fp8);
 }

@@ -1,11 +1,11 @@
-// Stage 07 attention, role header: the warp-specialized block of v2 to v12 — its warpgroups and their
+// Stage 07 attention, role header: the warp-specialized block of v2 to v11 — its warpgroups and their
 // registers, its tile configuration, its shared memory and the mbarriers through which the producer
 // (producer.cuh) and the consumers (mainloop.cuh) meet.
 //
 // A producer warpgroup and kConsumers consumer warpgroups per Br = 64 · kConsumers query rows of one
 // (batch entry, head): warpgroup 0 the producer (one of its threads issues every TMA load), warpgroup
 // c + 1 the consumer of rows 64c .. 64c + 63, its warp w rows 16w .. 16w+15 of those. Two consumers
-// (384 threads) in v2 to v6, v9, v12 and v13, three (512) in v7, v8, v10 and v11 at D = 64 and 128.
+// (384 threads) in v2 to v6 and v9, three (512) in v7, v8 and v10 at D = 64 and 128.
 #pragma once
 
 #include <cuda_runtime.h>

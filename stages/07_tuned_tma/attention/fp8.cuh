@@ -1,4 +1,4 @@
-// Stage 07 attention, role header: the fp8 path that v9, v12 and v13 share — both products on e4m3
+// Stage 07 attention, role header: the fp8 path (v9's, for every fp8 version) — both products on e4m3
 // (Products<fp8>), the pre-pass that writes Vᵀ in the key order P's registers give, the producer's Vᵀ_j
 // tiles, the kernels' arguments (O in bf16) and their tile. Their launch (the maps, Vᵀ's workspace, the
 // pre-pass, then the kernel) is launch.cuh's fp8 section.

@@ -1,7 +1,7 @@
 // Stage 07 attention: what the launch of every version shares — the instances each version is
 // compiled for (one list: it drives the dispatch and the validation alike), the tensor maps its TMA
 // loads read, one launch, the descriptors' helpers, the last wave's split (v8, v10) and the fp8 launch
-// (v9, v12, v13). Host code; each version's own launch, descriptor and C entry are its vN.cu.
+// (v9). Host code; each version's own launch, descriptor and C entry are its vN.cu.
 #pragma once
 
 #include <cuda.h>
@@ -37,7 +37,7 @@ using HeadDimList = HeadDims<64, 128, 256>;
 // Dense, padded and packed batches (TMA zero-fills only at a plane's end, so the kernels zero what a
 // tile brings past a sequence's end themselves: tiles.cuh, first_foreign_row). Any layout with D
 // contiguous (fs_attention_params' strides, each a multiple of 16 bytes as TMA's strides must be): the
-// maps take the strides as they are. What the 16-bit versions take (the fp8 ones: fp8::kSupport).
+// maps take the strides as they are. What v1 to v8, v10 and v11 take (v9 takes fp8: fp8::kSupport).
 constexpr AttentionSupport kSupport =
     attention_support<Elements, HeadDimList>(16, /*varlen=*/true, /*strided=*/true);
 
@@ -296,7 +296,7 @@ Status run(const AttentionProblem& pr, cudaStream_t stream, KernelOf kernel_of) 
 
 }  // namespace last_wave
 
-// ---- The fp8 launch (v9, v12, v13: fp8.cuh) --------------------------------------------------------
+// ---- The fp8 launch (v9: fp8.cuh) ------------------------------------------------------------------
 // Q's and K's tensor maps, the workspace for Vᵀ and its map, the pre-pass that fills it, then the
 // version's kernel, both on the caller's stream.
 namespace fp8 {

@@ -1,5 +1,5 @@
 // Stage 07 attention, role header: a consumer warpgroup's main loop with one product in flight across
-// each softmax (v3's), which v4 to v12 keep: its wgmma products (Products), its steps (Consumer) and its
+// each softmax (v3's), which v4 to v10 keep: its wgmma products (Products), its steps (Consumer) and its
 // rounds over the key blocks (run_rounds). The pingpong turns between two consumers are pingpong.cuh.
 //
 // The consumer's loop (st(j) = j % kStages, parity u(j) & 1: block.cuh):
@@ -90,9 +90,7 @@ struct RunOn<true> {
 // block j of this tile is the stages' use use0 + j (use(j)), this tile's Q is q_full's phase of parity
 // q_parity, and release_q hands the buffer back on q_empty after the tile's last S. Without it the uses
 // count from 0, Q is sQ on q_full's phase 0, and release_q does nothing.
-// With kFmaEvery > 0 (v13) the softmax computes every kFmaEvery-th 8-column tile's exponentials on the
-// FMA pipe (attn::softmax_scores, exp2_fma); 0: all of them on the SFU.
-template <class T, class C, bool kSlice = false, bool kRunOn = false, int kFmaEvery = 0>
+template <class T, class C, bool kSlice = false, bool kRunOn = false>
 struct Consumer : RunOn<kRunOn> {
   using Mma = Products<T>;
   static constexpr int D = C::kD;
@@ -153,7 +151,7 @@ struct Consumer : RunOn<kRunOn> {
       attn::mask_scores</*kMasked=*/false>(rS, a.scale_log2 < 0, s, row0, jt * kBc, a.causal);
     else
       attn::mask_scores</*kMasked=*/true>(rS, a.scale_log2 < 0, s, row0, jt * kBc, a.causal);
-    moved = attn::softmax_scores<1, kNT, kFmaEvery>(rS, m, l, alpha, fabsf(a.scale_log2));
+    moved = attn::softmax_scores(rS, m, l, alpha, fabsf(a.scale_log2));
   }
   // pa and O hold still until the wgmma that read and wrote them has completed (the caller's wait).
   __device__ __forceinline__ void fence_pv_operands() {

@@ -1,5 +1,5 @@
-// Stage 07 attention, role header: the pingpong turns of two consumer warpgroups (v4's, which v5, v6, v12
-// and v13 keep) — each issues its round of products in its turn and runs its softmax under the other's round.
+// Stage 07 attention, role header: the pingpong turns of two consumer warpgroups (v4's, which v5 and v6
+// keep) — each issues its round of products in its turn and runs its softmax under the other's round.
 //
 // A consumer's round j (1 ≤ j < the tile's key blocks; c = 0, 1 the consumer, barrier 1 + c its turn):
 //   bar.sync(1 + c, 256)                                  the other consumer's round j − 1 (c = 0) or j (c = 1) is issued

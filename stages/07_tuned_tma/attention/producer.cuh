@@ -1,8 +1,8 @@
 // Stage 07 attention, role header: the producer warpgroup of the warp-specialized block (block.cuh) —
 // its whole work: Q once, then K_j and V_j block after block, up to kStages blocks ahead of the
-// consumers, and the zeros of what a tile brings past its sequence's end. v2 to v9, v12, v13 run it as it
-// is, but v6 (whose consumers fill sQ: it brings a producer of K and V alone), v10 (K_j and V_j refilled
-// on releases of their own) and v11 (tile after tile: its own loop, produce_tiles).
+// consumers, and the zeros of what a tile brings past its sequence's end. v2 to v9 run it as it is, but
+// v6 (whose consumers fill sQ: it brings a producer of K and V alone), v10 (K_j and V_j refilled on
+// releases of their own) and v11 (tile after tile: its own loop, produce_tiles).
 #pragma once
 
 #include <cuda.h>

@@ -1,30 +1,28 @@
-// Stage 07 attention tests: every version, fp16 and bf16, head_dim 64, 128 and 256, against fp64 at odd sizes
-// (tails in both tile directions, Nq ≠ Nk both ways, causal aligned bottom-right) with the error at most 2×
-// the naive stage's in the same precision, LSE included; grouped-query and multi-query K/V and decoding (Nq = 1
-// against up to 16384 keys); custom scales over many key blocks; long key sequences at D = 64 (the 192-key
-// blocks v2 to v5 take there); v5 with forced split counts (2, 7, 16: uneven and empty slices) over odd
-// sizes, decoding, long keys and variable lengths; v6's packed groups of 7, 8 and 32 query heads, and v6 with
-// forced split counts (1, 2, 7) on grouped K/V; v8 with its last 1, 3 or all tiles forced over 2, 7 or 16
-// blocks, the same shapes as v5's; v11 on 1, 3 or 7 persistent blocks (each block walks many tiles: the
-// stages', Q's and the zeroed rows' barriers run through phase after phase), the same shapes again; padded
-// (seq_lens, the padding NaN) and packed (cu_seqlens) batches against a per-entry reference, at every
-// head_dim, with grouped K/V and with 192-key blocks, and entries that break the rules left unwritten;
-// tensors of more than 2^31 elements (the last head checked lies past element 2^31); v9, v12 and v13 on fp8
-// inputs with per-tensor scales at fp8's tolerance (odd sizes, grouped K/V, decoding, custom scales, long
-// keys, 2^31 elements, their own refusals: D = 64, 16-bit inputs, variable lengths, bad scales); strided
-// layouts ([B, N, H, D], packed QKV slices) in every version and in v5's, v6's and v8's split paths, the
-// bytes outside O's view untouched; error paths: bad inputs, what the Hopper versions do not take (D = 32)
-// named before any launch, FS_ERR_UNSUPPORTED_DEVICE off sm_90. The versions and the naive baseline come from
-// the library's registry.
+// Stage 07 attention tests: every version, fp16 and bf16, head_dim 64, 128 and 256, against fp64 at odd
+// sizes (tails in both tile directions, Nq ≠ Nk both ways, causal aligned bottom-right) with the error
+// at most 2× the naive stage's in the same precision, LSE included; grouped-query and multi-query K/V
+// and decoding (Nq = 1 against up to 16384 keys); custom scales over many key blocks; long key
+// sequences at D = 64 (the 192-key blocks v2 to v5 take there); v5 with forced split counts (2, 7, 16:
+// uneven and empty slices) over odd sizes, decoding, long keys and variable lengths; v6's packed
+// groups of 7, 8 and 32 query heads, and v6 with forced split counts (1, 2, 7) on grouped K/V; v8 with
+// its last 1, 3 or all tiles forced over 2, 7 or 16 blocks, the same shapes as v5's; v11 on 1, 3 or 7
+// persistent blocks (each block walks many tiles: the stages', Q's and the zeroed rows' barriers run
+// through phase after phase), the same shapes again; padded (seq_lens, the padding NaN)
+// and packed (cu_seqlens) batches against a per-entry reference, at every head_dim, with grouped K/V
+// and with 192-key blocks, and entries that break the rules left unwritten; tensors of more than 2^31
+// elements (the last head checked lies past element 2^31); v9 on fp8 inputs with per-tensor scales at
+// fp8's tolerance (odd sizes, grouped K/V, decoding, custom scales, long keys, 2^31 elements, its own
+// refusals: D = 64, 16-bit inputs, variable lengths, bad scales); strided layouts ([B, N, H, D], packed
+// QKV slices) in every version and in v5's, v6's and v8's split paths, the bytes outside O's view
+// untouched; error paths: bad inputs, what the Hopper
+// versions do not take (D = 32) named before any launch, FS_ERR_UNSUPPORTED_DEVICE off sm_90. The versions and the naive baseline come from the
+// library's registry.
 #include <cuda_runtime.h>
 
-#include <algorithm>
-#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <vector>
 
-#include "common/device/online_softmax.cuh"
 #include "common/lib/device.h"
 #include "common/tools/attention_check.h"
 #include "common/tools/attention_tests.h"
@@ -38,16 +36,15 @@ namespace {
 
 const std::vector<const KernelDesc*> kAll = find_kernels("stage07/attention");
 
-// The versions that take `t`: fp16 and bf16 (v1 to v8, v10, v11), whom every case below that draws 16-bit
-// inputs runs; fp8 (v9, v12), which have cases of their own.
-std::vector<const KernelDesc*> versions_taking(DType t) {
+// The versions that take fp16 and bf16 (v1 to v8, v10, v11): every case below that draws 16-bit inputs runs them;
+// v9, fp8 alone, has cases of its own.
+std::vector<const KernelDesc*> sixteen_bit_versions() {
   std::vector<const KernelDesc*> out;
   for (const KernelDesc* k : kAll)
-    if (k->info.in_dtypes & dtype_bit(t)) out.push_back(k);
+    if (k->info.in_dtypes & dtype_bit(DType::FP16)) out.push_back(k);
   return out;
 }
-const std::vector<const KernelDesc*> kHalf = versions_taking(DType::FP16);
-const std::vector<const KernelDesc*> kFp8 = versions_taking(DType::FP8_E4M3);
+const std::vector<const KernelDesc*> kHalf = sixteen_bit_versions();
 
 const KernelDesc& naive() { return *find_kernels("stage01/v1").at(0); }
 
@@ -79,12 +76,6 @@ Status run_v11_forced_blocks(const AttentionProblem& pr, cudaStream_t stream) {
   return launch_flash_tma_v11_blocks(pr.p, kBlocks, stream);
 }
 KernelDesc v11_forced_blocks_kernel(AttentionRun run) { return kernel_with_run(kFlashTmaV11, run); }
-
-// attn::exp2_fma (v13's exponentials off the SFU) on each of n inputs.
-__global__ void exp2_fma_kernel(const float* x, float* y, int n) {
-  const int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < n) y[i] = attn::exp2_fma(x[i]);
-}
 
 // Groups v6 packs beyond gqa_shapes' (G = 2, 4, 6): G = 7 (H = 28 over 4 K/V heads), 8 and 32 — more
 // packed rows than one 128-row tile, tile boundaries inside one query's heads, several queries'
@@ -134,7 +125,7 @@ void check_forced_splits(const KernelDesc& kernel, uint64_t seed) {
 }  // namespace
 
 FS_CPU_TEST_CASE("stage07 attention lists its versions in order with what they take") {
-  REQUIRE(kAll.size() == 13);
+  REQUIRE(kAll.size() == 11);
   CHECK(kAll[0]->qualified() == "stage07/attention/v1");
   CHECK(kAll[1]->qualified() == "stage07/attention/v2");
   CHECK(kAll[2]->qualified() == "stage07/attention/v3");
@@ -146,10 +137,7 @@ FS_CPU_TEST_CASE("stage07 attention lists its versions in order with what they t
   CHECK(kAll[8]->qualified() == "stage07/attention/v9");
   CHECK(kAll[9]->qualified() == "stage07/attention/v10");
   CHECK(kAll[10]->qualified() == "stage07/attention/v11");
-  CHECK(kAll[11]->qualified() == "stage07/attention/v12");
-  CHECK(kAll[12]->qualified() == "stage07/attention/v13");
   REQUIRE(kHalf.size() == 10);
-  REQUIRE(kFp8.size() == 3);
   for (const KernelDesc* k : kAll) {
     INFO(k->qualified());
     CHECK(k->is_attention());
@@ -162,17 +150,11 @@ FS_CPU_TEST_CASE("stage07 attention lists its versions in order with what they t
     CHECK(k->info.in_dtypes == (dtype_bit(DType::FP16) | dtype_bit(DType::BF16)));
     CHECK(k->info.out_dtypes == k->info.in_dtypes);
   }
-  // v9, v12 and v13: fp8 in, bf16 out, D = 128, dense batches.
-  CHECK(kFp8[0] == &kFlashTmaV9);
-  CHECK(kFp8[1] == &kFlashTmaV12);
-  CHECK(kFp8[2] == &kFlashTmaV13);
-  for (const KernelDesc* k : kFp8) {
-    INFO(k->qualified());
-    CHECK(head_dims(*k) == std::vector<int64_t>{128});
-    CHECK_FALSE(k->attention.varlen);
-    CHECK(k->info.in_dtypes == dtype_bit(DType::FP8_E4M3));
-    CHECK(k->info.out_dtypes == dtype_bit(DType::BF16));
-  }
+  // v9: fp8 in, bf16 out, D = 128, dense batches.
+  CHECK(head_dims(kFlashTmaV9) == std::vector<int64_t>{128});
+  CHECK_FALSE(kFlashTmaV9.attention.varlen);
+  CHECK(kFlashTmaV9.info.in_dtypes == dtype_bit(DType::FP8_E4M3));
+  CHECK(kFlashTmaV9.info.out_dtypes == dtype_bit(DType::BF16));
 }
 
 FS_CPU_TEST_CASE("stage07 attention runs on sm_90 alone: FS_ERR_UNSUPPORTED_DEVICE on every other GPU") {
@@ -228,36 +210,31 @@ FS_CPU_TEST_CASE("stage07 attention through the C interface: named codes before 
             b.max_seq_q = 2;
           }) == FS_ERR_INVALID_SEQLENS);  // an entry longer than the total
   }
-  // v9, v12 and v13 take fp8 alone, with its scales; the 16-bit versions refuse the scales they would ignore.
-  const Launcher fp8_launchers[] = {fs_flash_fwd_tma_v9, fs_flash_fwd_tma_v12, fs_flash_fwd_tma_v13};
+  // v9 takes fp8 alone, with its scales; the 16-bit versions refuse the scales they would ignore.
   fs_attention_params f = p;
   f.dtype = FS_FP8_E4M3;
   f.head_dim = 128;
   f.q_descale = 0.5f, f.k_descale = 0.0f, f.v_descale = 2.0f;  // 0: 1
-  auto fp8_with = [&](Launcher launch, auto change) {
+  auto fp8_with = [&](auto change) {
     fs_attention_params bad = f;
     change(bad);
-    return launch(&bad, nullptr);
+    return fs_flash_fwd_tma_v9(&bad, nullptr);
   };
-  for (Launcher launch : fp8_launchers) {
-    CHECK(launch(nullptr, nullptr) == FS_ERR_NULL_POINTER);
-    CHECK(fp8_with(launch, [](auto& b) { b.v = nullptr; }) == FS_ERR_NULL_POINTER);
-    CHECK(fp8_with(launch, [](auto& b) { b.dtype = FS_FP16, b.q_descale = b.v_descale = 0.0f; }) ==
-          FS_ERR_UNSUPPORTED_DTYPE);
-    CHECK(fp8_with(launch, [](auto& b) { b.head_dim = 64; }) == FS_ERR_UNSUPPORTED_HEAD_DIM);
-    CHECK(fp8_with(launch, [](auto& b) { b.head_dim = 256; }) == FS_ERR_UNSUPPORTED_HEAD_DIM);
-    CHECK(fp8_with(launch, [](auto& b) { b.q_descale = -0.5f; }) == FS_ERR_INVALID_SCALE);
-    CHECK(fp8_with(launch, [](auto& b) { b.k_descale = INFINITY; }) == FS_ERR_INVALID_SCALE);
-    CHECK(fp8_with(launch, [](auto& b) { b.k = reinterpret_cast<const void*>(0x10008); }) == FS_ERR_MISALIGNED_POINTER);
-    CHECK(fp8_with(launch, [](auto& b) { b.seq_lens = reinterpret_cast<const int32_t*>(0x30000); }) ==
-          FS_ERR_INVALID_SEQLENS);
-  }
+  CHECK(fs_flash_fwd_tma_v9(nullptr, nullptr) == FS_ERR_NULL_POINTER);
+  CHECK(fp8_with([](auto& b) { b.v = nullptr; }) == FS_ERR_NULL_POINTER);
+  CHECK(fp8_with([](auto& b) { b.dtype = FS_FP16, b.q_descale = b.v_descale = 0.0f; }) == FS_ERR_UNSUPPORTED_DTYPE);
+  CHECK(fp8_with([](auto& b) { b.head_dim = 64; }) == FS_ERR_UNSUPPORTED_HEAD_DIM);
+  CHECK(fp8_with([](auto& b) { b.head_dim = 256; }) == FS_ERR_UNSUPPORTED_HEAD_DIM);
+  CHECK(fp8_with([](auto& b) { b.q_descale = -0.5f; }) == FS_ERR_INVALID_SCALE);
+  CHECK(fp8_with([](auto& b) { b.k_descale = INFINITY; }) == FS_ERR_INVALID_SCALE);
+  CHECK(fp8_with([](auto& b) { b.k = reinterpret_cast<const void*>(0x10008); }) == FS_ERR_MISALIGNED_POINTER);
+  CHECK(fp8_with([](auto& b) { b.seq_lens = reinterpret_cast<const int32_t*>(0x30000); }) == FS_ERR_INVALID_SEQLENS);
   CHECK(with(fs_flash_fwd_tma_v8, [](auto& b) { b.v_descale = 2.0f; }) == FS_ERR_INVALID_SCALE);
   CHECK(fs_flash_fwd_tma_v8(&f, nullptr) == FS_ERR_UNSUPPORTED_DTYPE);
   if (testing::missing_gpu()) {
     // Valid arguments reach the runtime, which has no device to give: a named error, not a crash.
     for (Launcher launch : launchers) CHECK(launch(&p, nullptr) == FS_ERR_CUDA);
-    for (Launcher launch : fp8_launchers) CHECK(launch(&f, nullptr) == FS_ERR_CUDA);
+    CHECK(fs_flash_fwd_tma_v9(&f, nullptr) == FS_ERR_CUDA);
   } else {
     testing::record_skip();
     MESSAGE("SKIPPED the no-device path: this machine has a GPU (the GPU cases cover FS_ERR_CUDA)");
@@ -392,64 +369,30 @@ FS_GPU_TEST_CASE("stage07 attention v6 forced to 1 2 and 7 splits matches fp64 o
   check_v6_forced_splits(v6_forced_splits_kernel(run_v6_forced_splits<7>), 9000);
 }
 
-// v9, v12 and v13 on fp8 inputs (uniform in [-1, 1], each tensor stored with its own scale: AttentionFixture)
-// against fp64 on the values they stand for, at fp8's tolerance (common/tools/compare.h): the odd sizes (Nk =
-// 17, 100, 1000, 1023: 32-key groups that end inside Vᵀ's padding) and grouped K/V with decoding at D = 128,
-// custom scales, long key sequences (v12's turns over many key blocks, causal rows that need fewer of them
-// than the tile). There is no fp8 naive stage to compare the error with.
-FS_GPU_TEST_CASE("stage07 attention fp8 versions v9 v12 v13 match fp64 at odd sizes with grouped K/V and decoding and custom scales") {
+// v9 on fp8 inputs (uniform in [-1, 1], each tensor stored with its own scale: AttentionFixture) against
+// fp64 on the values they stand for, at fp8's tolerance (common/tools/compare.h): the odd sizes (Nk = 17,
+// 100, 1000, 1023: 32-key groups that end inside Vᵀ's padding) and grouped K/V with decoding at D = 128,
+// custom scales, long key sequences. There is no fp8 naive stage to compare the error with.
+FS_GPU_TEST_CASE("stage07 attention v9 (fp8) matches fp64 at odd sizes with grouped K/V and decoding and custom scales") {
   FS_SKIP_WITHOUT_GPU();
-  const std::vector<const KernelDesc*> here = testing::runnable_here(kFp8);
+  const KernelDesc& v9 = kFlashTmaV9;
+  if (!testing::runs_here(v9)) return;
   uint64_t seed = 9100;
   for (const auto& shape : testing::odd_shapes(DType::FP8_E4M3, {128}))
-    testing::check_each_against_reference(here, shape, ++seed);
+    testing::check_against_reference(v9, shape, ++seed);
   for (const auto& shape : testing::gqa_shapes(DType::FP8_E4M3, {128}))
-    testing::check_each_against_reference(here, shape, ++seed);
-  testing::check_each_against_reference(here, attention_shape(2, 1, 129, 1000, 128, DType::FP8_E4M3, false, -0.4f),
-                                        ++seed);
-  testing::check_each_against_reference(here, attention_shape(1, 2, 300, 1500, 128, DType::FP8_E4M3, true, 2.0f),
-                                        ++seed);
-  testing::check_each_against_reference(here,
-                                        attention_shape(1, 2, testing::size_for_run(1000, 300),
-                                                        testing::size_for_run(4100, 700), 128, DType::FP8_E4M3, true),
-                                        ++seed);
+    testing::check_against_reference(v9, shape, ++seed);
+  testing::check_against_reference(v9, attention_shape(2, 1, 129, 1000, 128, DType::FP8_E4M3, false, -0.4f), ++seed);
+  testing::check_against_reference(v9, attention_shape(1, 2, 300, 1500, 128, DType::FP8_E4M3, true, 2.0f), ++seed);
+  testing::check_against_reference(v9, attention_shape(1, 2, testing::size_for_run(1000, 300),
+                                                       testing::size_for_run(4100, 700), 128, DType::FP8_E4M3, true),
+                                   ++seed);
 }
 
-// v13's polynomial 2^x on the GPU that runs it, against fp64: every x in [-125, 0] in steps of 2^-12 and
-// some beyond. The fp8 cases' tolerance is too loose to see a wrong coefficient (P keeps 3 mantissa bits),
-// this bound is not: relative error under 1.0e-4 (the fit's is 7.5e-5) on [-125, 0], and 0 below -125 (the
-// mask's -inf among them).
-FS_GPU_TEST_CASE("stage07 attention v13's exp2_fma is 2^x within 1e-4 on [-125 0] and 0 below") {
-  FS_SKIP_WITHOUT_GPU();
-  std::vector<float> x;
-  for (int k = 0; k <= 125 * 4096; ++k) x.push_back(-float(k) / 4096.0f);
-  for (float v : {1e-6f, -0.5f, -125.00002f, -125.5f, -126.0f, -127.0f, -200.0f, -1e30f, -INFINITY}) x.push_back(v);
-  const int n = int(x.size());
-  DeviceBuffer<float> dx(x), dy(x.size());
-  dy.poison();
-  exp2_fma_kernel<<<(n + 255) / 256, 256>>>(dx.get(), dy.get(), n);
-  REQUIRE(cudaGetLastError() == cudaSuccess);
-  REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
-  const std::vector<float> y = dy.download();
-  double worst = 0.0;
-  int flushed_wrong = 0;
-  for (int i = 0; i < n; ++i) {
-    if (x[i] < -125.0f) {
-      flushed_wrong += y[i] != 0.0f;
-    } else {
-      const double rel = std::fabs(double(y[i]) / std::exp2(double(x[i])) - 1.0);
-      worst = std::isfinite(rel) ? std::max(worst, rel) : INFINITY;
-    }
-  }
-  MESSAGE("exp2_fma: worst relative error ", worst, " over ", n, " inputs");
-  CHECK(worst < 1.0e-4);
-  CHECK(flushed_wrong == 0);
-}
-
-// The strided layouts (fs_attention_params' strides; the maps take them as TMA's dimensions 2 and 3): [B, N,
-// H, D] and Q, K, V slices of a packed QKV tensor with O's rows padded, at odd sizes, causal, grouped-query
-// and decoding, every head_dim; v5, v6 and v8 forced to split, so that their merges and v6's packed Q loads
-// and O stores take the strides too; v9, v12 and v13 on fp8 (O in bf16 through its own strides).
+// The strided layouts (fs_attention_params' strides; the maps take them as TMA's dimensions 2 and 3):
+// [B, N, H, D] and Q, K, V slices of a packed QKV tensor with O's rows padded, at odd sizes, causal,
+// grouped-query and decoding, every head_dim; v5, v6 and v8 forced to split, so that their merges and
+// v6's packed Q loads and O stores take the strides too; v9 on fp8 (O in bf16 through its own strides).
 FS_GPU_TEST_CASE("stage07 attention every version takes strided layouts (B N H D and packed QKV) and writes only O's view") {
   FS_SKIP_WITHOUT_GPU();
   uint64_t seed = 9600;
@@ -467,9 +410,9 @@ FS_GPU_TEST_CASE("stage07 attention every version takes strided layouts (B N H D
       for (int64_t d : {64, 128})
         for (const auto& shape : testing::strided_shapes(DType::FP16, d))
           testing::check_strided_layouts(k, shape, ++seed, &naive());
-  for (const KernelDesc* k : testing::runnable_here(kFp8))
+  if (testing::runs_here(kFlashTmaV9))
     for (const auto& shape : testing::strided_shapes(DType::FP8_E4M3, 128))
-      testing::check_strided_layouts(*k, shape, ++seed);
+      testing::check_strided_layouts(kFlashTmaV9, shape, ++seed);
 }
 
 FS_GPU_TEST_CASE("stage07 attention every version: Q K V and O of more than 2^31 elements") {
@@ -496,19 +439,15 @@ FS_GPU_TEST_CASE("stage07 attention every version: Q K V and O of more than 2^31
     CHECK(c.heads_checked == 2);
     CHECK(c.passed(attention_tolerance(DType::FP16), lse_tolerance(DType::FP16)));
   }
-  // v9, v12 and v13: the same sizes in fp8 (O in bf16, Vᵀ's workspace of as many bytes as V).
-  const std::vector<const KernelDesc*> fp8_here = testing::runnable_here(kFp8);
-  if (fp8_here.empty()) return;
+  // v9: the same sizes in fp8 (O in bf16, Vᵀ's workspace of as many bytes as V).
+  if (!testing::runs_here(kFlashTmaV9)) return;
   const AttentionParams fp8 = attention_shape(2, 8200, 1024, 1024, 128, DType::FP8_E4M3, true);
   AttentionFixture fp8_problem(fp8, 7991, /*max_heads=*/2);
-  for (const KernelDesc* k : fp8_here) {
-    INFO(k->qualified());
-    const AttentionCheck c = fp8_problem.run(*k);
-    REQUIRE_MESSAGE(c.status == Status::Success, std::string(status_name(c.status)));
-    MESSAGE(k->qualified(), "  O: ", c.o.str(), "  LSE: ", c.lse.str());
-    CHECK(c.heads_checked == 2);
-    CHECK(c.passed(attention_tolerance(DType::FP8_E4M3), lse_tolerance(DType::FP8_E4M3)));
-  }
+  const AttentionCheck c = fp8_problem.run(kFlashTmaV9);
+  REQUIRE_MESSAGE(c.status == Status::Success, std::string(status_name(c.status)));
+  MESSAGE("stage07/attention/v9  O: ", c.o.str(), "  LSE: ", c.lse.str());
+  CHECK(c.heads_checked == 2);
+  CHECK(c.passed(attention_tolerance(DType::FP8_E4M3), lse_tolerance(DType::FP8_E4M3)));
 }
 
 FS_GPU_TEST_CASE("stage07 attention every version rejects bad inputs and writes nothing") {
@@ -538,24 +477,21 @@ FS_GPU_TEST_CASE("stage07 attention every version rejects bad inputs and writes 
     // Strides that are negative, overlap or break TMA's 16 bytes.
     testing::check_layout_refusals(*k, ok);
   }
-  // v9, v12 and v13: the same bad inputs on an fp8 problem, and what they do not take: D = 64, 16-bit inputs,
-  // lengths.
+  // v9: the same bad inputs on an fp8 problem, and what it does not take: D = 64, 16-bit inputs, lengths.
+  const KernelDesc& v9 = kFlashTmaV9;
   const AttentionParams fp8 = attention_shape(2, 2, 17, 40, 128, DType::FP8_E4M3);
-  for (const KernelDesc* k : kFp8) {
-    testing::check_rejects_bad_inputs(*k, fp8);
-    auto rejected = [&](const std::function<void(AttentionParams&)>& bad, Status expected) {
-      testing::check_rejected(*k, fp8, bad, expected);
-    };
-    rejected([](AttentionParams& p) { p.head_dim = 64; }, Status::UnsupportedHeadDim);
-    rejected([](AttentionParams& p) { p.dtype = FS_BF16, p.q_descale = p.k_descale = p.v_descale = 0.0f; },
-             Status::UnsupportedDtype);
-    rejected([](AttentionParams& p) { p.q_descale = -1.0f; }, Status::InvalidScale);
-    rejected([](AttentionParams& p) { p.o = static_cast<char*>(p.o) + 2; }, Status::MisalignedPointer);
-    rejected([&](AttentionParams& p) { p.seq_lens = lens.get(); }, Status::InvalidSeqLens);
-    rejected([&](AttentionParams& p) { p.cu_seqlens_q = cu_q.get(), p.cu_seqlens_k = cu_k.get(); },
-             Status::InvalidSeqLens);
-    testing::check_layout_refusals(*k, fp8);
-  }
+  testing::check_rejects_bad_inputs(v9, fp8);
+  auto rejected = [&](const std::function<void(AttentionParams&)>& bad, Status expected) {
+    testing::check_rejected(v9, fp8, bad, expected);
+  };
+  rejected([](AttentionParams& p) { p.head_dim = 64; }, Status::UnsupportedHeadDim);
+  rejected([](AttentionParams& p) { p.dtype = FS_BF16, p.q_descale = p.k_descale = p.v_descale = 0.0f; },
+           Status::UnsupportedDtype);
+  rejected([](AttentionParams& p) { p.q_descale = -1.0f; }, Status::InvalidScale);
+  rejected([](AttentionParams& p) { p.o = static_cast<char*>(p.o) + 2; }, Status::MisalignedPointer);
+  rejected([&](AttentionParams& p) { p.seq_lens = lens.get(); }, Status::InvalidSeqLens);
+  rejected([&](AttentionParams& p) { p.cu_seqlens_q = cu_q.get(), p.cu_seqlens_k = cu_k.get(); }, Status::InvalidSeqLens);
+  testing::check_layout_refusals(v9, fp8);
 }
 
 FS_GPU_TEST_CASE("stage07 attention v5 v6 v8 and v11 refuse a split or grid they cannot launch and write nothing") {
@@ -595,6 +531,6 @@ FS_GPU_TEST_CASE("stage07 attention every version reports FS_ERR_CUDA when the r
     if (!testing::runs_here(*k)) continue;  // elsewhere the device check answers first
     testing::check_reports_cuda_error(*k, attention_shape(1, 1, 17, 17, 64, DType::FP16));
   }
-  for (const KernelDesc* k : testing::runnable_here(kFp8))
-    testing::check_reports_cuda_error(*k, attention_shape(1, 1, 17, 17, 128, DType::FP8_E4M3));
+  if (testing::runs_here(kFlashTmaV9))
+    testing::check_reports_cuda_error(kFlashTmaV9, attention_shape(1, 1, 17, 17, 128, DType::FP8_E4M3));
 }

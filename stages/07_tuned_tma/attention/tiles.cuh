@@ -1,6 +1,6 @@
 // Stage 07 attention, role header: the shared-memory tile one TMA load fills and wgmma reads — its loads,
 // the rows a load brings past a sequence's end (and their zeroing), and its matrix descriptors. Every
-// version uses it (v1 in one warpgroup, v2 to v12 in the warp-specialized block of block.cuh).
+// version uses it (v1 in one warpgroup, v2 to v11 in the warp-specialized block of block.cuh).
 //
 // The tile. A [rows][D] tile in shared memory is D/64 panels side by side, panel p holding columns
 // 64p .. 64p+63 of every row: `rows` rows of 128 bytes (64 16-bit elements, one row of the 128-byte
@@ -17,7 +17,7 @@
 
 namespace fs::flash_tma {
 
-// Elements of ElemBytes bytes in one 128-byte panel row: 64 16-bit ones, 128 fp8 ones (v9, v12).
+// Elements of ElemBytes bytes in one 128-byte panel row: 64 16-bit ones, 128 fp8 ones (v9).
 template <int ElemBytes>
 constexpr int kPanelCols = 128 / ElemBytes;
 

@@ -17,8 +17,6 @@ KernelList stage07_attention_kernels() {
       &kFlashTmaV9,
       &kFlashTmaV10,
       &kFlashTmaV11,
-      &kFlashTmaV12,
-      &kFlashTmaV13,
   };
   return kernel_list(versions);
 }

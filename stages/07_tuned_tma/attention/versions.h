@@ -4,8 +4,8 @@
 // signature is stage 04's (AttentionParams).
 //
 // v1 to v8, v10 and v11 take fp16 or bf16 Q, K, V, O, fp32 LSE (optional), head_dim 64, 128 or 256, grouped-query
-// K/V, 16-byte aligned tensors (what TMA reads), dense, padded and packed batches; v9, v12 and v13 take
-// fp8 (e4m3) Q, K, V with their scales and write bf16 O, at head_dim 128, dense batches. Hopper only (sm_90a),
+// K/V, 16-byte aligned tensors (what TMA reads), dense, padded and packed batches; v9 takes fp8 (e4m3)
+// Q, K, V with their scales and writes bf16 O, at head_dim 128, dense batches. Hopper only (sm_90a),
 // any other GPU gets FS_ERR_UNSUPPORTED_DEVICE.
 #pragma once
 
@@ -18,8 +18,7 @@
 namespace fs {
 
 extern const KernelDesc kFlashTmaV1, kFlashTmaV2, kFlashTmaV3, kFlashTmaV4, kFlashTmaV5, kFlashTmaV6, kFlashTmaV7,
-    kFlashTmaV8, kFlashTmaV9, kFlashTmaV10, kFlashTmaV11, kFlashTmaV12,
-    kFlashTmaV13;
+    kFlashTmaV8, kFlashTmaV9, kFlashTmaV10, kFlashTmaV11;
 
 // v5 and v6 with a forced split count (v5: 1 is v4's launch, no workspace; v6: 1 writes O directly),
 // validated like every launch: the tests run the split path on shapes where the heuristic would not split.
