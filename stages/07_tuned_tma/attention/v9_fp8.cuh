@@ -9,7 +9,7 @@
 // pre-pass writes Vᵀ for the producer to load, its keys in the order P's registers already hold them
 // (fp8.cuh: the products, the pre-pass, the Vᵀ tiles).
 // Why it is faster: twice the multiply-adds per byte loaded and per instruction issued, at twice the fp16
-// rate; the exponentials, whose rate fp8 does not raise, now bound the block.
+// rate; the softmax between the products, which fp8 does not shorten, is now most of a round.
 //
 // Run: build/h100/stages/07_tuned_tma/attention/stage07_attention --dtype fp8_e4m3 --seq 8192 --dim 128 --batch 2 --heads 16 --version v9
 #pragma once
