@@ -1,7 +1,7 @@
 // Stage 07 attention: what the launch of every version shares — the instances each version is
 // compiled for (one list: it drives the dispatch and the validation alike), the tensor maps its TMA
-// loads read, one launch, the descriptors' helpers, the last wave's split (v8, v10) and the fp8 launch
-// (v9). Host code; each version's own launch, descriptor and C entry are its vN.cu.
+// loads read, one launch, the descriptors' helpers, and the last wave's split (v8, v10). Host code;
+// each version's own launch, descriptor and C entry are its vN.cu.
 #pragma once
 
 #include <cuda.h>
@@ -23,7 +23,6 @@
 #include "common/lib/tensor_map.h"
 #include "common/lib/workspace.h"
 #include "stages/07_tuned_tma/attention/block.cuh"
-#include "stages/07_tuned_tma/attention/fp8.cuh"
 #include "stages/07_tuned_tma/attention/last_wave.cuh"
 
 namespace fs::flash_tma {
@@ -37,7 +36,7 @@ using HeadDimList = HeadDims<64, 128, 256>;
 // Dense, padded and packed batches (TMA zero-fills only at a plane's end, so the kernels zero what a
 // tile brings past a sequence's end themselves: tiles.cuh, first_foreign_row). Any layout with D
 // contiguous (fs_attention_params' strides, each a multiple of 16 bytes as TMA's strides must be): the
-// maps take the strides as they are. What v1 to v8, v10 and v11 take (v9 takes fp8: fp8::kSupport).
+// maps take the strides as they are. What v1 to v8 and v10 take (v9 takes fp8: v9.cu).
 constexpr AttentionSupport kSupport =
     attention_support<Elements, HeadDimList>(16, /*varlen=*/true, /*strided=*/true);
 
@@ -295,82 +294,5 @@ Status run(const AttentionProblem& pr, cudaStream_t stream, KernelOf kernel_of) 
 }
 
 }  // namespace last_wave
-
-// ---- The fp8 launch (v9: fp8.cuh) ------------------------------------------------------------------
-// Q's and K's tensor maps, the workspace for Vᵀ and its map, the pre-pass that fills it, then the
-// version's kernel, both on the caller's stream.
-namespace fp8 {
-
-// fp8 Q, K, V at D = 128 (one 128-byte swizzle row), dense batches, any layout with D contiguous (the
-// maps and the pre-pass take the strides; every stride a multiple of 16 bytes).
-constexpr AttentionSupport kSupport =
-    attention_support<Dtypes<DType::FP8_E4M3>, HeadDims<128>>(16, /*varlen=*/false, /*strided=*/true);
-
-constexpr int kD = 128;
-using Tile = Config<kD>;
-
-// Vᵀ in the workspace as TMA sees it: B × KVH planes of [D][padded Nk], contiguous, named by (K/V head,
-// batch entry) as the K map's planes are; boxes of Bc keys × D rows.
-inline TensorMap4d vt_map(const void* base, int64_t batch, int64_t kv_heads, int64_t nk_pad) {
-  TensorMap4d m;
-  m.plane.base = base;
-  m.plane.dtype = DType::FP8_E4M3;
-  m.plane.cols = nk_pad;
-  m.plane.rows = kD;
-  m.plane.ld = nk_pad;
-  m.plane.box_cols = Tile::kBc;
-  m.plane.box_rows = kD;
-  m.heads = kv_heads;
-  m.head_ld = kD * nk_pad;
-  m.batches = batch;
-  m.batch_ld = kv_heads * kD * nk_pad;
-  return m;
-}
-
-// The workspace: Vᵀ in fp8, [B·KVH][D][Nk rounded up to 32] (fp8.cuh). For validated params.
-inline std::size_t workspace_bytes(const AttentionParams& p) {
-  return std::size_t(p.batch * kv_head_count(p)) * std::size_t(p.head_dim) * std::size_t(padded_keys(p.seq_k));
-}
-
-// The launch of an fp8 version's kernel, (tmQ, tmK, tmVt, fp8::Args) on the fp8 tile: B·H·ceil(Nq / Br)
-// blocks after the pre-pass, around one workspace allocation. A template, so that only the TUs that
-// launch it compile the pre-pass.
-template <class Kernel>
-Status run(const AttentionProblem& pr, cudaStream_t stream, Kernel kernel) {
-  const AttentionParams& p = pr.p;
-  const int64_t planes = map_entries(p) * kv_head_count(p), nk_pad = padded_keys(p.seq_k);
-  CUtensorMap tq, tk, tvt;
-  FS_RETURN_IF_ERROR(encode_tensor_map(head_map(p, Tensor::Q, Tile::kBr), &tq));
-  FS_RETURN_IF_ERROR(encode_tensor_map(head_map(p, Tensor::K, Tile::kBc), &tk));
-  Args a{attn::make_args<__nv_fp8_e4m3>(pr, Tile::kBr), static_cast<__nv_bfloat16*>(p.o), descale(p.v_descale)};
-  a.in.o = nullptr;  // O is bf16: a.o
-  a.in.scale_log2 *= descale(p.q_descale) * descale(p.k_descale);
-  const int64_t blocks = p.batch * p.heads * a.in.q_tiles;
-  const int64_t key_tiles = (nk_pad + kTransposeKeys - 1) / kTransposeKeys;
-  if (blocks > INT_MAX || planes * key_tiles > INT_MAX) return Status::InvalidSize;  // gridDim.x limit
-  return with_workspace(workspace_bytes(p), stream, [&](void* vt) {
-    FS_RETURN_IF_ERROR(encode_tensor_map(vt_map(vt, map_entries(p), kv_head_count(p), nk_pad), &tvt));
-    transpose_v_kernel<kD><<<unsigned(planes * key_tiles), kTransposeThreads, 0, stream>>>(
-        static_cast<const uint8_t*>(p.v), a.in.v_strides, kv_head_count(p), static_cast<uint8_t*>(vt), p.seq_k,
-        key_tiles);
-    FS_RETURN_IF_CUDA_ERROR(cudaGetLastError());
-    return launch_config<Tile>(kernel, dim3(unsigned(blocks)), stream, tq, tk, tvt, a);
-  });
-}
-
-// The LSE and Vᵀ's workspace (none for params it would refuse).
-inline std::size_t extra_bytes(const AttentionParams& p) {
-  return lse_extra_bytes(p) + (validate(p, kSupport) == Status::Success ? workspace_bytes(p) : 0);
-}
-
-// An fp8 version's descriptor: kSupport for the GPUs the stage is built for, the fp8 tile's shared
-// memory, the LSE and Vᵀ as extra; O in bf16, not the fp8 it reads.
-constexpr KernelDesc descriptor(const KernelName& name, AttentionRun run) {
-  KernelDesc k = attention_kernel(name, kSupport, kStageArchs, Tile::kSmemBytes, run, extra_bytes);
-  k.info.out_dtypes = dtype_bit(DType::BF16);
-  return k;
-}
-
-}  // namespace fp8
 
 }  // namespace fs::flash_tma

@@ -28,7 +28,7 @@ namespace fs::flash_tma {
 // S = Q_c·K_jᵀ (Q's rows `first` .. first + 63 of a tile of `q_rows`, K_j's Bc rows), issued; pv(), the
 // slices of O += P·V_j with P from registers (Bc / kK A fragments), issued; to_a(), P's fp32 scores as those
 // fragments. The caller commits and waits. For fp16 and bf16 here (a k slice is 16 elements, 32 bytes);
-// another element type brings its own specialization (fp8.cuh: fp8).
+// another element type brings its own specialization (v9_fp8.cuh: fp8).
 template <class T>
 struct Products {
   static constexpr int kK = 16;

@@ -31,7 +31,7 @@ __device__ __forceinline__ void zero_and_publish(unsigned char* tile, int rows, 
 }
 
 // How the producer fills V_j's tile from the keys `key` .. key + Bc − 1 of a plane: here as K_j's, [Bc][D]
-// rows of keys. A version whose V tile is not rows of keys (fp8's Vᵀ_j: [D][Bc], the keys along a row)
+// rows of keys. A version whose V tile is not rows of keys (v9's Vᵀ_j: [D][Bc], the keys along a row)
 // brings its own, with kKeyRows false: rows past a sequence's end cannot be zeroed there.
 struct VRows {
   static constexpr bool kKeyRows = true;
