@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -75,8 +76,14 @@ double distance(const PickAttentionPoint& pt, const AttentionParams& p, bool det
   return d;
 }
 
+// Whether M, N and K are whole multiples of 128: several GEMM versions take only whole tiles, or run a
+// slower path over partial ones, so their ranking off such sizes differs from their ranking on them
+// (on the H200, stage 06's int8 v13 leads v16 at 1024³ and falls far behind it at 1500³ and 3000³).
+bool whole_tiles(int64_t m, int64_t n, int64_t k) { return m % 128 == 0 && n % 128 == 0 && k % 128 == 0; }
+
 double distance(const PickGemmPoint& pt, const GemmParams& p) {
   double d = pt.ab_dtype == p.ab_dtype ? 0 : sixteen_bit(pt.ab_dtype) && sixteen_bit(p.ab_dtype) ? 20 : 100;
+  if (whole_tiles(pt.m, pt.n, pt.k) != whole_tiles(p.m, p.n, p.k)) d += 2;
   return d + log2_ratio(double(p.m), double(pt.m)) + log2_ratio(double(p.n), double(pt.n)) +
          log2_ratio(double(p.k), double(pt.k));
 }
@@ -107,6 +114,41 @@ const char* ordinal(int i) {
 // The candidates: `points` (the GPU's, for this problem) nearest first, each one's ranking in turn,
 // then the rule: every version of `problem`, newest first. Each version once, and none that keeps
 // N×N scores (fs_kernel_info::keeps_scores): its memory grows with Nq·Nk, so it runs only when named.
+// A version's time at a point over the fastest's there; for a version the point does not rank, a little
+// behind its last ranked one when it ranks kPickRanked (slower than those), else nothing (it did not run
+// there: not every version takes every point).
+template <class Point>
+std::optional<double> behind(const Point& pt, std::string_view version) {
+  int ranked = 0;
+  for (; ranked < kPickRanked && pt.ranked[ranked].version; ++ranked)
+    if (version == pt.ranked[ranked].version) return double(pt.ranked[ranked].ms) / double(pt.ranked[0].ms);
+  if (ranked < kPickRanked) return std::nullopt;
+  return 1.01 * double(pt.ranked[ranked - 1].ms) / double(pt.ranked[0].ms);
+}
+
+// The versions level at the nearest point (within kPickTieBand of its fastest), the one least behind
+// over the neighbourhood first: at most how far behind the fastest each is at the points within
+// kPickNeighbourhood of the nearest. Level versions swap places between runs, and the ranking between
+// measured points can flip (on the H200, stage 07's forward v4 is level with v7 at N = 1024 and well
+// behind it at N = 700): the version that is never far behind near the problem is the safer pick.
+template <class Point>
+std::vector<std::pair<const char*, double>> level_versions(const std::vector<std::pair<double, const Point*>>& order) {
+  std::vector<std::pair<const char*, double>> level;  // version, its worst ratio over the neighbourhood
+  if (order.empty()) return level;
+  const auto& [d0, nearest] = order.front();
+  for (int r = 0; r < kPickRanked && nearest->ranked[r].version; ++r) {
+    if (double(nearest->ranked[r].ms) > kPickTieBand * double(nearest->ranked[0].ms)) break;
+    double worst = 1;
+    for (const auto& [d, pt] : order) {
+      if (d > d0 + kPickNeighbourhood) break;
+      if (const std::optional<double> x = behind(*pt, nearest->ranked[r].version)) worst = std::max(worst, *x);
+    }
+    level.emplace_back(nearest->ranked[r].version, worst);
+  }
+  std::stable_sort(level.begin(), level.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
+  return level;
+}
+
 template <class Point, class Distance>
 std::vector<PickCandidate> candidates(const Point* points, int count, const PickGpu* gpu, fs_problem problem,
                                       std::string_view gpu_name, int cc, Distance dist) {
@@ -115,6 +157,17 @@ std::vector<PickCandidate> candidates(const Point* points, int count, const Pick
   std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   std::vector<PickCandidate> out;
   std::unordered_set<const KernelDesc*> seen;
+  for (const auto& [version, worst] : level_versions(order)) {
+    const KernelDesc* k = by_name(version);
+    if (!k || k->info.keeps_scores || !seen.insert(k).second) continue;
+    char why[320];
+    std::snprintf(why, sizeof why,
+                  "level with the fastest at %s on %s (results/%s, within %.0f%%), and at most %.1f%% behind the "
+                  "fastest at the measured points near the problem",
+                  describe(*order.front().second).c_str(), gpu->name, gpu->folder, 100 * (kPickTieBand - 1),
+                  100 * (worst - 1));
+    out.push_back({k, why});
+  }
   for (const auto& [d, pt] : order)
     for (int r = 0; r < kPickRanked && pt->ranked[r].version; ++r) {
       const KernelDesc* k = by_name(pt->ranked[r].version);

@@ -6,7 +6,9 @@
 //   the table's GPU   of the same name, else of the same compute capability (the reference first);
 //   its points        ordered by their distance from the problem (pick.cpp: the same dtype, head_dim,
 //                     mask, grouping, layout and determinism first, then the nearest sizes);
-//   the candidates    each point's ranked versions in turn, then every version newest first (the rule
+//   the candidates    first the versions level at the nearest point (within kPickTieBand of its fastest),
+//                     the one least behind the fastest over the points near the problem first; then each
+//                     point's ranked versions in turn, then every version newest first (the rule
 //                     where no measured GPU matches, or no ranked version takes the problem); never a
 //                     version that keeps N×N scores (fs_kernel_info::keeps_scores), which runs only by name;
 //   the pick          the first candidate that admits() the problem on the current GPU.
@@ -45,6 +47,11 @@ struct PickRanked {
   float ms;             // its median time at the point
 };
 constexpr int kPickRanked = 4;
+// Versions within 3% of the fastest at a point are level there (pick_bench's goal is 3%), and the
+// points within 6 of the nearest (pick.cpp's distance: less than another dtype, head_dim, mask or
+// determinism) are its neighbourhood, over which level versions are ordered.
+constexpr double kPickTieBand = 1.03;
+constexpr double kPickNeighbourhood = 6;
 struct PickAttentionPoint {
   int32_t problem;  // FS_PROBLEM_ATTENTION or FS_PROBLEM_ATTENTION_BWD
   int32_t dtype;
