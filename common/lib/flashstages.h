@@ -316,7 +316,8 @@ FS_API int fs_gemm(const fs_gemm_params* params, void* stream);
  * the error the entry would return (pick->kernel then null, pick->why the reason). */
 typedef struct fs_pick {
   const fs_kernel_info* kernel; /* the version picked (fs_kernel_at's description), or null */
-  char why[320];                /* one line: the table's GPU and point and the version's time there, or the rule */
+  char why[320];                /* one line: the table's GPU and point, and the version's time there or how far
+                                   behind the fastest it is near the problem; or the rule */
 } fs_pick;
 FS_API int fs_pick_attention_forward(const fs_attention_params* params, fs_pick* pick);
 FS_API int fs_pick_attention_backward(const fs_attention_bwd_params* params, fs_pick* pick);

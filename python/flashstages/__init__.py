@@ -7,7 +7,7 @@
 
 attention() runs the library's picking entry, fs_attention_forward: of every version the library
 holds, the one measured fastest at the benchmark point nearest the problem on this GPU that takes it
-(README.md, "Calling the fastest version"). kernel="fs_online_softmax_v1" (any name kernels() lists)
+(among versions level there, the one least behind near it; README.md, "Calling the fastest version"). kernel="fs_online_softmax_v1" (any name kernels() lists)
 runs that version instead. pick() says which version the entry would run, and why, without running it.
 
 attention() checks its tensors before it calls the library — on one CUDA device, of one dtype and
@@ -446,8 +446,8 @@ def pick(q, k, v, *, causal=False, backward=False, deterministic=False):
     why, without running it: the Pick the library's query fills (fs_pick_attention_forward, or with
     backward=True fs_pick_attention_backward, for flash_attention's backward; deterministic: its
     deterministic mode, which the backward ranking tells apart). A Pick prints the version's entry,
-    stage and version and the reason (the measured point nearest the problem and the time there, or the
-    rule); .name is the entry, .info its KernelInfo. The tensors are checked as attention() checks them
+    stage and version and the reason (the measured point nearest the problem and the time there, or how
+    far behind the fastest the version is near it, or the rule); .name is the entry, .info its KernelInfo. The tensors are checked as attention() checks them
     (as flash_attention()'s backward does, with backward=True), and their strides go with them: a
     strided problem is answered with a version that takes strides (KernelInfo.strided). The outputs, not
     made yet, stand in as fresh allocations would lie (_pick_params): 256-byte aligned, apart from q, k

@@ -170,7 +170,7 @@ class Pick(ctypes.Structure):
         return self.why.decode(errors="replace")
 
     def __repr__(self):
-        """Pick(kernel='fs_flash_fwd_tma_v8', stage='stage07/attention', version='v8', why='fastest at ...')."""
+        """Pick(kernel='fs_flash_fwd_tma_v8', stage='stage07/attention', version='v8', why='level with the fastest at ...')."""
         if not self.kernel:
             return f"Pick(kernel=None, why={self.reason!r})"
         info = self.info
