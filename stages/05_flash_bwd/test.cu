@@ -79,38 +79,66 @@ void check_versions_on(const std::vector<const KernelDesc*>& here, const Attenti
   for (const KernelDesc* k : takers) testing::check_bwd_against_reference(*k, problem, naive_for(*k));
 }
 
-}  // namespace
-
-FS_GPU_TEST_CASE("stage05 every version matches fp64 at odd sizes in every dtype and head_dim it takes") {
-  FS_SKIP_WITHOUT_GPU();
+// The odd sizes of one dtype: every head_dim, one problem per shape, every version that takes it on it.
+// One test case per dtype, so that ctest runs the three side by side (together they took 390 s on the
+// H200, the fp64 references on the CPU).
+void check_odd_sizes(DType t, uint64_t seed) {
   const std::vector<const KernelDesc*> here = testing::runnable_here(versions());
-  uint64_t seed = 50000;
-  for (DType t : {DType::FP32, DType::FP16, DType::BF16})
-    for (int64_t d : all_head_dims(here))
-      for (const auto& shape : testing::odd_shapes(t, {d}))
-        check_versions_on(here, shape, ++seed, [&](const KernelDesc& k) {
-          const std::vector<int64_t> dims = head_dims(k);
-          return std::find(dims.begin(), dims.end(), d) != dims.end();
-        });
+  for (int64_t d : all_head_dims(here))
+    for (const auto& shape : testing::odd_shapes(t, {d}))
+      check_versions_on(here, shape, ++seed, [&](const KernelDesc& k) {
+        const std::vector<int64_t> dims = head_dims(k);
+        return std::find(dims.begin(), dims.end(), d) != dims.end();
+      });
 }
 
-FS_GPU_TEST_CASE("stage05 every version matches fp64 with grouped K/V heads (GQA and MQA) in every dtype") {
-  FS_SKIP_WITHOUT_GPU();
-  // The forward's grouped shapes (G = 2, 4 and 6; MQA with KVH = 1; odd sizes, B > 1, Nq ≠ Nk, decoding
-  // against long Nk, causal and not), and one with more queries than keys. Each checked K/V head's dK
-  // and dV against the fp64 sum over its group, every query head's dQ and delta against its own; the
-  // 2× rule against v0 and the deterministic path as for the dense shapes. The smallest and the largest
-  // head_dim of each version, every version on one problem per shape.
+// The forward's grouped shapes (G = 2, 4 and 6; MQA with KVH = 1; odd sizes, B > 1, Nq ≠ Nk, decoding
+// against long Nk, causal and not), and one with more queries than keys, in one dtype. Each checked K/V
+// head's dK and dV against the fp64 sum over its group, every query head's dQ and delta against its own;
+// the 2× rule against v0 and the deterministic path as for the dense shapes. The smallest and the largest
+// head_dim of each version, every version on one problem per shape. One test case per dtype, as above
+// (together 633 s on the H200).
+void check_grouped(DType t, uint64_t seed) {
   const std::vector<const KernelDesc*> here = testing::runnable_here(versions());
-  uint64_t seed = 150000;
-  for (DType t : {DType::FP32, DType::FP16, DType::BF16})
-    for (int64_t d : all_head_dims(here)) {
-      auto at_an_end = [&](const KernelDesc& k) { return head_dims(k).front() == d || head_dims(k).back() == d; };
-      for (const auto& shape : testing::gqa_shapes(t, {d})) check_versions_on(here, shape, ++seed, at_an_end);
-      AttentionParams more_queries = attention_shape(2, 4, 100, 17, d, t);
-      more_queries.kv_heads = 1;
-      check_versions_on(here, more_queries, ++seed, [&](const KernelDesc& k) { return head_dims(k).front() == d; });
-    }
+  for (int64_t d : all_head_dims(here)) {
+    auto at_an_end = [&](const KernelDesc& k) { return head_dims(k).front() == d || head_dims(k).back() == d; };
+    for (const auto& shape : testing::gqa_shapes(t, {d})) check_versions_on(here, shape, ++seed, at_an_end);
+    AttentionParams more_queries = attention_shape(2, 4, 100, 17, d, t);
+    more_queries.kv_heads = 1;
+    check_versions_on(here, more_queries, ++seed, [&](const KernelDesc& k) { return head_dims(k).front() == d; });
+  }
+}
+
+}  // namespace
+
+FS_GPU_TEST_CASE("stage05 every version matches fp64 at odd sizes in every head_dim it takes in fp32") {
+  FS_SKIP_WITHOUT_GPU();
+  check_odd_sizes(DType::FP32, 50000);
+}
+
+FS_GPU_TEST_CASE("stage05 every version matches fp64 at odd sizes in every head_dim it takes in fp16") {
+  FS_SKIP_WITHOUT_GPU();
+  check_odd_sizes(DType::FP16, 51000);
+}
+
+FS_GPU_TEST_CASE("stage05 every version matches fp64 at odd sizes in every head_dim it takes in bf16") {
+  FS_SKIP_WITHOUT_GPU();
+  check_odd_sizes(DType::BF16, 52000);
+}
+
+FS_GPU_TEST_CASE("stage05 every version matches fp64 with grouped K/V heads (GQA and MQA) in fp32") {
+  FS_SKIP_WITHOUT_GPU();
+  check_grouped(DType::FP32, 150000);
+}
+
+FS_GPU_TEST_CASE("stage05 every version matches fp64 with grouped K/V heads (GQA and MQA) in fp16") {
+  FS_SKIP_WITHOUT_GPU();
+  check_grouped(DType::FP16, 151000);
+}
+
+FS_GPU_TEST_CASE("stage05 every version matches fp64 with grouped K/V heads (GQA and MQA) in bf16") {
+  FS_SKIP_WITHOUT_GPU();
+  check_grouped(DType::BF16, 152000);
 }
 
 FS_GPU_TEST_CASE("stage05 every version honours a custom scale — negative too") {
