@@ -203,6 +203,23 @@ class CudnnFp8BenchTest(unittest.TestCase):
         peer = parse_name(name)
         self.assertEqual((peer.dtype, peer.params), (v9.dtype, v9.params))
 
+    def test_a_point_cudnn_builds_no_graph_for_is_refused_not_failed(self):
+        # cuDNN 9's fp8 forward takes no causal mask on Hopper: the graph build raises, with either O
+        # dtype; the point then has no peer (Refused, with cuDNN's first line), not a failed run.
+        def refuse(*_args):
+            raise RuntimeError("sdpa fp8 forward operation is only supported on Blackwell architecture and newer.\n"
+                               "more detail")
+        saved = self.fb.build_graph
+        self.fb.build_graph = refuse
+        try:
+            for o_dtype in ("auto", "bf16"):
+                with self.subTest(o_dtype=o_dtype), self.assertRaises(self.fb.Refused) as refused:
+                    self.fb.build_any(None, None, 2, 16, 8192, 128, True, o_dtype)
+                self.assertEqual(str(refused.exception),
+                                 "sdpa fp8 forward operation is only supported on Blackwell architecture and newer.")
+        finally:
+            self.fb.build_graph = saved
+
     def test_flags(self):
         args = self.fb.parse_args(["--out", "x.json"])
         self.assertEqual((args.dim, args.seq, args.causal, args.o_dtype),
