@@ -111,9 +111,6 @@ const char* ordinal(int i) {
   return names[std::min(i, 3)];
 }
 
-// The candidates: `points` (the GPU's, for this problem) nearest first, each one's ranking in turn,
-// then the rule: every version of `problem`, newest first. Each version once, and none that keeps
-// N×N scores (fs_kernel_info::keeps_scores): its memory grows with Nq·Nk, so it runs only when named.
 // A version's time at a point over the fastest's there; for a version the point does not rank, a little
 // behind its last ranked one when it ranks kPickRanked (slower than those), else nothing (it did not run
 // there: not every version takes every point).
@@ -149,6 +146,10 @@ std::vector<std::pair<const char*, double>> level_versions(const std::vector<std
   return level;
 }
 
+// The candidates: `points` (the GPU's, for this problem) nearest first; the versions level at the
+// nearest (level_versions), then each point's ranking in turn, then the rule: every version of
+// `problem`, newest first. Each version once, and none that keeps N×N scores
+// (fs_kernel_info::keeps_scores): its memory grows with Nq·Nk, so it runs only when named.
 template <class Point, class Distance>
 std::vector<PickCandidate> candidates(const Point* points, int count, const PickGpu* gpu, fs_problem problem,
                                       std::string_view gpu_name, int cc, Distance dist) {
@@ -157,9 +158,11 @@ std::vector<PickCandidate> candidates(const Point* points, int count, const Pick
   std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   std::vector<PickCandidate> out;
   std::unordered_set<const KernelDesc*> seen;
+  // A version this build has, that may be picked, and not yet a candidate.
+  auto fresh = [&](const KernelDesc* k) { return k && !k->info.keeps_scores && seen.insert(k).second; };
   for (const auto& [version, worst] : level_versions(order)) {
     const KernelDesc* k = by_name(version);
-    if (!k || k->info.keeps_scores || !seen.insert(k).second) continue;
+    if (!fresh(k)) continue;
     char why[320];
     std::snprintf(why, sizeof why,
                   "level with the fastest at %s on %s (results/%s, within %.0f%%), and at most %.1f%% behind the "
@@ -171,7 +174,7 @@ std::vector<PickCandidate> candidates(const Point* points, int count, const Pick
   for (const auto& [d, pt] : order)
     for (int r = 0; r < kPickRanked && pt->ranked[r].version; ++r) {
       const KernelDesc* k = by_name(pt->ranked[r].version);
-      if (!k || k->info.keeps_scores || !seen.insert(k).second) continue;
+      if (!fresh(k)) continue;
       char why[320];
       std::snprintf(why, sizeof why, "%s at %s on %s (results/%s, %.3f ms), the measured point nearest the problem",
                     ordinal(r), describe(*pt).c_str(), gpu->name, gpu->folder, double(pt->ranked[r].ms));
@@ -180,7 +183,7 @@ std::vector<PickCandidate> candidates(const Point* points, int count, const Pick
   const std::vector<const KernelDesc*>& all = all_kernels();
   for (auto it = all.rbegin(); it != all.rend(); ++it) {
     const KernelDesc* k = *it;
-    if (k->info.problem != problem || k->info.keeps_scores || !seen.insert(k).second) continue;
+    if (k->info.problem != problem || !fresh(k)) continue;
     char why[320];
     if (gpu)
       std::snprintf(why, sizeof why, "the newest version that takes the problem: none of those measured on %s takes it",
