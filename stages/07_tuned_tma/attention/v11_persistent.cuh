@@ -73,8 +73,8 @@ struct Config : Tile<D> {
 //               load a later tile's Q there
 //   q_full of buffer 1 (buffer 0's is ws::Smem's): its Q has landed, and its slot is written
 //   tile[b]     the query tile whose Q is in buffer b (locate's index), or −1 once the counter is spent:
-//               written by the producer before the arrival that completes that buffer's q_full, read by
-//               the consumers after their wait on it
+//               written by the producer's lane 0 before its arrival on that buffer's q_full, read by each
+//               consumer warp's lane 0 (the lane that arrives on q_empty) after its wait on it
 // Tile t of a block takes buffer t % kQBuffers. Each buffer's q_full and q_empty go through one phase per
 // tile that takes the buffer, q_landed and v_landed one per tile that zeroes rows past its sequence's end;
 // each side keeps their parities.
@@ -255,7 +255,12 @@ __global__ void __launch_bounds__(C::kThreads, 1)
     const int b = Smem<C>::buffer_of(n);
     const uint32_t q_parity = Smem<C>::phase_of(n);
     sm90::mbarrier_wait_parity(sm.q_full_of(b), q_parity);  // the tile's index and (if it has key blocks) Q
-    const int tile = *static_cast<volatile int32_t*>(&sm.tile[b]);
+    // Lane 0 alone reads the slot and hands the index to its warp: an mbarrier arrival orders only its
+    // own thread's accesses before it, and the arrival on q_empty that lets the producer write the slot
+    // again is lane 0's (release_q), so the read it must order is lane 0's too.
+    int tile = 0;
+    if (threadIdx.x % 32 == 0) tile = *static_cast<volatile int32_t*>(&sm.tile[b]);
+    tile = __shfl_sync(0xffffffffu, tile, 0);
     if (tile < 0) break;
     const Sequence s = tile_rows(a, C::kBr, tile).s;  // the producer's decode: the same key blocks
     const int64_t n_blocks = key_blocks(s, C::kBr, C::kBc, a.causal);
