@@ -21,9 +21,13 @@ first ones), and whether Q's tile or the last V tile has rows to zero. The check
 deadlocks; every consumer warp reads the tile index the producer published, in order, and −1 only after
 the last tile; whenever a consumer's product reads sQ, K_j or V_j (when it issues and when it completes),
 the buffer holds that tile's Q or that block, so no load overwrote what a product still read; no load is
-in flight when the block ends. --broken NAME runs a protocol with one rule taken out (the model must then
-fail): no_q_empty_wait (Q refilled without waiting for the consumers), early_q_release (sQ handed back
-before the last S), empty_parity (the first waits on `empty` for the wrong parity).
+in flight when the block ends; the producer writes a slot only once every read of its last value is
+ordered before an arrival it waited for. That last check is per thread, as the PTX memory model has it:
+an mbarrier arrival orders only the arriving thread's own accesses, and a consumer warp arrives on
+q_empty from lane 0, so lane 0 alone may read the slot. --broken NAME runs a protocol with one rule taken
+out (the model must then fail): no_q_empty_wait (Q refilled without waiting for the consumers),
+early_q_release (sQ handed back before the last S), empty_parity (the first waits on `empty` for the
+wrong parity), all_lanes_read_slot (every lane reads the slot, as v11 did before racecheck's reports).
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ import argparse
 import random
 import sys
 
-BROKEN = ("no_q_empty_wait", "early_q_release", "empty_parity")
+BROKEN = ("no_q_empty_wait", "early_q_release", "empty_parity", "all_lanes_read_slot")
 
 
 class Barrier:
@@ -78,11 +82,23 @@ def run(stages: int, q_buffers: int, tiles: list, seed: int, broken: str = "") -
     full_v = [Barrier(1) for _ in range(S)]
     empty = [Barrier(len(WARPS)) for _ in range(S)]
     smem = {"sQ": [None] * QB, "slot": [None] * QB, "K": [None] * S, "V": [None] * S}
+    # The slot's reads that no arrival orders yet, as (warp, lane): an mbarrier arrival orders only the
+    # arriving thread's own accesses before it, and a consumer warp arrives on q_empty from lane 0.
+    unordered = [set() for _ in range(QB)]
     in_flight = []  # (barrier, buffer, stage, value): TMA loads not yet landed
 
     def load(bar, buffer, stage, value):
         bar.arrive(tx=1)  # expect_tx, then the copy
         in_flight.append((bar, buffer, stage, value))
+
+    def write_slot(b, value):
+        assert not unordered[b], (f"slot {b} written while reads of it by (warp, lane) {sorted(unordered[b])[:3]} "
+                                  "are ordered before no arrival the producer waited for")
+        smem["slot"][b] = value
+
+    def release_q(w, b):  # a consumer warp's lane 0 arrives on q_empty: its own read of the slot is ordered
+        unordered[b].discard((w, 0))
+        q_empty[b].arrive()
 
     def producer():  # produce_tiles
         t, use, landed_q, landed_v = 0, 0, 0, 0
@@ -91,11 +107,11 @@ def run(stages: int, q_buffers: int, tiles: list, seed: int, broken: str = "") -
             if broken != "no_q_empty_wait":
                 yield from wait(q_empty[b], phase ^ 1)
             if t == len(tiles):
-                smem["slot"][b] = -1
+                write_slot(b, -1)
                 q_full[b].arrive()
                 return
             n, _, zero_q, zero_v = tiles[t]
-            smem["slot"][b] = t
+            write_slot(b, t)
             if n == 0:
                 q_full[b].arrive()
             else:
@@ -119,12 +135,13 @@ def run(stages: int, q_buffers: int, tiles: list, seed: int, broken: str = "") -
             use = (use + n) % (2 * S)  # next_use
             t += 1
 
-    def consumer(c):  # the kernel's consumer loop over ws::Consumer<…, kRunOn>
+    def consumer(w, c):  # the kernel's consumer loop over ws::Consumer<…, kRunOn>; w: the warp
         use, k, expect = 0, 0, 0  # k: the block's tiles so far (its k-th takes Q buffer k % QB)
         while True:
             b = k % QB
             yield from wait(q_full[b], k // QB & 1)
-            t = smem["slot"][b]
+            t = smem["slot"][b]  # lane 0 reads it and shuffles it to the warp
+            unordered[b].update((w, lane) for lane in (range(32) if broken == "all_lanes_read_slot" else [0]))
             k += 1
             if t == -1:
                 assert expect == len(tiles), f"the end published after {expect} of {len(tiles)} tiles"
@@ -134,7 +151,7 @@ def run(stages: int, q_buffers: int, tiles: list, seed: int, broken: str = "") -
             n, mine, _, _ = tiles[t]
             mine = mine[c]
             if broken == "early_q_release":
-                q_empty[b].arrive()
+                release_q(w, b)
 
             def holds(buffer, j=None):
                 if buffer == "sQ":
@@ -149,9 +166,9 @@ def run(stages: int, q_buffers: int, tiles: list, seed: int, broken: str = "") -
                 yield
                 holds("sQ"), holds("K", 0)
                 if mine == 1 and broken != "early_q_release":
-                    q_empty[b].arrive()  # release_q: S_0 was the tile's last S
+                    release_q(w, b)  # S_0 was the tile's last S
             elif broken != "early_q_release":
-                q_empty[b].arrive()  # no key block of its own: the buffer back at once
+                release_q(w, b)  # no key block of its own: the buffer back at once
             for j in range(1, mine):  # issue(j), finish(j): S_j and P_{j-1}·V_{j-1}
                 u = use + j
                 yield from wait(full_k[u % S], (u // S) & 1)
@@ -160,7 +177,7 @@ def run(stages: int, q_buffers: int, tiles: list, seed: int, broken: str = "") -
                 yield
                 holds("sQ"), holds("K", j), holds("V", j - 1)
                 if j == mine - 1 and broken != "early_q_release":
-                    q_empty[b].arrive()  # release_q: S_j was the tile's last S (before the softmax)
+                    release_q(w, b)  # S_j was the tile's last S (before the softmax)
                 empty[(u - 1) % S].arrive()
             if mine > 0:  # last(): P_last·V_last
                 u = use + mine - 1
@@ -175,7 +192,7 @@ def run(stages: int, q_buffers: int, tiles: list, seed: int, broken: str = "") -
                 empty[u % S].arrive()
             use = (use + n) % (2 * S)
 
-    procs = {0: producer(), **{1 + w: consumer(c) for w, c in enumerate(WARPS)}}
+    procs = {0: producer(), **{1 + w: consumer(w, c) for w, c in enumerate(WARPS)}}
     steps = 0
     while procs:
         steps += 1
