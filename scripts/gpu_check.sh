@@ -38,6 +38,13 @@ rung_of() {
   done
   echo "$best"
 }
+# owner_of NAME: the rung NAME belongs to, else its stage (stage05_test: stage05), as a version's name
+# begins (stage07/attention/v11: stage07_attention; stage05/v2: stage05).
+owner_of() {
+  local r
+  r=$(rung_of "$1")
+  echo "${r:-${1%%_*}}"
+}
 # picked LIST NAME: does an item of the filter LIST (empty: all) name NAME or what NAME belongs to? An
 # item is a stage or a rung. A stage picks every name it begins: stage07 picks stage07_attention_test,
 # stage07_attention_bwd_test and stage07_gemm_bench, stage06 picks stage06_gemm. A rung picks the
@@ -95,10 +102,11 @@ fi
 # longer than one call allows) run each test case as its own process (doctest's --first/--last), so
 # they spread over the cores and a timeout names the case. Each process gets SANITIZE_TIMEOUT seconds
 # (default 420); one summary line per (tool, binary) says clean, or which cases failed or timed out.
-# SANITIZE_ONLY (space-separated versions, e.g. "stage05/v0 stage05/v1 stage05/v2") splits further:
-# each process checks one of them (FLASHSTAGES_ONLY), so a case that loops over every version of a
-# stage, too slow under racecheck as a whole, becomes one process per version; the cases' exit code
-# 77 (versions left out, reported skipped) then counts as a pass. SANITIZE_DONE names the verdict file
+# SANITIZE_ONLY (space-separated versions, e.g. "stage05/v0 stage05/v1 stage06/v14") splits further:
+# each process of a binary checks one of the versions it names of that binary (FLASHSTAGES_ONLY), so a
+# case that loops over every version of a stage, too slow under racecheck as a whole, becomes one process
+# per version; the cases' exit code 77 (versions left out, reported skipped) then counts as a pass. A
+# binary none of whose versions it names runs every version, as without it. SANITIZE_DONE names the verdict file
 # of an earlier run over the same build (lines "sanitizer_<binary>_<tool>[_caseN][_version]: clean …", as
 # results/*/logs/racecheck_*.txt keep them): the processes it shows clean are not run again, so a
 # racecheck that outlasts one sitting finishes in the next. FLASHSTAGES_REQUIRE_GPU=1 throughout: a
@@ -143,8 +151,12 @@ if has sanitize; then
         n=$(cases_of "$t")
         [ "${n:-0}" -gt 0 ] && units=($(seq 1 "$n"))
       fi
-      versions=("")  # every version in one process, unless SANITIZE_ONLY splits them
-      [ -n "${SANITIZE_ONLY:-}" ] && read -ra versions <<<"$SANITIZE_ONLY"
+      versions=("")  # every version in one process, unless SANITIZE_ONLY names some of this binary's
+      for v in ${SANITIZE_ONLY:-}; do
+        owner=${v%/*}
+        [ "${owner//\//_}" == "$(owner_of "$(basename "$t")")" ] && versions+=("$v")
+      done
+      [ ${#versions[@]} -gt 1 ] && versions=("${versions[@]:1}")
       for u in "${units[@]}"; do
         for v in "${versions[@]}"; do
           while [ "$(jobs -rp | wc -l)" -ge "${SANITIZE_JOBS:-8}" ]; do wait -n; done
