@@ -13,7 +13,8 @@
 #   prints the ratios (MAP=old=new,... names renamed versions). ROUNDS (default "old1 new1 new2 old2")
 #   runs some of the rounds, so that they can be split over calls to one machine; the ratios are of
 #   every round in $LOGS. TARGETS (e.g. "stage05_bench stage07_gemm_bench") builds only those.
-#   It ends with a short summary table.
+#   It ends with a short summary table, and exits 1 if the build, a GPU test or a sanitizer verdict
+#   failed (the other steps say so in the summary), else 0.
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
@@ -70,6 +71,7 @@ build=build/$preset
 summary=$logs/summary.txt
 : >"$summary"
 note() { echo "$*" | tee -a "$summary"; }
+failed=0  # the exit code: 1 once the build, the GPU tests or a sanitizer verdict fails
 has() { [[ " $steps " == *" $1 "* ]]; }
 
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,power.draw \
@@ -81,13 +83,17 @@ if has build; then
   start=$SECONDS
   cmake --preset "$preset" >"$logs/configure.log" 2>&1 &&
     cmake --build --preset "$preset" ${TARGETS:+--target $TARGETS} >"$logs/build.log" 2>&1
-  note "build: rc=$? in $((SECONDS - start)) s"
+  rc=$?
+  [ $rc -eq 0 ] || failed=1
+  note "build: rc=$rc in $((SECONDS - start)) s"
 fi
 
 if has test; then
   start=$SECONDS
   FLASHSTAGES_REQUIRE_GPU=1 ctest --preset "$preset" -j 4 >"$logs/ctest.log" 2>&1
-  note "ctest (FLASHSTAGES_REQUIRE_GPU=1): rc=$? in $((SECONDS - start)) s — $(grep -E 'tests passed|tests failed' "$logs/ctest.log" | tail -1)"
+  rc=$?
+  [ $rc -eq 0 ] || failed=1
+  note "ctest (FLASHSTAGES_REQUIRE_GPU=1): rc=$rc in $((SECONDS - start)) s — $(grep -E 'tests passed|tests failed' "$logs/ctest.log" | tail -1)"
   grep -E "Failed|\*\*\*" "$logs/ctest.log" | head -20 | tee -a "$summary"
 fi
 
@@ -176,6 +182,7 @@ if has sanitize; then
       if [ "$count" -gt 0 ] && [ -z "$bad" ]; then
         note "sanitizer $tool $name: clean ($count process(es))"
       else
+        failed=1
         note "sanitizer $tool $name: NOT clean ($count process(es)):"
         echo "${bad:-no result}" | sed 's/^/    /' | tee -a "$summary"
       fi
@@ -359,3 +366,4 @@ fi
 echo
 echo "==== summary ($slug) ===="
 cat "$summary"
+exit $failed
