@@ -101,7 +101,6 @@ class Part:
     steps: list
     # Which of its files the results folder keeps (the rest are the part's logs).
     keeps: tuple[str, ...] = ()
-    parallel: bool = False  # its steps side by side (racecheck's two halves), not one after the other
     log: str = ""  # a check's record in the results folder's logs/, named by what it holds
 
     @property
@@ -259,7 +258,7 @@ def fold(into: Path, extra: Path) -> None:
 
 
 def run_part(part: Part, build: Path, work: Path, timeout: float | None) -> bool:
-    """Runs the part's steps (side by side where it says so); False if one failed or the budget ran out,
+    """Runs the part's steps one after the other; False if one failed or the budget ran out,
     in which case no part.json is written and the part runs again next time."""
     folder = work / part.name
     folder.mkdir(parents=True, exist_ok=True)
@@ -267,45 +266,37 @@ def run_part(part: Part, build: Path, work: Path, timeout: float | None) -> bool
     record = {"part": part.name, "what": part.what, "commit": commit(), "gpu": gpu_state(),
               "started": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), "steps": []}
     start = time.monotonic()
-    batches = [part.steps] if part.parallel else [[s] for s in part.steps]
-    for batch in batches:
-        running = []
-        for step in batch:
-            i = part.steps.index(step)
-            cmd = step.command(build, folder)
-            env = dict(os.environ, FLASHSTAGES_REQUIRE_GPU="1", PYTHONUNBUFFERED="1")
-            if isinstance(step, Bench):  # the tuners print every candidate and their pick: the evidence
-                env.setdefault("FLASHSTAGES_AUTOTUNE", "verbose")
-            if isinstance(step, Check):
-                env.update(step.env, LOGS=str(folder / f"logs{i}"))
-            print(f"[{part.name}] {' '.join(cmd)}", flush=True)
-            log = (folder / f"step{i}.log").open("w")
-            running.append((i, step, cmd, log, time.monotonic(),
-                            subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)))
-        for i, step, cmd, log, t0, proc in running:
+    for i, step in enumerate(part.steps):
+        cmd = step.command(build, folder)
+        env = dict(os.environ, FLASHSTAGES_REQUIRE_GPU="1", PYTHONUNBUFFERED="1")
+        if isinstance(step, Bench):  # the tuners print every candidate and their pick: the evidence
+            env.setdefault("FLASHSTAGES_AUTOTUNE", "verbose")
+        if isinstance(step, Check):
+            env.update(step.env, LOGS=str(folder / f"logs{i}"))
+        print(f"[{part.name}] {' '.join(cmd)}", flush=True)
+        t0 = time.monotonic()
+        with (folder / f"step{i}.log").open("w") as log:
+            proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
             left = None if timeout is None else max(1.0, timeout - (time.monotonic() - start))
             try:
                 rc = proc.wait(timeout=left)
             except subprocess.TimeoutExpired:
-                for *_, other in running:
-                    other.kill()
+                proc.kill()
                 print(f"[{part.name}] stopped: the budget ran out", flush=True)
                 return False
-            finally:
-                log.close()
-            optional = isinstance(step, Script) and step.optional
-            if isinstance(step, Script) and step.fold_into and (rc == 0 or optional):
-                if (folder / step.out).is_file():
-                    fold(folder / step.fold_into, folder / step.out)
-                elif optional:
-                    print(f"[{part.name}] step {i} wrote no {step.out}: an optional peer, left out of this run "
-                          f"(step{i}.log says why)", flush=True)
-                else:  # a peer script that skips (no PyTorch) exits 0: the reference run needs its rows
-                    print(f"[{part.name}] step {i} wrote no {step.out}: the part has no peers, it fails", flush=True)
-                    rc = 1
-            record["steps"].append({"command": " ".join(cmd), "rc": rc, "seconds": round(time.monotonic() - t0, 1),
-                                    **({"optional": True} if optional else {})})
-            print(f"[{part.name}] step {i}: rc={rc} in {time.monotonic() - t0:.0f} s", flush=True)
+        optional = isinstance(step, Script) and step.optional
+        if isinstance(step, Script) and step.fold_into and (rc == 0 or optional):
+            if (folder / step.out).is_file():
+                fold(folder / step.fold_into, folder / step.out)
+            elif optional:
+                print(f"[{part.name}] step {i} wrote no {step.out}: an optional peer, left out of this run "
+                      f"(step{i}.log says why)", flush=True)
+            else:  # a peer script that skips (no PyTorch) exits 0: the reference run needs its rows
+                print(f"[{part.name}] step {i} wrote no {step.out}: the part has no peers, it fails", flush=True)
+                rc = 1
+        record["steps"].append({"command": " ".join(cmd), "rc": rc, "seconds": round(time.monotonic() - t0, 1),
+                                **({"optional": True} if optional else {})})
+        print(f"[{part.name}] step {i}: rc={rc} in {time.monotonic() - t0:.0f} s", flush=True)
     record["seconds"] = round(time.monotonic() - start, 1)
     record["ok"] = all(step["rc"] == 0 for step in record["steps"] if not step.get("optional"))
     (folder / "part.json").write_text(json.dumps(record, indent=1))
