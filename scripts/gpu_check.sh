@@ -157,12 +157,13 @@ if has sanitize; then
         n=$(cases_of "$t")
         [ "${n:-0}" -gt 0 ] && units=($(seq 1 "$n"))
       fi
-      versions=("")  # every version in one process, unless SANITIZE_ONLY names some of this binary's
+      versions=()  # the versions SANITIZE_ONLY names of this binary, one process each
+      owner=$(owner_of "$(basename "$t")")
       for v in ${SANITIZE_ONLY:-}; do
-        owner=${v%/*}
-        [ "${owner//\//_}" == "$(owner_of "$(basename "$t")")" ] && versions+=("$v")
+        stage=${v%/*}
+        [ "${stage//\//_}" == "$owner" ] && versions+=("$v")
       done
-      [ ${#versions[@]} -gt 1 ] && versions=("${versions[@]:1}")
+      [ ${#versions[@]} -gt 0 ] || versions=("")  # else every version in one process
       for u in "${units[@]}"; do
         for v in "${versions[@]}"; do
           while [ "$(jobs -rp | wc -l)" -ge "${SANITIZE_JOBS:-8}" ]; do wait -n; done
