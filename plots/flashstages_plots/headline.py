@@ -38,13 +38,21 @@ HEADLINE_PEERS = ("cublas", "cublaslt", "sdpa_flash", "sdpa_cudnn", "sdpa_flash_
 # Peaks and instruction ceilings
 # ---------------------------------------------------------------------------------------------
 
+# Arithmetics without a context key of their own, as a multiple of one that has it: Hopper's dense fp8
+# tensor rate is twice its fp16 rate (wgmma's k32 against k16, in the same time).
+DERIVED_PEAKS = {"fp8_e4m3": ("peak_fp16_tflops", 2)}
+
+
 def peak_of(results: Results, dtype: str, source: str | None = None) -> tuple[float | None, str | None]:
-    """(the datasheet-style peak of this arithmetic, its context key); (None, key) when no file has it."""
-    key = PEAK_KEYS.get(dtype)
+    """(the datasheet-style peak of this arithmetic, its context key, "2 × key" where derived);
+    (None, key) when no file has it."""
+    key, scale = PEAK_KEYS.get(dtype), 1
+    if key is None and dtype in DERIVED_PEAKS:
+        key, scale = DERIVED_PEAKS[dtype]
     if key is None:
         return None, None
     value = context_number(results, key, source)
-    return (value if value else None), key
+    return (scale * value if value else None), (key if scale == 1 else f"{scale} × {key}")
 
 
 def ceiling_run(results: Results, name: str) -> Run | None:

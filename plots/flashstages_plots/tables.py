@@ -408,7 +408,8 @@ def versions_tables(results: Results, prefix: tuple[str, ...] | None) -> tuple[l
     before = f"the fastest version of {PREVIOUS_RUNG[stage]} (before), then " if stage in PREVIOUS_RUNG else ""
     text = (f"**The ladder of {stage}** — {before}each version at the headline shape ({shape}{', backward' if backward else ''}), "
             "in the first of fp16, bf16, fp32, int8, fp8 it is timed in; TFLOPS (TOPS for int8); × previous: "
-            "over the previous version of the same arithmetic; % of peak: of the SM clock × units in the context")
+            "over the previous version of the same arithmetic; % of peak: of the SM clock × units in the context"
+            + (" (fp8: twice the fp16 peak)" if any(d.startswith("fp8") for d in dtypes) else ""))
     header = ["version", "what it adds", "arithmetic", "TFLOPS", "× previous", "% of peak"]
     return [text, ""] + markdown_grid(header, rows, 3) + [""], used
 
@@ -458,14 +459,18 @@ def versus_tables(results: Results, prefix: tuple[str, ...] | None) -> tuple[lis
             ratio, run, peer = row[n]
             used += [run, peer]
             version = run.name.series.rsplit("/", 1)[1]
-            text.append(f"**{ratio:.2f}** ({version})" if ratio < 1.0 else f"{ratio:.2f} ({version})")
+            share = percent(run.tflops, peak_of(results, dtype, run.source)[0])
+            about = version if share is None else f"{version}, {share:.0f}%"
+            text.append(f"**{ratio:.2f}** ({about})" if ratio < 1.0 else f"{ratio:.2f} ({about})")
         rows.append([f"{dtype}, D = {d}, {'causal' if causal else 'non-causal'}"] + text)
     lowest = min(((ratio, key, n) for key, row in cells.items() for n, (ratio, _, _) in row.items()),
                  key=lambda t: t[0])
     ratio, (dtype, d, causal), n = lowest
     heading = (f"**{stage} against {peer_series}** — per point of the project's grid (B·N = 16384, "
-               f"H = 2048/D), the fastest version's TFLOPS over {peer_series}'s in the same run (the version "
-               f"in brackets; below 1.00 in bold); lowest {ratio:.2f}, at {dtype}, D = {d}, "
+               f"H = 2048/D), the fastest version's TFLOPS over {peer_series}'s in the same run (in brackets: "
+               f"the version and its % of the dense peak of that arithmetic, SM clock × units"
+               f"{', fp8 twice fp16' if any(key[0].startswith('fp8') for key in cells) else ''}; "
+               f"below 1.00 in bold); lowest {ratio:.2f}, at {dtype}, D = {d}, "
                f"{'causal' if causal else 'non-causal'}, N = {n}")
     return [heading, ""] + markdown_grid(["config \\ N"] + [str(n) for n in ns], rows, 1) + [""], _unique_runs(used)
 

@@ -139,6 +139,21 @@ class VersusTest(unittest.TestCase):
         self.assertNotIn("D = 128", text.split("\n", 2)[2].split("lowest")[1])  # no peer there in the same run
         self.assertNotIn("2.25", text)  # the variant is not a version
 
+    def test_the_share_of_the_dense_peak_beside_the_version(self):
+        def rows(rates):
+            return [{"name": name, "real_time": 1.0, "time_unit": "ms", "TFLOPS": tflops} for name, tflops in rates.items()]
+        own = rows({"stage07/attention/v1/fp16/D:64/N:512/causal:0": 300.0,
+                    "stage07/attention/v9/fp8_e4m3/D:128/N:512/causal:0": 500.0,
+                    "sdpa_cudnn/fp16/D:64/N:512/causal:0": 400.0,
+                    "sdpa_cudnn/fp8_e4m3/D:128/N:512/causal:0": 1000.0})
+        results = Results(contexts={"stage07_attention.json": {"peak_fp16_tflops": "1000"}},
+                          runs=select_runs(own, "stage07_attention.json"))
+        text = render_block("versus:stage07/attention", results)
+        self.assertIn("| fp16, D = 64, non-causal | **0.75** (v1, 30%) |", text)
+        self.assertIn("| fp8_e4m3, D = 128, non-causal | **0.50** (v9, 25%) |", text)  # of twice the fp16 peak
+        self.assertIn("fp8 twice fp16", text)
+        self.assertNotIn("fp8 twice", render_block("versus:stage07/attention", self.results()))
+
     def test_one_stage_and_a_peer_of_its_pass(self):
         with self.assertRaises(ResultsError):
             render_block("versus", self.results())
