@@ -16,6 +16,8 @@ What it reads, per GPU folder (the reference, results/REFERENCE, first; then the
     registry does not list (an ablation such as v9_delta_in_loop). A backward's "vN_deterministic"
     row is vN asked for a deterministic dQ.
   - the GPU's name and compute capability from the JSON's context (gpu_name, compute_capability).
+A folder of the reference's compute capability enters a problem's table only where it measured every
+version the reference measured for that problem (else that GPU takes the reference's ranking there).
 A version with no row on a GPU is never picked there by the table (the entries fall back to a rule,
 pick.cpp says which, only where no ranked version takes the problem).
 """
@@ -100,10 +102,33 @@ def gpu_folders() -> list[Path]:
     return [ref] + others
 
 
+def versions_by_problem(times: dict, known: set[str]) -> dict[str, set[str]]:
+    out: dict[str, set[str]] = defaultdict(set)
+    for (problem, *_), by_version in times.items():
+        out[problem] |= {v for v in by_version if not known or v in known}
+    return out
+
+
 def tables(known: set[str]) -> list[dict]:
+    """Per GPU folder (the reference first), its points with their rankings. A GPU of the reference's
+    compute capability keeps a problem's points only if it measured every version the reference
+    measured for that problem: an older folder that never timed the newer versions would rank
+    without them (an H100 folder from before stage 07's backward would pick stage 05 there), while
+    the reference, same SMs, ranks them all. Without them its calls take the reference's ranking."""
     out = []
+    reference: tuple[int, dict[str, set[str]]] | None = None
     for folder in gpu_folders():
         name, cc, times = read_gpu(folder)
+        mine = versions_by_problem(times, known)
+        if reference is None:
+            reference = (cc, mine)
+        elif cc == reference[0]:
+            behind = {problem for problem, versions in reference[1].items() if not versions <= mine.get(problem, set())}
+            for problem in sorted(behind):
+                print(f"make_pick_table: {folder.name}: {problem} without "
+                      f"{', '.join(sorted(reference[1][problem] - mine.get(problem, set())))}: its calls take "
+                      "the reference's ranking", file=sys.stderr)
+            times = {key: by_version for key, by_version in times.items() if key[0] not in behind}
         points = []
         for (problem, dtype, det, shape), by_version in sorted(times.items()):
             ranked = sorted((statistics.median(ms), v) for v, ms in by_version.items() if not known or v in known)
@@ -176,10 +201,10 @@ def main(argv: list[str] | None = None) -> int:
         if not OUT.is_file() or OUT.read_text() != text:
             print(f"{OUT.relative_to(ROOT)} is stale: run python3 scripts/make_pick_table.py")
             return 1
-        print(f"{OUT.relative_to(ROOT)} is up to date ({sum(len(g['points']) for g in gpus)} points, {len(gpus)} GPUs)")
+        print(f"{OUT.relative_to(ROOT)} is up to date ({sum(len(g['points']) for g in gpus)} points, {len(gpus)} GPU{'s' if len(gpus) != 1 else ''})")
         return 0
     OUT.write_text(text)
-    print(f"wrote {OUT.relative_to(ROOT)}: {sum(len(g['points']) for g in gpus)} points over {len(gpus)} GPUs")
+    print(f"wrote {OUT.relative_to(ROOT)}: {sum(len(g['points']) for g in gpus)} points over {len(gpus)} GPU{'s' if len(gpus) != 1 else ''}")
     return 0
 
 

@@ -68,5 +68,41 @@ class BackwardRungTest(unittest.TestCase):
                       '{{"stage07/attention/v8", 0.9000f}}},', text)
 
 
+class OlderFolderTest(unittest.TestCase):
+    """A GPU of the reference's architecture keeps a problem's points only where it measured every
+    version the reference did; one of another architecture keeps its own."""
+
+    @staticmethod
+    def folder(root: Path, name: str, gpu: str, cc: str, rows: dict[str, float]) -> Path:
+        import json
+        path = root / name
+        path.mkdir()
+        bench = [{"name": f"{n}_median", "aggregate_name": "median", "real_time": ms, "time_unit": "ms"}
+                 for n, ms in rows.items()]
+        (path / "stage07.json").write_text(json.dumps({"context": {"gpu_name": gpu, "compute_capability": cc},
+                                                       "benchmarks": bench}))
+        return path
+
+    def test_a_folder_behind_the_reference_leaves_that_problem_to_it(self):
+        import tempfile
+        fwd, bwd = "stage07/attention/v{}/fp16/D:128/N:8192/causal:0", "stage{}/fp16/D:128/N:8192/causal:0"
+        with tempfile.TemporaryDirectory() as tmp:
+            root = Path(tmp)
+            ref = self.folder(root, "ref", "Reference GPU", "9.0",
+                              {fwd.format(8): 1.0, bwd.format("05/v10"): 3.0, bwd.format("07/attention_bwd/v1"): 2.0})
+            older = self.folder(root, "older", "Older run", "9.0", {fwd.format(8): 1.1, bwd.format("05/v10"): 3.1})
+            other = self.folder(root, "other", "Other architecture", "8.0", {bwd.format("05/v10"): 5.0})
+            original = mpt.gpu_folders
+            mpt.gpu_folders = lambda: [ref, older, other]
+            try:
+                gpus = mpt.tables({"stage07/attention/v8", "stage05/v10", "stage07/attention_bwd/v1"})
+            finally:
+                mpt.gpu_folders = original
+        problems = {g["gpu"]: sorted({p["problem"] for p in g["points"]}) for g in gpus}
+        # The older folder never timed the backward rung: its backward calls take the reference's ranking.
+        self.assertEqual(problems, {"Reference GPU": ["bwd", "fwd"], "Older run": ["fwd"],
+                                    "Other architecture": ["bwd"]})
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

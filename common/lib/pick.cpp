@@ -52,11 +52,10 @@ double log2_ratio(double a, double b) { return std::fabs(std::log2(std::max(a, 1
 
 bool sixteen_bit(int32_t t) { return t == FS_FP16 || t == FS_BF16; }
 
-// How far a measured point is from the problem. What a kernel's speed depends on most weighs most: a
-// point of another dtype (less for the other 16-bit type), determinism, head_dim, mask, grouping or
-// layout is farther than any difference of sizes among points that agree on those; then the sizes,
-// as octaves of Nq and Nk, and half an octave's weight for the heads in flight (B·H) and for the
-// query heads that share a K/V head (H / KVH).
+// How far a measured point is from the problem, as a sum of weights. What a kernel's speed depends on
+// most weighs most: another dtype (less for the other 16-bit type), determinism, head_dim, mask, then
+// layout and grouping; then the sizes, one per octave of Nq and of Nk, and half an octave's weight for
+// the heads in flight (B·H) and for the query heads that share a K/V head (H / KVH).
 double distance(const PickAttentionPoint& pt, const AttentionParams& p, bool deterministic) {
   double d = 0;
   if (pt.dtype != p.dtype) d += sixteen_bit(pt.dtype) && sixteen_bit(p.dtype) ? 20 : 100;
