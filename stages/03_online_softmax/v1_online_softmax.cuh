@@ -36,7 +36,7 @@ constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
 
 // Key/value tile height: 64 keeps four tiles within ~66 KB at D <= 64; at D = 128 it drops to 32 so
-// three blocks still fit on an SM.
+// that a block needs ~74 KB and three would fit by shared memory (its registers allow two).
 template <int D>
 struct TileConfig {
   static constexpr int kBc = D > 64 ? 32 : 64;

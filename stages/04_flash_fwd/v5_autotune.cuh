@@ -12,7 +12,7 @@
 // (FLASHSTAGES_AUTOTUNE=0 takes v4's shape untimed, =verbose prints every timing).
 // Why it is faster: the shape picked at D = 128 (Br = 128, four warps of 32 rows, Q re-read from
 // shared memory) feeds each K and V fragment to two mma instead of one. (Numbers: the stage README's
-// generated table and its "The tuner, checked".)
+// generated table and its v5 section.)
 //
 // Run: build/release/stages/04_flash_fwd/stage04_flash_fwd --version v5 --dtype fp16 --seq 8192 --dim 128
 #pragma once
