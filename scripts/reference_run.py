@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The reference run, in parts: every benchmark, peer, test and sanitizer the docs quote, on one GPU.
 
-A complete run takes some 90 minutes of GPU time, more than one sitting on a lent GPU allows, so it is
+A complete run takes some two hours of GPU time (`list` sums the estimates), more than one sitting on a lent GPU allows, so it is
 cut into parts that each take minutes. A part is what has to be measured together: a rung's versions
 and its peers at the headline shapes are one part (the same call, the same clocks); a rung's remaining
 grid, or an evidence run (stage 04's tuner candidates, stage 05's deterministic repeats and its delta
@@ -258,8 +258,9 @@ def fold(into: Path, extra: Path) -> None:
 
 
 def run_part(part: Part, build: Path, work: Path, timeout: float | None) -> bool:
-    """Runs the part's steps one after the other; False if one failed or the budget ran out,
-    in which case no part.json is written and the part runs again next time."""
+    """Runs the part's steps one after the other; False if one failed or the budget ran out. A part
+    whose budget ran out writes no part.json and runs again next time; a failed step still writes it,
+    marked FAILED (`list` shows it, and `run PART` runs the part again)."""
     folder = work / part.name
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "part.json").unlink(missing_ok=True)
