@@ -14,7 +14,9 @@ rank's time taken:
   torch CP   PyTorch's own context-parallel SDPA (torch.distributed.tensor.experimental), where the
              installed version has it, in the same rounds
 and from them: the speed-up over one GPU, the fraction of the transfer hidden under compute
-(1 − (ring − compute) / transfer), tokens per second. Rank 0 prints a table; --json writes it.
+(1 − (ring − compute) / transfer), tokens per second. compute, transfer and torch CP are the forward's:
+with --backward only ring and one GPU are timed (the speed-up and tokens per second; no hidden
+fraction). Rank 0 prints a table; --json writes it.
 """
 import argparse
 import datetime
@@ -147,7 +149,11 @@ def run_points(a, rank, world):
                 ops.flash_attention_backward(torch.randn_like(o), q_full, k_full, v_full, o, lse, a.causal, None, False, None)
 
     cp_run, cp_why = torch_cp(q_full, k_full, v_full, a.causal)
-    series = {"ring": ring_call, "compute": compute_only, "transfer": transfer, "one GPU": one_gpu}
+    if a.backward:  # the other series time the forward alone: not set against a forward and backward
+        cp_run, cp_why = None, "not timed with --backward (its series is the forward's)"
+        series = {"ring": ring_call, "one GPU": one_gpu}
+    else:
+        series = {"ring": ring_call, "compute": compute_only, "transfer": transfer, "one GPU": one_gpu}
     if cp_run:
         series["torch CP"] = cp_run
     rounds = {name: [] for name in series}
@@ -157,10 +163,11 @@ def run_points(a, rank, world):
             dist.barrier()
             rounds[name].append(slowest(timed(series[name], a.repeats)))
     ms = {name: statistics.median(v) for name, v in rounds.items()}
-    hidden = 1.0 - (ms["ring"] - ms["compute"]) / ms["transfer"] if ms["transfer"] > 0 else float("nan")
+    hidden = 1.0 - (ms["ring"] - ms["compute"]) / ms["transfer"] if ms.get("transfer", 0) > 0 else float("nan")
     row = {"world": world, "seq": a.seq, "heads": a.heads, "kv_heads": a.kv_heads, "dim": a.dim, "dtype": a.dtype,
            "causal": a.causal, "backward": a.backward, "ms": ms, "speedup_over_one_gpu": ms["one GPU"] / ms["ring"],
-           "transfer_hidden": max(0.0, min(1.0, hidden)), "tokens_per_s": a.seq / ms["ring"] * 1e3,
+           "transfer_hidden": max(0.0, min(1.0, hidden)) if hidden == hidden else None,
+           "tokens_per_s": a.seq / ms["ring"] * 1e3,
            "torch_cp": "timed" if cp_run else cp_why, "torch": torch.__version__,
            "gpu": torch.cuda.get_device_name(), "backend": dist.get_backend()}
     if rank == 0:
@@ -170,8 +177,9 @@ def run_points(a, rank, world):
               f"median of {a.rounds} alternating rounds, slowest rank")
         for name, t in ms.items():
             print(f"  {name:<9} {t:10.3f} ms")
+        hidden_text = "n/a" if row["transfer_hidden"] is None else f"{row['transfer_hidden']:.0%}"
         print(f"  speed-up over one GPU {row['speedup_over_one_gpu']:.2f} (ideal {world}), transfer hidden "
-              f"{row['transfer_hidden']:.0%}, {row['tokens_per_s']:.0f} tokens/s; torch CP: {row['torch_cp']}")
+              f"{hidden_text}, {row['tokens_per_s']:.0f} tokens/s; torch CP: {row['torch_cp']}")
         if a.json:
             with open(a.json, "w") as f:
                 json.dump(row, f, indent=1)

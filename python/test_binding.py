@@ -632,6 +632,21 @@ class PickChecks(unittest.TestCase):
         self.assertIn("k is not contiguous", str(caught.exception))
         self.assertIn("none of the forward versions that take strides", str(caught.exception))
 
+    def test_the_backward_refuses_more_queries_than_keys_under_the_mask(self):
+        q, k = Stand((2, 4, 130, 64)), Stand((2, 4, 100, 64))
+        with self.assertRaises(ValueError) as caught:
+            flashstages.pick(q, k, k, causal=True, backward=True)
+        self.assertIn("causal with Nq = 130 > Nk = 100", str(caught.exception))
+
+
+class Modules(unittest.TestCase):
+    """flashstages.ring and flashstages.context_parallel come at first use; other names do not exist."""
+
+    def test_submodules_at_first_use(self):
+        self.assertIn("__getattr__", vars(flashstages))
+        with self.assertRaises(AttributeError):
+            flashstages.no_such_thing  # noqa: B018
+
 
 class Lookup(unittest.TestCase):
     """The library is found from $FLASHSTAGES_LIBRARY, then the build tree, then the install prefix."""

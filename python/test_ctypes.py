@@ -123,6 +123,9 @@ class CInterface(unittest.TestCase):
                          ["v0", "v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10"])
         self.assertTrue(all(k.problem == flashstages.PROBLEM_ATTENTION_BWD
                             for k in flashstages.kernels(self.lib, stage="stage05")))
+        rungs = {k.stage.decode() for k in flashstages.kernels(self.lib, stage="stage07")}
+        self.assertEqual(rungs, {"stage07/attention", "stage07/attention_bwd", "stage07/gemm"})  # a stage takes its rungs
+        self.assertEqual({k.stage.decode() for k in flashstages.kernels(self.lib, stage="stage07/gemm")}, {"stage07/gemm"})
         self.assertEqual([k.version.decode() for k in flashstages.kernels(self.lib, stage="stage04")],
                          ["v1", "v2", "v3", "v4", "v5", "v6"])
 

@@ -39,7 +39,8 @@ with torch.library (at first use; at import when PyTorch is imported already) an
 namespace, torch.ops.flashstages.
 
 attention(), flash_attention(), pick() and torch_ops() need PyTorch; it is imported at their first
-call, and without it they raise ModuleNotFoundError saying how to install it (README.md). Importing
+call, and without it they raise ModuleNotFoundError saying how to install it (README.md), or, handed
+something other than tensors, a TypeError that says PyTorch is missing. Importing
 flashstages, kernels(), call(), query_pick() and the structs need no PyTorch.
 """
 import sys
@@ -166,7 +167,10 @@ def _check_takes(takes, dtype, d, backward=False, lib=None):
 def _check_tensor(name, t, ndim):
     for attribute in ("shape", "dtype", "device", "data_ptr", "is_contiguous", "stride"):
         if not hasattr(t, attribute):
-            raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+            import importlib.util
+            missing = "" if importlib.util.find_spec("torch") else \
+                "; and this Python has no PyTorch, which attention() and flash_attention() need (README.md)"
+            raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}{missing}")
     if len(t.shape) != ndim:
         raise ValueError(f"{name} must have {ndim} dimensions, got shape {tuple(t.shape)}")
 
@@ -368,7 +372,7 @@ def _set_strides(params, q, k, v, o):
 
 def attention_params(q, k, v, out, lse=None, *, causal=False, scale=None):
     """The AttentionParams of O = attention(q, k, v) into `out` (and the LSE into `lse`, when given):
-    sizes, K/V heads, dtype, the tensors' addresses and their strides, scale None for 1/sqrt(D). Checks
+    sizes, K/V heads, dtype, the tensors' addresses and their strides, scale None (or 0, the library's convention) for 1/sqrt(D). Checks
     nothing: the callers have (attention(), flash_attention()), or build their tensors to fit
     (plots/head_to_head.py). Layouts: q, k, v and out as their strides lay them out, D contiguous
     (q.transpose(1, 2) of a [B, N, H, D] tensor is read where it lies), which the versions with
@@ -403,7 +407,7 @@ def attention(q, k, v, *, causal=False, scale=None, out=None, lse=None, kernel=N
     others are refused here, naming the tensor). The causal mask
     is aligned bottom-right (query i sees keys j <= i + Nk - Nq), like FlashAttention's and unlike
     PyTorch's is_causal (top-left): compare with torch.nn.attention.bias.causal_lower_right. scale:
-    None for 1/sqrt(D). out: the output to write ([B, H, Nq, D]), made when None as torch.empty_like(q):
+    None (or 0, the library's convention) for 1/sqrt(D). out: the output to write ([B, H, Nq, D]), made when None as torch.empty_like(q):
     q's strides where q is dense, else dense in q's order of dimensions (for slices of a packed
     [B, N, 3, H, D] tensor, [B, N, H, D] without the gaps). lse: an optional [B, H, Nq] float32 tensor,
     contiguous, for the log-sum-exp of each row. Returns out.
@@ -462,6 +466,8 @@ def pick(q, k, v, *, causal=False, backward=False, deterministic=False):
     q, k, v = _check_attention(_takes(lib, None, problem), q, k, v, backward=backward,
                                copy_hint="as attention() and flash_attention() would need it", lib=lib,
                                copies_sparse=backward)
+    if backward:
+        _check_mask(q, k, causal)  # as flash_attention() refuses it
     torch = _torch()
     params = _pick_params(q, k, v, causal, backward, deterministic)
     with torch.cuda.device(q.device):
@@ -663,13 +669,13 @@ def flash_attention(q, k, v, causal=False, scale=None, deterministic=False, *, k
     q: [B, H, Nq, D]; k, v: [B, KVH, Nk, D], KVH = H or a divisor of it (grouped-query attention, as
     attention() and SDPA's enable_gqa=True: the gradient of a K/V head sums over its group); one CUDA
     device, of a dtype and head_dim both passes take, D contiguous. Other strides pass where versions of
-    both passes take strides (KernelInfo.strided: the forward's of attention(), stage 05's v10 for the
-    backward) and the dtype and head_dim: q.transpose(1, 2) of a [B, N, H, D] tensor runs with no copy,
+    both passes take strides (KernelInfo.strided: the forward's of attention(), stage 05's v10 and stage
+    07's attention_bwd versions for the backward) and the dtype and head_dim: q.transpose(1, 2) of a [B, N, H, D] tensor runs with no copy,
     O comes back in q's layout and dQ, dK, dV in q's, k's and v's. A q, k or v that is not dense (sliced
     from a packed [B, N, 3, H, D] tensor) is read as it lies by the forward, and as a contiguous copy by
     the backward, whose gradient then comes back contiguous; O is then dense in q's order of dimensions
     ([B, N, H, D]), which the backward reads, so it too must take strides. causal: the bottom-right mask of
-    attention(), which needs Nq <= Nk here. scale: None for 1/sqrt(D). deterministic: dQ bitwise the
+    attention(), which needs Nq <= Nk here. scale: None (or 0) for 1/sqrt(D). deterministic: dQ bitwise the
     same on every backward of the same inputs (no unordered atomic adds; slower); dK and dV always are.
     The forward keeps O and the LSE; the backward reads them with dO. Each runs the library's fastest
     version for the GPU and the problem (pick(), and pick(backward=True), say which), or the version
@@ -684,6 +690,15 @@ def flash_attention(q, k, v, causal=False, scale=None, deterministic=False, *, k
     out, _ = torch_ops().flash_attention_forward(q, k, v, bool(causal), None if scale is None else float(scale),
                                                  bool(deterministic), kernel, backward_kernel)
     return out
+
+
+def __getattr__(name):
+    """flashstages.ring and flashstages.context_parallel, imported at their first use: ring needs
+    PyTorch and context_parallel numpy, which importing flashstages does not."""
+    if name in ("ring", "context_parallel"):
+        import importlib
+        return importlib.import_module(f".{name}", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # Registering cannot be traced by torch.compile: a program that imported PyTorch before flashstages gets

@@ -199,15 +199,24 @@ BUILD_PRESETS = ("gpu", "release", "h100", "ci", "debug")
 LIBRARY_NAME = "libflashstages.so"
 
 
+def _checkout():
+    try:  # installed by pip: the checkout it was built from (the package's build backend records it)
+        from ._checkout import CHECKOUT as checkout
+    except ImportError:  # imported from the source tree: python/flashstages/ is two levels below it
+        checkout = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    return checkout
+
+
+def _prefixes():
+    return [p for p in (os.environ.get("CMAKE_INSTALL_PREFIX"), "/usr/local", sys.prefix) if p]
+
+
 def library_candidates():
     """(where, path) in lookup order; paths that do not exist are left out, except the variable's."""
     out = []
     if os.environ.get(LIBRARY_ENV):
         out.append((LIBRARY_ENV, os.environ[LIBRARY_ENV]))
-    try:  # installed by pip: the checkout it was built from (setup.py records it)
-        from ._checkout import CHECKOUT as checkout
-    except ImportError:  # imported from the source tree: python/flashstages/ is two levels below it
-        checkout = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    checkout = _checkout()
     for preset in BUILD_PRESETS:
         path = os.path.join(checkout, "build", preset, "common", LIBRARY_NAME)
         if os.path.exists(path):
@@ -216,9 +225,9 @@ def library_candidates():
         for found in sorted(glob.glob(os.path.join(checkout, *pattern, LIBRARY_NAME))):
             if ("build tree", found) not in out:
                 out.append(("build tree", found))
-    for prefix in (os.environ.get("CMAKE_INSTALL_PREFIX"), "/usr/local", sys.prefix):
+    for prefix in _prefixes():
         for libdir in ("lib", "lib64"):
-            path = os.path.join(prefix, libdir, LIBRARY_NAME) if prefix else None
+            path = os.path.join(prefix, libdir, LIBRARY_NAME)
             if path and os.path.exists(path) and ("install prefix", path) not in out:
                 out.append(("install prefix", path))
     system = ctypes.util.find_library("flashstages")
@@ -236,9 +245,13 @@ def find_library():
         if where == LIBRARY_ENV and not os.path.exists(path):
             raise FileNotFoundError(f"{LIBRARY_ENV}={path}: no such file")
         return path
+    build = os.path.join(_checkout(), "build")
+    looked = [f"${LIBRARY_ENV} (unset)", os.path.join(build, "{" + ",".join(BUILD_PRESETS) + "}", "common"),
+              os.path.join(_checkout(), "build*", "common") + " and build*/*/common",
+              *(os.path.join(p, "lib{,64}") for p in _prefixes()), "the dynamic loader's path"]
     raise FileNotFoundError(
-        "libflashstages.so not found: set FLASHSTAGES_LIBRARY to its path, or build the checkout "
-        "(cmake --preset release && cmake --build --preset release), or cmake --install it")
+        f"{LIBRARY_NAME} not found (looked in: {'; '.join(looked)}): set {LIBRARY_ENV} to its path, or build the "
+        "checkout (cmake --preset release && cmake --build --preset release), or cmake --install it")
 
 
 def load(path=None):
@@ -271,14 +284,17 @@ def load(path=None):
 
 def kernels(lib=None, problem=None, stage=None):
     """Every launcher the library holds (KernelInfo), in stage and version order; optionally only
-    those of one problem kind (PROBLEM_ATTENTION, PROBLEM_ATTENTION_BWD, PROBLEM_GEMM) or one stage
-    ("stage04"). lib: a library load() returned; None for the process's (flashstages.library())."""
+    those of one problem kind (PROBLEM_ATTENTION, PROBLEM_ATTENTION_BWD, PROBLEM_GEMM) or one stage:
+    "stage04", or a stage with its rungs, "stage07" ("stage07/attention", "stage07/attention_bwd",
+    "stage07/gemm"), or one rung. lib: a library load() returned; None for the process's
+    (flashstages.library())."""
     if lib is None:
         from . import library  # the package's, which loads the library once per process
         lib = library()
     found = [lib.fs_kernel_at(i).contents for i in range(lib.fs_kernel_count())]
     return [k for k in found
-            if (problem is None or k.problem == problem) and (stage is None or k.stage.decode() == stage)]
+            if (problem is None or k.problem == problem)
+            and (stage is None or k.stage.decode() == stage or k.stage.decode().startswith(stage + "/"))]
 
 
 def status_name(lib, code):

@@ -211,7 +211,7 @@ def ring_attention_forward(q, k, v, world: int, causal: bool = False, scale: flo
     shards passed round. partial_dtype (e.g. np.float16) rounds each call's O as a 16-bit kernel returns
     it, to show what that costs. Returns (O, LSE) in the sequence's order, as plain attention gives them."""
     _check(q, k, v, world)
-    scale = 1.0 / math.sqrt(q.shape[3]) if scale is None else scale
+    scale = 1.0 / math.sqrt(q.shape[3]) if scale is None or scale == 0 else scale  # 0: the library's default
     o = np.zeros(q.shape, dtype=np.float64)
     lse = np.full(q.shape[:3], -np.inf)
     for qr, kr, diagonal in _ring_calls(q.shape[2], world, causal):
@@ -229,7 +229,7 @@ def ring_attention_backward(q, k, v, o, lse, do, world: int, causal: bool = Fals
     rows of each shard's dK and dV are added by its calls alone, so here they are summed in place).
     Returns (dQ, dK, dV) in the sequence's order."""
     _check(q, k, v, world)
-    scale = 1.0 / math.sqrt(q.shape[3]) if scale is None else scale
+    scale = 1.0 / math.sqrt(q.shape[3]) if scale is None or scale == 0 else scale  # 0: the library's default
     delta = np.einsum("bhid,bhid->bhi", np.asarray(do, np.float64), np.asarray(o, np.float64))
     dq, dk, dv = np.zeros(q.shape), np.zeros(k.shape), np.zeros(v.shape)
     for qr, kr, diagonal in _ring_calls(q.shape[2], world, causal):

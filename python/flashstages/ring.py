@@ -4,7 +4,8 @@ Each rank of a process group holds one zigzag shard of a sequence (context_paral
 and 2W − 1 − r of 2W): its rows of Q, K and V. ring_attention(q, k, v, seq_len) returns the rank's rows
 of attention over the whole sequence, and is differentiable:
 
-    torchrun --nproc-per-node 8 train.py      # in train.py, after dist.init_process_group("nccl"):
+    torchrun --nproc-per-node 8 train.py      # in train.py, after dist.init_process_group("nccl") and
+                                              # torch.cuda.set_device(int(os.environ["LOCAL_RANK"])):
     o = flashstages.ring.ring_attention(q_shard, k_shard, v_shard, seq_len, causal=True)
 
 The forward: at step s the rank holds the K/V shard of rank (r − s) mod W, calls the fastest forward
@@ -33,8 +34,9 @@ from __future__ import annotations
 import datetime
 import math
 import struct
+import time
 
-from . import _torch, torch_ops
+from . import PROBLEM_ATTENTION, PROBLEM_ATTENTION_BWD, _check_takes, _takes, _torch, library, torch_ops
 from .context_parallel import ring_plan, shard_chunks, zigzag_chunks, merge
 
 __all__ = ["ring_attention", "zigzag_shard", "zigzag_unshard", "DEFAULT_TIMEOUT"]
@@ -48,7 +50,8 @@ _REFUSALS = {1: "q, k and v are not PyTorch tensors",
              4: "the shapes are not [B, H, n, D] and [B, KVH, n, D] with KVH dividing H",
              5: "a tensor is not contiguous",
              6: "the shard's rows are not the rank's zigzag shard of seq_len",
-             7: "seq_len, scale or timeout is not valid"}
+             7: "seq_len, scale or timeout is not valid",
+             8: "no forward or no backward version takes the dtype and head_dim"}
 # What the ranks must agree on, in the order of the gathered row (after the refusal code).
 _FIELDS = ["seq_len", "batch", "heads", "kv_heads", "head_dim", "dtype", "causal", "scale", "world"]
 _DTYPES = ("float16", "bfloat16")
@@ -98,6 +101,12 @@ def _local_check(q, k, v, seq_len, scale, rank, world, timeout):
     if q.shape[2] != rows:
         return 6, (f"rank {rank} of {world} holds {rows} rows of a sequence of {seq_len} (chunks {shard_chunks(rank, world)} "
                    f"of 2·{world}); its q has {q.shape[2]}")
+    try:  # what the calls would refuse (a head_dim no forward or backward takes), refused before any transfer
+        lib = library()
+        for problem, backward in ((PROBLEM_ATTENTION, False), (PROBLEM_ATTENTION_BWD, True)):
+            _check_takes(_takes(lib, None, problem), str(q.dtype), q.shape[3], backward=backward, lib=lib)
+    except Exception as e:  # noqa: BLE001 (also a library that cannot be found: this rank's refusal, named)
+        return 8, f"{type(e).__name__}: {e}"
     return 0, ""
 
 
@@ -112,7 +121,9 @@ def _agree(q, k, v, seq_len, causal, scale, group, timeout):
     shape = (q.shape[0], q.shape[1], k.shape[1], q.shape[3]) if ok else (-1,) * 4
     row = [code, seq_len if isinstance(seq_len, int) else -1, *shape, dtype, int(bool(causal)),
            _float_bits(scale) if ok and scale is not None else -1, world]
-    device = torch.device("cuda", torch.cuda.current_device()) if dist.get_backend(group) == "nccl" else "cpu"
+    # NCCL gathers on this rank's GPU: q's where its check passed (the current device need not be it).
+    cuda = q.device if ok else torch.device("cuda", torch.cuda.current_device())
+    device = cuda if dist.get_backend(group) == "nccl" else "cpu"
     mine = torch.tensor(row, dtype=torch.int64, device=device)
     rows = [torch.empty_like(mine) for _ in range(world)]
     wait_for = timeout if code != 7 else DEFAULT_TIMEOUT  # a bad timeout of its own: the rank still takes part
@@ -132,13 +143,21 @@ def _agree(q, k, v, seq_len, causal, scale, group, timeout):
 
 def _wait(work, timeout, what):
     """Waits for an asynchronous collective or transfer, at most `timeout`: a rank that never comes is a
-    RuntimeError naming what was awaited, not a hang."""
+    RuntimeError naming what was awaited, not a hang. It polls the work's completion against its own
+    deadline rather than trusting work.wait(timeout), which on some PyTorch versions' NCCL backend returns
+    at once unless TORCH_NCCL_BLOCKING_WAIT is set; then wait() raises the work's own error, if any, and
+    on NCCL orders the current stream after it."""
+    deadline = time.monotonic() + timeout.total_seconds()
     try:
-        done = work.wait(timeout)
+        while not work.is_completed():
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"ring_attention: {what}: no answer within {timeout}")
+            time.sleep(1e-4)
+        work.wait()
+    except TimeoutError as e:
+        raise RuntimeError(str(e)) from None
     except RuntimeError as e:
         raise RuntimeError(f"ring_attention: {what}: {e}") from e
-    if done is False:
-        raise RuntimeError(f"ring_attention: {what}: no answer within {timeout}")
 
 
 class _Ring:
@@ -280,7 +299,7 @@ def ring_attention(q, k, v, seq_len: int, group=None, causal: bool = False, scal
 
     q [B, H, n, D], k and v [B, KVH, n, D] (KVH dividing H): this rank's zigzag shard of a sequence of
     seq_len rows (zigzag_shard cuts it), contiguous, float16 or bfloat16, on this rank's CUDA device.
-    causal: the causal mask over the whole sequence; scale: 1 / sqrt(D) when None. Every rank calls it
+    causal: the causal mask over the whole sequence; scale: 1 / sqrt(D) when None (or 0). Every rank calls it
     with the same seq_len, shapes, dtype, causal and scale, else every rank raises ValueError naming the
     disagreement; every wait gives up after `timeout` (RuntimeError). Returns this rank's O [B, H, n, D]
     in q's dtype (and its LSE [B, H, n], float32, with return_lse), differentiable in q, k and v."""
