@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <iterator>
+#include <new>
 #include <vector>
 
 #include "common/lib/cuda_check.h"
@@ -54,7 +55,11 @@ Status device_array(const int32_t* ptr) {
 }
 
 Status read_lengths(const int32_t* device, int64_t count, cudaStream_t stream, std::vector<int32_t>* host) {
-  host->resize(count);
+  try {  // a batch near the int32 range asks for gigabytes here: a named code, not an exception through C
+    host->resize(count);
+  } catch (const std::bad_alloc&) {
+    return Status::OutOfMemory;
+  }
   FS_RETURN_IF_CUDA_ERROR(
       cudaMemcpyAsync(host->data(), device, count * sizeof(int32_t), cudaMemcpyDeviceToHost, stream));
   FS_RETURN_IF_CUDA_ERROR(cudaStreamSynchronize(stream));

@@ -31,7 +31,9 @@ extern "C" {
 typedef enum fs_status {
   FS_SUCCESS = 0,
   FS_ERR_NULL_POINTER = 1,         /* a required tensor pointer is null */
-  FS_ERR_INVALID_SIZE = 2,         /* a size is zero or negative */
+  FS_ERR_INVALID_SIZE = 2,         /* a size is zero or negative, or the sizes pass a limit: a tensor's bytes
+                                      past 64 bits or past the device's memory, a grid dimension or a
+                                      TMA extent past the hardware's */
   FS_ERR_UNSUPPORTED_HEAD_DIM = 3, /* this kernel has no instance for head_dim */
   FS_ERR_UNSUPPORTED_DTYPE = 4,    /* this kernel does not take this element type */
   FS_ERR_MISALIGNED_POINTER = 5,   /* a pointer is not aligned as the kernel's vector loads need, or an
@@ -39,12 +41,13 @@ typedef enum fs_status {
   FS_ERR_UNSUPPORTED_MASK = 6,     /* causal with seq_q > seq_k: some rows would see no key */
   FS_ERR_INVALID_SCALE = 7,        /* scale is NaN or infinite; a descale negative, NaN, infinite, or set for a
                                       dtype other than fp8 */
-  FS_ERR_OUT_OF_MEMORY = 8,        /* the kernel's workspace could not be allocated */
+  FS_ERR_OUT_OF_MEMORY = 8,        /* the kernel's workspace could not be allocated (any version that keeps
+                                      scores, fp32 partials, dQ or delta in device memory) */
   FS_ERR_CUDA = 9,                 /* the CUDA runtime reported an error (no device, launch failure) */
   FS_ERR_INVALID_SEQLENS = 10,     /* seq_lens / cu_seqlens are inconsistent, or this kernel takes none */
   FS_ERR_INVALID_LEADING_DIM = 11, /* a GEMM leading dimension is smaller than its matrix's row */
   FS_ERR_UNSUPPORTED_DEVICE = 12,  /* this kernel has no code for the current GPU, needs more shared memory,
-                                      or its clusters of blocks do not fit (stage 07 gemm v5) */
+                                      or its clusters of blocks do not fit (stage 07 gemm v5, v7-v12) */
   FS_ERR_INVALID_KV_HEADS = 13,    /* kv_heads is negative, larger than heads, or does not divide heads */
   FS_ERR_UNSUPPORTED_LAYOUT = 14,  /* this GEMM kernel does not take this pair of transposes (trans_a, trans_b):
                                       stage 07's int8 version reads A stored M×K and B stored N×K alone; this
@@ -80,7 +83,8 @@ typedef struct fs_attention_params {
   const void* v;     /* [B, KVH, Nk, D] */
   void* o;           /* [B, H, Nq, D] */
   float* lse;        /* [B, H, Nq] natural-log LSE of the scaled scores; may be null (not written) */
-  /* Variable lengths (stage 04, stage 07's attention): both null for dense batches, at most one set. Device arrays.
+  /* Variable lengths (stage 04, stage 07's attention; for the backward stage 05's v2-v10 and stage 07's):
+   * both null for dense batches, at most one set. Device arrays.
    * seq_lens [B]: padded batches; entry b uses its first seq_lens[b] query rows and key rows
    *   (<= seq_q and <= seq_k); its query rows past that get O = 0 and LSE = -inf.
    * cu_seqlens_q / cu_seqlens_k [B+1]: packed batches; entry b owns rows cu[b] .. cu[b+1]-1 of
@@ -94,7 +98,8 @@ typedef struct fs_attention_params {
   /* Packed batches: the most query rows of any entry, or 0 for "unknown" (then seq_q, the total).
    * It sizes the grid: every entry gets ceil(max_seq_q / Br) query tiles per head, so a tight value
    * saves launching tiles that hold no row. fs_check_varlen computes it. An entry longer than
-   * max_seq_q breaks the rules (see above). Ignored for dense and padded batches. */
+   * max_seq_q breaks the rules (see above). Ignored for dense and padded batches. Stage 07's backward
+   * also sizes its fp32 dQ workspace by it: B·H·max_seq_q·D floats, B times Q's size when unknown. */
   int64_t max_seq_q;
   /* K/V heads, KVH (grouped-query attention): 0 means heads (multi-head attention, every query head
    * has its own K and V). Otherwise 1 <= kv_heads <= heads and heads is a multiple of it: K and V hold
@@ -200,8 +205,11 @@ FS_API int fs_kernel_check_device(const fs_kernel_info* kernel, int device);
 /* The C entries are declared in flashstages_entries.h (included at the end of this file), which CMake
  * writes from each stage's list of versions: <name>_vN for version N of a stage, all of a stage's entries
  * with the same arguments. `stream` is a cudaStream_t (null: the default stream). They return once the
- * work is queued; errors in queued work surface at the next synchronization. fs_kernel_at describes each
- * (the dtypes, head_dims and GPUs it takes).
+ * work is queued; errors in queued work surface at the next synchronization. The versions that pick a
+ * configuration by timing (stage 04 v5 and v6, stage 06 v11) time their candidates on `stream` at the
+ * first call of each shape and wait for them there (FLASHSTAGES_AUTOTUNE=0 skips the timing). Versions
+ * that keep scores, partials, dQ or delta in device memory allocate it per call (FS_ERR_OUT_OF_MEMORY).
+ * fs_kernel_at describes each (the dtypes, head_dims and GPUs it takes).
  *
  * Forward attention, fs_attention_params: stages 01-03 fs_naive_v1, fs_tiled_v1, fs_online_softmax_v1;
  * stage 04 (tensor-core FlashAttention forward) fs_flash_fwd_vN. Layouts other than the contiguous one
@@ -271,7 +279,8 @@ typedef struct fs_attention_bwd_params {
  *
  * Stage 07 gemm: fs_gemm_tma_vN, Hopper only (sm_90a; FS_ERR_UNSUPPORTED_DEVICE on any other GPU),
  * fs_gemm_params. ab_dtype FS_FP16 or FS_BF16, c_dtype FS_FP32, FS_FP16 or FS_BF16, every transpose,
- * any M, N, K >= 1. A and B are read by TMA: their bases 16-byte aligned (else
+ * any M, N, K >= 1 up to TMA's extents (a dimension of A or B past 2^31 - 1 elements: FS_ERR_INVALID_SIZE,
+ * found at launch, after the picking entries chose). A and B are read by TMA: their bases 16-byte aligned (else
  * FS_ERR_MISALIGNED_POINTER) and lda, ldb times the element size multiples of 16 bytes (else
  * FS_ERR_INVALID_LEADING_DIM); C needs only its element alignment. From v7 on, 16-bit C with beta = 0,
  * N a multiple of 8 and C's base and ldc 16-byte multiples is written by TMA stores, any other C as v5

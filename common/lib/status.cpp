@@ -11,7 +11,9 @@ struct StatusText {
 constexpr StatusText kStatusText[] = {
     {"FS_SUCCESS", "success"},
     {"FS_ERR_NULL_POINTER", "a required tensor pointer (q, k, v, o; for the backward also lse, d_o, dq, dk, dv) is null"},
-    {"FS_ERR_INVALID_SIZE", "every size must be positive"},
+    {"FS_ERR_INVALID_SIZE",
+     "every size must be positive, and the sizes within the limits: a tensor's bytes within 64 bits and the "
+     "device's memory, the grid and TMA extents within the hardware's"},
     {"FS_ERR_UNSUPPORTED_HEAD_DIM", "this kernel has no instance for this head_dim"},
     {"FS_ERR_UNSUPPORTED_DTYPE", "this kernel does not take this element type"},
     {"FS_ERR_MISALIGNED_POINTER",

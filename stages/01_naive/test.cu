@@ -67,6 +67,14 @@ FS_GPU_TEST_CASE("stage01 v1 reports FS_ERR_OUT_OF_MEMORY when the N×N buffer c
                           Status::OutOfMemory);
 }
 
+FS_GPU_TEST_CASE("stage01 v1 refuses more query rows than its grid holds and writes nothing") {
+  FS_SKIP_WITHOUT_GPU();
+  // The scores and PV grids hold Nq in gridDim.y, 8 rows a block, at most 65535 blocks: Nq = 600000
+  // needs 75000. D = 1 and Nk = 1 keep every buffer a few MB.
+  testing::check_rejected(kNaiveV1, attention_shape(1, 1, 600000, 1, 1, DType::FP32), [](AttentionParams&) {},
+                          Status::InvalidSize);
+}
+
 FS_GPU_TEST_CASE("stage01 v1 reports FS_ERR_CUDA when the runtime refuses the work") {
   FS_SKIP_WITHOUT_GPU();
   testing::check_reports_cuda_error(kNaiveV1, attention_shape(1, 1, 17, 17, 64, DType::FP32));

@@ -4,6 +4,7 @@
 
 #include "common/lib/cuda_check.h"
 #include "common/lib/flops.h"
+#include "common/lib/sizes.h"
 #include "common/lib/workspace.h"
 #include "stages/01_naive/v1_naive.cuh"
 #include "stages/01_naive/versions.h"
@@ -21,6 +22,10 @@ Status run(const AttentionProblem& pr, cudaStream_t stream) {
   const bool causal = p.causal != 0;
   // One S buffer for every slice of heads: slices run one after another on the stream.
   const int64_t slice = std::min(kMaxHeadsPerLaunch, p.batch * p.heads);
+  // Refused before anything is written: S's elements per slice, H·Nq·Nk, can pass 2^63 where no input's
+  // own count does (grouped K/V), and the scores and PV grids take Nq in gridDim.y, 8 rows a block.
+  if (!fits_product({slice, p.seq_q, p.seq_k, int64_t(dtype_size(dtype_of(p)))})) return Status::InvalidSize;
+  if ((p.seq_q + 7) / 8 > kMaxGridY) return Status::InvalidSize;
   const std::size_t bytes = std::size_t(slice * p.seq_q * p.seq_k) * dtype_size(dtype_of(p));
   return with_workspace(bytes, stream, [&](void* workspace) {
     return Elements::dispatch(p.dtype, [&](auto t) {

@@ -45,6 +45,14 @@ FS_GPU_TEST_CASE("stage02 v1 rejects bad inputs and writes nothing") {
                           Status::MisalignedPointer);
 }
 
+FS_GPU_TEST_CASE("stage02 v1 refuses more query rows than its grid holds and writes nothing") {
+  FS_SKIP_WITHOUT_GPU();
+  // Both products hold Nq in gridDim.y, 64 rows a block, at most 65535 blocks: Nq = 4200000 needs 65625.
+  // D = 1 and Nk = 1 keep every buffer within tens of MB.
+  testing::check_rejected(kTiledV1, attention_shape(1, 1, 4200000, 1, 1, DType::FP32), [](AttentionParams&) {},
+                          Status::InvalidSize);
+}
+
 FS_GPU_TEST_CASE("stage02 v1 reports FS_ERR_OUT_OF_MEMORY and FS_ERR_CUDA") {
   FS_SKIP_WITHOUT_GPU();
   testing::check_rejected(kTiledV1, attention_shape(1, 1, 1 << 19, 1 << 19, 1, DType::FP32), [](AttentionParams&) {},

@@ -5,6 +5,7 @@
 #include "common/device/row_softmax.cuh"
 #include "common/lib/cuda_check.h"
 #include "common/lib/flops.h"
+#include "common/lib/sizes.h"
 #include "common/lib/workspace.h"
 #include "stages/02_tiled/v1_tiled.cuh"
 #include "stages/02_tiled/versions.h"
@@ -24,6 +25,10 @@ Status run(const AttentionProblem& pr, cudaStream_t stream) {
   const int64_t offset = p.seq_k - p.seq_q;
   // One S buffer for every slice of heads: slices run one after another on the stream.
   const int64_t slice = std::min(kMaxHeadsPerLaunch, p.batch * p.heads);
+  // Refused before anything is written: S's elements per slice, H·Nq·Nk, can pass 2^63 where no input's
+  // own count does (grouped K/V), and both products take Nq in gridDim.y, kBM rows a block.
+  if (!fits_product({slice, p.seq_q, p.seq_k, int64_t(sizeof(float))})) return Status::InvalidSize;
+  if ((p.seq_q + v1::kBM - 1) / v1::kBM > kMaxGridY) return Status::InvalidSize;
   return with_workspace(std::size_t(slice * p.seq_q * p.seq_k) * sizeof(float), stream, [&](void* workspace) {
     float* s = static_cast<float*>(workspace);  // [heads, Nq, Nk]
     return for_each_head_slice<float>(p, [&](const HeadSlice<float>& h) {

@@ -118,12 +118,17 @@ Status run_mma(const AttentionBwdProblem& pr, cudaStream_t stream, AtomicKernel 
       const bool varlen = p.seq_lens || p.cu_seqlens_q;
       auto launch = [&](float* delta) {
         Args<T> a = make_args<T>(pr, delta);
-        if (delta) FS_RETURN_IF_ERROR(launch_delta<T>(pr, delta, stream));
-        if (pr.p.deterministic) return launch_deterministic<T, D>(a, varlen, kv_blocks, q_blocks, stream);
+        if (pr.p.deterministic) {
+          if (delta) FS_RETURN_IF_ERROR(launch_delta<T>(pr, delta, stream));
+          return launch_deterministic<T, D>(a, varlen, kv_blocks, q_blocks, stream);
+        }
         // dQ / scale in fp32 (mma_extra_bytes): the key blocks add their shares to zeros, then one pass
         // scales and rounds it into dQ.
         const std::size_t bytes = std::size_t(q_elems(p)) * sizeof(float);
         return with_workspace(bytes, stream, [&](void* workspace) {
+          // delta (the caller's, where asked for) only once the workspace exists: a refused allocation
+          // returns FS_ERR_OUT_OF_MEMORY with nothing written.
+          if (delta) FS_RETURN_IF_ERROR(launch_delta<T>(pr, delta, stream));
           a.dq_accum = static_cast<float*>(workspace);
           FS_RETURN_IF_CUDA_ERROR(cudaMemsetAsync(a.dq_accum, 0, bytes, stream));
           auto* kernel = varlen ? atomic_kernel(type, d, std::true_type{}) : atomic_kernel(type, d, std::false_type{});

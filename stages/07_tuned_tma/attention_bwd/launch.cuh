@@ -197,9 +197,11 @@ Status launch_kv_stationary(Kernel kernel, const AttentionBwdProblem& pr, cudaSt
   if (kRows && rows_total > 0)
     FS_RETURN_IF_ERROR(check_tensor_map(rows_map(nullptr, rows_ld, p.batch * p.heads, C::kBr)));
   return bwd::with_delta(pr, stream, [&](float* delta) {
-    FS_RETURN_IF_ERROR(bwd::launch_delta<T>(pr, delta, stream));
     const std::size_t bytes = slab_bytes ? slabs_at + slab_bytes : kRows ? rows_at + rows_bytes : zeroed_bytes;
     return with_workspace(bytes, stream, [&](void* workspace) {
+      // delta (the caller's, where asked for) only once the workspace exists: a refused allocation
+      // returns FS_ERR_OUT_OF_MEMORY with nothing written.
+      FS_RETURN_IF_ERROR(bwd::launch_delta<T>(pr, delta, stream));
       bwd::Args<T> a = bwd::make_args<T>(pr, delta);
       a.dq_accum = static_cast<float*>(workspace);
       int32_t* turns = turn_bytes ? reinterpret_cast<int32_t*>(static_cast<char*>(workspace) + dq_bytes) : nullptr;
