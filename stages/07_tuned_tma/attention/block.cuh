@@ -5,7 +5,7 @@
 // A producer warpgroup and kConsumers consumer warpgroups per Br = 64 · kConsumers query rows of one
 // (batch entry, head): warpgroup 0 the producer (one of its threads issues every TMA load), warpgroup
 // c + 1 the consumer of rows 64c .. 64c + 63, its warp w rows 16w .. 16w+15 of those. Two consumers
-// (384 threads) in v2 to v6 and v9, three (512) in v7, v8 and v10 at D = 64 and 128.
+// (384 threads) in v2 to v6 and v9, three (512) in v7, v8, v10 and v11 at D = 64 and 128.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -82,14 +82,15 @@ static_assert(Config<64, kWideBc>::kSmemBytes <= Config<128>::kSmemBytes, "the D
 // The block's shared memory, from the first 1024-byte boundary of the dynamic allocation (where the
 // swizzle pattern starts; the runtime promises 16): sQ [Br][D], kStages × (K_j [Bc][D], V_j [Bc][D]),
 // then the barriers.
-//   q_full        Q has landed: the producer's expect_tx arrival and the bytes; used once (phase 0)
+//   q_full        Q has landed: the producer's expect_tx arrival and the bytes; used once (phase 0;
+//                 v11: one phase per tile of its buffer, v11_persistent.cuh)
 //   full_k[st]    K_j, V_j of the block in stage st have landed (a consumer can start S = Q·K_jᵀ
 //   full_v[st]    before V_j is in); for a tile with rows past the sequence's end, the one arrival of
 //                 the producer warp once it has zeroed them (q_full and the last block's full_v)
 //   empty[st]     the block in stage st is no longer read: one arrival per consumer warp
 //   q_landed      Q's tile or the last V tile has landed, when it holds rows past the sequence's end
 //   v_landed      (first_foreign_row): the producer warp zeroes them, then arrives on q_full or full_v;
-//                 each used at most once (phase 0)
+//                 each used at most once (phase 0; v11: once per tile that zeroes rows)
 // Each stage's barriers count its uses, one phase per use u (key block j = kStages·u + st), so phase u
 // has parity u & 1. A parity names its phase only while the barrier cannot run two phases ahead of its
 // waiter, and it cannot: full_*[st] phase u + 1 needs the refill that waits for empty[st] phase u,
@@ -144,9 +145,10 @@ struct Smem {
   }
 
   // A block the tile loads but this consumer does not read (a causal first half's last block; all of
-  // them for a half with no real row): released once it has landed — not sooner: an arrival for use
+  // them for a half with no real row): released once its K has landed — not sooner: an arrival for use
   // u + 1 of a stage made before its use u completed would count towards use u, and free the stage
-  // under the other consumer.
+  // under the other consumer. V_j may still be landing: the consumer that reads the block waits for it
+  // (full_v) before its own arrival, which empty needs too.
   __device__ __forceinline__ void release_skipped(int64_t j) const {
     sm90::mbarrier_wait_parity(&full_k[stage_of(j)], parity_of(j));
     release(j);

@@ -1,5 +1,5 @@
 // Stage 07 attention, role header: a consumer warpgroup's main loop with one product in flight across
-// each softmax (v3's), which v4 to v10 keep: its wgmma products (Products), its steps (Consumer) and its
+// each softmax (v3's), which v4 to v11 keep: its wgmma products (Products), its steps (Consumer) and its
 // rounds over the key blocks (run_rounds). The pingpong turns between two consumers are pingpong.cuh.
 //
 // The consumer's loop (st(j) = j % kStages, parity u(j) & 1: block.cuh):
@@ -166,9 +166,9 @@ struct Consumer : RunOn<kRunOn> {
     if constexpr (kRunOn) q_full = this->q_full, q_parity = this->q_parity;
     sm90::mbarrier_wait_parity(q_full, q_parity);
     sm90::mbarrier_wait_parity(&sm.full_k[Smem<C>::stage_of(use(0))], Smem<C>::parity_of(use(0)));
-    sm90::wgmma_fence();  // first wgmma of the warpgroup
+    sm90::wgmma_fence();  // rS last touched by ordinary instructions (zeroed; in v11 the last tile's softmax)
     issue_s(0);
-    sm90::wgmma_wait_group<0>();
+    sm90::wgmma_wait_group<0>();  // S_0 now: nothing else is in flight to run under it
     sm90::wgmma_fence_operand(acc_s());
     if constexpr (kRunOn)
       if (n_mine == 1) release_q();  // S_0 was this tile's last S
@@ -203,9 +203,9 @@ struct Consumer : RunOn<kRunOn> {
     int64_t u = n_mine - 1;  // use(n_mine − 1), written out: calling use() here reordered v3's PTX
     if constexpr (kRunOn) u += this->use0;
     sm90::mbarrier_wait_parity(&sm.full_v[Smem<C>::stage_of(u)], Smem<C>::parity_of(u));
-    sm90::wgmma_fence();
+    sm90::wgmma_fence();  // pa (P_last) just written, and O rescaled, by ordinary instructions
     issue_pv(n_mine - 1);
-    sm90::wgmma_wait_group<0>();
+    sm90::wgmma_wait_group<0>();  // O is final before the store, and V_last's stage is read
     fence_pv_operands();
     sm.release(use(n_mine - 1));
   }
@@ -215,7 +215,7 @@ struct Consumer : RunOn<kRunOn> {
   // load a later tile's Q and write its index there.
   __device__ __forceinline__ void release_q() const {
     if constexpr (kRunOn) {
-      __syncwarp();  // every lane's read of the buffer's tile index before lane 0's arrival frees it
+      __syncwarp();  // the whole warp past its wait for the S products that read Q before lane 0 frees it
       if (threadIdx.x % 32 == 0) sm90::mbarrier_arrive(this->q_empty);
     }
   }

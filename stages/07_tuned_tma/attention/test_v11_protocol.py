@@ -82,8 +82,10 @@ def run(stages: int, q_buffers: int, tiles: list, seed: int, broken: str = "") -
     full_v = [Barrier(1) for _ in range(S)]
     empty = [Barrier(len(WARPS)) for _ in range(S)]
     smem = {"sQ": [None] * QB, "slot": [None] * QB, "K": [None] * S, "V": [None] * S}
-    # The slot's reads that no arrival orders yet, as (warp, lane): an mbarrier arrival orders only the
-    # arriving thread's own accesses before it, and a consumer warp arrives on q_empty from lane 0.
+    # The slot's reads that no arrival orders yet, as (warp, lane), under the strict rule the kernel keeps:
+    # a read counts as ordered only before its own thread's arrival (the PTX model would also order the
+    # other lanes' reads through a __syncwarp before lane 0's cumulative release; racecheck did not follow
+    # that form), and a consumer warp arrives on q_empty from lane 0.
     unordered = [set() for _ in range(QB)]
     in_flight = []  # (barrier, buffer, stage, value): TMA loads not yet landed
 

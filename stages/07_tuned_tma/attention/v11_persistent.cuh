@@ -164,7 +164,7 @@ __device__ __forceinline__ void produce_tiles(const Smem<C>& sm, const CUtensorM
   constexpr uint32_t kQLanded = 1, kVLanded = 2, kTile = 4;
   for (;; phases += kTile) {
     // The next tile, drawn now: the atomic's round trip to L2 runs under this tile's loads. Each block
-    // draws until it gets a tile past the last, so the counter stays below `tiles`.
+    // draws once per tile after its first and once more to learn it is done: the counter ends at `tiles`.
     uint32_t next = 0;
     if (issuer && tile < tiles) next = gridDim.x + atomicAdd(counter, 1u);
     next = __shfl_sync(0xffffffffu, next, 0);
@@ -255,9 +255,10 @@ __global__ void __launch_bounds__(C::kThreads, 1)
     const int b = Smem<C>::buffer_of(n);
     const uint32_t q_parity = Smem<C>::phase_of(n);
     sm90::mbarrier_wait_parity(sm.q_full_of(b), q_parity);  // the tile's index and (if it has key blocks) Q
-    // Lane 0 alone reads the slot and hands the index to its warp: an mbarrier arrival orders only its
-    // own thread's accesses before it, and the arrival on q_empty that lets the producer write the slot
-    // again is lane 0's (release_q), so the read it must order is lane 0's too.
+    // Lane 0 alone reads the slot and hands the index to its warp: the arrival on q_empty that lets the
+    // producer write the slot again is lane 0's (release_q), so the read and the arrival are one thread's,
+    // in program order. (Every lane reading, then __syncwarp before lane 0's arrival, is ordered too under
+    // the PTX model, bar.warp.sync before a cumulative release, but racecheck reported it: NOTES.md.)
     int tile = 0;
     if (threadIdx.x % 32 == 0) tile = *static_cast<volatile int32_t*>(&sm.tile[b]);
     tile = __shfl_sync(0xffffffffu, tile, 0);

@@ -20,8 +20,9 @@
 namespace fs::flash_bwd_tma {
 
 // Spins until the turn counter holds `n` (acquire: the previous key block's adds, released by its
-// pass_turn, are visible to this block's after it). One thread of the block calls it, then a
-// __syncthreads passes the turn on to the others.
+// pass_turn, are visible to this block's after it). v1 and v2: one thread of the block calls it, then a
+// __syncthreads passes the turn on to the others. From v3 on the dQ writer's lane 0 calls it alone,
+// before its bulk reduce-add, which a fence.proxy.async.global orders after the acquire (dq_writer.cuh).
 __device__ __forceinline__ void wait_turn(const int32_t* turn, int32_t n) {
   int32_t now;
   do {
@@ -29,9 +30,10 @@ __device__ __forceinline__ void wait_turn(const int32_t* turn, int32_t n) {
   } while (now != n);
 }
 
-// Hands the tile to the next key block: `*turn += 1`, released at GPU scope. One thread calls it, after
-// every thread of the block has made its adds visible (__threadfence) and met the others at a
-// __syncthreads.
+// Hands the tile to the next key block: `*turn += 1`, released at GPU scope. v1 and v2: one thread calls
+// it, after every thread of the block has made its adds visible (__threadfence) and met the others at a
+// __syncthreads. From v3 on the writer's lane 0 calls it once its bulk add has completed
+// (cp.async.bulk.wait_group 0) and a proxy fence has ordered that add before the release.
 __device__ __forceinline__ void pass_turn(int32_t* turn) {
   asm volatile("red.release.gpu.global.add.s32 [%0], 1;\n" ::"l"(turn) : "memory");
 }

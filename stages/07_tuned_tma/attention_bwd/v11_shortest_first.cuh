@@ -111,7 +111,7 @@ struct Config {
 //   producer  warp 0:    (u ≥ 1) wait empty[st], parity (u − 1) & 1            step t − kStages released
 //                        lane 0: expect_tx(full[st] or landed[st]); TMA Q_i, dO_i and the rows
 //                        (rows past the sequence) wait landed[st]; zero; __syncwarp; lane 0 arrives full[st]
-//   consumer  all 128:   (t = 0, before the walk: wait full[0]; issue Sᵀ of step 0)
+//   consumer  all 128:   (t = 0, before the walk: wait kv_full, parity 0; wait full[0]; issue Sᵀ of step 0)
 //                        wait for Sᵀ; Pᵀ, dPᵀ, dSᵀ as v9; issue dV += Pᵀ dO_i, dK += dSᵀ Q_i; dS → sdS[t % 2][c]
 //                        wait for dV, dK; __syncwarp; lane 0 of each warp: arrive empty[st]
 //                        (t + 1 < steps) wait full[st'], parity u' & 1 of step t + 1; issue its Sᵀ
@@ -270,7 +270,7 @@ __global__ void __launch_bounds__(Config<D>::kThreads, 1)
     for (int ks = 0; ks < D / 16; ++ks)  // the first product overwrites: scale-d = 0
       sm90::wgmma_m64nNk16<kBr, T, false, false>(acc_s, k_major_descriptor(k_addr, kBc, 0, ks),
                                                  k_major_descriptor(q_addr, kBr, 0, ks), ks > 0);
-    sm90::wgmma_commit_group();
+    sm90::wgmma_commit_group();  // Sᵀ's group, waited for at the top of its step
   };
   if (steps > 0) {
     sm90::mbarrier_wait_parity(kv_full, 0);  // sK, sV have landed, zeroed past the keys
@@ -328,13 +328,13 @@ __global__ void __launch_bounds__(Config<D>::kThreads, 1)
     for (int kk = 0; kk < kBr / 16; ++kk) a_from_c<T>(pa[kk], rS[2 * kk], rS[2 * kk + 1]);
 
     // dPᵀ = V_c dO_iᵀ, after Sᵀ (v1: no room for both accumulators beside dK and dV at D = 128).
-    sm90::wgmma_fence();
+    sm90::wgmma_fence();  // acc_p last read by ordinary instructions (the step before's dSᵀ)
 #pragma unroll
     for (int ks = 0; ks < D / 16; ++ks)
       sm90::wgmma_m64nNk16<kBr, T, false, false>(acc_p, k_major_descriptor(v_addr, kBc, 0, ks),
                                                  k_major_descriptor(do_addr, kBr, 0, ks), ks > 0);
-    sm90::wgmma_commit_group();
-    sm90::wgmma_wait_group<0>();
+    sm90::wgmma_commit_group();   // dPᵀ's group
+    sm90::wgmma_wait_group<0>();  // dPᵀ now: dSᵀ needs it (and nothing else is in flight)
     sm90::wgmma_fence_operand(acc_p);
     // The rows again, for delta (the first load's registers are not kept across dPᵀ: with Sᵀ of the next
     // step in flight at the step's end, they would not fit; ptxas -v).
@@ -359,7 +359,7 @@ __global__ void __launch_bounds__(Config<D>::kThreads, 1)
 #pragma unroll
     for (int kk = 0; kk < kBr / 16; ++kk)  // dK += dSᵀ Q_i (unscaled), Q_i read N-major
       sm90::wgmma_m64nNk16_rs<D, T, /*kTransB=*/true>(acc_dk, dsa[kk], v_descriptor(q_addr, kBr, kk), true);
-    sm90::wgmma_commit_group();
+    sm90::wgmma_commit_group();  // dV's and dK's group: it runs while dS is stored below
 
     // dS (query rows × this consumer's 64 keys) into sdS[t % 2][c], K-major for dQ's A, swizzled as v1
     // stores it. dsa[kk] holds four 8×8 matrices of dSᵀ (a_from_c): register x is keys warp·16 + 8·(x % 2)
@@ -372,7 +372,7 @@ __global__ void __launch_bounds__(Config<D>::kThreads, 1)
     for (int kk = 0; kk < kBr / 16; ++kk)
       sm90::stmatrix_x4_trans(ds_row + kk * 16 * 128, dsa[kk][0], dsa[kk][1], dsa[kk][2], dsa[kk][3]);
     sm90::fence_proxy_async();  // these plain stores, visible to wgmma's reads (the async proxy)
-    sm90::wgmma_wait_group<0>();
+    sm90::wgmma_wait_group<0>();  // dV, dK done: pa and dsa free, Q_i and dO_i past their last product
     sm90::wgmma_fence_operand(acc_dv);
     sm90::wgmma_fence_operand(acc_dk);
 #pragma unroll
@@ -396,7 +396,7 @@ __global__ void __launch_bounds__(Config<D>::kThreads, 1)
     {
       float rQ[8][4];
       auto& acc_q = reinterpret_cast<float(&)[32]>(rQ);
-      sm90::wgmma_fence();
+      sm90::wgmma_fence();  // rQ last touched by ordinary instructions (the step before's copy to sdQ)
       if constexpr (kDqSplitsRows) {
 #pragma unroll
         for (int ks = 0; ks < kBc / 16; ++ks)  // k = 16 keys of the block's 128; dS rows 64c …, K read N-major
@@ -408,7 +408,7 @@ __global__ void __launch_bounds__(Config<D>::kThreads, 1)
           sm90::wgmma_m64nNk16<64, T, false, /*kTransB=*/true>(
               acc_q, k_major_descriptor(ds_all, kBr, 0, ks), v_descriptor(k_all + c * kBc * 128, kBc, ks), ks > 0);
       }
-      sm90::wgmma_commit_group();
+      sm90::wgmma_commit_group();   // dQ's group
       sm90::wgmma_wait_group<0>();  // dQ's group, and the next step's Sᵀ before it
       sm90::wgmma_fence_operand(acc_q);
       // Into dQ tile b in the accumulator's order: n-block n of thread wtid at float4 n·128 + wtid of the
