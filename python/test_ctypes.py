@@ -233,6 +233,13 @@ class CInterface(unittest.TestCase):
                 if info.stage.decode() == "stage07/gemm":  # TMA: 16-byte bases and rows for A and B
                     self.assertEqual(self.code(launcher, gemm_params(info, a=0x10008)), "FS_ERR_MISALIGNED_POINTER")
                     self.assertEqual(self.code(launcher, gemm_params(info, lda=68)), "FS_ERR_INVALID_LEADING_DIM")
+                    # TMA's coordinates are signed 32-bit: K = 2^31 (A's rows that long) is refused by the
+                    # validation, before a tensor map is encoded, so that the picking entry passes it by.
+                    k = 2 ** 31
+                    long_k = gemm_params(info, m=1, n=1, k=k, lda=k, ldb=k if gemm_params(info).trans_b else 80, ldc=1)
+                    self.assertEqual(self.code(launcher, long_k), "FS_ERR_INVALID_SIZE")
+                    # Rows of 2^40 bytes or more: a stride no tensor map takes.
+                    self.assertEqual(self.code(launcher, gemm_params(info, lda=2 ** 40)), "FS_ERR_INVALID_LEADING_DIM")
 
     def test_valid_call_without_gpu_is_a_named_cuda_error(self):
         if has_gpu():

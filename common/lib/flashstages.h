@@ -279,9 +279,9 @@ typedef struct fs_attention_bwd_params {
  *
  * Stage 07 gemm: fs_gemm_tma_vN, Hopper only (sm_90a; FS_ERR_UNSUPPORTED_DEVICE on any other GPU),
  * fs_gemm_params. ab_dtype FS_FP16 or FS_BF16, c_dtype FS_FP32, FS_FP16 or FS_BF16, every transpose,
- * any M, N, K >= 1 up to TMA's extents (a dimension of A or B past 2^31 - 1 elements: FS_ERR_INVALID_SIZE,
- * found at launch, after the picking entries chose). A and B are read by TMA: their bases 16-byte aligned (else
- * FS_ERR_MISALIGNED_POINTER) and lda, ldb times the element size multiples of 16 bytes (else
+ * any M, N, K from 1 to 2^31 - 1 (TMA's coordinates; else FS_ERR_INVALID_SIZE). A and B are read by TMA: their
+ * bases 16-byte aligned (else
+ * FS_ERR_MISALIGNED_POINTER) and lda, ldb times the element size multiples of 16 bytes below 2^40 (else
  * FS_ERR_INVALID_LEADING_DIM); C needs only its element alignment. From v7 on, 16-bit C with beta = 0,
  * N a multiple of 8 and C's base and ldc 16-byte multiples is written by TMA stores, any other C as v5
  * writes it. v6 alone is int8: ab_dtype FS_INT8, c_dtype FS_INT32 (alpha·acc + beta·C rounded to

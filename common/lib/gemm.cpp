@@ -40,6 +40,11 @@ Status validate(const GemmParams& p, const GemmSupport& support) {
     if ((p.lda * int64_t(in)) % int64_t(w) != 0 || (p.ldb * int64_t(in)) % int64_t(w) != 0)
       return Status::InvalidLeadingDim;
   }
+  if (support.tma_operands) {  // what a tensor map of A or B could not describe
+    if (p.m > kTmaMaxExtent || p.n > kTmaMaxExtent || p.k > kTmaMaxExtent) return Status::InvalidSize;
+    if (p.lda * int64_t(in) >= kTmaMaxStrideBytes || p.ldb * int64_t(in) >= kTmaMaxStrideBytes)
+      return Status::InvalidLeadingDim;
+  }
   return Status::Success;
 }
 

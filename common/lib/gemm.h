@@ -23,6 +23,10 @@ constexpr uint32_t kAllLayouts = 0xF;
 
 // What one GEMM kernel takes: sets of input (A, B) and output (C) types, as dtype_bit() masks, the
 // pairs of transposes it reads, and the alignment its loads of A and B need.
+// TMA's limits: signed 32-bit coordinates, and global strides below 2^40 bytes.
+constexpr int64_t kTmaMaxExtent = 2147483647;
+constexpr int64_t kTmaMaxStrideBytes = int64_t(1) << 40;
+
 struct GemmSupport {
   uint32_t ab_dtypes = 0;
   uint32_t c_dtypes = 0;
@@ -33,6 +37,10 @@ struct GemmSupport {
   // The pairs (trans_a, trans_b) it takes, as layout_bit() masks: all four but for stage 07's int8
   // version, whose integer wgmma reads both operands k-contiguous only (A untransposed, B transposed).
   uint32_t layouts = kAllLayouts;
+  // Stage 07: A and B are read by TMA, whose tensor maps take each extent (M, N, K) up to kTmaMaxExtent
+  // elements and row strides below kTmaMaxStrideBytes (tensor_map.cpp refuses the same when it encodes
+  // one): checked here, so that the picking entry passes over such a version instead of running it.
+  bool tma_operands = false;
 
   bool takes_layout(bool trans_a, bool trans_b) const { return (layouts & layout_bit(trans_a, trans_b)) != 0; }
 };
@@ -42,7 +50,8 @@ struct GemmSupport {
 // (FS_ERR_INVALID_LEADING_DIM), dtypes (FS_ERR_UNSUPPORTED_DTYPE), the pair of transposes
 // (FS_ERR_UNSUPPORTED_LAYOUT), that every pointer is aligned to its element size
 // (FS_ERR_MISALIGNED_POINTER), then the kernel's operand_align: A's and B's bases
-// (FS_ERR_MISALIGNED_POINTER), then their row strides (FS_ERR_INVALID_LEADING_DIM).
+// (FS_ERR_MISALIGNED_POINTER), then their row strides (FS_ERR_INVALID_LEADING_DIM); for tma_operands,
+// last, the extents (FS_ERR_INVALID_SIZE) and the row strides' bytes (FS_ERR_INVALID_LEADING_DIM).
 Status validate(const GemmParams& p, const GemmSupport& support);
 
 // The element counts A, B and C span in memory: the last row needs only its used columns.

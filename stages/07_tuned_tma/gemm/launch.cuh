@@ -89,7 +89,8 @@ Status persistent_blocks(const GemmParams& p, unsigned* blocks) {
 // fp16 or bf16 in; C in fp32 or either 16-bit type. A's and B's bases and rows must be 16-byte
 // multiples: what TMA reads (validation refuses anything else with a named code).
 inline const GemmSupport kHalfSupport{Dtypes<DType::FP16, DType::BF16>::kMask,
-                                      Dtypes<DType::FP32, DType::FP16, DType::BF16>::kMask, /*operand_align=*/16};
+                                      Dtypes<DType::FP32, DType::FP16, DType::BF16>::kMask, /*operand_align=*/16,
+                                      kAllLayouts, /*tma_operands=*/true};
 
 // What the launch needs of a version, named alike for each: its block tile and size, whether it is
 // persistent (a block per SM that loops over tiles, else a block per tile), how many blocks stacked

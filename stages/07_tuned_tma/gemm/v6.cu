@@ -17,7 +17,7 @@ namespace {
 // B transposed; FS_ERR_UNSUPPORTED_LAYOUT for the other three). A's and B's bases and rows 16-byte
 // multiples, what TMA reads (FS_ERR_MISALIGNED_POINTER, FS_ERR_INVALID_LEADING_DIM otherwise).
 const GemmSupport kInt8Support{Dtypes<DType::INT8>::kMask, Dtypes<DType::INT32>::kMask, /*operand_align=*/16,
-                               layout_bit(/*trans_a=*/false, /*trans_b=*/true)};
+                               layout_bit(/*trans_a=*/false, /*trans_b=*/true), /*tma_operands=*/true};
 
 // The tensor maps are encoded on every call (tensor_map.h says why not cached yet), with the boxes of
 // v6's 128 × 256 tile: both K-major, 128 int8 wide. One block per SM (gemm_tma::persistent_blocks).
