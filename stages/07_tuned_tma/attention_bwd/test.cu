@@ -317,7 +317,9 @@ FS_CPU_TEST_CASE("stage07 attention_bwd through the C interface: named codes bef
                                                             {&kFlashBwdTmaV7, fs_flash_bwd_tma_v7},
                                                             {&kFlashBwdTmaV8, fs_flash_bwd_tma_v8},
                                                             {&kFlashBwdTmaV9, fs_flash_bwd_tma_v9},
-                                                            {&kFlashBwdTmaV10, fs_flash_bwd_tma_v10}};
+                                                            {&kFlashBwdTmaV10, fs_flash_bwd_tma_v10},
+                                                            {&kFlashBwdTmaV11, fs_flash_bwd_tma_v11},
+                                                            {&kFlashBwdTmaV12, fs_flash_bwd_tma_v12}};
   for (const auto& [k, launch] : entries)
     testing::check_bwd_c_entry({k->qualified(), launch, FS_FP16, FS_FP32, 256, 8, k->attention.varlen});
 }

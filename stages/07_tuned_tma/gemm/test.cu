@@ -238,12 +238,12 @@ FS_CPU_TEST_CASE("stage07 gemm clustered grid takes as many clusters as fit with
   CHECK(blocks == 5);
 }
 
-FS_GPU_TEST_CASE("stage07 gemm fp16 is exact on small integers with fp32 and fp16 output in every transpose") {
+FS_GPU_TEST_CASE("stage07 gemm fp16 is exact on small integers with fp32 or fp16 or bf16 output in every transpose") {
   FS_SKIP_WITHOUT_GPU();
   uint64_t seed = 70000;
   for (const KernelDesc* k : kHalf) {
     if (!testing::runs_here(*k)) continue;
-    for (DType c : {DType::FP32, DType::FP16}) check_sizes(*k, integer_case(DType::FP16, c), seed += 1000);
+    for (DType c : {DType::FP32, DType::FP16, DType::BF16}) check_sizes(*k, integer_case(DType::FP16, c), seed += 1000);
   }
 }
 
