@@ -14,8 +14,9 @@
 namespace fs::testing {
 
 // N = 1, 17, 1000 and Nq ≠ Nk (both ways), with B·H > 1, for each head_dim: one query row over 1000
-// keys and 17 rows over one key among them; causal and not (causal only where Nq <= Nk). Under the sanitizer (sanitizer_sizes()) 1000 becomes 200 and 1023 becomes
-// 223: still several tiles with tails. Every case draws fresh inputs from its own seed.
+// keys and 17 rows over one key among them; causal and not (causal only where Nq <= Nk). Under the
+// sanitizer (sanitizer_sizes()) 1000 becomes 200 and 1023 becomes 223: still several tiles with tails.
+// Every case draws fresh inputs from its own seed.
 std::vector<AttentionParams> odd_shapes(DType dtype, const std::vector<int64_t>& dims);
 
 // K/V with fewer heads than Q, for each head_dim, causal and not (causal only where Nq <= Nk):

@@ -90,11 +90,11 @@ FS_GPU_TEST_CASE("stage04 every version: grouped-query and multi-query K/V — a
     for (DType t : dtypes)
       for (const auto& shape : testing::gqa_shapes(t, {d}))
         testing::check_each_against_reference(testing::taking_head_dim(here, d), shape, ++seed, &naive());
-  // Padded and packed batches with 4 query heads over 2 K/V heads, and over 1.
-  for (const KernelDesc* k : here) {
-    testing::check_varlen_grouped(*k, 64, seed);
-    seed += 10;
-  }
+  // Padded and packed batches with 4 query heads over 2 K/V heads, and over 1, at every head_dim the
+  // version takes (D = 64 alone under the sanitizer).
+  for (const KernelDesc* k : here)
+    for (int64_t d : testing::sanitizer_sizes() ? std::vector<int64_t>{64} : head_dims(*k))
+      testing::check_varlen_grouped(*k, d, seed += 10);
 }
 
 FS_GPU_TEST_CASE("stage04 every version honours a custom scale over many key blocks") {
@@ -245,11 +245,15 @@ FS_GPU_TEST_CASE("stage04 v4 v5 and v6 take strided layouts (B N H D and packed 
   uint64_t seed = 9900;
   for (const KernelDesc* k : find_kernels("stage04")) {
     if (!k->attention.strided || !testing::runs_here(*k)) continue;
+    // Both 16-bit types at every head_dim (one type per head_dim under the sanitizer).
     for (int64_t d : head_dims(*k))
-      for (const auto& shape : testing::strided_shapes(d == 128 ? DType::BF16 : DType::FP16, d))
-        testing::check_strided_layouts(*k, shape, ++seed, &naive());
+      for (DType t : {DType::FP16, DType::BF16}) {
+        if (testing::sanitizer_sizes() && t != (d == 128 ? DType::BF16 : DType::FP16)) continue;
+        for (const auto& shape : testing::strided_shapes(t, d)) testing::check_strided_layouts(*k, shape, ++seed, &naive());
+      }
     // Padded and packed batches laid out by position ([B, N, H, D], [total, H, D]).
-    testing::check_varlen_by_position(*k, 64, seed += 10);
+    for (int64_t d : testing::sanitizer_sizes() ? std::vector<int64_t>{64} : head_dims(*k))
+      testing::check_varlen_by_position(*k, d, seed += 10);
   }
   for (int i = 0; i < flash_fwd_v5_num_candidates(128) && i < int(std::size(kCandidates)); ++i)
     if (flash_fwd_v5_candidate_runs_here(128, i))
