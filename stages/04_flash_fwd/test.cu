@@ -249,7 +249,8 @@ FS_GPU_TEST_CASE("stage04 v4 v5 and v6 take strided layouts (B N H D and packed 
     for (int64_t d : head_dims(*k))
       for (DType t : {DType::FP16, DType::BF16}) {
         if (testing::sanitizer_sizes() && t != (d == 128 ? DType::BF16 : DType::FP16)) continue;
-        for (const auto& shape : testing::strided_shapes(t, d)) testing::check_strided_layouts(*k, shape, ++seed, &naive());
+        for (const auto& shape : testing::strided_shapes(t, d))
+          testing::check_strided_layouts(*k, shape, ++seed, &naive());
       }
     // Padded and packed batches laid out by position ([B, N, H, D], [total, H, D]).
     for (int64_t d : testing::sanitizer_sizes() ? std::vector<int64_t>{64} : head_dims(*k))
