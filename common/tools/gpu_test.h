@@ -55,6 +55,12 @@ DeviceProps made_up_gpu(int cc, std::size_t smem_kib);
 
 // `full` normally, `small` under the sanitizer.
 inline int64_t size_for_run(int64_t full, int64_t small) { return sanitizer_sizes() ? small : full; }
+// Every one of `all` normally, `one` of them alone under the sanitizer (a head_dim, a dtype: each choice
+// a case loops over multiplies its time under racecheck).
+template <class T>
+std::vector<T> choices_for_run(const std::vector<T>& all, T one) {
+  return sanitizer_sizes() ? std::vector<T>{one} : all;
+}
 
 }  // namespace fs::testing
 

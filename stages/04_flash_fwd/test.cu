@@ -83,8 +83,7 @@ FS_GPU_TEST_CASE("stage04 every version: grouped-query and multi-query K/V — a
   uint64_t seed = 5500;
   // Under the sanitizer fp16 alone: the address arithmetic does not depend on the type, and racecheck
   // over this binary already takes minutes.
-  const std::vector<DType> dtypes =
-      testing::sanitizer_sizes() ? std::vector<DType>{DType::FP16} : std::vector<DType>{DType::FP16, DType::BF16};
+  const std::vector<DType> dtypes = testing::choices_for_run<DType>({DType::FP16, DType::BF16}, DType::FP16);
   const std::vector<const KernelDesc*> here = testing::runnable_here(find_kernels("stage04"));
   for (int64_t d : testing::listed_head_dims(here))  // one problem per shape, every version that takes d on it
     for (DType t : dtypes)
@@ -93,7 +92,7 @@ FS_GPU_TEST_CASE("stage04 every version: grouped-query and multi-query K/V — a
   // Padded and packed batches with 4 query heads over 2 K/V heads, and over 1, at every head_dim the
   // version takes (D = 64 alone under the sanitizer).
   for (const KernelDesc* k : here)
-    for (int64_t d : testing::sanitizer_sizes() ? std::vector<int64_t>{64} : head_dims(*k))
+    for (int64_t d : testing::choices_for_run(head_dims(*k), int64_t{64}))
       testing::check_varlen_grouped(*k, d, seed += 10);
 }
 
@@ -247,13 +246,11 @@ FS_GPU_TEST_CASE("stage04 v4 v5 and v6 take strided layouts (B N H D and packed 
     if (!k->attention.strided || !testing::runs_here(*k)) continue;
     // Both 16-bit types at every head_dim (one type per head_dim under the sanitizer).
     for (int64_t d : head_dims(*k))
-      for (DType t : {DType::FP16, DType::BF16}) {
-        if (testing::sanitizer_sizes() && t != (d == 128 ? DType::BF16 : DType::FP16)) continue;
+      for (DType t : testing::choices_for_run<DType>({DType::FP16, DType::BF16}, d == 128 ? DType::BF16 : DType::FP16))
         for (const auto& shape : testing::strided_shapes(t, d))
           testing::check_strided_layouts(*k, shape, ++seed, &naive());
-      }
     // Padded and packed batches laid out by position ([B, N, H, D], [total, H, D]).
-    for (int64_t d : testing::sanitizer_sizes() ? std::vector<int64_t>{64} : head_dims(*k))
+    for (int64_t d : testing::choices_for_run(head_dims(*k), int64_t{64}))
       testing::check_varlen_by_position(*k, d, seed += 10);
   }
   for (int i = 0; i < flash_fwd_v5_num_candidates(128) && i < int(std::size(kCandidates)); ++i)

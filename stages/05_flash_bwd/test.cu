@@ -173,15 +173,15 @@ FS_GPU_TEST_CASE("stage05 every version that takes variable lengths matches fp64
   FS_SKIP_WITHOUT_GPU();
   // The forward's layouts, now with dO, O and LSE as inputs: padded entries of 200, 0 and 77 rows (every
   // input NaN past each length), packed entries with no key (dQ = 0) or, causal, no query (dK = dV = 0), at
-  // every head_dim; grouped K/V heads (dK, dV the sums over each group) too (under the sanitizer: at the
-  // smallest). Each with delta
-  // and without, and deterministic twice; packed ones with max_seq_q, max_seq_k unknown and computed.
+  // every head_dim; grouped K/V heads (dK, dV the sums over each group) too (under the sanitizer at the
+  // smallest alone). Each with delta and without, and deterministic twice; packed ones with max_seq_q,
+  // max_seq_k unknown and computed.
   for (const KernelDesc* k : versions()) {
     if (!k->attention.varlen || !testing::runs_here(*k)) continue;
     uint64_t seed = 250000 + 10000 * uint64_t(k->info.version[1] - '0');
     const std::vector<int64_t> dims = head_dims(*k);
     for (int64_t d : dims) testing::check_bwd_varlen_layouts(*k, d, seed += 10);
-    for (int64_t d : testing::sanitizer_sizes() ? std::vector<int64_t>{dims.front()} : dims)
+    for (int64_t d : testing::choices_for_run(dims, dims.front()))
       testing::check_bwd_varlen_grouped(*k, d, seed += 10);  // every head_dim (the smallest under the sanitizer)
   }
 }

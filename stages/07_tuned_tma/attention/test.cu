@@ -254,8 +254,7 @@ FS_GPU_TEST_CASE("stage07 attention every version matches fp64 at odd sizes in e
 FS_GPU_TEST_CASE("stage07 attention every version: grouped-query and multi-query K/V — and decoding (Nq = 1)") {
   FS_SKIP_WITHOUT_GPU();
   // Under the sanitizer fp16 alone: the address arithmetic does not depend on the type.
-  const std::vector<DType> dtypes =
-      testing::sanitizer_sizes() ? std::vector<DType>{DType::FP16} : std::vector<DType>{DType::FP16, DType::BF16};
+  const std::vector<DType> dtypes = testing::choices_for_run<DType>({DType::FP16, DType::BF16}, DType::FP16);
   const std::vector<const KernelDesc*> here = testing::runnable_here(kHalf);
   uint64_t seed = 7500;
   for (int64_t d : testing::listed_head_dims(here))
@@ -296,7 +295,7 @@ FS_GPU_TEST_CASE("stage07 attention every version handles padded and packed vari
     if (!testing::runs_here(*k)) continue;
     uint64_t seed = 8000;
     for (int64_t d : head_dims(*k)) testing::check_varlen_layouts(*k, d, seed += 10);
-    for (int64_t d : testing::sanitizer_sizes() ? std::vector<int64_t>{128} : head_dims(*k))
+    for (int64_t d : testing::choices_for_run(head_dims(*k), int64_t{128}))
       testing::check_varlen_grouped(*k, d, seed += 10);  // every head_dim (D = 128 alone under the sanitizer)
     // Padded to 4500 keys at D = 64: v2 to v4 take 192-key blocks (the launch sees seq_k), whose last
     // block ends inside the padding (4100 = 21 · 192 + 68); an entry of 1000 ends inside another block.
@@ -401,13 +400,11 @@ FS_GPU_TEST_CASE("stage07 attention every version takes strided layouts (B N H D
     if (!testing::runs_here(*k)) continue;
     // Both 16-bit types at every head_dim (one type per head_dim under the sanitizer).
     for (int64_t d : head_dims(*k))
-      for (DType t : {DType::FP16, DType::BF16}) {
-        if (testing::sanitizer_sizes() && t != (d == 128 ? DType::BF16 : DType::FP16)) continue;
+      for (DType t : testing::choices_for_run<DType>({DType::FP16, DType::BF16}, d == 128 ? DType::BF16 : DType::FP16))
         for (const auto& shape : testing::strided_shapes(t, d))
           testing::check_strided_layouts(*k, shape, ++seed, &naive());
-      }
     // Padded and packed batches laid out by position ([B, N, H, D], [total, H, D]).
-    for (int64_t d : testing::sanitizer_sizes() ? std::vector<int64_t>{128} : head_dims(*k))
+    for (int64_t d : testing::choices_for_run(head_dims(*k), int64_t{128}))
       testing::check_varlen_by_position(*k, d, seed += 10);
   }
   for (const KernelDesc& k : {forced_splits_kernel(run_forced_splits<7>), v6_forced_splits_kernel(run_v6_forced_splits<2>),

@@ -440,8 +440,7 @@ FS_GPU_TEST_CASE("stage07 gemm int8 is exact with more tiles than SMs where pers
   // 512: four 128-deep k-tiles, as many as the stages; 600: five with a tail, so tile and stage
   // boundaries drift apart. Under the sanitizer K = 600 alone.
   uint64_t seed = 81000;
-  const std::vector<int64_t> ks =
-      testing::sanitizer_sizes() ? std::vector<int64_t>{600} : std::vector<int64_t>{17, 512, 600};
+  const std::vector<int64_t> ks = testing::choices_for_run<int64_t>({17, 512, 600}, 600);
   for (const KernelDesc* k : kInt8) {
     if (!testing::runs_here(*k)) continue;
     for (int64_t kk : ks)
