@@ -134,12 +134,12 @@ struct AttentionBwdProblem {
 };
 AttentionBwdProblem prepare(const AttentionBwdParams& p);  // for validated params
 
+// gridDim.y and .z hold at most 65535 blocks (stages 01 and 02 put their query-row blocks in .y).
+constexpr int64_t kMaxGridY = 65535;
 // Kernels whose grid puts B·H in blockIdx.y or .z (stages 01 and 02) are limited to 65535 heads per
 // launch: larger batches run in slices of heads, one after another on the stream. for_each_head_slice
 // calls f(HeadSlice<T>) for each slice and stops at the first error.
-constexpr int64_t kMaxHeadsPerLaunch = 65535;
-// gridDim.y and .z hold at most 65535 blocks: stages 01 and 02 put their query-row blocks in .y.
-constexpr int64_t kMaxGridY = 65535;
+constexpr int64_t kMaxHeadsPerLaunch = kMaxGridY;
 
 // The K/V head that query head z of a slice reads, counted from the slice's k and v. The slice starts
 // at flat query head bh0, so its query head z is bh0 + z and reads K/V head (bh0 + z) / G; the slice's
