@@ -103,7 +103,8 @@ def main():
         for m in LINK.finditer(whole):  # over the whole text: a link's words may wrap onto the next line
             text, target, first, last = m.groups()
             n = whole.count("\n", 0, m.start()) + 1
-            if "\n\n" in text or "://" in target or target.startswith("mailto:") or target.endswith(".md") and not first:
+            if "\n\n" in text or "://" in target or target.startswith("mailto:") \
+                    or target.endswith(".md") and not first:
                 continue
             path = (doc.parent / target).resolve()
             shown = " ".join(text.split())

@@ -123,11 +123,11 @@ def tables(known: set[str]) -> list[dict]:
         if reference is None:
             reference = (cc, mine)
         elif cc == reference[0]:
-            behind = {problem for problem, versions in reference[1].items() if not versions <= mine.get(problem, set())}
+            missing = {problem: versions - mine.get(problem, set()) for problem, versions in reference[1].items()}
+            behind = {problem for problem, versions in missing.items() if versions}
             for problem in sorted(behind):
-                print(f"make_pick_table: {folder.name}: {problem} without "
-                      f"{', '.join(sorted(reference[1][problem] - mine.get(problem, set())))}: its calls take "
-                      "the reference's ranking", file=sys.stderr)
+                print(f"make_pick_table: {folder.name}: {problem} without {', '.join(sorted(missing[problem]))}: "
+                      "its calls take the reference's ranking", file=sys.stderr)
             times = {key: by_version for key, by_version in times.items() if key[0] not in behind}
         points = []
         for (problem, dtype, det, shape), by_version in sorted(times.items()):
@@ -197,14 +197,15 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.write(markdown(gpus))
         return 0
     text = render(gpus)
+    counted = f"{sum(len(g['points']) for g in gpus)} points, {len(gpus)} GPU{'s' if len(gpus) != 1 else ''}"
     if args.check:
         if not OUT.is_file() or OUT.read_text() != text:
             print(f"{OUT.relative_to(ROOT)} is stale: run python3 scripts/make_pick_table.py")
             return 1
-        print(f"{OUT.relative_to(ROOT)} is up to date ({sum(len(g['points']) for g in gpus)} points, {len(gpus)} GPU{'s' if len(gpus) != 1 else ''})")
+        print(f"{OUT.relative_to(ROOT)} is up to date ({counted})")
         return 0
     OUT.write_text(text)
-    print(f"wrote {OUT.relative_to(ROOT)}: {sum(len(g['points']) for g in gpus)} points over {len(gpus)} GPU{'s' if len(gpus) != 1 else ''}")
+    print(f"wrote {OUT.relative_to(ROOT)}: {counted}")
     return 0
 
 

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """The reference run, in parts: every benchmark, peer, test and sanitizer the docs quote, on one GPU.
 
-A complete run takes some two hours of GPU time (`list` sums the estimates), more than one sitting on a lent GPU allows, so it is
-cut into parts that each take minutes. A part is what has to be measured together: a rung's versions
+A complete run takes some two hours of GPU time (`list` sums the estimates), more than one sitting on a
+lent GPU allows, so it is cut into parts that each take minutes. A part is what has to be measured together: a rung's versions
 and its peers at the headline shapes are one part (the same call, the same clocks); a rung's remaining
 grid, or an evidence run (stage 04's tuner candidates, stage 05's deterministic repeats and its delta
 ablation), is a part of its own. Each part writes its files into its own folder under --work, and a

@@ -2,7 +2,8 @@
 # Installs what flashstages needs to build and test on a Debian/Ubuntu machine: CMake, Ninja, doctest,
 # Google Benchmark, CLI11 (Debian packages) and matplotlib for the plots. The CUDA Toolkit (12.5 or
 # newer) must already be there. Skips what is present; on a machine with a staged prefix (.deps, which
-# CMakePresets.json puts on CMAKE_PREFIX_PATH) installs no build packages. Every apt-get, venv or pip step is announced before it runs.
+# CMakePresets.json puts on CMAKE_PREFIX_PATH) installs no build packages. Every apt-get, venv or pip
+# step is announced before it runs.
 #   usage: scripts/setup.sh
 # CMake must be 3.25 or newer (the presets need it); an older one is refused with what to do.
 # matplotlib is never pip-installed into a user's own Python: Debian's python3-matplotlib when python3
