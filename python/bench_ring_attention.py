@@ -163,10 +163,10 @@ def run_points(a, rank, world):
             dist.barrier()
             rounds[name].append(slowest(timed(series[name], a.repeats)))
     ms = {name: statistics.median(v) for name, v in rounds.items()}
-    hidden = 1.0 - (ms["ring"] - ms["compute"]) / ms["transfer"] if ms.get("transfer", 0) > 0 else float("nan")
+    hidden = 1.0 - (ms["ring"] - ms["compute"]) / ms["transfer"] if ms.get("transfer", 0) > 0 else None
     row = {"world": world, "seq": a.seq, "heads": a.heads, "kv_heads": a.kv_heads, "dim": a.dim, "dtype": a.dtype,
            "causal": a.causal, "backward": a.backward, "ms": ms, "speedup_over_one_gpu": ms["one GPU"] / ms["ring"],
-           "transfer_hidden": max(0.0, min(1.0, hidden)) if hidden == hidden else None,
+           "transfer_hidden": None if hidden is None else max(0.0, min(1.0, hidden)),
            "tokens_per_s": a.seq / ms["ring"] * 1e3,
            "torch_cp": "timed" if cp_run else cp_why, "torch": torch.__version__,
            "gpu": torch.cuda.get_device_name(), "backend": dist.get_backend()}

@@ -85,7 +85,8 @@ def case_refuses_by_name(rank, world):
     odd = qs.transpose(2, 3) if rank == 0 else qs  # not contiguous
     _expect(ValueError, "rank 0", lambda: ring_attention(odd, odd, odd, n))
     d32 = zigzag_shard(torch.randn(1, 2, n, 32, device="cuda", dtype=torch.float16), rank, world)
-    _expect(ValueError, "head_dim 32", lambda: ring_attention(d32, d32, d32, n))  # no backward takes it: before any transfer
+    # No backward version takes D = 32: refused before any transfer.
+    _expect(ValueError, "head_dim 32", lambda: ring_attention(d32, d32, d32, n))
     o = ring_attention(qs, qs, qs, n)  # after the refusals, every rank still in step
     assert o.shape == qs.shape
 

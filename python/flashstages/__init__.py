@@ -372,7 +372,8 @@ def _set_strides(params, q, k, v, o):
 
 def attention_params(q, k, v, out, lse=None, *, causal=False, scale=None):
     """The AttentionParams of O = attention(q, k, v) into `out` (and the LSE into `lse`, when given):
-    sizes, K/V heads, dtype, the tensors' addresses and their strides, scale None (or 0, the library's convention) for 1/sqrt(D). Checks
+    sizes, K/V heads, dtype, the tensors' addresses and their strides, scale None (or 0, the library's
+    convention) for 1/sqrt(D). Checks
     nothing: the callers have (attention(), flash_attention()), or build their tensors to fit
     (plots/head_to_head.py). Layouts: q, k, v and out as their strides lay them out, D contiguous
     (q.transpose(1, 2) of a [B, N, H, D] tensor is read where it lies), which the versions with
@@ -407,7 +408,8 @@ def attention(q, k, v, *, causal=False, scale=None, out=None, lse=None, kernel=N
     others are refused here, naming the tensor). The causal mask
     is aligned bottom-right (query i sees keys j <= i + Nk - Nq), like FlashAttention's and unlike
     PyTorch's is_causal (top-left): compare with torch.nn.attention.bias.causal_lower_right. scale:
-    None (or 0, the library's convention) for 1/sqrt(D). out: the output to write ([B, H, Nq, D]), made when None as torch.empty_like(q):
+    None (or 0, the library's convention) for 1/sqrt(D). out: the output to write ([B, H, Nq, D]), made
+    when None as torch.empty_like(q):
     q's strides where q is dense, else dense in q's order of dimensions (for slices of a packed
     [B, N, 3, H, D] tensor, [B, N, H, D] without the gaps). lse: an optional [B, H, Nq] float32 tensor,
     contiguous, for the log-sum-exp of each row. Returns out.
@@ -670,7 +672,8 @@ def flash_attention(q, k, v, causal=False, scale=None, deterministic=False, *, k
     attention() and SDPA's enable_gqa=True: the gradient of a K/V head sums over its group); one CUDA
     device, of a dtype and head_dim both passes take, D contiguous. Other strides pass where versions of
     both passes take strides (KernelInfo.strided: the forward's of attention(), stage 05's v10 and stage
-    07's attention_bwd versions for the backward) and the dtype and head_dim: q.transpose(1, 2) of a [B, N, H, D] tensor runs with no copy,
+    07's attention_bwd versions for the backward) and the dtype and head_dim: q.transpose(1, 2) of a
+    [B, N, H, D] tensor runs with no copy,
     O comes back in q's layout and dQ, dK, dV in q's, k's and v's. A q, k or v that is not dense (sliced
     from a packed [B, N, 3, H, D] tensor) is read as it lies by the forward, and as a contiguous copy by
     the backward, whose gradient then comes back contiguous; O is then dense in q's order of dimensions

@@ -245,9 +245,9 @@ def find_library():
         if where == LIBRARY_ENV and not os.path.exists(path):
             raise FileNotFoundError(f"{LIBRARY_ENV}={path}: no such file")
         return path
-    build = os.path.join(_checkout(), "build")
-    looked = [f"${LIBRARY_ENV} (unset)", os.path.join(build, "{" + ",".join(BUILD_PRESETS) + "}", "common"),
-              os.path.join(_checkout(), "build*", "common") + " and build*/*/common",
+    checkout = _checkout()
+    looked = [f"${LIBRARY_ENV} (unset)", os.path.join(checkout, "build", "{" + ",".join(BUILD_PRESETS) + "}", "common"),
+              os.path.join(checkout, "build*", "common") + " and build*/*/common",
               *(os.path.join(p, "lib{,64}") for p in _prefixes()), "the dynamic loader's path"]
     raise FileNotFoundError(
         f"{LIBRARY_NAME} not found (looked in: {'; '.join(looked)}): set {LIBRARY_ENV} to its path, or build the "

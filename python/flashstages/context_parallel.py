@@ -192,6 +192,11 @@ def _check(q, k, v, world):
         raise ValueError(f"world must be a positive int, not {world!r}")
 
 
+def _softmax_scale(d: int, scale: float | None) -> float:
+    """The scale the library uses: 1/sqrt(D) for None or 0 (fs_attention_params' default), else `scale`."""
+    return 1.0 / math.sqrt(d) if scale is None or scale == 0 else scale
+
+
 def _ring_calls(seq_len: int, world: int, causal: bool):
     """Every call of the ring as (query rows, key rows, causal), rank after rank and step after step as
     ring_plan lists them; the empty chunks of a sequence shorter than 2·world left out."""
@@ -211,7 +216,7 @@ def ring_attention_forward(q, k, v, world: int, causal: bool = False, scale: flo
     shards passed round. partial_dtype (e.g. np.float16) rounds each call's O as a 16-bit kernel returns
     it, to show what that costs. Returns (O, LSE) in the sequence's order, as plain attention gives them."""
     _check(q, k, v, world)
-    scale = 1.0 / math.sqrt(q.shape[3]) if scale is None or scale == 0 else scale  # 0: the library's default
+    scale = _softmax_scale(q.shape[3], scale)
     o = np.zeros(q.shape, dtype=np.float64)
     lse = np.full(q.shape[:3], -np.inf)
     for qr, kr, diagonal in _ring_calls(q.shape[2], world, causal):
@@ -229,7 +234,7 @@ def ring_attention_backward(q, k, v, o, lse, do, world: int, causal: bool = Fals
     rows of each shard's dK and dV are added by its calls alone, so here they are summed in place).
     Returns (dQ, dK, dV) in the sequence's order."""
     _check(q, k, v, world)
-    scale = 1.0 / math.sqrt(q.shape[3]) if scale is None or scale == 0 else scale  # 0: the library's default
+    scale = _softmax_scale(q.shape[3], scale)
     delta = np.einsum("bhid,bhid->bhi", np.asarray(do, np.float64), np.asarray(o, np.float64))
     dq, dk, dv = np.zeros(q.shape), np.zeros(k.shape), np.zeros(v.shape)
     for qr, kr, diagonal in _ring_calls(q.shape[2], world, causal):

@@ -148,14 +148,12 @@ def _wait(work, timeout, what):
     at once unless TORCH_NCCL_BLOCKING_WAIT is set; then wait() raises the work's own error, if any, and
     on NCCL orders the current stream after it."""
     deadline = time.monotonic() + timeout.total_seconds()
+    while not work.is_completed():
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"ring_attention: {what}: no answer within {timeout}")
+        time.sleep(1e-4)
     try:
-        while not work.is_completed():
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"ring_attention: {what}: no answer within {timeout}")
-            time.sleep(1e-4)
         work.wait()
-    except TimeoutError as e:
-        raise RuntimeError(str(e)) from None
     except RuntimeError as e:
         raise RuntimeError(f"ring_attention: {what}: {e}") from e
 
